@@ -1,0 +1,217 @@
+"""piweb settings.
+
+Everything comes from the environment so that the embedded default (SQLite plus an
+embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run the
+same code. See README "Configuration" for the full list.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("PIWEB_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _secret_key() -> str:
+    """Use SECRET_KEY from the environment, else one generated once into var/."""
+    if os.environ.get("SECRET_KEY"):
+        return os.environ["SECRET_KEY"]
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _env_bool("DEBUG")
+ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "channels",
+    "sessions_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "piweb.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "piweb.wsgi.application"
+ASGI_APPLICATION = "piweb.asgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'piweb.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server, the worker and the tests read while one of them writes;
+    # "immediate" takes the write lock at BEGIN so concurrent writers queue, not fail.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Redis: the Celery broker and the channel layer. Unset means the embedded Redis that
+# `make run` (and the test suite) start on a unix socket under var/.
+EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
+USES_EMBEDDED_REDIS = not os.environ.get("REDIS_URL")
+
+
+def _celery_broker_url(redis_url: str) -> str:
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url[len("unix://") :]
+    return redis_url
+
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [REDIS_URL],
+            "prefix": os.environ.get("PIWEB_CHANNEL_PREFIX", "piweb"),
+            "capacity": 1000,
+            "expiry": 30,
+        },
+    }
+}
+
+CELERY_BROKER_URL = _celery_broker_url(REDIS_URL)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("PIWEB_VISIBILITY_TIMEOUT", "3600")),
+    "global_keyprefix": os.environ.get("PIWEB_CELERY_PREFIX", ""),
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("PIWEB_CELERY_QUEUE", "piweb")
+CELERY_TASK_ALWAYS_EAGER = False
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "sessions_app:session_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+if _env_bool("PIWEB_SECURE_COOKIES"):
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+# --- piweb ---------------------------------------------------------------------------
+# Directories under which session workspaces (cwd) may live; tools never leave them.
+PIWEB_WORKSPACE_ROOTS = [
+    Path(p).resolve()
+    for p in _env_list("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
+]
+# Where full bash output files and other per-run artifacts go.
+PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))
+# Global agent directory (AGENTS.md and skills that apply to every workspace).
+PIWEB_AGENT_DIR = Path(os.environ.get("PIWEB_AGENT_DIR", VAR_DIR / "agent"))
+
+# LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
+# given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).
+# No model configured is a normal state: chat says how to configure one and summaries
+# fall back to the offline summarizer.
+PIWEB_LLM_BASE_URL = os.environ.get("PIWEB_LLM_BASE_URL", "")
+PIWEB_LLM_API_KEY = os.environ.get("PIWEB_LLM_API_KEY", "")
+PIWEB_LLM_MODEL = os.environ.get("PIWEB_LLM_MODEL", "")
+PIWEB_LLM_CONTEXT_WINDOW = int(os.environ.get("PIWEB_LLM_CONTEXT_WINDOW", "128000"))
+PIWEB_LLM_MAX_OUTPUT = int(os.environ.get("PIWEB_LLM_MAX_OUTPUT", "16384"))
+PIWEB_LLM_TIMEOUT = float(os.environ.get("PIWEB_LLM_TIMEOUT", "120"))
+PIWEB_MODEL_PROFILES_JSON = os.environ.get("PIWEB_MODEL_PROFILES", "")
+
+# Compaction defaults (pi's); a session can override them in Session.settings.
+PIWEB_COMPACTION = {
+    "enabled": _env_bool("PIWEB_COMPACTION_ENABLED", True),
+    "reserve_tokens": int(os.environ.get("PIWEB_COMPACTION_RESERVE_TOKENS", "16384")),
+    "keep_recent_tokens": int(os.environ.get("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", "20000")),
+}
+# A job whose worker has not reported for this long is treated as dead.
+PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+    },
+}

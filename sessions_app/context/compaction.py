@@ -1,0 +1,401 @@
+"""Compaction planning: cut points, what to summarize, file operations (pi 0.73 semantics).
+
+Public API
+----------
+- ``CompactionSettings(enabled=True, reserve_tokens=16384, keep_recent_tokens=20000)``
+  with ``from_dict`` / ``to_dict`` (pi's camelCase keys)
+- ``find_valid_cut_points(entries, start_index, end_index) -> list[int]``
+- ``find_turn_start_index(entries, entry_index, start_index) -> int``
+- ``find_cut_point(entries, start_index, end_index, keep_recent_tokens)``
+  -> ``{firstKeptEntryIndex, turnStartIndex, isSplitTurn}``
+- ``prepare_compaction(path_entries, settings) -> CompactionPreparation | None``
+- ``FileOps`` (insertion-ordered read / written / edited sets),
+  ``extract_file_ops_from_message``, ``compute_file_lists``, ``format_file_operations``
+- ``get_last_assistant_usage(entries)``
+
+The estimator is pi's chars/4 (``tokens.estimate_tokens``); pass ``estimator=`` to
+``find_cut_point`` / ``prepare_compaction`` to use another (e.g. tiktoken).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jsutil import js_sorted
+from .messages import context_from_path, message_from_entry
+from .tokens import calculate_context_tokens, estimate_context_tokens, estimate_tokens, get_assistant_usage
+from .tree import UNSET, index_by_id, path_to_root
+
+__all__ = [
+    "CompactionPreparation",
+    "CompactionSettings",
+    "FileOps",
+    "compute_file_lists",
+    "extract_file_ops_from_message",
+    "find_cut_point",
+    "find_turn_start_index",
+    "find_valid_cut_points",
+    "format_file_operations",
+    "get_last_assistant_usage",
+    "prepare_compaction",
+]
+
+Entry = dict[str, Any]
+Message = dict[str, Any]
+
+# ---------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> CompactionSettings:
+        data = data or {}
+        default = cls()
+        return cls(
+            enabled=bool(data.get("enabled", default.enabled)),
+            reserve_tokens=int(data.get("reserveTokens", default.reserve_tokens)),
+            keep_recent_tokens=int(data.get("keepRecentTokens", default.keep_recent_tokens)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "reserveTokens": self.reserve_tokens,
+            "keepRecentTokens": self.keep_recent_tokens,
+        }
+
+
+def _as_settings(settings: Any) -> CompactionSettings:
+    if isinstance(settings, CompactionSettings):
+        return settings
+    if settings is None or isinstance(settings, dict):
+        return CompactionSettings.from_dict(settings)
+    raise TypeError(f"unsupported compaction settings: {settings!r}")
+
+
+# ---------------------------------------------------------------------------
+# File operations
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class FileOps:
+    """Paths touched by tool calls; dicts used as insertion-ordered sets."""
+
+    read: dict[str, None] = field(default_factory=dict)
+    written: dict[str, None] = field(default_factory=dict)
+    edited: dict[str, None] = field(default_factory=dict)
+
+    def add_read(self, paths: Iterable[str]) -> None:
+        for p in paths:
+            self.read[p] = None
+
+    def add_edited(self, paths: Iterable[str]) -> None:
+        for p in paths:
+            self.edited[p] = None
+
+    def add_details(self, details: Any) -> None:
+        """Accumulate ``{readFiles, modifiedFiles}`` of an earlier summary."""
+        if not isinstance(details, dict):
+            return
+        if isinstance(details.get("readFiles"), list):
+            self.add_read(details["readFiles"])
+        if isinstance(details.get("modifiedFiles"), list):
+            self.add_edited(details["modifiedFiles"])
+
+    def sorted_dict(self) -> dict[str, list[str]]:
+        return {
+            "read": js_sorted(self.read),
+            "written": js_sorted(self.written),
+            "edited": js_sorted(self.edited),
+        }
+
+
+_FILE_TOOLS = {"read": "read", "write": "written", "edit": "edited"}
+
+
+def extract_file_ops_from_message(message: Message, file_ops: FileOps) -> None:
+    """Record ``path`` arguments of read / write / edit tool calls in an assistant message."""
+    if message.get("role") != "assistant":
+        return
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        if "arguments" not in block or "name" not in block:
+            continue
+        args = block.get("arguments")
+        if not isinstance(args, dict):
+            continue
+        path = args.get("path")
+        if not isinstance(path, str) or not path:
+            continue
+        bucket = _FILE_TOOLS.get(block.get("name"))
+        if bucket is not None:
+            getattr(file_ops, bucket)[path] = None
+
+
+def compute_file_lists(file_ops: FileOps) -> dict[str, list[str]]:
+    """``{readFiles: read-but-not-modified, modifiedFiles: edited or written}``, JS-sorted."""
+    modified = dict(file_ops.edited)
+    modified.update(file_ops.written)
+    read_only = [p for p in file_ops.read if p not in modified]
+    return {"readFiles": js_sorted(read_only), "modifiedFiles": js_sorted(modified)}
+
+
+def format_file_operations(read_files: list[str], modified_files: list[str]) -> str:
+    """The ``<read-files>`` / ``<modified-files>`` blocks appended to a summary ("" if none)."""
+    sections = []
+    if read_files:
+        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+    if modified_files:
+        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+    if not sections:
+        return ""
+    return "\n\n" + "\n\n".join(sections)
+
+
+# ---------------------------------------------------------------------------
+# Cut points
+# ---------------------------------------------------------------------------
+
+_CUT_ROLES = frozenset(
+    ("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary")
+)
+_TURN_START_ROLES = frozenset(("user", "bashExecution"))
+
+
+def _is_cut_point(entry: Entry) -> bool:
+    etype = entry.get("type")
+    if etype == "message":
+        return (entry.get("message") or {}).get("role") in _CUT_ROLES
+    return etype == "branch_summary" or etype == "custom_message"
+
+
+def find_valid_cut_points(entries: list[Entry], start_index: int, end_index: int) -> list[int]:
+    """Indices in [start, end) where the kept part may begin (never a toolResult)."""
+    return [i for i in range(max(start_index, 0), min(end_index, len(entries))) if _is_cut_point(entries[i])]
+
+
+def find_turn_start_index(entries: list[Entry], entry_index: int, start_index: int) -> int:
+    """Nearest index <= entry_index (and >= start_index) that starts a turn, or -1.
+
+    A turn starts at a user or bashExecution message, a branch_summary or a
+    custom_message entry.
+    """
+    for i in range(min(entry_index, len(entries) - 1), max(start_index, 0) - 1, -1):
+        entry = entries[i]
+        etype = entry.get("type")
+        if etype == "branch_summary" or etype == "custom_message":
+            return i
+        if etype == "message" and (entry.get("message") or {}).get("role") in _TURN_START_ROLES:
+            return i
+    return -1
+
+
+def find_cut_point(
+    entries: list[Entry],
+    start_index: int,
+    end_index: int,
+    keep_recent_tokens: float,
+    *,
+    estimator: Callable[[Message], int] = estimate_tokens,
+) -> dict[str, Any]:
+    """Where to cut so that about ``keep_recent_tokens`` of recent messages stay.
+
+    Walks back from ``end_index - 1`` summing message estimates; once the sum
+    reaches the budget, cuts at the first valid cut point at or after that entry
+    (default: the first cut point), then moves back over non-message entries up to
+    the previous message or compaction.  Linear time.
+    """
+    cut_points = find_valid_cut_points(entries, start_index, end_index)
+    if not cut_points:
+        return {"firstKeptEntryIndex": start_index, "turnStartIndex": -1, "isSplitTurn": False}
+
+    cut_index = cut_points[0]
+    accumulated = 0
+    for i in range(min(end_index, len(entries)) - 1, start_index - 1, -1):
+        entry = entries[i]
+        if entry.get("type") != "message":
+            continue
+        accumulated += estimator(entry.get("message") or {})
+        if accumulated >= keep_recent_tokens:
+            pos = bisect_left(cut_points, i)
+            if pos < len(cut_points):
+                cut_index = cut_points[pos]
+            break
+
+    while cut_index > start_index:
+        prev_type = entries[cut_index - 1].get("type")
+        if prev_type == "compaction" or prev_type == "message":
+            break
+        cut_index -= 1
+
+    cut_entry = entries[cut_index]
+    is_user = cut_entry.get("type") == "message" and (cut_entry.get("message") or {}).get("role") == "user"
+    turn_start = -1 if is_user else find_turn_start_index(entries, cut_index, start_index)
+    return {
+        "firstKeptEntryIndex": cut_index,
+        "turnStartIndex": turn_start,
+        "isSplitTurn": (not is_user) and turn_start != -1,
+    }
+
+
+# ---------------------------------------------------------------------------
+# prepare_compaction
+# ---------------------------------------------------------------------------
+
+
+def get_last_assistant_usage(entries: list[Entry]) -> dict[str, Any] | None:
+    """Usage of the newest successful assistant message among the entries."""
+    for i in range(len(entries) - 1, -1, -1):
+        entry = entries[i]
+        if entry.get("type") == "message":
+            usage = get_assistant_usage(entry.get("message") or {})
+            if usage:
+                return usage
+    return None
+
+
+@dataclass
+class CompactionPreparation:
+    first_kept_entry_id: str
+    messages_to_summarize: list[Message]
+    turn_prefix_messages: list[Message]
+    is_split_turn: bool
+    tokens_before: int
+    previous_summary: str | None
+    file_ops: FileOps
+    settings: CompactionSettings
+    first_kept_entry_index: int = -1
+    previous_compaction_index: int = -1
+
+    def file_lists(self) -> dict[str, list[str]]:
+        return compute_file_lists(self.file_ops)
+
+    def details(self) -> dict[str, list[str]]:
+        """``{readFiles, modifiedFiles}`` to store in the compaction entry."""
+        return self.file_lists()
+
+    def to_dict(self) -> dict[str, Any]:
+        """pi's CompactionPreparation shape (camelCase; fileOps as JS-sorted lists)."""
+        out: dict[str, Any] = {
+            "firstKeptEntryId": self.first_kept_entry_id,
+            "messagesToSummarize": self.messages_to_summarize,
+            "turnPrefixMessages": self.turn_prefix_messages,
+            "isSplitTurn": self.is_split_turn,
+            "tokensBefore": self.tokens_before,
+        }
+        if self.previous_summary is not None:
+            out["previousSummary"] = self.previous_summary
+        out["fileOps"] = self.file_ops.sorted_dict()
+        out["settings"] = self.settings.to_dict()
+        return out
+
+
+def prepare_compaction(
+    path_entries: list[Entry],
+    settings: Any = None,
+    *,
+    estimator: Callable[[Message], int] = estimate_tokens,
+) -> CompactionPreparation | None:
+    """Plan a compaction of a root-first path (pi 0.73 semantics).
+
+    Returns None when the path is empty, already ends with a compaction, or the
+    first kept entry has no id.  With an earlier compaction on the path the range
+    starts at *its* first kept entry (so what was kept last time is summarized now,
+    with the earlier summary passed as ``previous_summary``).  ``tokens_before`` is
+    estimated from the context built at the end of the path.
+    """
+    cfg = _as_settings(settings)
+    if not path_entries or path_entries[-1].get("type") == "compaction":
+        return None
+
+    prev_idx = -1
+    for i in range(len(path_entries) - 1, -1, -1):
+        if path_entries[i].get("type") == "compaction":
+            prev_idx = i
+            break
+
+    previous_summary = None
+    boundary_start = 0
+    if prev_idx >= 0:
+        prev = path_entries[prev_idx]
+        summary = prev.get("summary")
+        previous_summary = summary if summary is not None else None
+        kept_id = prev.get("firstKeptEntryId", UNSET)
+        boundary_start = prev_idx + 1
+        for i, e in enumerate(path_entries):
+            if e.get("id", UNSET) == kept_id:
+                boundary_start = i
+                break
+    boundary_end = len(path_entries)
+
+    # pi builds the context with the last entry as leaf over the whole list.
+    by_id = index_by_id(path_entries)
+    context = context_from_path(path_to_root(by_id, path_entries[-1]))
+    tokens_before = estimate_context_tokens(context["messages"])["tokens"]
+
+    cut = find_cut_point(
+        path_entries, boundary_start, boundary_end, cfg.keep_recent_tokens, estimator=estimator
+    )
+    first_kept = path_entries[cut["firstKeptEntryIndex"]] if cut["firstKeptEntryIndex"] < boundary_end else None
+    if first_kept is None or not first_kept.get("id"):
+        return None
+
+    history_end = cut["turnStartIndex"] if cut["isSplitTurn"] else cut["firstKeptEntryIndex"]
+    to_summarize = _messages_between(path_entries, boundary_start, history_end)
+    turn_prefix = (
+        _messages_between(path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"])
+        if cut["isSplitTurn"]
+        else []
+    )
+
+    file_ops = FileOps()
+    if prev_idx >= 0:
+        prev = path_entries[prev_idx]
+        if not prev.get("fromHook") and prev.get("details"):
+            file_ops.add_details(prev.get("details"))
+    for msg in to_summarize:
+        extract_file_ops_from_message(msg, file_ops)
+    for msg in turn_prefix:
+        extract_file_ops_from_message(msg, file_ops)
+
+    return CompactionPreparation(
+        first_kept_entry_id=first_kept["id"],
+        messages_to_summarize=to_summarize,
+        turn_prefix_messages=turn_prefix,
+        is_split_turn=cut["isSplitTurn"],
+        tokens_before=tokens_before,
+        previous_summary=previous_summary,
+        file_ops=file_ops,
+        settings=cfg,
+        first_kept_entry_index=cut["firstKeptEntryIndex"],
+        previous_compaction_index=prev_idx,
+    )
+
+
+def _messages_between(entries: list[Entry], start: int, end: int) -> list[Message]:
+    out = []
+    for i in range(start, end):
+        msg = message_from_entry(entries[i])  # compaction entries are skipped
+        if msg is not None:
+            out.append(msg)
+    return out
+
+
+def calculate_tokens_from_usage(usage: dict[str, Any]) -> int:
+    """Alias of ``tokens.calculate_context_tokens`` kept for callers of this module."""
+    return calculate_context_tokens(usage)

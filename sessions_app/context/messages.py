@@ -1,0 +1,394 @@
+"""Building the model's context at a leaf, and converting it to LLM messages.
+
+Pure functions on plain dicts in pi's JSON shapes (session format v3).  Keys that
+JavaScript would leave ``undefined`` are simply absent from the dicts we return.
+
+Public API
+----------
+- ``build_session_context(entries, leaf_id=UNSET, by_id=None)`` ->
+  ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
+- ``convert_to_llm(messages)`` -> list of user / assistant / toolResult messages
+- ``bash_execution_to_text(msg)``
+- ``message_from_entry(entry)`` (entry -> agent message or ``None``)
+- ``iso_to_ms(timestamp)`` (JS ``new Date(s).getTime()``; ``None`` for NaN)
+- framing constants ``COMPACTION_SUMMARY_PREFIX`` / ``_SUFFIX`` and
+  ``BRANCH_SUMMARY_PREFIX`` / ``_SUFFIX``
+
+Messages in the returned context are the *same* dict objects as in the entries
+(like pi, no copies are made); treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+from .tree import UNSET, index_by_id, path_to_root
+
+__all__ = [
+    "BRANCH_SUMMARY_PREFIX",
+    "BRANCH_SUMMARY_SUFFIX",
+    "COMPACTION_SUMMARY_PREFIX",
+    "COMPACTION_SUMMARY_SUFFIX",
+    "UNSET",
+    "bash_execution_to_text",
+    "build_session_context",
+    "convert_to_llm",
+    "create_branch_summary_message",
+    "create_compaction_summary_message",
+    "create_custom_message",
+    "iso_to_ms",
+    "message_from_entry",
+]
+
+# The framing strings are part of the context format (quoted by the seed document).
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+Entry = dict[str, Any]
+Message = dict[str, Any]
+
+# ---------------------------------------------------------------------------
+# Timestamps: JS ``new Date(isoString).getTime()``
+# ---------------------------------------------------------------------------
+
+_ISO_RE = re.compile(
+    r"^(?P<year>[+-]\d{6}|\d{4})"
+    r"(?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?"
+    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?"
+    r"(?P<tz>Z|[+-]\d{2}:\d{2})?)?$"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@lru_cache(maxsize=65536)
+def _iso_to_ms_cached(value: str) -> int | None:
+    m = _ISO_RE.match(value)
+    if not m:
+        return None
+    year_s = m.group("year")
+    if year_s == "-000000":
+        return None
+    year = int(year_s)
+    month = int(m.group("month") or 1)
+    day = int(m.group("day") or 1)
+    hour = int(m.group("hour") or 0)
+    minute = int(m.group("minute") or 0)
+    second = int(m.group("second") or 0)
+    frac = m.group("frac") or ""
+    millis = int((frac + "00")[:3]) if frac else 0
+    if not (1 <= month <= 12 and 1 <= day <= 31 and minute <= 59 and second <= 59):
+        return None
+    extra_day = 0
+    if hour == 24:
+        if minute or second or millis:
+            return None
+        hour = 0
+        extra_day = 1
+    elif hour > 23:
+        return None
+    # Days-from-civil, valid for any proleptic Gregorian year (datetime only covers 1..9999).
+    y = year - (1 if month <= 2 else 0)
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    mp = (month + 9) % 12
+    doy = (153 * mp + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    # Reject impossible days of month (JS returns NaN for e.g. 2025-02-30).
+    if day > _days_in_month(year, month):
+        return None
+    days += extra_day
+    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    tz = m.group("tz")
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        tzh, tzm = int(tz[1:3]), int(tz[4:6])
+        if tzh > 23 or tzm > 59:
+            return None
+        ms -= sign * (tzh * 60 + tzm) * 60_000
+    # Date-time forms without an offset are local time in JS; we run in UTC.
+    if abs(ms) > 8.64e15:
+        return None
+    return ms
+
+
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def iso_to_ms(value: Any) -> int | None:
+    """JS ``new Date(value).getTime()`` for ISO-8601 strings; ``None`` stands for NaN.
+
+    Date-time strings without an offset are read as UTC (JS would use local time;
+    the server runs in UTC).  Non-ISO strings give ``None``.
+    """
+    if isinstance(value, str):
+        return _iso_to_ms_cached(value)
+    if isinstance(value, bool) or value is None:
+        return None if value is None else int(value)
+    if isinstance(value, int):
+        return value if abs(value) <= 8.64e15 else None
+    if isinstance(value, float):
+        if value != value or abs(value) > 8.64e15:
+            return None
+        return int(value)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Agent-message constructors (entry -> message)
+# ---------------------------------------------------------------------------
+
+
+def create_branch_summary_message(summary: Any, from_id: Any, timestamp: Any) -> Message:
+    return {
+        "role": "branchSummary",
+        "summary": summary,
+        "fromId": from_id,
+        "timestamp": iso_to_ms(timestamp),
+    }
+
+
+def create_compaction_summary_message(summary: Any, tokens_before: Any, timestamp: Any) -> Message:
+    msg: Message = {"role": "compactionSummary", "summary": summary}
+    if tokens_before is not UNSET:
+        msg["tokensBefore"] = tokens_before
+    msg["timestamp"] = iso_to_ms(timestamp)
+    return msg
+
+
+def create_custom_message(entry: Entry) -> Message:
+    """custom_message entry -> ``{role: custom, customType, content, display, details?, timestamp}``."""
+    msg: Message = {"role": "custom"}
+    for key in ("customType", "content", "display", "details"):
+        if key in entry:
+            msg[key] = entry[key]
+    msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
+    return msg
+
+
+def _branch_summary_from_entry(entry: Entry) -> Message:
+    msg: Message = {"role": "branchSummary"}
+    if "summary" in entry:
+        msg["summary"] = entry["summary"]
+    if "fromId" in entry:
+        msg["fromId"] = entry["fromId"]
+    msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
+    return msg
+
+
+def _compaction_summary_from_entry(entry: Entry) -> Message:
+    msg: Message = {"role": "compactionSummary"}
+    if "summary" in entry:
+        msg["summary"] = entry["summary"]
+    if "tokensBefore" in entry:
+        msg["tokensBefore"] = entry["tokensBefore"]
+    msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
+    return msg
+
+
+def message_from_entry(entry: Entry, *, include_compaction: bool = False) -> Message | None:
+    """The agent message an entry contributes, or ``None``.
+
+    message -> its message; custom_message -> custom; branch_summary -> branchSummary
+    (even with an empty summary); compaction -> compactionSummary only when
+    ``include_compaction``.
+    """
+    etype = entry.get("type")
+    if etype == "message":
+        return entry.get("message")
+    if etype == "custom_message":
+        return create_custom_message(entry)
+    if etype == "branch_summary":
+        return _branch_summary_from_entry(entry)
+    if etype == "compaction" and include_compaction:
+        return _compaction_summary_from_entry(entry)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# build_session_context
+# ---------------------------------------------------------------------------
+
+
+def _append_context_message(messages: list, entry: Entry) -> None:
+    etype = entry.get("type")
+    if etype == "message":
+        messages.append(entry.get("message"))
+    elif etype == "custom_message":
+        messages.append(create_custom_message(entry))
+    elif etype == "branch_summary" and entry.get("summary"):
+        messages.append(_branch_summary_from_entry(entry))
+
+
+def build_session_context(
+    entries: list[Entry],
+    leaf_id: Any = UNSET,
+    by_id: dict[str, Entry] | None = None,
+) -> dict[str, Any]:
+    """What the model sees at ``leaf_id`` (pi's ``buildSessionContext``).
+
+    ``leaf_id``: ``UNSET`` (default) -> the last entry; ``None`` -> empty context
+    ("before the first entry"); an id that is unknown (or empty) -> the last entry.
+    ``by_id`` may be passed to avoid re-indexing.  Raises ``TreeCycleError`` if the
+    parent chain loops.
+    """
+    empty = {"messages": [], "thinkingLevel": "off", "model": None}
+    if leaf_id is None:
+        return empty
+    if by_id is None:
+        by_id = index_by_id(entries)
+    leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
+    if leaf is None:
+        if not entries:
+            return empty
+        leaf = entries[-1]
+    path = path_to_root(by_id, leaf)
+    return context_from_path(path)
+
+
+def context_from_path(path: list[Entry]) -> dict[str, Any]:
+    """Build the context from a root-first path (the tail of ``build_session_context``)."""
+    thinking_level = "off"
+    model = None
+    compaction_idx = -1
+    for i, entry in enumerate(path):
+        etype = entry.get("type")
+        if etype == "message":
+            msg = entry.get("message")
+            if msg.get("role") == "assistant":
+                model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+        elif etype == "thinking_level_change":
+            thinking_level = entry.get("thinkingLevel", UNSET)
+        elif etype == "model_change":
+            model = _model_dict(entry.get("provider", UNSET), entry.get("modelId", UNSET))
+        elif etype == "compaction":
+            compaction_idx = i
+
+    messages: list[Message] = []
+    if compaction_idx >= 0:
+        compaction = path[compaction_idx]
+        messages.append(_compaction_summary_from_entry(compaction))
+        first_kept = compaction.get("firstKeptEntryId", UNSET)
+        start = compaction_idx
+        for i in range(compaction_idx):
+            if path[i].get("id", UNSET) == first_kept:
+                start = i
+                break
+        for i in range(start, compaction_idx):
+            _append_context_message(messages, path[i])
+        for i in range(compaction_idx + 1, len(path)):
+            _append_context_message(messages, path[i])
+    else:
+        for entry in path:
+            _append_context_message(messages, entry)
+
+    result: dict[str, Any] = {"messages": messages}
+    if thinking_level is not UNSET:
+        result["thinkingLevel"] = thinking_level
+    result["model"] = model
+    return result
+
+
+def _model_dict(provider: Any, model_id: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if provider is not UNSET:
+        out["provider"] = provider
+    if model_id is not UNSET:
+        out["modelId"] = model_id
+    return out
+
+
+# ---------------------------------------------------------------------------
+# convert_to_llm
+# ---------------------------------------------------------------------------
+
+
+def bash_execution_to_text(msg: Message) -> str:
+    """The user-message text a bashExecution becomes."""
+    text = f"Ran `{_js_str(msg.get('command', UNSET))}`\n"
+    output = msg.get("output")
+    if output:
+        text += f"```\n{_js_str(output)}\n```"
+    else:
+        text += "(no output)"
+    exit_code = msg.get("exitCode")
+    if msg.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0 and exit_code is not False:
+        text += f"\n\nCommand exited with code {_js_str(exit_code)}"
+    if msg.get("truncated") and msg.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {_js_str(msg.get('fullOutputPath'))}]"
+    return text
+
+
+def _js_str(value: Any) -> str:
+    """Template-literal string conversion for the simple values we meet."""
+    if isinstance(value, str):
+        return value
+    if value is UNSET:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
+def _with_timestamp(msg: Message, out: Message) -> Message:
+    if "timestamp" in msg:
+        out["timestamp"] = msg["timestamp"]
+    return out
+
+
+def convert_message_to_llm(m: Message) -> Message | None:
+    role = m.get("role")
+    if role in ("user", "assistant", "toolResult"):
+        return m
+    if role == "bashExecution":
+        if m.get("excludeFromContext"):
+            return None
+        return _with_timestamp(
+            m, {"role": "user", "content": [{"type": "text", "text": bash_execution_to_text(m)}]}
+        )
+    if role == "custom":
+        content = m.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        out: Message = {"role": "user"}
+        if "content" in m:
+            out["content"] = content
+        return _with_timestamp(m, out)
+    if role == "branchSummary":
+        text = BRANCH_SUMMARY_PREFIX + _js_str(m.get("summary", UNSET)) + BRANCH_SUMMARY_SUFFIX
+        return _with_timestamp(m, {"role": "user", "content": [{"type": "text", "text": text}]})
+    if role == "compactionSummary":
+        text = COMPACTION_SUMMARY_PREFIX + _js_str(m.get("summary", UNSET)) + COMPACTION_SUMMARY_SUFFIX
+        return _with_timestamp(m, {"role": "user", "content": [{"type": "text", "text": text}]})
+    return None
+
+
+def convert_to_llm(messages: list[Message]) -> list[Message]:
+    """Agent messages -> what the LLM receives (pi's ``convertToLlm``)."""
+    out = []
+    for m in messages:
+        converted = convert_message_to_llm(m)
+        if converted is not None:
+            out.append(converted)
+    return out

@@ -1,0 +1,442 @@
+"""Skill discovery, validation and the prompt listing.
+
+Behaviour follows pi's skills (Agent Skills standard, lenient):
+
+* A skill root directory is scanned like this: a directory that contains a
+  ``SKILL.md`` file *is* a skill and is not descended into; otherwise the
+  ``.md`` files directly inside the scanned root are skills of their own, and
+  sub-directories are searched (recursively) for ``SKILL.md``.  Entries whose
+  name starts with ``.`` and ``node_modules`` are skipped; symlinks are
+  followed, dangling ones ignored.
+* Each file starts with YAML front matter: ``name`` (defaults to the parent
+  directory's name), ``description`` (required), optional
+  ``disable-model-invocation`` (hides the skill from the prompt listing when
+  it is exactly ``true``).  Other keys are ignored.
+* Problems never raise.  They become :class:`SkillDiagnostic` entries.  Most
+  are warnings and the skill still loads (bad name, name not matching the
+  directory, over-long description); a missing/empty description or
+  unparseable front matter means the skill is not loaded.
+* The same name found twice: the first one wins, the later one is reported as
+  a ``duplicate_name`` collision.  The same file reached twice (e.g. through a
+  symlink) is silently loaded once.
+
+No Django imports: this is part of the pure context core.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_NAME_LENGTH",
+    "LoadSkillsResult",
+    "Skill",
+    "SkillDiagnostic",
+    "default_skill_roots",
+    "escape_xml",
+    "format_skills_for_prompt",
+    "load_skill_file",
+    "load_skills",
+    "load_skills_from_dir",
+    "parse_front_matter",
+    "validate_skill_name",
+]
+
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+SKILL_FILE_NAME = "SKILL.md"
+
+_NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    file_path: str
+    base_dir: str
+    source: str = "path"
+    disable_model_invocation: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Skill:
+        """Accept pi's camelCase shape (``filePath``, ``baseDir``, ``disableModelInvocation``) or ours."""
+
+        def pick(*keys: str, default: Any = None) -> Any:
+            for key in keys:
+                if key in data:
+                    return data[key]
+            return default
+
+        return cls(
+            name=pick("name", default=""),
+            description=pick("description", default=""),
+            file_path=pick("filePath", "file_path", default=""),
+            base_dir=pick("baseDir", "base_dir", default=""),
+            source=pick("source", default="path"),
+            disable_model_invocation=pick("disableModelInvocation", "disable_model_invocation", default=False)
+            is True,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """pi's camelCase shape."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "filePath": self.file_path,
+            "baseDir": self.base_dir,
+            "source": self.source,
+            "disableModelInvocation": self.disable_model_invocation,
+        }
+
+
+@dataclass(frozen=True)
+class SkillDiagnostic:
+    """One problem found while loading skills.
+
+    ``severity`` is ``"warning"`` (skill loaded anyway), ``"error"`` (skill not
+    loaded) or ``"collision"`` (a later skill with an already-used name).
+    """
+
+    code: str
+    message: str
+    path: str
+    severity: str = "warning"
+    other_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LoadSkillsResult:
+    skills: list[Skill] = field(default_factory=list)
+    diagnostics: list[SkillDiagnostic] = field(default_factory=list)
+
+    def extend(self, other: LoadSkillsResult) -> None:
+        self.skills.extend(other.skills)
+        self.diagnostics.extend(other.diagnostics)
+
+
+# --------------------------------------------------------------------------
+# front matter
+# --------------------------------------------------------------------------
+
+_FRONT_MATTER_OPEN = re.compile(r"^\s*---(?:\n|$)")
+
+
+class FrontMatterError(ValueError):
+    pass
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Split ``text`` into (front matter mapping, body).
+
+    Newlines are normalised and a UTF-8 BOM dropped.  No front matter (or an
+    unterminated block) gives ``({}, text)``.  Invalid YAML, or YAML that is
+    not a mapping, raises :class:`FrontMatterError`.
+    """
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n")
+    if normalized.startswith("\ufeff"):
+        normalized = normalized[1:]
+    opening = _FRONT_MATTER_OPEN.match(normalized)
+    if not opening:
+        return {}, normalized
+    start = opening.end()
+    end = normalized.find("\n---", start)
+    if end == -1:
+        return {}, normalized
+    block = normalized[start:end]
+    body = normalized[end + 4 :].strip()
+    try:
+        data = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        raise FrontMatterError(f"invalid YAML front matter: {_one_line(str(exc))}") from exc
+    if data is None:
+        return {}, body
+    if not isinstance(data, dict):
+        raise FrontMatterError(f"front matter must be a mapping, got {type(data).__name__}")
+    return {str(k): v for k, v in data.items()}, body
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+# --------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------
+
+
+def validate_skill_name(name: str, parent_dir_name: str) -> list[tuple[str, str]]:
+    """(code, message) pairs for everything wrong with ``name``."""
+    problems: list[tuple[str, str]] = []
+    if name != parent_dir_name:
+        problems.append(
+            ("name_mismatch", f'name "{name}" does not match parent directory "{parent_dir_name}"')
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(("name_too_long", f"name is {len(name)} characters long (limit {MAX_NAME_LENGTH})"))
+    if not _NAME_CHARS.match(name):
+        problems.append(("name_invalid_chars", "name may only use lowercase letters a-z, digits 0-9 and hyphens"))
+    if name.startswith("-") or name.endswith("-"):
+        problems.append(("name_hyphen_edge", "name must not begin or end with a hyphen"))
+    if "--" in name:
+        problems.append(("name_double_hyphen", "name must not contain two hyphens in a row"))
+    return problems
+
+
+def _js_length(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript counts it."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+# --------------------------------------------------------------------------
+# loading
+# --------------------------------------------------------------------------
+
+
+def load_skill_file(file_path: str, source: str = "path") -> tuple[Skill | None, list[SkillDiagnostic]]:
+    """Load one skill file.  Never raises; problems come back as diagnostics."""
+    diagnostics: list[SkillDiagnostic] = []
+
+    def diag(code: str, message: str, severity: str = "warning") -> None:
+        diagnostics.append(SkillDiagnostic(code=code, message=message, path=file_path, severity=severity))
+
+    try:
+        with open(file_path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        diag("unreadable", f"cannot read skill file: {exc.strerror or exc}", "error")
+        return None, diagnostics
+    text = raw.decode("utf-8", errors="replace")
+
+    try:
+        front, _body = parse_front_matter(text)
+    except FrontMatterError as exc:
+        diag("invalid_yaml", str(exc), "error")
+        return None, diagnostics
+
+    skill_dir = os.path.dirname(file_path)
+    parent_dir_name = os.path.basename(skill_dir)
+
+    description = front.get("description")
+    description_ok = True
+    if description is None or (isinstance(description, str) and not description.strip()):
+        diag("missing_description", "description is required; the skill is not loaded", "error")
+        description_ok = False
+    elif not isinstance(description, str):
+        diag("invalid_description", "description must be a string; the skill is not loaded", "error")
+        description_ok = False
+    elif _js_length(description) > MAX_DESCRIPTION_LENGTH:
+        diag(
+            "description_too_long",
+            f"description is {_js_length(description)} characters long (limit {MAX_DESCRIPTION_LENGTH})",
+        )
+
+    raw_name = front.get("name")
+    if raw_name is not None and not isinstance(raw_name, str):
+        diag("invalid_name", "name must be a string; using the directory name instead")
+        raw_name = None
+    name = raw_name or parent_dir_name
+    for code, message in validate_skill_name(name, parent_dir_name):
+        diag(code, message)
+
+    if not description_ok:
+        return None, diagnostics
+
+    return (
+        Skill(
+            name=name,
+            description=description,
+            file_path=file_path,
+            base_dir=skill_dir,
+            source=source,
+            disable_model_invocation=front.get("disable-model-invocation") is True,
+        ),
+        diagnostics,
+    )
+
+
+def _entry_kind(path: str) -> str | None:
+    """'dir', 'file' or None (dangling symlink / other)."""
+    try:
+        if os.path.isdir(path):
+            return "dir"
+        if os.path.isfile(path):
+            return "file"
+    except OSError:
+        return None
+    return None
+
+
+def _scan(directory: str, source: str, is_root: bool) -> LoadSkillsResult:
+    result = LoadSkillsResult()
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        if is_root:
+            result.diagnostics.append(
+                SkillDiagnostic(
+                    code="unreadable",
+                    message=f"cannot list skills directory: {exc.strerror or exc}",
+                    path=directory,
+                    severity="error",
+                )
+            )
+        return result
+
+    skill_md = os.path.join(directory, SKILL_FILE_NAME)
+    if SKILL_FILE_NAME in names and _entry_kind(skill_md) == "file":
+        skill, diagnostics = load_skill_file(skill_md, source)
+        if skill:
+            result.skills.append(skill)
+        result.diagnostics.extend(diagnostics)
+        return result
+
+    for name in names:
+        if name.startswith(".") or name == "node_modules":
+            continue
+        full = os.path.join(directory, name)
+        kind = _entry_kind(full)
+        if kind == "dir":
+            result.extend(_scan(full, source, is_root=False))
+        elif kind == "file" and is_root and name.endswith(".md"):
+            skill, diagnostics = load_skill_file(full, source)
+            if skill:
+                result.skills.append(skill)
+            result.diagnostics.extend(diagnostics)
+    return result
+
+
+def load_skills_from_dir(directory: str, source: str = "path") -> LoadSkillsResult:
+    """Scan one skills root (no de-duplication).  A missing directory yields nothing."""
+    if not os.path.isdir(directory):
+        return LoadSkillsResult()
+    return _scan(os.path.abspath(directory), source, is_root=True)
+
+
+def load_skills(roots: Iterable[str | tuple[str, str]]) -> LoadSkillsResult:
+    """Load skills from several roots, in order, de-duplicating.
+
+    ``roots`` items are a directory (source ``"path"``), a ``(directory,
+    source)`` pair, or a path to a single ``.md`` skill file.  Missing roots
+    are skipped silently (like pi's default locations).  The first skill with a
+    given name wins; later ones yield a ``duplicate_name`` collision.
+    """
+    collected = LoadSkillsResult()
+    collisions: list[SkillDiagnostic] = []
+    by_name: dict[str, Skill] = {}
+    seen_real: set[str] = set()
+
+    for root in roots:
+        directory, source = (root, "path") if isinstance(root, str) else (root[0], root[1])
+        directory = os.path.abspath(os.path.expanduser(directory))
+        if os.path.isfile(directory) and directory.endswith(".md"):
+            skill, diagnostics = load_skill_file(directory, source)
+            found = LoadSkillsResult([skill] if skill else [], diagnostics)
+        else:
+            found = load_skills_from_dir(directory, source)
+        collected.diagnostics.extend(found.diagnostics)
+        for skill in found.skills:
+            real = os.path.realpath(skill.file_path)
+            if real in seen_real:
+                continue
+            existing = by_name.get(skill.name)
+            if existing is not None:
+                collisions.append(
+                    SkillDiagnostic(
+                        code="duplicate_name",
+                        message=f'skill name "{skill.name}" is already used by {existing.file_path}; this one is ignored',
+                        path=skill.file_path,
+                        severity="collision",
+                        other_path=existing.file_path,
+                    )
+                )
+                continue
+            by_name[skill.name] = skill
+            seen_real.add(real)
+            collected.skills.append(skill)
+
+    collected.diagnostics.extend(collisions)
+    return collected
+
+
+def default_skill_roots(cwd: str, agent_dir: str, home: str | None = None) -> list[tuple[str, str]]:
+    """pi's default skill locations, in priority order.
+
+    User: ``<agent_dir>/skills`` and ``~/.agents/skills``.  Project:
+    ``<cwd>/.pi/skills``, then ``.agents/skills`` in cwd and its ancestors up
+    to the git repository root (or the filesystem root outside a repository).
+    """
+    home = home or os.path.expanduser("~")
+    roots: list[tuple[str, str]] = [
+        (os.path.join(agent_dir, "skills"), "user"),
+        (os.path.join(home, ".agents", "skills"), "user"),
+        (os.path.join(os.path.abspath(cwd), ".pi", "skills"), "project"),
+    ]
+    current = os.path.abspath(cwd)
+    while True:
+        roots.append((os.path.join(current, ".agents", "skills"), "project"))
+        if os.path.exists(os.path.join(current, ".git")):
+            break
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return roots
+
+
+# --------------------------------------------------------------------------
+# prompt listing
+# --------------------------------------------------------------------------
+
+_XML_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&apos;"))
+
+# The wording below is part of the model-visible prompt format that the golden
+# vectors (golden/prompt.json, formatSkillsForPrompt) pin down exactly.
+_SKILLS_PREAMBLE = (
+    "\n\nThe following skills provide specialized instructions for specific tasks.",
+    "Use the read tool to load a skill's file when the task matches its description.",
+    "When a skill file references a relative path, resolve it against the skill directory"
+    " (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
+    "",
+    "<available_skills>",
+)
+
+
+def escape_xml(text: str) -> str:
+    for raw, escaped in _XML_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _as_skill(item: Skill | Mapping[str, Any]) -> Skill:
+    return item if isinstance(item, Skill) else Skill.from_dict(item)
+
+
+def format_skills_for_prompt(skills: Sequence[Skill | Mapping[str, Any]]) -> str:
+    """The ``<available_skills>`` block (with its leading blank lines), or ``""``.
+
+    Skills with ``disable_model_invocation`` are left out; if none remain the
+    result is empty.  Name, description and location are XML-escaped.
+    """
+    visible = [s for s in map(_as_skill, skills) if not s.disable_model_invocation]
+    if not visible:
+        return ""
+    lines = list(_SKILLS_PREAMBLE)
+    for skill in visible:
+        lines.append("  <skill>")
+        lines.append(f"    <name>{escape_xml(skill.name)}</name>")
+        lines.append(f"    <description>{escape_xml(skill.description)}</description>")
+        lines.append(f"    <location>{escape_xml(skill.file_path)}</location>")
+        lines.append("  </skill>")
+    lines.append("</available_skills>")
+    return "\n".join(lines)

@@ -1,0 +1,238 @@
+"""The session tree in the database.
+
+A Session is a pi session header plus a leaf pointer; an Entry is one pi entry, kept
+verbatim in `payload` (so export writes back exactly what was imported) with a few
+denormalized columns for the pages and search. Writes go through `services/`.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="TeamMembership", related_name="teams"
+    )
+
+    def __str__(self):
+        return self.name
+
+
+class TeamMembership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="unique_team_member")
+        ]
+
+
+class Session(models.Model):
+    class Source(models.TextChoices):
+        LIVE = "live", "Live"
+        IMPORTED = "imported", "Imported"
+        FORK = "fork", "Fork"
+
+    pi_id = models.CharField(max_length=64, unique=True, help_text="The header's id.")
+    version = models.PositiveSmallIntegerField(default=3)
+    cwd = models.TextField(blank=True)
+    header_timestamp = models.CharField(max_length=40)
+    parent_session_ref = models.TextField(
+        blank=True, help_text="The header's parentSession, as written in the file."
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    name = models.CharField(max_length=500, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pi_sessions"
+    )
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.LIVE)
+    # None means "before the first entry" (an empty context), as in pi.
+    leaf = models.ForeignKey(
+        "Entry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    next_seq = models.PositiveIntegerField(default=0)
+    entry_count = models.PositiveIntegerField(default=0)
+    first_message = models.CharField(max_length=300, blank=True)
+    model_profile = models.CharField(max_length=100, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    import_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    modified_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["owner", "-modified_at"]),
+            models.Index(fields=["-modified_at"]),
+        ]
+
+    def __str__(self):
+        return self.name or self.pi_id
+
+    def header(self) -> dict:
+        """The pi session header line, with keys in pi's order."""
+        header = {
+            "type": "session",
+            "version": self.version,
+            "id": self.pi_id,
+            "timestamp": self.header_timestamp,
+            "cwd": self.cwd,
+        }
+        if self.parent_session_ref:
+            header["parentSession"] = self.parent_session_ref
+        return header
+
+
+class SessionShare(models.Model):
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        EDITOR = "editor", "Editor"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="shares")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="shares")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "team"], name="unique_session_team")
+        ]
+
+
+class Entry(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    pi_id = models.CharField(max_length=64)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    # The parentId as written, kept even when it points nowhere (parent is then null).
+    parent_pi_id = models.CharField(max_length=64, null=True, blank=True)
+    seq = models.PositiveIntegerField(help_text="Append order within the session.")
+    type = models.CharField(max_length=32)
+    timestamp = models.CharField(max_length=40)
+    role = models.CharField(max_length=32, blank=True)
+    tool_name = models.CharField(max_length=100, blank=True)
+    preview = models.CharField(max_length=300, blank=True)
+    label = models.CharField(max_length=200, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    payload = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "pi_id"], name="unique_entry_pi_id"),
+            models.UniqueConstraint(fields=["session", "seq"], name="unique_entry_seq"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "parent"]),
+            models.Index(fields=["session", "type"]),
+            models.Index(fields=["session", "label"]),
+        ]
+        verbose_name_plural = "entries"
+
+    def __str__(self):
+        return f"{self.type} {self.pi_id}"
+
+
+class Job(models.Model):
+    """A background job on a session: compaction, branch summary, agent run, …"""
+
+    class Kind(models.TextChoices):
+        COMPACTION = "compaction", "Compaction"
+        BRANCH_SUMMARY = "branch_summary", "Branch summary"
+        AGENT_RUN = "agent_run", "Agent run"
+        COMPARE_SUMMARY = "compare_summary", "Branch comparison summary"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        SUPERSEDED = "superseded", "Superseded"
+        CANCELLED = "cancelled", "Cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    prepared_leaf_pi_id = models.CharField(max_length=64, null=True, blank=True)
+    target_pi_id = models.CharField(max_length=64, null=True, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    result_entry = models.ForeignKey(
+        Entry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "status"])]
+        ordering = ["-created_at"]
+
+
+class Comment(models.Model):
+    """A reviewer's comment on an entry. Never part of the model's context."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="comments")
+    entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    reply_to = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
+    )
+    body = models.TextField()
+    resolved = models.BooleanField(default=False)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "resolved"])]
+        ordering = ["created_at"]
+
+
+class ShareLink(models.Model):
+    """A read-only, revocable link to one branch and node of a session."""
+
+    token = models.CharField(max_length=64, unique=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    leaf_pi_id = models.CharField(max_length=64, null=True, blank=True)
+    target_pi_id = models.CharField(max_length=64, null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+class Activity(models.Model):
+    """The audit list of a session: who imported, forked, navigated, compacted, …"""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="activity")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    verb = models.CharField(max_length=40)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "activity"

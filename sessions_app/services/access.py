@@ -1,0 +1,86 @@
+"""The one permission check used by every view, API, websocket and export.
+
+Roles, weakest first: viewer (read, comment, export), editor (also chat, navigate,
+fork, compact, label), owner (also share, rename, delete). A share link grants viewer
+rights on one session without login. Someone with no role at all gets 404, so session
+ids never leak; someone with too weak a role gets 403.
+"""
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import Http404
+from django.utils import timezone
+
+from sessions_app.models import Session, SessionShare, ShareLink
+
+VIEWER, EDITOR, OWNER = "viewer", "editor", "owner"
+_RANK = {VIEWER: 1, EDITOR: 2, OWNER: 3}
+
+
+@dataclass(frozen=True)
+class Access:
+    session: Session
+    role: str
+    share_link: ShareLink | None = None
+
+    @property
+    def can_edit(self) -> bool:
+        return _RANK[self.role] >= _RANK[EDITOR]
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == OWNER
+
+
+def visible_sessions(user):
+    """Sessions `user` may read: owned, or shared with one of their teams."""
+    if not user.is_authenticated:
+        return Session.objects.none()
+    return Session.objects.filter(
+        Q(owner=user) | Q(shares__team__members=user)
+    ).distinct()
+
+
+def role_for(user, session: Session) -> str | None:
+    if not user.is_authenticated:
+        return None
+    if session.owner_id == user.pk:
+        return OWNER
+    roles = set(
+        SessionShare.objects.filter(session=session, team__members=user).values_list(
+            "role", flat=True
+        )
+    )
+    if SessionShare.Role.EDITOR in roles:
+        return EDITOR
+    if SessionShare.Role.VIEWER in roles:
+        return VIEWER
+    return None
+
+
+def active_share_link(token: str | None, session: Session) -> ShareLink | None:
+    if not token:
+        return None
+    link = ShareLink.objects.filter(token=token, session=session, revoked_at=None).first()
+    if link is None or (link.expires_at and link.expires_at <= timezone.now()):
+        return None
+    return link
+
+
+def check_access(user, session_pi_id: str, need: str = VIEWER, share_token: str | None = None) -> Access:
+    """Return the caller's Access to the session or raise Http404 / PermissionDenied."""
+    session = Session.objects.filter(pi_id=session_pi_id).first()
+    if session is None:
+        raise Http404("No such session.")
+    role = role_for(user, session)
+    link = None
+    if role is None:
+        link = active_share_link(share_token, session)
+        if link is None:
+            raise Http404("No such session.")
+        role = VIEWER
+    if _RANK[role] < _RANK[need]:
+        raise PermissionDenied(f"This needs {need} rights on the session; you are a {role}.")
+    return Access(session=session, role=role, share_link=link)

@@ -1,0 +1,227 @@
+"""State changes on the session tree: one function per change, each atomic.
+
+Concurrency rule: every write locks the session row first (SELECT … FOR UPDATE on
+PostgreSQL; SQLite serializes writers with BEGIN IMMEDIATE). Two appenders that both
+saw leaf L pass `parent_pi_id=L` and make a branch at L; no entry is ever lost.
+"""
+
+import secrets
+import uuid
+from datetime import UTC, datetime
+
+from django.db import connection, transaction
+
+from sessions_app.context.preview import (
+    entry_preview,
+    entry_role,
+    entry_tool_name,
+    rough_token_count,
+)
+from sessions_app.models import Activity, Entry, Session
+from sessions_app.services import events
+
+UNSET = object()
+MAX_PATH_DEPTH = 10_000_000
+
+
+def now_iso() -> str:
+    """An ISO timestamp the way JS's Date.toISOString() writes it."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_entry_id(existing: set[str] | None = None) -> str:
+    while True:
+        candidate = secrets.token_hex(4)
+        if not existing or candidate not in existing:
+            return candidate
+
+
+def entry_columns(payload: dict) -> dict:
+    """The denormalized columns of an Entry, derived from its pi payload."""
+    return {
+        "type": str(payload.get("type", ""))[:32],
+        "timestamp": str(payload.get("timestamp", ""))[:40],
+        "role": entry_role(payload)[:32],
+        "tool_name": entry_tool_name(payload)[:100],
+        "preview": entry_preview(payload),
+        "token_count": rough_token_count(payload),
+    }
+
+
+def lock_session(session_pk: int) -> Session:
+    return Session.objects.select_for_update().get(pk=session_pk)
+
+
+def record_activity(session: Session, actor, verb: str, **details) -> None:
+    Activity.objects.create(
+        session=session, actor=actor if getattr(actor, "is_authenticated", False) else None,
+        verb=verb, details=details,
+    )
+
+
+@transaction.atomic
+def create_session(*, owner, cwd: str, name: str = "", parent: Session | None = None,
+                   source: str = Session.Source.LIVE, model_profile: str = "") -> Session:
+    session = Session.objects.create(
+        pi_id=str(uuid.uuid4()),
+        header_timestamp=now_iso(),
+        cwd=cwd,
+        owner=owner,
+        name=name,
+        parent=parent,
+        parent_session_ref=parent.pi_id if parent else "",
+        source=source,
+        model_profile=model_profile,
+    )
+    record_activity(session, owner, "created", cwd=cwd)
+    return session
+
+
+def _apply_side_effects(session: Session, entry: Entry) -> None:
+    """Keep the denormalized session/entry columns in step with pi's semantics."""
+    payload = entry.payload
+    if entry.type == "label":
+        # pi: the newest label entry for a target wins; an absent label removes it.
+        Entry.objects.filter(session=session, pi_id=payload.get("targetId")).update(
+            label=(payload.get("label") or "")[:200]
+        )
+    elif entry.type == "session_info":
+        session.name = (payload.get("name") or "")[:500]
+    if not session.first_message and entry.role == "user":
+        session.first_message = entry.preview[:300]
+
+
+def append_entry(session: Session, payload: dict, *, parent_pi_id=UNSET, move_leaf: bool = True,
+                 actor=None) -> Entry:
+    """Append one pi entry (without id/parentId/timestamp, which are filled in).
+
+    `parent_pi_id` defaults to the current leaf; None makes a new root.
+    """
+    with transaction.atomic():
+        locked = lock_session(session.pk)
+        if parent_pi_id is UNSET:
+            parent = locked.leaf
+        elif parent_pi_id is None:
+            parent = None
+        else:
+            parent = Entry.objects.get(session=locked, pi_id=parent_pi_id)
+        existing = set()
+        pi_id = new_entry_id()
+        while Entry.objects.filter(session=locked, pi_id=pi_id).exists():
+            existing.add(pi_id)
+            pi_id = new_entry_id(existing)
+        full = {
+            "type": payload["type"],
+            "id": pi_id,
+            "parentId": parent.pi_id if parent else None,
+            "timestamp": payload.get("timestamp") or now_iso(),
+            **{k: v for k, v in payload.items() if k not in ("type", "id", "parentId", "timestamp")},
+        }
+        entry = Entry.objects.create(
+            session=locked,
+            pi_id=pi_id,
+            parent=parent,
+            parent_pi_id=parent.pi_id if parent else None,
+            seq=locked.next_seq,
+            payload=full,
+            **entry_columns(full),
+        )
+        locked.next_seq += 1
+        locked.entry_count += 1
+        if move_leaf:
+            locked.leaf = entry
+        _apply_side_effects(locked, entry)
+        locked.save()
+        events.publish(
+            locked.pk,
+            "entry_appended",
+            {"id": pi_id, "parentId": full["parentId"], "type": entry.type,
+             "leaf": locked.leaf.pi_id if locked.leaf else None},
+        )
+    session.refresh_from_db()
+    return entry
+
+
+@transaction.atomic
+def set_leaf(session: Session, leaf_pi_id: str | None, *, actor=None) -> Session:
+    """Move the leaf to an entry of this session, or to None (before the first entry)."""
+    locked = lock_session(session.pk)
+    leaf = None if leaf_pi_id is None else Entry.objects.get(session=locked, pi_id=leaf_pi_id)
+    locked.leaf = leaf
+    locked.save(update_fields=["leaf", "modified_at"])
+    record_activity(locked, actor, "navigated", leaf=leaf_pi_id)
+    events.publish(locked.pk, "leaf_moved", {"leaf": leaf_pi_id})
+    session.refresh_from_db()
+    return locked
+
+
+def label_entry(session: Session, target_pi_id: str, label: str | None, *, actor=None) -> Entry:
+    """Set (or with a blank label, remove) a label, as a pi `label` entry at the leaf."""
+    if not Entry.objects.filter(session=session, pi_id=target_pi_id).exists():
+        raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
+    payload = {"type": "label", "targetId": target_pi_id}
+    label = (label or "").strip()
+    if label:
+        payload["label"] = label
+    with transaction.atomic():
+        entry = append_entry(session, payload, actor=actor)
+        record_activity(session, actor, "labelled", target=target_pi_id, label=label)
+    return entry
+
+
+def rename_session(session: Session, name: str, *, actor=None) -> Entry:
+    """Rename the way pi does: a `session_info` entry at the leaf."""
+    with transaction.atomic():
+        entry = append_entry(session, {"type": "session_info", "name": name.strip()}, actor=actor)
+        record_activity(session, actor, "renamed", name=name.strip())
+    return entry
+
+
+def path_entry_pks(leaf_pk: int) -> list[int]:
+    """Primary keys root→leaf in one recursive query."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE path(id, parent_id, depth) AS (
+            SELECT id, parent_id, 0 FROM {table} WHERE id = %s
+            UNION ALL
+            SELECT e.id, e.parent_id, p.depth + 1
+            FROM {table} e JOIN path p ON e.id = p.parent_id
+            WHERE p.depth < %s
+        )
+        SELECT id FROM path ORDER BY depth DESC
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
+    """The pi payloads on the path root→leaf (default: the session's leaf), in one query."""
+    if leaf_pi_id is UNSET:
+        leaf_pk = session.leaf_id
+    elif leaf_pi_id is None:
+        leaf_pk = None
+    else:
+        leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
+    if leaf_pk is None:
+        return []
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE path(id, parent_id, depth) AS (
+            SELECT id, parent_id, 0 FROM {table} WHERE id = %s
+            UNION ALL
+            SELECT e.id, e.parent_id, p.depth + 1
+            FROM {table} e JOIN path p ON e.id = p.parent_id
+            WHERE p.depth < %s
+        )
+        SELECT e.payload FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
+    """
+    field = Entry._meta.get_field("payload")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
+        return [field.from_db_value(row[0], None, connection) for row in cursor.fetchall()]
+
+
+def load_all_entries(session: Session) -> list[dict]:
+    """Every payload of the session in append order (what pi's getEntries() returns)."""
+    return list(session.entries.order_by("seq").values_list("payload", flat=True))

@@ -1,0 +1,303 @@
+"""Shared fixtures: real services, a real Celery worker, a real ASGI server, a real browser.
+
+The suite runs in one of two passes (see bin/run-tests):
+- services: DATABASE_URL (PostgreSQL) and REDIS_URL (Redis) point at real servers;
+- embedded: nothing set, so SQLite and the embedded Redis on a unix socket.
+Processes we start (worker, daphne) get the test database through DATABASE_URL, so
+tests that talk to them use `transactional_db` and see each other's commits.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripted_llm import ScriptedLLM
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = os.environ.get("PIWEB_CHROMIUM", "/usr/bin/chromium")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "embedded: also runs in the embedded (SQLite) pass")
+    config.addinivalue_line("markers", "browser: drives headless Chromium")
+    config.addinivalue_line("markers", "worker: needs the real Celery worker")
+
+
+# --- services ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_ready():
+    """Make sure the broker / channel layer answers; start the embedded one if needed."""
+    from django.conf import settings
+
+    import redis
+
+    from piweb import embedded
+
+    process = None
+    if settings.USES_EMBEDDED_REDIS:
+        process = embedded.start(settings.EMBEDDED_REDIS_SOCKET)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.ping()
+    client.flushdb()
+    yield settings.REDIS_URL
+    if process is not None:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def llm_server():
+    server = ScriptedLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def llm(llm_server):
+    """The scripted model, emptied for this test."""
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
+
+
+def _model_profiles(llm_server: ScriptedLLM) -> str:
+    return json.dumps(
+        {
+            "scripted": {
+                "base_url": llm_server.base_url,
+                "api_key": "test-key-not-secret",
+                "model": "scripted-model",
+                "context_window": 128000,
+                "max_output": 4096,
+            }
+        }
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scripted_profiles(llm_server):
+    """Give this process the same model profiles the worker and daphne get."""
+    from django.conf import settings
+
+    settings.PIWEB_MODEL_PROFILES_JSON = _model_profiles(llm_server)
+
+
+@pytest.fixture(scope="session")
+def child_env(django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_path_factory):
+    """Environment for processes that must share this test run's database and Redis."""
+    from django.conf import settings
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        database_url = f"sqlite:///{db['NAME']}"
+    else:
+        database_url = (
+            f"postgres://{db.get('USER') or ''}@{db.get('HOST') or '127.0.0.1'}:"
+            f"{db.get('PORT') or 5432}/{db['NAME']}"
+        )
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        PIWEB_VAR_DIR=str(settings.VAR_DIR),
+        PIWEB_MODEL_PROFILES=_model_profiles(llm_server),
+        PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
+        PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
+        PYTHONUNBUFFERED="1",
+    )
+    if not settings.USES_EMBEDDED_REDIS:
+        env["REDIS_URL"] = settings.REDIS_URL
+    else:
+        env.pop("REDIS_URL", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(predicate, timeout: float, what: str, log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+    raise RuntimeError(f"timed out waiting for {what}\n{tail}")
+
+
+class ManagedProcess:
+    """A child process with its log file, restartable (for kill -9 tests)."""
+
+    def __init__(self, name: str, argv: list[str], env: dict, ready, log_dir: Path):
+        self.name, self.argv, self.env, self.ready = name, argv, env, ready
+        self.log = log_dir / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60):
+        log = self.log.open("ab")
+        self.process = subprocess.Popen(
+            self.argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        _wait_for(lambda: self.process.poll() is None and self.ready(self), timeout,
+                  f"{self.name} to start", self.log)
+        return self
+
+    def kill(self, sig: int = 9):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(30)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, 15)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="session")
+def worker(child_env, tmp_path_factory):
+    """A real Celery worker process on this run's broker and database."""
+    log_dir = tmp_path_factory.mktemp("worker")
+    queue = child_env.get("PIWEB_CELERY_QUEUE", "piweb")
+    proc = ManagedProcess(
+        "celery-worker",
+        [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "info",
+         "-c", "2", "-Q", queue, "--without-gossip", "--without-mingle",
+         "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
+        child_env,
+        lambda p: "ready." in p.log.read_text(errors="replace"),
+        log_dir,
+    )
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def asgi_server(child_env, tmp_path_factory):
+    """daphne serving piweb.asgi on a free loopback port; yields its base URL."""
+    port = _free_port()
+
+    def ready(_):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    proc = ManagedProcess(
+        "daphne",
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
+        child_env,
+        ready,
+        tmp_path_factory.mktemp("daphne"),
+    )
+    proc.start()
+    proc.url = f"http://127.0.0.1:{port}"
+    yield proc
+    proc.stop()
+
+
+# --- users and sessions -----------------------------------------------------------------
+
+
+@pytest.fixture
+def make_user(db):
+    from django.contrib.auth import get_user_model
+
+    def make(username: str | None = None, password: str = "pw-for-tests-only", **extra):
+        User = get_user_model()
+        user = User.objects.create_user(username or f"u{uuid.uuid4().hex[:8]}", password=password, **extra)
+        user.raw_password = password
+        return user
+
+    return make
+
+
+@pytest.fixture
+def workspace(settings, tmp_path):
+    """A fresh workspace directory inside an allowed root."""
+    root = Path(settings.PIWEB_WORKSPACE_ROOTS[0])
+    path = root / f"ws-{uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def session_cookie_for(user) -> dict:
+    """A logged-in Django session cookie for `user` (for websockets and the browser)."""
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value}
+
+
+# --- browser ----------------------------------------------------------------------------
+
+
+def browser_available() -> bool:
+    return Path(CHROMIUM).exists()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not browser_available():
+        if os.environ.get("PIWEB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"PIWEB_REQUIRE_BROWSER=1 but no Chromium at {CHROMIUM}")
+        pytest.skip(f"no system Chromium at {CHROMIUM}; browser tests skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page_for(browser, asgi_server):
+    """Open a browser page logged in as a user: `page = page_for(user)`."""
+    contexts = []
+
+    def open_page(user=None):
+        context = browser.new_context(base_url=asgi_server.url, viewport={"width": 1400, "height": 900})
+        if user is not None:
+            cookie = session_cookie_for(user)
+            context.add_cookies([{**cookie, "url": asgi_server.url}])
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def artifact_dir():
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

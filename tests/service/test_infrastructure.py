@@ -1,0 +1,82 @@
+"""The real parts answer: a Celery round trip through a worker process and a websocket
+round trip through daphne, on whichever backends this pass uses."""
+
+import asyncio
+import json
+import time
+
+import pytest
+import websockets
+
+from sessions_app.models import Activity
+from sessions_app.services import tree
+from sessions_app.tasks import ping
+from tests.conftest import session_cookie_for
+
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+
+
+def wait_until(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_celery_round_trip_through_a_real_worker(worker, make_user):
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/tmp")
+    ping.delay(session.pi_id)
+    assert wait_until(lambda: Activity.objects.filter(session=session, verb="worker_ping").exists())
+
+
+async def _receive_until(ws, event, timeout=10):
+    while True:
+        message = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if message["event"] == event:
+            return message
+
+
+def test_websocket_round_trip_through_asgi(asgi_server, make_user):
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/tmp")
+    cookie = session_cookie_for(owner)
+    ws_url = asgi_server.url.replace("http", "ws") + f"/ws/sessions/{session.pi_id}/"
+
+    async def scenario():
+        headers = {"Cookie": f"{cookie['name']}={cookie['value']}", "Origin": asgi_server.url}
+        async with websockets.connect(ws_url, additional_headers=headers) as ws:
+            hello = await _receive_until(ws, "hello")
+            assert hello["data"]["role"] == "owner"
+            await asyncio.to_thread(
+                tree.append_entry, session,
+                {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}},
+            )
+            appended = await _receive_until(ws, "entry_appended")
+            return appended["data"]
+
+    data = asyncio.run(scenario())
+    session.refresh_from_db()
+    assert data["id"] == session.leaf.pi_id
+
+
+def test_websocket_refuses_foreign_origin_and_strangers(asgi_server, make_user):
+    owner, stranger = make_user(), make_user()
+    session = tree.create_session(owner=owner, cwd="/tmp")
+    ws_url = asgi_server.url.replace("http", "ws") + f"/ws/sessions/{session.pi_id}/"
+
+    async def attempt(cookie, origin):
+        headers = {"Cookie": f"{cookie['name']}={cookie['value']}", "Origin": origin}
+        try:
+            async with websockets.connect(ws_url, additional_headers=headers) as ws:
+                await asyncio.wait_for(ws.recv(), 5)
+        except (websockets.exceptions.InvalidStatus, websockets.exceptions.ConnectionClosed) as exc:
+            return exc
+        return None
+
+    owner_cookie, stranger_cookie = session_cookie_for(owner), session_cookie_for(stranger)
+    assert asyncio.run(attempt(owner_cookie, "http://evil.example")) is not None
+    assert asyncio.run(attempt(stranger_cookie, asgi_server.url)) is not None
+    assert asyncio.run(attempt(owner_cookie, asgi_server.url)) is None
