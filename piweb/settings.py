@@ -175,8 +175,7 @@ if _env_bool("PIWEB_SECURE_COOKIES"):
 # --- piweb ---------------------------------------------------------------------------
 # Directories under which session workspaces (cwd) may live; tools never leave them.
 PIWEB_WORKSPACE_ROOTS = [
-    Path(p).resolve()
-    for p in _env_list("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
+    Path(p).resolve() for p in _env_list("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
 ]
 # Where full bash output files and other per-run artifacts go.
 PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))

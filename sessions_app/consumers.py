@@ -29,7 +29,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.group = session_group(access.session.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self.send_json({"event": "hello", "data": {"session": session_id, "role": access.role}})
+        await self.send_json(
+            {"event": "hello", "data": {"session": session_id, "role": access.role}}
+        )
 
     async def disconnect(self, code):
         if getattr(self, "group", None):

@@ -27,9 +27,7 @@ class TeamMembership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["team", "user"], name="unique_team_member")
-        ]
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="unique_team_member")]
 
 
 class Session(models.Model):

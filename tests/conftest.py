@@ -38,9 +38,8 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def redis_ready():
     """Make sure the broker / channel layer answers; start the embedded one if needed."""
-    from django.conf import settings
-
     import redis
+    from django.conf import settings
 
     from piweb import embedded
 
@@ -150,11 +149,19 @@ class ManagedProcess:
     def start(self, timeout: float = 60):
         log = self.log.open("ab")
         self.process = subprocess.Popen(
-            self.argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            self.argv,
+            env=self.env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        _wait_for(lambda: self.process.poll() is None and self.ready(self), timeout,
-                  f"{self.name} to start", self.log)
+        _wait_for(
+            lambda: self.process.poll() is None and self.ready(self),
+            timeout,
+            f"{self.name} to start",
+            self.log,
+        )
         return self
 
     def kill(self, sig: int = 9):
@@ -178,9 +185,24 @@ def worker(child_env, tmp_path_factory):
     queue = child_env.get("PIWEB_CELERY_QUEUE", "piweb")
     proc = ManagedProcess(
         "celery-worker",
-        [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "info",
-         "-c", "2", "-Q", queue, "--without-gossip", "--without-mingle",
-         "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "piweb",
+            "worker",
+            "-l",
+            "info",
+            "-c",
+            "2",
+            "-Q",
+            queue,
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"test-{uuid.uuid4().hex[:6]}@%h",
+        ],
         child_env,
         lambda p: "ready." in p.log.read_text(errors="replace"),
         log_dir,
@@ -204,7 +226,16 @@ def asgi_server(child_env, tmp_path_factory):
 
     proc = ManagedProcess(
         "daphne",
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "piweb.asgi:application"],
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "piweb.asgi:application",
+        ],
         child_env,
         ready,
         tmp_path_factory.mktemp("daphne"),
@@ -224,7 +255,9 @@ def make_user(db):
 
     def make(username: str | None = None, password: str = "pw-for-tests-only", **extra):
         User = get_user_model()
-        user = User.objects.create_user(username or f"u{uuid.uuid4().hex[:8]}", password=password, **extra)
+        user = User.objects.create_user(
+            username or f"u{uuid.uuid4().hex[:8]}", password=password, **extra
+        )
         user.raw_password = password
         return user
 
@@ -248,7 +281,10 @@ def session_cookie_for(user) -> dict:
 
     client = Client()
     client.force_login(user)
-    return {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value}
+    return {
+        "name": settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+    }
 
 
 # --- browser ----------------------------------------------------------------------------
@@ -270,8 +306,14 @@ def browser():
         instance = pw.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         yield instance
         instance.close()
@@ -283,7 +325,9 @@ def page_for(browser, asgi_server):
     contexts = []
 
     def open_page(user=None):
-        context = browser.new_context(base_url=asgi_server.url, viewport={"width": 1400, "height": 900})
+        context = browser.new_context(
+            base_url=asgi_server.url, viewport={"width": 1400, "height": 900}
+        )
         if user is not None:
             cookie = session_cookie_for(user)
             context.add_cookies([{**cookie, "url": asgi_server.url}])

@@ -38,9 +38,7 @@ def visible_sessions(user):
     """Sessions `user` may read: owned, or shared with one of their teams."""
     if not user.is_authenticated:
         return Session.objects.none()
-    return Session.objects.filter(
-        Q(owner=user) | Q(shares__team__members=user)
-    ).distinct()
+    return Session.objects.filter(Q(owner=user) | Q(shares__team__members=user)).distinct()
 
 
 def role_for(user, session: Session) -> str | None:
@@ -69,7 +67,9 @@ def active_share_link(token: str | None, session: Session) -> ShareLink | None:
     return link
 
 
-def check_access(user, session_pi_id: str, need: str = VIEWER, share_token: str | None = None) -> Access:
+def check_access(
+    user, session_pi_id: str, need: str = VIEWER, share_token: str | None = None
+) -> Access:
     """Return the caller's Access to the session or raise Http404 / PermissionDenied."""
     session = Session.objects.filter(pi_id=session_pi_id).first()
     if session is None:

@@ -54,14 +54,23 @@ def lock_session(session_pk: int) -> Session:
 
 def record_activity(session: Session, actor, verb: str, **details) -> None:
     Activity.objects.create(
-        session=session, actor=actor if getattr(actor, "is_authenticated", False) else None,
-        verb=verb, details=details,
+        session=session,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        verb=verb,
+        details=details,
     )
 
 
 @transaction.atomic
-def create_session(*, owner, cwd: str, name: str = "", parent: Session | None = None,
-                   source: str = Session.Source.LIVE, model_profile: str = "") -> Session:
+def create_session(
+    *,
+    owner,
+    cwd: str,
+    name: str = "",
+    parent: Session | None = None,
+    source: str = Session.Source.LIVE,
+    model_profile: str = "",
+) -> Session:
     session = Session.objects.create(
         pi_id=str(uuid.uuid4()),
         header_timestamp=now_iso(),
@@ -91,8 +100,9 @@ def _apply_side_effects(session: Session, entry: Entry) -> None:
         session.first_message = entry.preview[:300]
 
 
-def append_entry(session: Session, payload: dict, *, parent_pi_id=UNSET, move_leaf: bool = True,
-                 actor=None) -> Entry:
+def append_entry(
+    session: Session, payload: dict, *, parent_pi_id=UNSET, move_leaf: bool = True, actor=None
+) -> Entry:
     """Append one pi entry (without id/parentId/timestamp, which are filled in).
 
     `parent_pi_id` defaults to the current leaf; None makes a new root.
@@ -115,7 +125,9 @@ def append_entry(session: Session, payload: dict, *, parent_pi_id=UNSET, move_le
             "id": pi_id,
             "parentId": parent.pi_id if parent else None,
             "timestamp": payload.get("timestamp") or now_iso(),
-            **{k: v for k, v in payload.items() if k not in ("type", "id", "parentId", "timestamp")},
+            **{
+                k: v for k, v in payload.items() if k not in ("type", "id", "parentId", "timestamp")
+            },
         }
         entry = Entry.objects.create(
             session=locked,
@@ -135,8 +147,12 @@ def append_entry(session: Session, payload: dict, *, parent_pi_id=UNSET, move_le
         events.publish(
             locked.pk,
             "entry_appended",
-            {"id": pi_id, "parentId": full["parentId"], "type": entry.type,
-             "leaf": locked.leaf.pi_id if locked.leaf else None},
+            {
+                "id": pi_id,
+                "parentId": full["parentId"],
+                "type": entry.type,
+                "leaf": locked.leaf.pi_id if locked.leaf else None,
+            },
         )
     session.refresh_from_db()
     return entry

@@ -24,7 +24,9 @@ def session_list(request):
 @login_required
 def session_detail(request, session_id):
     access = check_access(request.user, session_id)
-    return render(request, "sessions_app/session_detail.html", {"access": access, "session": access.session})
+    return render(
+        request, "sessions_app/session_detail.html", {"access": access, "session": access.session}
+    )
 
 
 urlpatterns = [

@@ -1,1 +1,43 @@
-// piweb's small client: no build step. Page-specific behaviour lives in its own file.
+// piweb's small client, no build step. One websocket per session page: every event the
+// server publishes on the session's group is re-dispatched as a DOM event named
+// `piweb:<event>` (detail = data), so each panel listens only for what it needs.
+(function () {
+  "use strict";
+  function connect(sessionId) {
+    var proto = location.protocol === "https:" ? "wss://" : "ws://";
+    var url = proto + location.host + "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
+    var delay = 500;
+    var socket;
+    function open() {
+      socket = new WebSocket(url);
+      socket.onopen = function () {
+        delay = 500;
+        document.body.dataset.ws = "open";
+        document.dispatchEvent(new CustomEvent("piweb:ws-open"));
+      };
+      socket.onmessage = function (msg) {
+        var payload = JSON.parse(msg.data);
+        document.dispatchEvent(new CustomEvent("piweb:" + payload.event, { detail: payload.data }));
+      };
+      socket.onclose = function (ev) {
+        document.body.dataset.ws = "closed";
+        document.dispatchEvent(new CustomEvent("piweb:ws-closed", { detail: { code: ev.code } }));
+        if (ev.code >= 4400 && ev.code < 4500) return; // refused: no rights, do not retry
+        setTimeout(open, delay);
+        delay = Math.min(delay * 2, 10000);
+      };
+    }
+    open();
+    return {
+      send: function (obj) {
+        if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj));
+      },
+    };
+  }
+  window.piweb = window.piweb || {};
+  window.piweb.connect = connect;
+  document.addEventListener("DOMContentLoaded", function () {
+    var el = document.querySelector("[data-piweb-session]");
+    if (el) window.piweb.socket = connect(el.dataset.piwebSession);
+  });
+})();

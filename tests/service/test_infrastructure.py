@@ -51,7 +51,8 @@ def test_websocket_round_trip_through_asgi(asgi_server, make_user):
             hello = await _receive_until(ws, "hello")
             assert hello["data"]["role"] == "owner"
             await asyncio.to_thread(
-                tree.append_entry, session,
+                tree.append_entry,
+                session,
                 {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}},
             )
             appended = await _receive_until(ws, "entry_appended")

@@ -39,7 +39,9 @@ def tool_call(name: str, arguments, *, text: str = "", call_id: str | None = Non
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return Reply(
         text=text,
-        tool_calls=[{"id": call_id or f"call_{uuid.uuid4().hex[:12]}", "name": name, "arguments": raw}],
+        tool_calls=[
+            {"id": call_id or f"call_{uuid.uuid4().hex[:12]}", "name": name, "arguments": raw}
+        ],
         **kw,
     )
 
@@ -55,8 +57,13 @@ def tool_calls(calls: list[tuple[str, dict]], *, text: str = "", **kw) -> Reply:
     )
 
 
-def error(status: int, message: str = "scripted error", *, code: str | None = None,
-          type_: str = "server_error") -> Reply:
+def error(
+    status: int,
+    message: str = "scripted error",
+    *,
+    code: str | None = None,
+    type_: str = "server_error",
+) -> Reply:
     return Reply(status=status, error={"message": message, "type": type_, "code": code})
 
 
@@ -122,7 +129,9 @@ class ScriptedLLM:
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": llm.model, "object": "model"}]})
+                    self._json(
+                        200, {"object": "list", "data": [{"id": llm.model, "object": "model"}]}
+                    )
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 
@@ -134,8 +143,16 @@ class ScriptedLLM:
                     return
                 reply = llm._next(body)
                 if reply is None:
-                    self._json(500, {"error": {"message": "scripted LLM: script exhausted",
-                                               "type": "server_error", "code": None}})
+                    self._json(
+                        500,
+                        {
+                            "error": {
+                                "message": "scripted LLM: script exhausted",
+                                "type": "server_error",
+                                "code": None,
+                            }
+                        },
+                    )
                     return
                 if reply.hang:
                     time.sleep(reply.hang)
@@ -184,8 +201,11 @@ class ScriptedLLM:
             return reply.usage
         prompt = sum(len(json.dumps(m)) for m in body.get("messages", [])) // 4
         completion = max(1, len(reply.text) // 4) + 10 * len(reply.tool_calls)
-        return {"prompt_tokens": prompt, "completion_tokens": completion,
-                "total_tokens": prompt + completion}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
     def _finish(self, reply: Reply) -> str:
         return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
@@ -194,8 +214,11 @@ class ScriptedLLM:
         message = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
                 for c in reply.tool_calls
             ]
         return {
@@ -225,12 +248,23 @@ class ScriptedLLM:
         for i in range(0, len(reply.text), step):
             yield chunk({"content": reply.text[i : i + step]})
         for index, call in enumerate(reply.tool_calls):
-            yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                         "function": {"name": call["name"], "arguments": ""}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
             args = call["arguments"]
             for i in range(0, len(args), 16):
-                yield chunk({"tool_calls": [{"index": index,
-                                             "function": {"arguments": args[i : i + 16]}}]})
+                yield chunk(
+                    {"tool_calls": [{"index": index, "function": {"arguments": args[i : i + 16]}}]}
+                )
         yield chunk({}, self._finish(reply))
         if (body.get("stream_options") or {}).get("include_usage"):
             yield {**base, "choices": [], "usage": self._usage(body, reply)}

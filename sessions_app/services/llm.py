@@ -1,0 +1,73 @@
+"""Model profiles: which OpenAI-compatible endpoint a session talks to.
+
+The default profile comes from PIWEB_LLM_* settings; more come as JSON in
+PIWEB_MODEL_PROFILES. A session names its profile in `Session.model_profile` ("" =
+the default). No model configured is a normal state: `resolve_profile` returns None.
+API keys never leave this module in logs or pages (`ModelProfile.__repr__` hides it).
+"""
+
+import json
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+DEFAULT_PROFILE = "default"
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    context_window: int = 128000
+    max_output: int = 16384
+    timeout: float = 120.0
+    provider: str = "openai-compatible"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}: {self.model}"
+
+
+def model_profiles() -> dict[str, ModelProfile]:
+    """Every configured profile by name, read at call time (settings may change in tests)."""
+    profiles: dict[str, ModelProfile] = {}
+    if settings.PIWEB_LLM_BASE_URL and settings.PIWEB_LLM_MODEL:
+        profiles[DEFAULT_PROFILE] = ModelProfile(
+            name=DEFAULT_PROFILE,
+            base_url=settings.PIWEB_LLM_BASE_URL,
+            model=settings.PIWEB_LLM_MODEL,
+            api_key=settings.PIWEB_LLM_API_KEY,
+            context_window=settings.PIWEB_LLM_CONTEXT_WINDOW,
+            max_output=settings.PIWEB_LLM_MAX_OUTPUT,
+            timeout=settings.PIWEB_LLM_TIMEOUT,
+        )
+    raw = settings.PIWEB_MODEL_PROFILES_JSON
+    if raw:
+        for name, spec in json.loads(raw).items():
+            profiles[name] = ModelProfile(
+                name=name,
+                base_url=spec["base_url"],
+                model=spec["model"],
+                api_key=spec.get("api_key", ""),
+                context_window=int(spec.get("context_window", 128000)),
+                max_output=int(spec.get("max_output", 16384)),
+                timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
+                provider=spec.get("provider", "openai-compatible"),
+            )
+    return profiles
+
+
+def resolve_profile(name: str | None) -> ModelProfile | None:
+    """The profile a session uses, or None when no model is configured for it."""
+    profiles = model_profiles()
+    return profiles.get(name or DEFAULT_PROFILE)
+
+
+HOW_TO_CONFIGURE = (
+    "No model is configured. Set PIWEB_LLM_BASE_URL (an OpenAI-compatible endpoint such as "
+    "https://api.openai.com/v1 or http://127.0.0.1:11434/v1 for Ollama), PIWEB_LLM_MODEL and "
+    "PIWEB_LLM_API_KEY, then restart piweb. Until then `!cmd`, the tree, import, fork and "
+    "offline summaries all work."
+)
