@@ -260,40 +260,58 @@ def build_session_context(
 
 
 def context_from_path(path: list[Entry]) -> dict[str, Any]:
-    """Build the context from a root-first path (the tail of ``build_session_context``)."""
-    thinking_level = "off"
-    model = None
-    compaction_idx = -1
-    for i, entry in enumerate(path):
+    """Build the context from a root-first path (the tail of ``build_session_context``).
+
+    One forward pass: messages are collected as we go, the last thinking level /
+    model / compaction are remembered; with a compaction, the messages collected
+    before it are replaced by the summary plus the kept entries.
+    """
+    thinking_level: Any = "off"
+    model_src: Entry | None = None  # last assistant message or model_change entry
+    compaction: Entry | None = None
+    compaction_pos = 0  # len(messages) when the compaction was met
+    messages: list[Message] = []
+    append = messages.append
+    for entry in path:
         etype = entry.get("type")
         if etype == "message":
             msg = entry.get("message")
+            append(msg)
             if msg.get("role") == "assistant":
-                model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+                model_src = msg
+        elif etype == "custom_message":
+            append(create_custom_message(entry))
+        elif etype == "branch_summary":
+            if entry.get("summary"):
+                append(_branch_summary_from_entry(entry))
         elif etype == "thinking_level_change":
             thinking_level = entry.get("thinkingLevel", UNSET)
         elif etype == "model_change":
-            model = _model_dict(entry.get("provider", UNSET), entry.get("modelId", UNSET))
+            model_src = entry
         elif etype == "compaction":
-            compaction_idx = i
+            compaction = entry
+            compaction_pos = len(messages)
 
-    messages: list[Message] = []
-    if compaction_idx >= 0:
-        compaction = path[compaction_idx]
-        messages.append(_compaction_summary_from_entry(compaction))
+    if compaction is not None:
         first_kept = compaction.get("firstKeptEntryId", UNSET)
-        start = compaction_idx
-        for i in range(compaction_idx):
-            if path[i].get("id", UNSET) == first_kept:
-                start = i
-                break
-        for i in range(start, compaction_idx):
-            _append_context_message(messages, path[i])
-        for i in range(compaction_idx + 1, len(path)):
-            _append_context_message(messages, path[i])
-    else:
+        kept: list[Message] = [_compaction_summary_from_entry(compaction)]
+        found = False
         for entry in path:
-            _append_context_message(messages, entry)
+            if entry is compaction:
+                break
+            if not found and entry.get("id", UNSET) == first_kept:
+                found = True
+            if found:
+                _append_context_message(kept, entry)
+        kept.extend(messages[compaction_pos:])
+        messages = kept
+
+    if model_src is None:
+        model = None
+    elif model_src.get("type") == "model_change":
+        model = _model_dict(model_src.get("provider", UNSET), model_src.get("modelId", UNSET))
+    else:
+        model = _model_dict(model_src.get("provider", UNSET), model_src.get("model", UNSET))
 
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:

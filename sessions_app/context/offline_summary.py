@@ -89,6 +89,10 @@ class SummaryData:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     latest_reply: str = ""
+    # subjects of calls that succeeded (not rendered; used to drop stale items on merge)
+    resolved: list[str] = field(default_factory=list)
+    # True when the messages end with every user request answered (not rendered)
+    answered: bool = False
 
 
 # --------------------------------------------------------------------------
@@ -291,25 +295,36 @@ def parse_summary(text: str) -> SummaryData:
 # --------------------------------------------------------------------------
 
 
-def _describe_call(name: str, args: Any) -> str:
+@dataclass(frozen=True)
+class _CallText:
+    done: str  # "Edited a.py"
+    active: str  # "Editing a.py"
+    subject: str  # "edit of a.py" -- used for failures and to match retries
+
+
+def _describe_call(name: str, args: Any) -> _CallText:
     args = args if isinstance(args, Mapping) else {}
     path = args.get("path") or args.get("file_path") or args.get("filePath")
     if name == "read" and path:
-        return f"Read {path}"
+        return _CallText(f"Read {path}", f"Reading {path}", f"read of {path}")
     if name == "edit" and path:
-        return f"Edited {path}"
+        return _CallText(f"Edited {path}", f"Editing {path}", f"edit of {path}")
     if name == "write" and path:
-        return f"Wrote {path}"
+        return _CallText(f"Wrote {path}", f"Writing {path}", f"write to {path}")
     if name == "ls":
-        return f"Listed {path or '.'}"
+        where = path or "."
+        return _CallText(f"Listed {where}", f"Listing {where}", f"listing of {where}")
     if name == "bash" and isinstance(args.get("command"), str):
-        return f"Ran `{_clip(args['command'], 120)}`"
-    if name == "grep" and args.get("pattern") is not None:
-        return f"Searched for `{_clip(str(args['pattern']), 60)}`" + (f" in {path}" if path else "")
-    if name == "find" and args.get("pattern") is not None:
-        return f"Looked for files matching `{_clip(str(args['pattern']), 60)}`" + (f" in {path}" if path else "")
-    rendered = _compact_json(args) if args else ""
-    return f"{name}({_clip(rendered, 100)})" if rendered else f"{name}()"
+        cmd = f"`{_clip(args['command'], 120)}`"
+        return _CallText(f"Ran {cmd}", f"Running {cmd}", cmd)
+    if name in ("grep", "find") and args.get("pattern") is not None:
+        pattern = f"`{_clip(str(args['pattern']), 60)}`" + (f" in {path}" if path else "")
+        verb = "Searched for" if name == "grep" else "Looked for files matching"
+        active = "Searching for" if name == "grep" else "Looking for files matching"
+        return _CallText(f"{verb} {pattern}", f"{active} {pattern}", f"{name} {pattern}")
+    rendered = _clip(_compact_json(args), 100) if args else ""
+    call = f"{name}({rendered})"
+    return _CallText(f"Called {call}", f"Calling {call}", call)
 
 
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code)?|exit code)[:\s]+(-?\d+)", re.IGNORECASE)
@@ -349,7 +364,7 @@ def _record_paths(data: SummaryData, name: str, args: Any) -> None:
 class _Call:
     name: str
     args: Any
-    label: str
+    text: _CallText
     index: int
 
 
@@ -363,7 +378,7 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
     embedded: list[SummaryData] = []
     calls: dict[str, _Call] = {}
     answered_calls: set[str] = set()
-    failures: dict[str, str] = {}  # label -> blocked item; removed when the same call later succeeds
+    failures: dict[str, str] = {}  # subject -> blocked item; removed when the same call later succeeds
     requests: list[tuple[int, str]] = []
     last_final_reply = -1
     interrupted: str | None = None
@@ -392,7 +407,9 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
                     if _CONSTRAINT.search(sentence) and not sentence.endswith("?"):
                         _add(data.constraints, sentence)
                 for match in _PATH_IN_TEXT.finditer(text):
-                    _add(data.critical, f"Mentioned by the user: {match.group(1)}")
+                    mentioned = match.group(1).rstrip(".")
+                    if mentioned:
+                        _add(data.critical, f"Mentioned by the user: {mentioned}")
             continue
 
         if role == "assistant":
@@ -426,20 +443,23 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
             call_id = str(message.get("toolCallId") or "")
             call = calls.get(call_id)
             name = str(message.get("toolName") or (call.name if call else "tool"))
-            label = call.label if call else f"{name} call"
+            described = call.text if call else _CallText(
+                f"Finished a {name} call started earlier", f"Running {name}", f"{name} call"
+            )
             answered_calls.add(call_id)
             text = _block_text(message.get("content"))
             code = _nonzero_exit(text) if name == "bash" else None
             if message.get("isError") or code is not None:
                 reason = _error_line(text) or (f"exit code {code}" if code is not None else "error")
-                failures[label] = f"{label} failed: {reason}"
+                failures[described.subject] = f"{described.subject} failed: {reason}"
                 continue
-            failures.pop(label, None)
-            item = label
+            failures.pop(described.subject, None)
+            data.resolved.append(described.subject)
+            item = described.done
             if name == "bash":
                 tail = _first_line(text, last=True)
                 if tail:
-                    item = f"{label} -> {_clip(tail, 80)}"
+                    item = f"{item} -> {_clip(tail, 80)}"
             _add(data.done, item)
             continue
 
@@ -447,16 +467,18 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
             if message.get("excludeFromContext"):
                 continue
             command = _clip(str(message.get("command") or ""), 120)
+            subject = f"user command `{command}`"
             label = f"User ran `{command}`"
             output = str(message.get("output") or "")
             exit_code = message.get("exitCode")
             if message.get("cancelled"):
-                failures[label] = f"{label}: cancelled"
+                failures[subject] = f"{subject} was cancelled"
             elif isinstance(exit_code, int) and exit_code != 0:
                 reason = _error_line(output)
-                failures[label] = f"{label}: exit code {exit_code}" + (f" ({reason})" if reason else "")
+                failures[subject] = f"{subject} exited with code {exit_code}" + (f": {reason}" if reason else "")
             else:
-                failures.pop(label, None)
+                failures.pop(subject, None)
+                data.resolved.append(subject)
                 tail = _first_line(output, last=True)
                 _add(data.done, f"{label} -> {_clip(tail, 80)}" if tail else label)
             continue
@@ -473,20 +495,21 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
 
     pending = [c for cid, c in calls.items() if cid not in answered_calls]
     for call in pending:
-        _add(data.in_progress, f"{call.label} (no result yet)")
+        _add(data.in_progress, f"{call.text.active} (no result yet)")
     if interrupted:
         _add(data.in_progress, interrupted)
 
     unanswered = [text for idx, text in requests if idx > last_final_reply]
+    data.answered = last_final_reply >= 0 and not unanswered
     if unanswered:
         latest = unanswered[-1]
         if pending or any(c.index > requests[-1][0] for c in calls.values()):
-            _add(data.in_progress, f"Working on: {latest}")
-        _add(data.next_steps, f"Answer the open request: {latest}")
+            _add(data.in_progress, _WORKING_ON + latest)
+        _add(data.next_steps, _OPEN_REQUEST + latest)
     for item in list(data.blocked)[:2]:
         _add(data.next_steps, f"Resolve: {item}")
     for call in pending[:2]:
-        _add(data.next_steps, f"Check the result of {call.label}")
+        _add(data.next_steps, f"Check the outcome of the {call.text.subject}")
 
     return data, embedded
 
@@ -497,16 +520,27 @@ def _has_tool_calls(content: Any) -> bool:
     )
 
 
+_STALE_KEYS = ("in_progress", "blocked", "next_steps")
+_OPEN_REQUEST = "Answer the open request: "
+_WORKING_ON = "Working on: "
+_OPEN_REQUEST_PREFIXES = (_OPEN_REQUEST, _WORKING_ON)
+
+
 def merge_summary_data(older: SummaryData, newer: SummaryData) -> SummaryData:
     """Keep every item of ``older`` and add the new ones from ``newer``.
 
     Next Steps and In Progress describe the present, so when ``newer`` has any
-    they come first.
+    they come first.  Older In Progress / Blocked / Next Steps items that name
+    a call which has since succeeded are dropped (they are finished now).
     """
     merged = SummaryData()
     for key in _KEYS:
         old_items, new_items = getattr(older, key), getattr(newer, key)
         target = getattr(merged, key)
+        if key in _STALE_KEYS and newer.resolved:
+            old_items = [it for it in old_items if not any(subj in it for subj in newer.resolved)]
+        if key in _STALE_KEYS and newer.answered:
+            old_items = [it for it in old_items if not it.startswith(_OPEN_REQUEST_PREFIXES)]
         order = (new_items, old_items) if key in ("next_steps", "in_progress") and new_items else (old_items, new_items)
         for group in order:
             for item in group:
@@ -517,6 +551,8 @@ def merge_summary_data(older: SummaryData, newer: SummaryData) -> SummaryData:
             if path not in target:
                 target.append(path)
     merged.latest_reply = newer.latest_reply or older.latest_reply
+    merged.resolved = [*older.resolved, *[r for r in newer.resolved if r not in older.resolved]]
+    merged.answered = newer.answered
     return merged
 
 

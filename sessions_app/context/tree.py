@@ -83,28 +83,36 @@ class TreeCycleError(TreeError):
 
 def index_by_id(entries: list[Entry]) -> dict[str, Entry]:
     """``id -> entry``; like pi's ``Map.set`` the last entry with an id wins."""
-    return {e.get("id"): e for e in entries}
+    try:
+        return {e["id"]: e for e in entries}
+    except (KeyError, TypeError):
+        return {e.get("id"): e for e in entries}
 
 
 def path_to_root(by_id: dict[str, Entry], leaf: Entry | None) -> list[Entry]:
     """Entries from the root down to ``leaf`` (inclusive), pi's ``getBranch`` walk.
 
     Stops at an entry whose ``parentId`` is falsy or unknown (dangling).  Raises
-    ``TreeCycleError`` if the chain loops (pi would hang).
+    ``TreeCycleError`` if the chain loops (pi would hang).  Linear time.
     """
     if leaf is None:
         return []
-    path = []
+    path = [leaf]
     append = path.append
     get = by_id.get
-    limit = len(by_id) + 1
-    current: Entry | None = leaf
-    while current is not None:
-        append(current)
-        if len(path) > limit:
-            raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
+    current = leaf
+    # A loop-free chain of distinct entries from by_id makes at most len(by_id)
+    # parent steps (the leaf itself may be an overwritten duplicate: +1).
+    for _ in range(len(by_id) + 1):
         parent_id = current.get("parentId")
-        current = get(parent_id) if parent_id else None
+        if not parent_id:
+            break
+        current = get(parent_id)
+        if current is None:
+            break
+        append(current)
+    else:
+        raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
     path.reverse()
     return path
 
