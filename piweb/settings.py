@@ -202,6 +202,13 @@ PIWEB_COMPACTION = {
 }
 # A job whose worker has not reported for this long is treated as dead.
 PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
+# Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a
+# job gets before it is failed, and the capped exponential backoff for provider errors.
+PIWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("PIWEB_JOB_HEARTBEAT_SECONDS", "0")) or None
+PIWEB_JOB_MAX_ATTEMPTS = int(os.environ.get("PIWEB_JOB_MAX_ATTEMPTS", "3"))
+PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
+PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
+PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
 
 LOGGING = {
     "version": 1,

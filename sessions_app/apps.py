@@ -5,3 +5,7 @@ class SessionsAppConfig(AppConfig):
     name = "sessions_app"
     verbose_name = "Sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # Search indexing hooks (post_save on Entry): see services/search.py.
+        from sessions_app.services import search  # noqa: F401

@@ -119,6 +119,10 @@ class Entry(models.Model):
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
     payload = models.JSONField()
+    # The entry as one JSONL line (JSON.stringify form, no newline), so export writes back
+    # exactly what was imported (PostgreSQL's jsonb does not keep key order). Blank when a
+    # writer did not fill it: export then serializes `payload`.
+    line = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [
@@ -200,6 +204,7 @@ class Comment(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    resolved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -234,3 +239,28 @@ class Activity(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "activity"
+
+
+class SearchDocument(models.Model):
+    """The searchable text of one entry (services/search.py keeps it in step with writes).
+
+    Full-text indexes are not Django fields: migration 0002_search_indexes adds a stored
+    tsvector column with a GIN index on PostgreSQL and an FTS5 table (synced by triggers)
+    on SQLite.
+    """
+
+    entry = models.OneToOneField(
+        Entry, primary_key=True, on_delete=models.CASCADE, related_name="search_document"
+    )
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    role = models.CharField(max_length=32, blank=True)
+    tool_name = models.CharField(max_length=100, blank=True)
+    date = models.DateTimeField(null=True, blank=True)
+    text = models.TextField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session", "role"]),
+            models.Index(fields=["tool_name"]),
+            models.Index(fields=["date"]),
+        ]

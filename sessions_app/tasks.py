@@ -9,3 +9,30 @@ def ping(value: str) -> str:
     from sessions_app.services.health import record_ping
 
     return record_ping(value)
+
+
+# --- jobs area: compaction and branch summaries ------------------------------------------
+
+
+@shared_task(name="piweb.run_summary_job", acks_late=True, reject_on_worker_lost=True)
+def run_summary_job(job_id: str) -> str | None:
+    """Run a compaction / branch-summary Job (idempotent: redelivery writes nothing twice)."""
+    from sessions_app.services.jobs import run_job
+
+    return run_job(job_id)
+
+
+def _start_job_sweeper(sender=None, **kwargs):
+    """Each worker sweeps stale jobs (dead workers) itself: no Celery beat needed."""
+    from sessions_app.services.jobs import start_sweeper
+
+    start_sweeper()
+
+
+def _connect_job_sweeper():
+    from celery.signals import worker_ready
+
+    worker_ready.connect(_start_job_sweeper, weak=False, dispatch_uid="piweb-job-sweeper")
+
+
+_connect_job_sweeper()

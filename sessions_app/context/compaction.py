@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .jsutil import js_sorted
-from .messages import context_from_path, message_from_entry
+from .messages import collect_messages, context_from_path, message_from_entry
 from .tokens import calculate_context_tokens, estimate_context_tokens, estimate_tokens, get_assistant_usage
-from .tree import UNSET, index_by_id, path_to_root
+from .tree import UNSET, root_path_of_list
 
 __all__ = [
     "CompactionPreparation",
@@ -189,6 +189,13 @@ def find_valid_cut_points(entries: list[Entry], start_index: int, end_index: int
     return [i for i in range(max(start_index, 0), min(end_index, len(entries))) if _is_cut_point(entries[i])]
 
 
+def _next_cut_point(entries: list[Entry], start: int, end: int) -> int:
+    for i in range(start, end):
+        if _is_cut_point(entries[i]):
+            return i
+    return -1
+
+
 def find_turn_start_index(entries: list[Entry], entry_index: int, start_index: int) -> int:
     """Nearest index <= entry_index (and >= start_index) that starts a turn, or -1.
 
@@ -220,21 +227,25 @@ def find_cut_point(
     (default: the first cut point), then moves back over non-message entries up to
     the previous message or compaction.  Linear time.
     """
-    cut_points = find_valid_cut_points(entries, start_index, end_index)
-    if not cut_points:
+    end = min(end_index, len(entries))
+    start = max(start_index, 0)
+    first_cut = _next_cut_point(entries, start, end)
+    if first_cut < 0:
         return {"firstKeptEntryIndex": start_index, "turnStartIndex": -1, "isSplitTurn": False}
 
-    cut_index = cut_points[0]
+    # Only the first cut point and the first one at/after the budget entry matter,
+    # so both are found by short forward scans instead of listing every cut point.
+    cut_index = first_cut
     accumulated = 0
-    for i in range(min(end_index, len(entries)) - 1, start_index - 1, -1):
+    for i in range(end - 1, start_index - 1, -1):
         entry = entries[i]
         if entry.get("type") != "message":
             continue
         accumulated += estimator(entry.get("message") or {})
         if accumulated >= keep_recent_tokens:
-            pos = bisect_left(cut_points, i)
-            if pos < len(cut_points):
-                cut_index = cut_points[pos]
+            found = _next_cut_point(entries, max(i, start), end)
+            if found >= 0:
+                cut_index = found
             break
 
     while cut_index > start_index:
@@ -344,8 +355,7 @@ def prepare_compaction(
     boundary_end = len(path_entries)
 
     # pi builds the context with the last entry as leaf over the whole list.
-    by_id = index_by_id(path_entries)
-    context = context_from_path(path_to_root(by_id, path_entries[-1]))
+    context = context_from_path(root_path_of_list(path_entries))
     tokens_before = estimate_context_tokens(context["messages"])["tokens"]
 
     cut = find_cut_point(
@@ -356,9 +366,9 @@ def prepare_compaction(
         return None
 
     history_end = cut["turnStartIndex"] if cut["isSplitTurn"] else cut["firstKeptEntryIndex"]
-    to_summarize = _messages_between(path_entries, boundary_start, history_end)
+    to_summarize = collect_messages(path_entries, boundary_start, history_end, "compaction")
     turn_prefix = (
-        _messages_between(path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"])
+        collect_messages(path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"], "compaction")
         if cut["isSplitTurn"]
         else []
     )
@@ -369,9 +379,11 @@ def prepare_compaction(
         if not prev.get("fromHook") and prev.get("details"):
             file_ops.add_details(prev.get("details"))
     for msg in to_summarize:
-        extract_file_ops_from_message(msg, file_ops)
+        if msg.get("role") == "assistant":
+            extract_file_ops_from_message(msg, file_ops)
     for msg in turn_prefix:
-        extract_file_ops_from_message(msg, file_ops)
+        if msg.get("role") == "assistant":
+            extract_file_ops_from_message(msg, file_ops)
 
     return CompactionPreparation(
         first_kept_entry_id=first_kept["id"],

@@ -219,7 +219,12 @@ class _Prepared:
         has_index = False
         for key, item in value.items():
             if not isinstance(key, str):
-                key = js_number_to_string(key) if isinstance(key, (int, float)) else str(key)
+                if key is None:
+                    key = "null"
+                elif isinstance(key, (int, float)):
+                    key = js_number_to_string(key)
+                else:
+                    key = str(key)
                 changed = True
             if not has_index and key[:1].isdigit() and _is_index_key(key):
                 has_index = True

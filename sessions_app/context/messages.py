@@ -21,11 +21,13 @@ Messages in the returned context are the *same* dict objects as in the entries
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from datetime import datetime, timezone
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
-from .tree import UNSET, index_by_id, path_to_root
+from .tree import UNSET, chain_ids, index_with_ids, path_to_root
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -248,70 +250,209 @@ def build_session_context(
     empty = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
         return empty
+    if not entries:
+        return empty
     if by_id is None:
-        by_id = index_by_id(entries)
+        # Fast path: the list already is the root-first path to its last entry and
+        # the leaf is that entry -> no index and no pointer walk needed.
+        ids = chain_ids(entries)
+        if ids is not None and (leaf_id is UNSET or not leaf_id or leaf_id == ids[-1]):
+            return context_from_path(entries)
+        by_id, _ = index_with_ids(entries)
     leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
     if leaf is None:
-        if not entries:
-            return empty
         leaf = entries[-1]
     path = path_to_root(by_id, leaf)
     return context_from_path(path)
 
 
+_get_type = itemgetter("type")
+_get_message = itemgetter("message")
+_get_id = itemgetter("id")
+
+
+def _indices(values: list[Any], value: Any) -> list[int]:
+    """All positions of ``value`` in ``values`` (C-speed scanning via list.index)."""
+    out = []
+    pos = -1
+    index = values.index
+    try:
+        while True:
+            pos = index(value, pos + 1)
+            out.append(pos)
+    except ValueError:
+        return out
+
+
+class _PathView:
+    """Entry types of a path plus the positions of the non-``message`` entries."""
+
+    __slots__ = ("path", "types", "specials")
+
+    def __init__(self, path: list[Entry]):
+        self.path = path
+        self.types: list[Any] = list(map(_get_type, path))  # KeyError -> caller falls back
+        kinds = set(self.types)
+        kinds.discard("message")
+        specials: list[int] = []
+        for kind in kinds:
+            specials.extend(_indices(self.types, kind))
+        specials.sort()
+        self.specials = specials
+
+    def collect(self, out: list[Message], start: int, end: int, mode: str) -> None:
+        """Append the messages of ``path[start:end]`` to ``out``.
+
+        mode ``"context"``: custom_message + non-empty branch_summary (buildSessionContext);
+        ``"compaction"``: custom_message + every branch_summary (prepareCompaction);
+        ``"branch"``: also compaction summaries, and tool results are dropped.
+        """
+        path = self.path
+        specials = self.specials
+        lo = bisect_left(specials, start)
+        hi = bisect_left(specials, end, lo)
+        pos = start
+        for k in range(lo, hi):
+            i = specials[k]
+            if pos < i:
+                out.extend(map(_get_message, path[pos:i]))
+            _append_special(out, path[i], mode)
+            pos = i + 1
+        if pos < end:
+            out.extend(map(_get_message, path[pos:end]))
+
+
+def _append_special(out: list[Message], entry: Entry, mode: str) -> None:
+    etype = entry.get("type")
+    if etype == "custom_message":
+        out.append(create_custom_message(entry))
+    elif etype == "branch_summary":
+        if mode != "context" or entry.get("summary"):
+            out.append(_branch_summary_from_entry(entry))
+    elif etype == "compaction" and mode == "branch":
+        out.append(_compaction_summary_from_entry(entry))
+
+
+def collect_messages(path: list[Entry], start: int = 0, end: int | None = None, mode: str = "compaction") -> list[Message]:
+    """Messages contributed by ``path[start:end]`` (see ``_PathView.collect`` for modes)."""
+    end = len(path) if end is None else end
+    out: list[Message] = []
+    if start >= end:
+        return out
+    try:
+        view = _PathView(path)
+    except (KeyError, TypeError):
+        view = None
+    if view is not None:
+        try:
+            view.collect(out, start, end, mode)
+            return out
+        except (KeyError, TypeError):
+            out = []
+    for i in range(start, end):
+        entry = path[i]
+        if entry.get("type") == "message":
+            out.append(entry.get("message"))
+        else:
+            _append_special(out, entry, mode)
+    return out
+
+
 def context_from_path(path: list[Entry]) -> dict[str, Any]:
     """Build the context from a root-first path (the tail of ``build_session_context``).
 
-    One forward pass: messages are collected as we go, the last thinking level /
-    model / compaction are remembered; with a compaction, the messages collected
-    before it are replaced by the summary plus the kept entries.
+    Linear; the bulk of the work (runs of plain message entries) runs at C speed.
     """
+    try:
+        view = _PathView(path)
+        return _context_fast(view)
+    except (KeyError, TypeError, AttributeError):
+        return context_from_path_reference(path)
+
+
+def _context_fast(view: _PathView) -> dict[str, Any]:
+    path = view.path
+    types = view.types
     thinking_level: Any = "off"
-    model_src: Entry | None = None  # last assistant message or model_change entry
-    compaction: Entry | None = None
-    compaction_pos = 0  # len(messages) when the compaction was met
+    last_model_change = -1
+    compaction_idx = -1
+    for i in view.specials:
+        t = types[i]
+        if t == "thinking_level_change":
+            thinking_level = path[i].get("thinkingLevel", UNSET)
+        elif t == "model_change":
+            last_model_change = i
+        elif t == "compaction":
+            compaction_idx = i
+
+    model = None
+    for i in range(len(path) - 1, last_model_change, -1):
+        if types[i] == "message":
+            msg = path[i]["message"]
+            if msg.get("role") == "assistant":
+                model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+                break
+    else:
+        if last_model_change >= 0:
+            e = path[last_model_change]
+            model = _model_dict(e.get("provider", UNSET), e.get("modelId", UNSET))
+
     messages: list[Message] = []
-    append = messages.append
-    for entry in path:
+    if compaction_idx >= 0:
+        compaction = path[compaction_idx]
+        messages.append(_compaction_summary_from_entry(compaction))
+        first_kept = compaction.get("firstKeptEntryId", UNSET)
+        try:
+            start = list(map(_get_id, path[:compaction_idx])).index(first_kept)
+        except ValueError:
+            start = compaction_idx
+        view.collect(messages, start, compaction_idx, "context")
+        view.collect(messages, compaction_idx + 1, len(path), "context")
+    else:
+        view.collect(messages, 0, len(path), "context")
+
+    result: dict[str, Any] = {"messages": messages}
+    if thinking_level is not UNSET:
+        result["thinkingLevel"] = thinking_level
+    result["model"] = model
+    return result
+
+
+def context_from_path_reference(path: list[Entry]) -> dict[str, Any]:
+    """Straightforward version of ``context_from_path`` (fallback and test oracle)."""
+    thinking_level: Any = "off"
+    model = None
+    compaction_idx = -1
+    for i, entry in enumerate(path):
         etype = entry.get("type")
         if etype == "message":
-            msg = entry.get("message")
-            append(msg)
+            msg = entry.get("message") or {}
             if msg.get("role") == "assistant":
-                model_src = msg
-        elif etype == "custom_message":
-            append(create_custom_message(entry))
-        elif etype == "branch_summary":
-            if entry.get("summary"):
-                append(_branch_summary_from_entry(entry))
+                model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
         elif etype == "thinking_level_change":
             thinking_level = entry.get("thinkingLevel", UNSET)
         elif etype == "model_change":
-            model_src = entry
+            model = _model_dict(entry.get("provider", UNSET), entry.get("modelId", UNSET))
         elif etype == "compaction":
-            compaction = entry
-            compaction_pos = len(messages)
+            compaction_idx = i
 
-    if compaction is not None:
+    messages: list[Message] = []
+    if compaction_idx >= 0:
+        compaction = path[compaction_idx]
+        messages.append(_compaction_summary_from_entry(compaction))
         first_kept = compaction.get("firstKeptEntryId", UNSET)
-        kept: list[Message] = [_compaction_summary_from_entry(compaction)]
-        found = False
-        for entry in path:
-            if entry is compaction:
+        start = compaction_idx
+        for i in range(compaction_idx):
+            if path[i].get("id", UNSET) == first_kept:
+                start = i
                 break
-            if not found and entry.get("id", UNSET) == first_kept:
-                found = True
-            if found:
-                _append_context_message(kept, entry)
-        kept.extend(messages[compaction_pos:])
-        messages = kept
-
-    if model_src is None:
-        model = None
-    elif model_src.get("type") == "model_change":
-        model = _model_dict(model_src.get("provider", UNSET), model_src.get("modelId", UNSET))
+        for i in range(start, compaction_idx):
+            _append_context_message(messages, path[i])
+        for i in range(compaction_idx + 1, len(path)):
+            _append_context_message(messages, path[i])
     else:
-        model = _model_dict(model_src.get("provider", UNSET), model_src.get("model", UNSET))
+        for entry in path:
+            _append_context_message(messages, entry)
 
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:

@@ -50,15 +50,21 @@ __all__ = [
     "summarize_offline",
 ]
 
-OFFLINE_LABEL = "(Offline summary: extracted from the conversation by rules, without a language model.)"
+OFFLINE_LABEL = (
+    "(Offline summary: extracted from the conversation by rules, without a language model.)"
+)
 
 DEFAULT_MAX_CHARS = 6000
 ITEM_MAX_CHARS = 220
 
 # Framing that turns summary entries into user messages (SPEC section 4).
-_COMPACTION_FRAME = "The conversation history before this point was compacted into the following summary:"
+_COMPACTION_FRAME = (
+    "The conversation history before this point was compacted into the following summary:"
+)
 _BRANCH_FRAME = "The following is a summary of a branch that this conversation came back from:"
-_BRANCH_SUMMARY_PREAMBLE = "The user explored a different conversation branch before returning here."
+_BRANCH_SUMMARY_PREAMBLE = (
+    "The user explored a different conversation branch before returning here."
+)
 
 # --------------------------------------------------------------------------
 # data
@@ -141,7 +147,9 @@ def _block_text(content: Any, kinds: tuple[str, ...] = ("text",)) -> str:
         if isinstance(block, str):
             parts.append(block)
         elif isinstance(block, Mapping) and block.get("type") in kinds:
-            value = block.get("text") if block.get("type") == "text" else block.get(block.get("type"))
+            value = (
+                block.get("text") if block.get("type") == "text" else block.get(block.get("type"))
+            )
             if isinstance(value, str):
                 parts.append(value)
     return "\n".join(parts)
@@ -170,9 +178,16 @@ _DECISION = re.compile(
     r"the (problem|issue|bug) (is|was)|because|so that)\b",
     re.IGNORECASE,
 )
+_KNOWN_EXTENSIONS = (
+    "py|js|mjs|cjs|ts|tsx|jsx|json|md|txt|toml|yaml|yml|html|css|go|rs|java|c|h|cpp|hpp|sh|sql|"
+    "ini|cfg|lock|rb|php|kt|swift"
+)
 _PATH_IN_TEXT = re.compile(
-    r"(?<![\w/.-])((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.(?:py|js|ts|tsx|jsx|json|md|txt|toml|yaml|yml|"
-    r"html|css|go|rs|java|c|h|cpp|hpp|sh|sql|ini|cfg|lock))(?![\w/-])"
+    r"(?<![\w/.:-])("
+    r"(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*"  # /abs, ./rel, ../rel, ~/home
+    r"|(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8}"  # dir/file.ext
+    rf"|[\w-]+\.(?:{_KNOWN_EXTENSIONS})"  # file.ext
+    r")(?![\w/-])"
 )
 
 
@@ -205,6 +220,15 @@ _PLACEHOLDERS = {"(none)", "none", "(none yet)", "-", "n/a"}
 _FILES_READ = "Files read: "
 _FILES_MODIFIED = "Files modified: "
 _LATEST_REPLY = "Latest assistant reply: "
+_FOCUS = "Requested focus: "
+_OMITTED_NOTE = re.compile(r"^\(\d+ more not shown\)$")
+_OPEN_REQUEST = "Answer the open request: "
+_WORKING_ON = "Working on: "
+_CHECK_OUTCOME = "Check the outcome of the "
+_NO_RESULT = " (no result yet)"
+_ASSISTANT_FAILURE = "\0assistant-turn"  # key in the failures map, never rendered
+# Items that describe an unfinished turn; stale once a later turn has ended.
+_OPEN_TURN_PREFIXES = (_OPEN_REQUEST, _WORKING_ON, _CHECK_OUTCOME)
 
 
 def _strip_frames(text: str) -> str:
@@ -249,7 +273,9 @@ def parse_summary(text: str) -> SummaryData:
     loose: list[str] = []
     for raw in body.splitlines():
         line = raw.strip()
-        if not line or line == OFFLINE_LABEL or line.startswith("(Offline summary"):
+        if not line or line == OFFLINE_LABEL or line.startswith(("(Offline summary", _FOCUS)):
+            continue
+        if _OMITTED_NOTE.match(_ITEM_PREFIX.sub("", line)):
             continue
         heading = re.match(r"^#{1,6}\s*(.+?)\s*:?\s*$", line)
         if heading:
@@ -327,7 +353,9 @@ def _describe_call(name: str, args: Any) -> _CallText:
     return _CallText(f"Called {call}", f"Calling {call}", call)
 
 
-_EXIT_CODE = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code)?|exit code)[:\s]+(-?\d+)", re.IGNORECASE)
+_EXIT_CODE = re.compile(
+    r"(?:exit(?:ed)?(?: with)?(?: code)?|exit code)[:\s]+(-?\d+)", re.IGNORECASE
+)
 
 
 def _nonzero_exit(text: str) -> int | None:
@@ -368,7 +396,9 @@ class _Call:
     index: int
 
 
-def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[SummaryData, list[SummaryData]]:
+def extract_summary_data(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[SummaryData, list[SummaryData]]:
     """Items extracted from ``messages`` plus the summaries embedded in them.
 
     Returns ``(new_data, embedded)`` where ``embedded`` are the parsed
@@ -378,7 +408,8 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
     embedded: list[SummaryData] = []
     calls: dict[str, _Call] = {}
     answered_calls: set[str] = set()
-    failures: dict[str, str] = {}  # subject -> blocked item; removed when the same call later succeeds
+    # subject -> blocked item; dropped again when the same call later succeeds
+    failures: dict[str, str] = {}
     requests: list[tuple[int, str]] = []
     last_final_reply = -1
     interrupted: str | None = None
@@ -429,10 +460,15 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
             stop = message.get("stopReason")
             if stop == "error":
                 reason = _first_line(str(message.get("errorMessage") or "")) or "no error message"
-                _add(data.blocked, f"Assistant turn failed: {reason}")
-            elif stop == "aborted":
+                failures[_ASSISTANT_FAILURE] = _clip(f"Assistant turn failed: {reason}")
+                continue
+            # a later turn that did not fail means the model call works again
+            failures.pop(_ASSISTANT_FAILURE, None)
+            if stop == "aborted":
                 interrupted = "The last assistant run was stopped before it finished"
-            elif stop in ("stop", "length") or (stop is None and text.strip() and not _has_tool_calls(content)):
+            elif stop in ("stop", "length") or (
+                stop is None and text.strip() and not _has_tool_calls(content)
+            ):
                 last_final_reply = index
                 interrupted = None
                 if text.strip():
@@ -443,8 +479,12 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
             call_id = str(message.get("toolCallId") or "")
             call = calls.get(call_id)
             name = str(message.get("toolName") or (call.name if call else "tool"))
-            described = call.text if call else _CallText(
-                f"Finished a {name} call started earlier", f"Running {name}", f"{name} call"
+            described = (
+                call.text
+                if call
+                else _CallText(
+                    f"Finished a {name} call started earlier", f"Running {name}", f"{name} call"
+                )
             )
             answered_calls.add(call_id)
             text = _block_text(message.get("content"))
@@ -475,7 +515,9 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
                 failures[subject] = f"{subject} was cancelled"
             elif isinstance(exit_code, int) and exit_code != 0:
                 reason = _error_line(output)
-                failures[subject] = f"{subject} exited with code {exit_code}" + (f": {reason}" if reason else "")
+                failures[subject] = f"{subject} exited with code {exit_code}" + (
+                    f": {reason}" if reason else ""
+                )
             else:
                 failures.pop(subject, None)
                 data.resolved.append(subject)
@@ -495,7 +537,7 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
 
     pending = [c for cid, c in calls.items() if cid not in answered_calls]
     for call in pending:
-        _add(data.in_progress, f"{call.text.active} (no result yet)")
+        _add(data.in_progress, call.text.active + _NO_RESULT)
     if interrupted:
         _add(data.in_progress, interrupted)
 
@@ -509,7 +551,7 @@ def extract_summary_data(messages: Sequence[Mapping[str, Any]]) -> tuple[Summary
     for item in list(data.blocked)[:2]:
         _add(data.next_steps, f"Resolve: {item}")
     for call in pending[:2]:
-        _add(data.next_steps, f"Check the outcome of the {call.text.subject}")
+        _add(data.next_steps, _CHECK_OUTCOME + call.text.subject)
 
     return data, embedded
 
@@ -521,9 +563,6 @@ def _has_tool_calls(content: Any) -> bool:
 
 
 _STALE_KEYS = ("in_progress", "blocked", "next_steps")
-_OPEN_REQUEST = "Answer the open request: "
-_WORKING_ON = "Working on: "
-_OPEN_REQUEST_PREFIXES = (_OPEN_REQUEST, _WORKING_ON)
 
 
 def merge_summary_data(older: SummaryData, newer: SummaryData) -> SummaryData:
@@ -540,8 +579,16 @@ def merge_summary_data(older: SummaryData, newer: SummaryData) -> SummaryData:
         if key in _STALE_KEYS and newer.resolved:
             old_items = [it for it in old_items if not any(subj in it for subj in newer.resolved)]
         if key in _STALE_KEYS and newer.answered:
-            old_items = [it for it in old_items if not it.startswith(_OPEN_REQUEST_PREFIXES)]
-        order = (new_items, old_items) if key in ("next_steps", "in_progress") and new_items else (old_items, new_items)
+            old_items = [
+                it
+                for it in old_items
+                if not (it.startswith(_OPEN_TURN_PREFIXES) or it.endswith(_NO_RESULT))
+            ]
+        order = (
+            (new_items, old_items)
+            if key in ("next_steps", "in_progress") and new_items
+            else (old_items, new_items)
+        )
         for group in order:
             for item in group:
                 _add(target, item)
@@ -576,7 +623,9 @@ _KEEP_HEAD = {"goal", "constraints", "next_steps", "in_progress"}
 _FILE_LIST_CAP = 15
 
 
-def _select(items: list[str], cap: int, keep_head: bool, focus_words: set[str]) -> tuple[list[str], int]:
+def _select(
+    items: list[str], cap: int, keep_head: bool, focus_words: set[str]
+) -> tuple[list[str], int]:
     if len(items) <= cap:
         return list(items), 0
     if keep_head and items:
@@ -590,7 +639,9 @@ def _select(items: list[str], cap: int, keep_head: bool, focus_words: set[str]) 
             if i in chosen_idx:
                 continue
             # swap out the oldest non-matching pick
-            victims = sorted(j for j in chosen_idx if j != 0 and not _mentions(items[j], focus_words))
+            victims = sorted(
+                j for j in chosen_idx if j != 0 and not _mentions(items[j], focus_words)
+            )
             if not victims:
                 break
             chosen_idx.discard(victims[0])
@@ -619,38 +670,43 @@ def render_summary(
     caps = dict(_SECTION_CAPS if caps is None else caps)
     focus_words = {w for w in re.findall(r"[\w-]{4,}", (custom_focus or "").lower())}
 
-    def items(key: str) -> list[str]:
+    def block(
+        key: str, marker: str = "- ", numbered: bool = False, lead: Sequence[str] = ()
+    ) -> list[str]:
         chosen, omitted = _select(getattr(data, key), caps[key], key in _KEEP_HEAD, focus_words)
+        values = [*lead, *chosen]
+        if not values:
+            return ["- (none)"]
+        if numbered:
+            lines = [f"{i}. {v}" for i, v in enumerate(values, 1)]
+        else:
+            lines = [f"{marker}{v}" for v in values]
         if omitted:
-            chosen.append(f"({omitted} more not shown)")
-        return chosen
-
-    def bullets(values: list[str], marker: str = "- ") -> list[str]:
-        return [f"{marker}{v}" for v in values] if values else ["- (none)"]
+            lines.append(f"- ({omitted} more not shown)")
+        return lines
 
     out = [OFFLINE_LABEL]
     if custom_focus and custom_focus.strip():
-        out.append(f"Requested focus: {_clip(custom_focus, 300)}")
-    out += ["", "## Goal", *bullets(items("goal"))]
-    out += ["", "## Constraints & Preferences", *bullets(items("constraints"))]
-    out += ["", "## Progress", "### Done", *bullets(items("done"), "- [x] ")]
-    out += ["### In Progress", *bullets(items("in_progress"), "- [ ] ")]
-    out += ["### Blocked", *bullets(items("blocked"))]
-    out += ["", "## Key Decisions", *bullets(items("decisions"))]
-    steps = items("next_steps")
-    out += ["", "## Next Steps"]
-    out += [f"{i}. {s}" for i, s in enumerate(steps, 1)] if steps else ["- (none)"]
+        out.append(_FOCUS + _clip(custom_focus, 300))
+    out += ["", "## Goal", *block("goal")]
+    out += ["", "## Constraints & Preferences", *block("constraints")]
+    out += ["", "## Progress", "### Done", *block("done", "- [x] ")]
+    out += ["### In Progress", *block("in_progress", "- [ ] ")]
+    out += ["### Blocked", *block("blocked")]
+    out += ["", "## Key Decisions", *block("decisions")]
+    out += ["", "## Next Steps", *block("next_steps", numbered=True)]
     if kind == "compaction":
-        critical = []
+        lead = []
         if data.files_modified:
-            critical.append(_file_line(_FILES_MODIFIED, data.files_modified))
+            lead.append(_file_line(_FILES_MODIFIED, data.files_modified))
         read_only = [p for p in data.files_read if p not in data.files_modified]
         if read_only:
-            critical.append(_file_line(_FILES_READ, read_only))
-        critical += items("critical")
+            lead.append(_file_line(_FILES_READ, read_only))
+        critical = block("critical", lead=lead)
         if data.latest_reply:
-            critical.append(_LATEST_REPLY + _clip(data.latest_reply, 300))
-        out += ["", "## Critical Context", *bullets(critical)]
+            reply = f"- {_LATEST_REPLY}{_clip(data.latest_reply, 300)}"
+            critical = [reply] if critical == ["- (none)"] else [*critical, reply]
+        out += ["", "## Critical Context", *critical]
     return "\n".join(out)
 
 
@@ -691,4 +747,3 @@ def summarize_offline(
     if len(text) > max_chars:
         text = text[: max(0, max_chars - 1)].rstrip() + "…"
     return text
-

@@ -91,7 +91,18 @@ def entry_preview(entry: dict) -> str:
             text = _blocks_text(message.get("content"), with_thinking=False)
     else:
         text = entry_text(entry)
-    return " ".join(text.split())[:PREVIEW_CHARS]
+    return _folded_prefix(text, PREVIEW_CHARS)
+
+
+def _folded_prefix(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]`` without splitting all of a huge text."""
+    size = limit * 4
+    while size < len(text):
+        folded = " ".join(text[:size].split())
+        if len(folded) > limit:
+            return folded[:limit]
+        size *= 4
+    return " ".join(text.split())[:limit]
 
 
 def rough_token_count(entry: dict) -> int:

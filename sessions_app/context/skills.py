@@ -81,7 +81,9 @@ class Skill:
             file_path=pick("filePath", "file_path", default=""),
             base_dir=pick("baseDir", "base_dir", default=""),
             source=pick("source", default="path"),
-            disable_model_invocation=pick("disableModelInvocation", "disable_model_invocation", default=False)
+            disable_model_invocation=pick(
+                "disableModelInvocation", "disable_model_invocation", default=False
+            )
             is True,
         )
 
@@ -136,6 +138,24 @@ class FrontMatterError(ValueError):
     pass
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """Safe loader with YAML 1.2 booleans: only true/false, not yes/no/on/off.
+
+    pi parses front matter with a YAML 1.2 parser, where ``yes`` is a string;
+    PyYAML (YAML 1.1) would turn it into ``True``.
+    """
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_FrontMatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_FrontMatterLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """Split ``text`` into (front matter mapping, body).
 
@@ -156,7 +176,7 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
     block = normalized[start:end]
     body = normalized[end + 4 :].strip()
     try:
-        data = yaml.safe_load(block)
+        data = yaml.load(block, Loader=_FrontMatterLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"invalid YAML front matter: {_one_line(str(exc))}") from exc
     if data is None:
@@ -183,9 +203,16 @@ def validate_skill_name(name: str, parent_dir_name: str) -> list[tuple[str, str]
             ("name_mismatch", f'name "{name}" does not match parent directory "{parent_dir_name}"')
         )
     if len(name) > MAX_NAME_LENGTH:
-        problems.append(("name_too_long", f"name is {len(name)} characters long (limit {MAX_NAME_LENGTH})"))
+        problems.append(
+            ("name_too_long", f"name is {len(name)} characters long (limit {MAX_NAME_LENGTH})")
+        )
     if not _NAME_CHARS.match(name):
-        problems.append(("name_invalid_chars", "name may only use lowercase letters a-z, digits 0-9 and hyphens"))
+        problems.append(
+            (
+                "name_invalid_chars",
+                "name may only use lowercase letters a-z, digits 0-9 and hyphens",
+            )
+        )
     if name.startswith("-") or name.endswith("-"):
         problems.append(("name_hyphen_edge", "name must not begin or end with a hyphen"))
     if "--" in name:
@@ -203,12 +230,16 @@ def _js_length(text: str) -> int:
 # --------------------------------------------------------------------------
 
 
-def load_skill_file(file_path: str, source: str = "path") -> tuple[Skill | None, list[SkillDiagnostic]]:
+def load_skill_file(
+    file_path: str, source: str = "path"
+) -> tuple[Skill | None, list[SkillDiagnostic]]:
     """Load one skill file.  Never raises; problems come back as diagnostics."""
     diagnostics: list[SkillDiagnostic] = []
 
     def diag(code: str, message: str, severity: str = "warning") -> None:
-        diagnostics.append(SkillDiagnostic(code=code, message=message, path=file_path, severity=severity))
+        diagnostics.append(
+            SkillDiagnostic(code=code, message=message, path=file_path, severity=severity)
+        )
 
     try:
         with open(file_path, "rb") as fh:
@@ -233,7 +264,9 @@ def load_skill_file(file_path: str, source: str = "path") -> tuple[Skill | None,
         diag("missing_description", "description is required; the skill is not loaded", "error")
         description_ok = False
     elif not isinstance(description, str):
-        diag("invalid_description", "description must be a string; the skill is not loaded", "error")
+        diag(
+            "invalid_description", "description must be a string; the skill is not loaded", "error"
+        )
         description_ok = False
     elif _js_length(description) > MAX_DESCRIPTION_LENGTH:
         diag(

@@ -89,7 +89,12 @@ class PromptWarning:
         return f"{self.path}: {self.message}"
 
     def to_dict(self) -> dict[str, str]:
-        return {"source": self.source, "path": self.path, "message": self.message, "code": self.code}
+        return {
+            "source": self.source,
+            "path": self.path,
+            "message": self.message,
+            "code": self.code,
+        }
 
 
 @dataclass
@@ -165,20 +170,36 @@ def _read_candidate(path: str) -> tuple[str | None, PromptWarning | None, Prompt
         return PromptWarning(source="context_files", path=path, message=message, code=code)
 
     if os.path.islink(path) and not os.path.exists(path):
-        return None, warn("broken_symlink", "is a symlink to a missing file; trying the next candidate"), None
+        return (
+            None,
+            warn("broken_symlink", "is a symlink to a missing file; trying the next candidate"),
+            None,
+        )
     if os.path.isdir(path):
-        return None, warn("is_directory", "is a directory, not a file; trying the next candidate"), None
+        return (
+            None,
+            warn("is_directory", "is a directory, not a file; trying the next candidate"),
+            None,
+        )
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return None, warn("unreadable", f"could not be read ({reason}); trying the next candidate"), None
+        return (
+            None,
+            warn("unreadable", f"could not be read ({reason}); trying the next candidate"),
+            None,
+        )
     try:
         return raw.decode("utf-8"), None, None
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
-        return text, None, warn("invalid_utf8", "is not valid UTF-8; undecodable bytes were replaced")
+        return (
+            text,
+            None,
+            warn("invalid_utf8", "is not valid UTF-8; undecodable bytes were replaced"),
+        )
 
 
 def _context_file_in(directory: str, warnings: list[PromptWarning]) -> ContextFile | None:
@@ -239,7 +260,9 @@ def format_project_context(files: Sequence[ContextFile]) -> str:
         return ""
     parts = ["\n\n<project_context>\n\n", "Project-specific instructions and guidelines:\n\n"]
     for f in files:
-        parts.append(f'<project_instructions path="{f.path}">\n{f.content}\n</project_instructions>\n\n')
+        parts.append(
+            f'<project_instructions path="{f.path}">\n{f.content}\n</project_instructions>\n\n'
+        )
     parts.append("</project_context>\n")
     return "".join(parts)
 
@@ -264,9 +287,13 @@ def build_guidelines(tool_names: Iterable[str], extra: Iterable[str] = ()) -> li
     if has("bash") and not explorers:
         add("Explore the file system through bash (ls, rg, find)")
     elif has("bash") and explorers:
-        add("Reach for the grep/find/ls tools before bash when exploring files: they are faster and honour .gitignore")
+        add(
+            "Reach for the grep/find/ls tools before bash when exploring files: they are faster and honour .gitignore"
+        )
     if has("read") and has("edit"):
-        add("Look at a file with the read tool before you edit it; do not use cat or sed to view files")
+        add(
+            "Look at a file with the read tool before you edit it; do not use cat or sed to view files"
+        )
     if has("edit"):
         add("Use edit for targeted changes; the old text has to match the file exactly")
     if has("write"):
@@ -316,7 +343,8 @@ def _skills_and_warnings(
         return [], []
     if isinstance(skills, LoadSkillsResult):
         warnings = [
-            PromptWarning(source="skills", path=d.path, message=d.message, code=d.code) for d in skills.diagnostics
+            PromptWarning(source="skills", path=d.path, message=d.message, code=d.code)
+            for d in skills.diagnostics
         ]
         return list(skills.skills), warnings
     return [s if isinstance(s, Skill) else Skill.from_dict(s) for s in skills], []
@@ -367,7 +395,9 @@ def build_system_prompt(
         sections.append(PromptSection("custom_prompt", custom_prompt))
     else:
         listed = [t for t in tool_infos if t.description]
-        tools_text = "\n".join(f"- {t.name}: {t.description}" for t in listed) if listed else "(none)"
+        tools_text = (
+            "\n".join(f"- {t.name}: {t.description}" for t in listed) if listed else "(none)"
+        )
         guideline_text = "\n".join(f"- {g}" for g in build_guidelines(tool_names, extra_guidelines))
         sections.append(PromptSection("role", ROLE_LINE))
         sections.append(PromptSection("tools", f"\n\nAvailable tools:\n{tools_text}"))
@@ -381,7 +411,9 @@ def build_system_prompt(
 
     if files:
         sections.append(
-            PromptSection("project_context", format_project_context(files), files=tuple(f.path for f in files))
+            PromptSection(
+                "project_context", format_project_context(files), files=tuple(f.path for f in files)
+            )
         )
 
     skills_included = "read" in tool_names
@@ -391,11 +423,15 @@ def build_system_prompt(
         if skills_text:
             listed_skills = [s for s in skill_list if not s.disable_model_invocation]
             sections.append(
-                PromptSection("skills", skills_text, files=tuple(s.file_path for s in listed_skills))
+                PromptSection(
+                    "skills", skills_text, files=tuple(s.file_path for s in listed_skills)
+                )
             )
 
     sections.append(PromptSection("date", f"\nCurrent date: {_format_date(date)}"))
-    sections.append(PromptSection("cwd", f"\nCurrent working directory: {cwd.replace(os.sep, '/')}"))
+    sections.append(
+        PromptSection("cwd", f"\nCurrent working directory: {cwd.replace(os.sep, '/')}")
+    )
 
     return SystemPromptResult(
         prompt="".join(s.text for s in sections),

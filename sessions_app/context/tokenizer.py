@@ -49,6 +49,7 @@ __all__ = [
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
+    "prime_tiktoken_cache",
 ]
 
 #: Fixed token estimate for an image block (pi estimates 4800 chars / 4).
@@ -175,7 +176,6 @@ def _populate(directory: str, encoding_name: str, data: bytes) -> None:
             os.remove(tmp)
 
 
-@lru_cache(maxsize=None)
 def _prepared_dir(encoding_name: str) -> str:
     data = _bundled_bytes(encoding_name)
     errors: list[str] = []
@@ -195,12 +195,29 @@ def cache_dir(encoding_name: str = DEFAULT_ENCODING) -> str:
     return _prepared_dir(encoding_name)
 
 
+def prime_tiktoken_cache(directory: str | None = None) -> str:
+    """Write every bundled encoding into ``directory`` under tiktoken's cache names.
+
+    Lets plain ``tiktoken.get_encoding(...)`` work offline in code that sets
+    ``TIKTOKEN_CACHE_DIR`` to the returned directory.  ``directory`` defaults
+    to ``$TIKTOKEN_CACHE_DIR`` when set, else our own cache directory.  The
+    process environment is not changed.
+    """
+    target = directory or os.environ.get("TIKTOKEN_CACHE_DIR") or _prepared_dir(DEFAULT_ENCODING)
+    for name in SUPPORTED_ENCODINGS:
+        try:
+            _populate(target, name, _bundled_bytes(name))
+        except OSError as exc:
+            raise TokenizerUnavailable(f"cannot write tiktoken cache {target}: {exc}") from exc
+    return target
+
+
 # --------------------------------------------------------------------------
 # encodings
 # --------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=8)
 def get_encoding(encoding_name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Build ``encoding_name`` from bundled data, verified by tiktoken's hash check."""
     if encoding_name not in SUPPORTED_ENCODINGS:

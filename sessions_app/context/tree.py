@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cmp_to_key
+from operator import itemgetter
 from typing import Any
 
 __all__ = [
@@ -84,7 +85,7 @@ class TreeCycleError(TreeError):
 def index_by_id(entries: list[Entry]) -> dict[str, Entry]:
     """``id -> entry``; like pi's ``Map.set`` the last entry with an id wins."""
     try:
-        return {e["id"]: e for e in entries}
+        return dict(zip(map(_get_id, entries), entries))
     except (KeyError, TypeError):
         return {e.get("id"): e for e in entries}
 
@@ -115,6 +116,88 @@ def path_to_root(by_id: dict[str, Entry], leaf: Entry | None) -> list[Entry]:
         raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
     path.reverse()
     return path
+
+
+_get_id = itemgetter("id")
+_get_parent = itemgetter("parentId")
+
+
+def is_root_first_chain(
+    entries: list[Entry], by_id: dict[str, Entry] | None = None, ids: list[Any] | None = None
+) -> bool:
+    """True when ``entries`` already is the root-first path to its last entry.
+
+    (Unique truthy ids, each entry's parent is the previous entry, the first has no
+    known parent.)  Checked at C speed; lets callers skip the pointer walk.
+    """
+    if not entries:
+        return True
+    try:
+        if ids is None:
+            ids = list(map(_get_id, entries))
+        parents = list(map(_get_parent, entries))
+    except (KeyError, TypeError):
+        return False
+    if parents[1:] != ids[:-1] or not all(ids):
+        return False
+    known = by_id if by_id is not None else set(ids)
+    if len(known) != len(entries):
+        return False  # duplicate ids: the walk could go elsewhere (or loop)
+    first_parent = parents[0]
+    return not first_parent or first_parent not in known
+
+
+def chain_ids(entries: list[Entry]) -> list[Any] | None:
+    """The ids of ``entries`` if the list is a root-first chain (see above), else None.
+
+    Needs no index: uniqueness is checked with a set.
+    """
+    try:
+        ids = list(map(_get_id, entries))
+    except (KeyError, TypeError):
+        return None
+    if not ids:
+        return None
+    try:
+        parents = list(map(_get_parent, entries))
+    except (KeyError, TypeError):
+        return None
+    if parents[1:] != ids[:-1] or not all(ids):
+        return None
+    try:
+        known = set(ids)
+    except TypeError:
+        return None
+    if len(known) != len(ids):
+        return None
+    first_parent = parents[0]
+    if first_parent and first_parent in known:
+        return None
+    return ids
+
+
+def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | None]:
+    """``(index_by_id(entries), ids-in-order or None)`` in one pass over the entries."""
+    try:
+        ids = list(map(_get_id, entries))
+    except (KeyError, TypeError):
+        return {e.get("id"): e for e in entries}, None
+    return dict(zip(ids, entries)), ids
+
+
+def root_path_of_list(
+    entries: list[Entry], by_id: dict[str, Entry] | None = None, ids: list[Any] | None = None
+) -> list[Entry]:
+    """Root-first path to the last entry of ``entries`` (no walk when it is a chain)."""
+    if not entries:
+        return []
+    if by_id is None:
+        if chain_ids(entries) is not None:
+            return entries
+        by_id, ids = index_with_ids(entries)
+    if is_root_first_chain(entries, by_id, ids):
+        return entries
+    return path_to_root(by_id, entries[-1])
 
 
 def _find_cycle(by_id: dict[str, Entry], leaf: Entry) -> list[Any]:

@@ -313,9 +313,15 @@ def truncate_head(
         output_lines = buf.count(nl, 0, end) + 1
     truncated_by = _final_truncated_by(truncated_by, output_lines, end, max_lines, max_bytes)
     return _result(
-        decode(buf[:end]), truncated_by, total_lines, total_bytes, output_lines, end, max_lines,
+        decode(buf[:end]),
+        truncated_by,
+        total_lines,
+        total_bytes,
+        output_lines,
+        end,
+        max_lines,
         max_bytes,
-    )  # fmt: skip
+    )
 
 
 def _tail_of_buffer(
@@ -362,9 +368,16 @@ def _tail_of_buffer(
             output_bytes = max(0, size - start)
             truncated_by = _final_truncated_by("bytes", 1, output_bytes, max_lines, max_bytes)
             return _result(
-                content, truncated_by, total_lines, total_bytes, 1, output_bytes, max_lines,
-                max_bytes, last_line_partial=True,
-            )  # fmt: skip
+                content,
+                truncated_by,
+                total_lines,
+                total_bytes,
+                1,
+                output_bytes,
+                max_lines,
+                max_bytes,
+                last_line_partial=True,
+            )
         start = cut + 1
         output_lines = buf.count(nl, start) + 1
         truncated_by = "bytes"
@@ -373,9 +386,15 @@ def _tail_of_buffer(
         truncated_by, output_lines, output_bytes, max_lines, max_bytes
     )
     return _result(
-        decode(buf[start:]), truncated_by, total_lines, total_bytes, output_lines, output_bytes,
-        max_lines, max_bytes,
-    )  # fmt: skip
+        decode(buf[start:]),
+        truncated_by,
+        total_lines,
+        total_bytes,
+        output_lines,
+        output_bytes,
+        max_lines,
+        max_bytes,
+    )
 
 
 def truncate_tail(
@@ -393,16 +412,20 @@ def truncate_tail(
             text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
         )
     if text.isascii():
-        return _tail_of_buffer(
-            text, "\n", str, str, total_lines, total_bytes, max_lines, max_bytes
-        )
+        return _tail_of_buffer(text, "\n", str, str, total_lines, total_bytes, max_lines, max_bytes)
     # Kept bytes (<= max_bytes) plus the newline before them are within the
     # last max_bytes + 1 characters: only that window is encoded.
     window = text[max(0, len(text) - max(0, max_bytes) - 1) :]
     return _tail_of_buffer(
-        _encode_js(window), b"\n", _decode_js, _decode_partial, total_lines, total_bytes,
-        max_lines, max_bytes,
-    )  # fmt: skip
+        _encode_js(window),
+        b"\n",
+        _decode_js,
+        _decode_partial,
+        total_lines,
+        total_bytes,
+        max_lines,
+        max_bytes,
+    )
 
 
 def truncate_line(line: str, max_chars: int = GREP_MAX_LINE_LENGTH) -> LineTruncation:
@@ -454,7 +477,9 @@ def bash_truncation_notice(
             f"(line is {line_size}). Full output: {path}]"
         )
     if result.truncated_by == "lines":
-        return f"[Showing lines {start_line}-{end_line} of {result.total_lines}. Full output: {path}]"
+        return (
+            f"[Showing lines {start_line}-{end_line} of {result.total_lines}. Full output: {path}]"
+        )
     return (
         f"[Showing lines {start_line}-{end_line} of {result.total_lines} "
         f"({format_size(result.max_bytes)} limit). Full output: {path}]"
@@ -575,9 +600,7 @@ def read_output_text(
     total_file_lines = len(all_lines)
     start = max(0, offset - 1) if offset else 0
     if start >= total_file_lines:
-        raise ValueError(
-            f"Offset {offset} is beyond end of file ({total_file_lines} lines total)"
-        )
+        raise ValueError(f"Offset {offset} is beyond end of file ({total_file_lines} lines total)")
     if limit is not None:
         end = min(start + limit, total_file_lines)
         selected = "\n".join(all_lines[start:end])
@@ -623,8 +646,7 @@ def grep_notice(
         parts.append(f"{format_size(max_bytes)} limit reached")
     if lines_truncated:
         parts.append(
-            f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. "
-            "Use read tool to see full lines"
+            f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
         )
     return _limit_notice(parts)
 
@@ -735,7 +757,7 @@ class StreamingTail:
     """Bounded-memory accumulator for streamed bash output (raw bytes).
 
     * keeps a rolling buffer of the most recent output (about twice
-      ``max_bytes``; never more than four times plus one chunk);
+      ``max_bytes``; never more than four times, plus one chunk);
     * once the output is truncated (over ``max_bytes`` bytes or ``max_lines``
       lines) opens the full-output file and writes everything from the start
       (still all in memory at that point), then appends every later chunk;
@@ -761,7 +783,9 @@ class StreamingTail:
     ) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
-        self._keep = max(2 * max_bytes, 1)  # bytes kept after a trim
+        # Bytes kept after a trim: pi keeps twice the limit; the small margin
+        # guarantees the kept tail never depends on the dropped first line.
+        self._keep = 2 * max(max_bytes, 0) + 8
         self._trim_at = 2 * self._keep  # trim when the buffer grows past this
         self._output_path = output_path
         self._file_prefix = file_prefix
@@ -853,7 +877,9 @@ class StreamingTail:
         if self._path is not None:  # opened once; never reopened (and truncated)
             return
         path = self._resolve_path()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600
+        )
         self._file = os.fdopen(fd, "wb")
         self._path = path
         if self._buf:
@@ -874,11 +900,20 @@ class StreamingTail:
 
     def _recent_text(self, final: bool) -> str:
         buf = self._buf
-        start = 0
-        if not self._buf_at_line_start:
-            first = buf.find(b"\n")
-            start = 0 if first < 0 else first + 1
         end = len(buf) if final else len(buf) - _incomplete_utf8_suffix(buf)
+        # Only the last ``_keep`` bytes can matter (see __init__); decoding
+        # just those keeps snapshots cheap whatever the buffer holds.
+        start = max(0, end - self._keep)
+        if start > 0:
+            while start < end and (buf[start] & 0xC0) == 0x80:
+                start += 1
+            at_line_start = buf[start - 1] == 0x0A
+        else:
+            at_line_start = self._buf_at_line_start
+        if not at_line_start:
+            first = buf.find(b"\n", start, end)
+            if first >= 0:
+                start = first + 1
         if start >= end:
             return ""
         with memoryview(buf) as view:
@@ -891,7 +926,10 @@ class StreamingTail:
         truncated = tail.truncated or total_bytes > self.max_bytes or total_lines > self.max_lines
         truncated_by = tail.truncated_by
         if truncated and truncated_by is None:
-            truncated_by = "bytes" if total_bytes > self.max_bytes else "lines"
+            # The recent text fits, but older output exists.  Walking further
+            # back, pi's loop would stop on the line limit if it was reached,
+            # else on the older line that cannot fit in the byte limit.
+            truncated_by = "lines" if tail.output_lines >= self.max_lines else "bytes"
         return TruncationResult(
             content=tail.content,
             truncated=truncated,

@@ -33,6 +33,15 @@ class Access:
     def is_owner(self) -> bool:
         return self.role == OWNER
 
+    @property
+    def can_comment(self) -> bool:
+        """Members (viewer and up) comment; a share-link visitor only reads and exports."""
+        return self.share_link is None
+
+    @property
+    def via_link(self) -> bool:
+        return self.share_link is not None
+
 
 def visible_sessions(user):
     """Sessions `user` may read: owned, or shared with one of their teams."""
@@ -65,6 +74,18 @@ def active_share_link(token: str | None, session: Session) -> ShareLink | None:
     if link is None or (link.expires_at and link.expires_at <= timezone.now()):
         return None
     return link
+
+
+def share_link_session_id(token: str | None) -> str | None:
+    """The session pi_id a share token points at (whether or not it is still active), or None.
+
+    Only a lookup: the rights come from `check_access(..., share_token=token)`.
+    """
+    if not token:
+        return None
+    return (
+        ShareLink.objects.filter(token=token).values_list("session__pi_id", flat=True).first()
+    )
 
 
 def check_access(

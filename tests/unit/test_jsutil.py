@@ -13,6 +13,7 @@ from sessions_app.context.jsutil import (
     js_sort_key,
     js_sorted,
     js_to_fixed,
+    utf8_len,
     utf16_len,
 )
 
@@ -108,7 +109,7 @@ def test_js_number_to_string(value, expected):
 def test_js_json_dumps_basic():
     assert js_json_dumps({"a": [1, "x", None, True, False]}) == '{"a":[1,"x",null,true,false]}'
     assert js_json_dumps("é😀") == '"é😀"'
-    assert js_json_dumps({"s": "\n\t\"\\\x01\x7f"}) == '{"s":"\\n\\t\\"\\\\\\u0001\x7f"}'
+    assert js_json_dumps({"s": '\n\t"\\\x01\x7f'}) == '{"s":"\\n\\t\\"\\\\\\u0001\x7f"}'
 
 
 def test_js_json_dumps_numbers():
@@ -130,9 +131,7 @@ def test_js_json_dumps_lone_surrogates_escaped():
 
 def test_js_json_dumps_integer_keys_first():
     obj = {"b": 1, "10": 2, "2": 3, "a": 4, "01": 5, "-1": 6, "4294967295": 7}
-    assert (
-        js_json_dumps(obj) == '{"2":3,"10":2,"b":1,"a":4,"01":5,"-1":6,"4294967295":7}'
-    )
+    assert js_json_dumps(obj) == '{"2":3,"10":2,"b":1,"a":4,"01":5,"-1":6,"4294967295":7}'
 
 
 def test_js_json_dumps_placeholder_cannot_collide():
@@ -144,3 +143,25 @@ def test_js_json_dumps_placeholder_cannot_collide():
 def test_js_json_dumps_rejects_unknown_types():
     with pytest.raises(TypeError):
         js_json_dumps({"x": object()})
+
+
+def test_js_json_dumps_non_string_keys():
+    assert js_json_dumps({None: 1, True: 2, 1.5: 3, 2: 4}) == '{"2":4,"null":1,"true":2,"1.5":3}'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("abc", 3),
+        ("é", 2),
+        ("日本", 6),
+        ("😀", 4),
+        ("\ud800", 3),  # Node writes a lone surrogate as U+FFFD: 3 bytes
+        ("\ud83d\ude00", 4),  # a pair held as two code points is one character
+        ("é" * (3 << 20), 6 << 20),  # long enough to be measured in slices
+        ("a" * (1 << 20) + "\ud800" + "b", (1 << 20) + 4),
+    ],
+)
+def test_utf8_len(text, expected):
+    assert utf8_len(text) == expected

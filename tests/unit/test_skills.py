@@ -36,7 +36,9 @@ def codes(diagnostics):
 
 
 def test_valid_skill(tmp_path):
-    path = write_skill(tmp_path, "pdf-tools", "name: pdf-tools\ndescription: Extract text from PDFs")
+    path = write_skill(
+        tmp_path, "pdf-tools", "name: pdf-tools\ndescription: Extract text from PDFs"
+    )
     skill, diagnostics = load_skill_file(str(path), "project")
     assert diagnostics == []
     assert skill == Skill(
@@ -148,10 +150,18 @@ def test_disable_model_invocation_must_be_true(tmp_path):
     assert load_skill_file(str(hidden))[0].disable_model_invocation is True
     stringy = write_skill(tmp_path, "stringy", "description: d\ndisable-model-invocation: 'true'")
     assert load_skill_file(str(stringy))[0].disable_model_invocation is False
+    # YAML 1.2 semantics as in pi: "yes" is a string, not a boolean
+    yes = write_skill(tmp_path, "yes-skill", "description: d\ndisable-model-invocation: yes")
+    assert load_skill_file(str(yes))[0].disable_model_invocation is False
+    word = write_skill(tmp_path, "no", "name: no\ndescription: yes")
+    skill, diagnostics = load_skill_file(str(word))
+    assert (skill.name, skill.description, diagnostics) == ("no", "yes", [])
 
 
 def test_unknown_fields_are_ignored(tmp_path):
-    path = write_skill(tmp_path, "extra", "description: d\nlicense: MIT\nmetadata: {a: 1}\nfoo: bar")
+    path = write_skill(
+        tmp_path, "extra", "description: d\nlicense: MIT\nmetadata: {a: 1}\nfoo: bar"
+    )
     skill, diagnostics = load_skill_file(str(path))
     assert skill is not None and diagnostics == []
 
@@ -166,7 +176,9 @@ def test_crlf_bom_and_multiline_description(tmp_path):
     directory = tmp_path / "crlf"
     directory.mkdir()
     path = directory / "SKILL.md"
-    path.write_bytes(b"\xef\xbb\xbf---\r\ndescription: |\r\n  Line one\r\n  Line two\r\n---\r\nBody\r\n")
+    path.write_bytes(
+        b"\xef\xbb\xbf---\r\ndescription: |\r\n  Line one\r\n  Line two\r\n---\r\nBody\r\n"
+    )
     skill, diagnostics = load_skill_file(str(path))
     assert diagnostics == []
     assert skill.description == "Line one\nLine two"
@@ -194,7 +206,9 @@ def test_discovery_rules(tmp_path):
     write_skill(root, "group/beta", "description: b")  # nested SKILL.md
     write_skill(root, "alpha/nested", "description: not scanned")  # inside a skill: ignored
     write_skill(root, None, "name: skills\ndescription: root md", filename="gamma.md")  # root .md
-    write_skill(root, "group", "description: not a skill", filename="notes.md")  # non-root .md ignored
+    write_skill(
+        root, "group", "description: not a skill", filename="notes.md"
+    )  # non-root .md ignored
     write_skill(root, ".hidden", "description: hidden")
     write_skill(root, "node_modules/pkg", "description: dependency")
     os.symlink(str(root / "does-not-exist"), str(root / "dangling"))
@@ -246,7 +260,11 @@ def test_diagnostics_collected_across_roots_and_invalid_skills_skipped(tmp_path)
     write_skill(tmp_path / "b", "Wrong", "description: d")
     result = load_skills([str(tmp_path / "a"), str(tmp_path / "b")])
     assert sorted(s.name for s in result.skills) == ["Wrong", "good"]
-    assert sorted(codes(result.diagnostics)) == ["invalid_yaml", "missing_description", "name_invalid_chars"]
+    assert sorted(codes(result.diagnostics)) == [
+        "invalid_yaml",
+        "missing_description",
+        "name_invalid_chars",
+    ]
 
 
 def test_single_file_root(tmp_path):
@@ -281,8 +299,13 @@ def test_format_skills_escaping_and_hidden():
         Skill("b", "hidden", "/p/b/SKILL.md", "/p/b", disable_model_invocation=True),
     ]
     text = format_skills_for_prompt(skills)
-    assert text.startswith("\n\nThe following skills provide specialized instructions for specific tasks.\n")
-    assert "<description>Uses &lt;tags&gt; &amp; &quot;quotes&quot; &apos;here&apos;</description>" in text
+    assert text.startswith(
+        "\n\nThe following skills provide specialized instructions for specific tasks.\n"
+    )
+    assert (
+        "<description>Uses &lt;tags&gt; &amp; &quot;quotes&quot; &apos;here&apos;</description>"
+        in text
+    )
     assert "<location>/p/a&amp;b/SKILL.md</location>" in text
     assert "<name>b</name>" not in text
     assert text.endswith("  </skill>\n</available_skills>")

@@ -38,7 +38,10 @@ HIDDEN_SKILL = Skill(
     base_dir="/skills/secret",
     disable_model_invocation=True,
 )
-FILES = [ContextFile("/org/AGENTS.md", "Org rules."), ContextFile("/org/app/CLAUDE.md", "App rules.")]
+FILES = [
+    ContextFile("/org/AGENTS.md", "Org rules."),
+    ContextFile("/org/app/CLAUDE.md", "App rules."),
+]
 
 
 def _build(**kwargs):
@@ -66,7 +69,17 @@ def _under(files, root):
 def test_assembly_order_and_sections_concatenate_to_prompt():
     result = _build(append="APPENDED TEXT")
     names = [s.name for s in result.sections]
-    assert names == ["role", "tools", "guidelines", "docs", "append", "project_context", "skills", "date", "cwd"]
+    assert names == [
+        "role",
+        "tools",
+        "guidelines",
+        "docs",
+        "append",
+        "project_context",
+        "skills",
+        "date",
+        "cwd",
+    ]
     assert "".join(s.text for s in result.sections) == result.prompt
     prompt = result.prompt
     markers = [
@@ -167,7 +180,10 @@ def test_tools_listing():
 
 
 def test_guidelines_depend_on_tools():
-    always = ["Be concise in your replies", "Show file paths clearly whenever you refer to or change files"]
+    always = [
+        "Be concise in your replies",
+        "Show file paths clearly whenever you refer to or change files",
+    ]
     assert build_guidelines([]) == always
     bash_only = build_guidelines(["bash"])
     assert "bash (ls, rg, find)" in bash_only[0]
@@ -208,7 +224,9 @@ def test_date_formats():
 def test_skill_diagnostics_become_warnings():
     loaded = LoadSkillsResult(
         skills=[SKILL],
-        diagnostics=[SkillDiagnostic(code="name_mismatch", message="bad", path="/skills/x/SKILL.md")],
+        diagnostics=[
+            SkillDiagnostic(code="name_mismatch", message="bad", path="/skills/x/SKILL.md")
+        ],
     )
     result = _build(skills=loaded)
     assert [w.code for w in result.warnings] == ["name_mismatch"]
@@ -287,7 +305,9 @@ def test_broken_symlink_candidate_warns_and_next_is_tried(tree):
     assert [w.code for w in result.warnings] == ["broken_symlink"]
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions")
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions"
+)
 def test_permission_denied_candidate_warns_and_next_is_tried(tree):
     root, agent, cwd = tree
     blocked = cwd / "AGENTS.md"
@@ -308,7 +328,9 @@ def test_invalid_utf8_is_readable_with_replacement_and_warning(tree):
     (cwd / "CLAUDE.md").write_text("not used")
     result = load_context_files(str(cwd), agent_dir=str(agent))
     local = _under(result.files, root)
-    assert [(os.path.basename(f.path), f.content) for f in local] == [("AGENTS.md", "ok \ufffd\ufffd end")]
+    assert [(os.path.basename(f.path), f.content) for f in local] == [
+        ("AGENTS.md", "ok \ufffd\ufffd end")
+    ]
     assert [w.code for w in result.warnings] == ["invalid_utf8"]
 
 
@@ -318,7 +340,9 @@ def test_all_candidates_unreadable_gives_no_file(tree):
         (cwd / name).mkdir()
     result = load_context_files(str(cwd), agent_dir=str(agent))
     assert _under(result.files, root) == []
-    assert [w.path for w in result.warnings] == [str(cwd / n) for n in ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")]
+    assert [w.path for w in result.warnings] == [
+        str(cwd / n) for n in ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
+    ]
 
 
 def test_global_dir_first_and_not_duplicated_when_cwd_is_global_dir(tree):
@@ -344,7 +368,9 @@ def test_symlinked_global_dir_not_duplicated(tree):
     link = root / "agent-link"
     os.symlink(str(cwd), str(link))
     result = load_context_files(str(cwd), agent_dir=str(link))
-    matches = [f for f in result.files if os.path.realpath(f.path) == os.path.realpath(cwd / "AGENTS.md")]
+    matches = [
+        f for f in result.files if os.path.realpath(f.path) == os.path.realpath(cwd / "AGENTS.md")
+    ]
     assert len(matches) == 1
 
 
@@ -365,7 +391,10 @@ def test_build_discovers_context_files_when_not_given(tree):
     assert section is not None
     assert section.files[0] == str(agent / "AGENTS.md")
     assert str(cwd.parent / "CLAUDE.md") in section.files
-    assert f'<project_instructions path="{agent / "AGENTS.md"}">\nglobal rules\n</project_instructions>' in result.prompt
+    assert (
+        f'<project_instructions path="{agent / "AGENTS.md"}">\nglobal rules\n</project_instructions>'
+        in result.prompt
+    )
     assert [w.code for w in result.warnings] == ["is_directory"]
     assert result.to_dict()["warnings"][0]["source"] == "context_files"
 

@@ -100,6 +100,27 @@ def test_counts_offline_with_empty_cache(tmp_path):
     ]
 
 
+def test_prime_cache_makes_plain_tiktoken_work_offline(tmp_path):
+    cache = tmp_path / "tk-cache"
+    primed = tmp_path / "primed"
+    result = _run_offline(
+        f"""
+        import json, os, tiktoken
+        from sessions_app.context import tokenizer as t
+        target = t.prime_tiktoken_cache({str(primed)!r})
+        os.environ["TIKTOKEN_CACHE_DIR"] = target
+        out = {{
+            "target": target,
+            "cl100k": tiktoken.get_encoding("cl100k_base").encode("hello world"),
+            "o200k": tiktoken.encoding_for_model("gpt-4o").encode("hello world"),
+        }}
+        print(json.dumps(out))
+        """,
+        cache,
+    )
+    assert result == {"target": str(primed), "cl100k": [15339, 1917], "o200k": [24912, 2375]}
+
+
 def test_corrupted_cache_file_is_repaired_offline(tmp_path):
     cache = tmp_path / "tk-cache"
     cache.mkdir()
@@ -205,7 +226,9 @@ def test_count_message_tokens_shapes():
         ],
         "stopReason": "toolUse",
     }
-    expected = 2 * hw + tokenizer.count_tokens("read") + tokenizer.count_tokens('{"path":"a.py","n":1}')
+    expected = (
+        2 * hw + tokenizer.count_tokens("read") + tokenizer.count_tokens('{"path":"a.py","n":1}')
+    )
     assert tokenizer.count_message_tokens(assistant) == expected
     tool_result = {
         "role": "toolResult",
@@ -223,5 +246,10 @@ def test_count_message_tokens_shapes():
     # cl100k and o200k disagree on some text; the model argument is honoured.
     text = "Здравствуй, мир! 你好，世界"
     msg = {"role": "user", "content": text}
-    assert tokenizer.count_message_tokens(msg, model="gpt-4") == tokenizer.count_tokens(text, "gpt-4")
-    assert tokenizer.count_message_tokens(msg, model="gpt-4o") == tokenizer.count_tokens(text, "gpt-4o")
+    assert tokenizer.count_tokens(text, "gpt-4") != tokenizer.count_tokens(text, "gpt-4o")
+    assert tokenizer.count_message_tokens(msg, model="gpt-4") == tokenizer.count_tokens(
+        text, "gpt-4"
+    )
+    assert tokenizer.count_message_tokens(msg, model="gpt-4o") == tokenizer.count_tokens(
+        text, "gpt-4o"
+    )

@@ -1,0 +1,159 @@
+"""Benchmarks for the pure core (``sessions_app.context``).
+
+Run from the repository root::
+
+    .venv/bin/python bench/core_bench.py
+
+``main()`` runs every ``bench_*`` function defined in this module, in
+definition order; each prints its own table and returns its rows.  Add new
+figures (e.g. context building) as further ``bench_*`` functions.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from sessions_app.context.truncate import (  # noqa: E402
+    StreamingTail,
+    truncate_head,
+    truncate_tail,
+)
+
+MB = 1024 * 1024
+
+
+def _best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    print(f"\n{title}")
+    print("  ".join(str(cell).ljust(width) for cell, width in zip(header, widths, strict=True)))
+    print("  ".join("-" * width for width in widths))
+    for row in rows:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
+
+
+def _short_lines(size: int) -> str:
+    line = "2026-11-29 12:00:00 INFO worker-3 processed item ok\n"  # 52 bytes
+    return (line * (size // len(line) + 1))[:size]
+
+
+def _giant_line(size: int) -> str:
+    return "x" * size
+
+
+def _cjk_lines(size: int) -> str:
+    line = "日本語のログ出力 処理完了 ok\n"  # 40 bytes of UTF-8
+    count = size // len(line.encode()) + 1
+    return line * count
+
+
+def bench_truncation() -> list[list[str]]:
+    """truncate_tail / truncate_head on 1, 10 and 100 MB inputs."""
+    rows = []
+    shapes = [
+        ("short lines", _short_lines),
+        ("one giant line", _giant_line),
+        ("short CJK lines", _cjk_lines),
+    ]
+    for shape, make in shapes:
+        for size_mb in (1, 10, 100):
+            text = make(size_mb * MB)
+            for name, fn in (("truncate_tail", truncate_tail), ("truncate_head", truncate_head)):
+                seconds = _best_of(lambda fn=fn, text=text: fn(text))
+                result = fn(text)
+                rows.append(
+                    [
+                        name,
+                        shape,
+                        f"{size_mb} MB",
+                        f"{seconds * 1000:.1f} ms",
+                        f"{size_mb / seconds:,.0f} MB/s",
+                        f"{result.output_lines} lines / {result.output_bytes} B",
+                        str(result.truncated_by),
+                    ]
+                )
+            del text
+    _print_table(
+        "Truncation (best of 3)",
+        ["function", "input", "size", "time", "throughput", "kept", "by"],
+        rows,
+    )
+    return rows
+
+
+def _stream(total: int, chunk: bytes, snapshot_every: int, directory: str) -> tuple[float, object]:
+    acc = StreamingTail(output_path=directory)
+    start = time.perf_counter()
+    for index in range(total // len(chunk)):
+        acc.feed(chunk)
+        if snapshot_every and index % snapshot_every == 0:
+            acc.snapshot()
+    result = acc.finish()
+    return time.perf_counter() - start, result
+
+
+def bench_streaming() -> list[list[str]]:
+    """StreamingTail fed 200 MB in 64 KiB chunks (spilling to a temp file)."""
+    total = 200 * MB
+    line_chunk = b"".join(b"row %08d of generated command output\n" % i for i in range(2000))
+    chunks = {
+        "short lines": line_chunk[: 64 * 1024],
+        "no newlines": b"z" * (64 * 1024),
+        "invalid UTF-8": bytes(range(256)) * 256,
+    }
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for label, chunk in chunks.items():
+            for snapshot_every in (0, 16):
+                seconds, result = _stream(total, chunk, snapshot_every, directory)
+                Path(result.full_output_path).unlink()
+                tracemalloc.start()
+                base, _ = tracemalloc.get_traced_memory()
+                _, traced = _stream(total, chunk, snapshot_every, directory)
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+                Path(traced.full_output_path).unlink()
+                rows.append(
+                    [
+                        label,
+                        f"every {snapshot_every} chunks (~1 MB)" if snapshot_every else "none",
+                        f"{seconds:.3f} s",
+                        f"{total / MB / seconds:,.0f} MB/s",
+                        f"{(peak - base) / 1024:,.0f} KiB",
+                        f"{result.truncation.output_lines} lines / {result.truncation.output_bytes} B",
+                    ]
+                )
+    _print_table(
+        "StreamingTail: 200 MB in 64 KiB chunks, full output written to a temp file",
+        ["output", "snapshots", "time", "throughput", "tracemalloc peak", "final tail"],
+        rows,
+    )
+    return rows
+
+
+def main() -> None:
+    module = sys.modules[__name__]
+    for name, value in list(vars(module).items()):
+        if name.startswith("bench_") and callable(value):
+            value()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""The browser agent: pi's tools and the agent loop, without Django.
+
+- ``paths``: workspace containment (every path a tool touches stays inside the cwd's root);
+- ``shell``: running a command with streamed, tail-truncated, bounded-memory output;
+- ``tools``: read, bash, edit, write, grep, find, ls with pi's contracts and notices;
+- ``openai_format``: pi-shaped messages -> OpenAI chat-completions messages;
+- ``loop``: one agent run (stream, run tools, repeat) against an OpenAI-compatible API.
+
+The Django side (services/chat.py) supplies persistence, events and the abort signal.
+"""

@@ -1,0 +1,188 @@
+"""Run one shell command with live, tail-truncated output and bounded memory.
+
+Output (stdout and stderr merged, as pi does) is read in large chunks from a pipe and
+fed to the core's StreamingTail: memory stays at a few times 50 KB whatever the command
+prints, and once the output passes the limits everything from the first byte on goes to
+a full-output file. Snapshots for the browser are taken at most every
+``snapshot_interval`` seconds. The command runs in its own session (process group), so
+abort and timeout kill the whole group with os.killpg.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sessions_app.context.truncate import StreamingResult, StreamingTail, StreamSnapshot
+
+from .signals import AbortSignal
+
+F_SETPIPE_SZ = 1031  # Linux fcntl; larger pipe = fewer reads
+READ_SIZE = 1 << 20
+SAFE_ENV_KEYS = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ")
+
+
+def shell_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment: the worker's secrets (database URL, API keys) stay out."""
+    env = {k: v for k, v in os.environ.items() if k in SAFE_ENV_KEYS or k.startswith("LC_")}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    env["PAGER"] = "cat"
+    env["GIT_PAGER"] = "cat"
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass
+class ShellOutcome:
+    result: StreamingResult
+    exit_code: int | None
+    aborted: bool
+    timed_out: bool
+    timeout: float | None
+    duration: float
+    snapshots: int
+
+
+def snapshot_event(snap: StreamSnapshot) -> dict:
+    """The data of a bash_snapshot event (without run/tool ids)."""
+    tr = snap.truncation
+    total = tr.total_lines
+    start = total - tr.output_lines + 1 if tr.output_lines else total
+    return {
+        "text": tr.content,
+        "start_line": start,
+        "end_line": total,
+        "total_lines": total,
+        "total_bytes": snap.total_bytes,
+        "truncated": tr.truncated,
+        "full_output_path": snap.full_output_path,
+    }
+
+
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_shell(
+    command: str,
+    cwd: str,
+    *,
+    output_path: str | Callable[[], str] | None = None,
+    timeout: float | None = None,
+    abort: AbortSignal | None = None,
+    on_snapshot: Callable[[StreamSnapshot], None] | None = None,
+    snapshot_interval: float = 0.1,
+    env: dict[str, str] | None = None,
+    shell: str = "/bin/bash",
+) -> ShellOutcome:
+    """Run ``command`` with ``shell -c`` in ``cwd`` and return the outcome.
+
+    ``timeout`` in seconds (None or 0: no timer). ``on_snapshot`` gets throttled
+    snapshots (and always a final one).
+    """
+    started = time.monotonic()
+    tail = StreamingTail(output_path=output_path)
+    if abort is not None and abort.is_set():
+        return ShellOutcome(tail.finish(), None, True, False, timeout, 0.0, 0)
+    proc = subprocess.Popen(
+        [shell, "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env if env is not None else shell_env(),
+        bufsize=0,
+        close_fds=True,
+    )
+    fd = proc.stdout.fileno()
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, F_SETPIPE_SZ, READ_SIZE)
+    except (OSError, ImportError):
+        pass
+    os.set_blocking(fd, False)
+    deadline = started + timeout if timeout else None
+    killed_at: float | None = None
+    aborted = timed_out = False
+    exited_at: float | None = None
+    last_snapshot = 0.0
+    dirty = False
+    snapshots = 0
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    try:
+        while True:
+            events = poller.poll(50)
+            eof = False
+            if events:
+                # Drain what is there without going back to poll between chunks.
+                for _ in range(64):
+                    try:
+                        data = os.read(fd, READ_SIZE)
+                    except BlockingIOError:
+                        break
+                    if not data:
+                        eof = True
+                        break
+                    tail.feed(data)
+                    dirty = True
+                    if len(data) < READ_SIZE // 2:
+                        break
+            if eof:
+                break
+            now = time.monotonic()
+            if killed_at is None:
+                if abort is not None and abort.is_set():
+                    aborted = True
+                elif deadline is not None and now >= deadline:
+                    timed_out = True
+                if aborted or timed_out:
+                    _kill_group(proc.pid)
+                    killed_at = now
+            elif now - killed_at > 2.0:
+                break  # something outside the group still holds the pipe
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            elif exited_at is not None and not events and now - exited_at > 1.0:
+                break  # shell gone; a detached descendant keeps the pipe open
+            if dirty and on_snapshot is not None and now - last_snapshot >= snapshot_interval:
+                on_snapshot(tail.snapshot())
+                snapshots += 1
+                last_snapshot = now
+                dirty = False
+    finally:
+        if proc.poll() is None and killed_at is None and (aborted or timed_out):
+            _kill_group(proc.pid)
+        proc.stdout.close()
+        try:
+            proc.wait(10 if killed_at is not None else 30)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait(5)
+    result = tail.finish()
+    if on_snapshot is not None:
+        on_snapshot(tail.snapshot())
+        snapshots += 1
+    code = proc.returncode
+    exit_code = None if (aborted or timed_out or code is None or code < 0) else code
+    return ShellOutcome(
+        result=result,
+        exit_code=exit_code,
+        aborted=aborted,
+        timed_out=timed_out,
+        timeout=timeout,
+        duration=time.monotonic() - started,
+        snapshots=snapshots,
+    )

@@ -1,0 +1,768 @@
+"""pi's coding tools, our own implementation: read, bash, edit, write, grep, find, ls.
+
+Each tool has pi's name, a JSON schema for its arguments, a description the model
+sees, and pi's result contract (text blocks plus ``details``, and pi's notices). Every
+path goes through :class:`~sessions_app.agent.paths.Workspace`, so ``..``, absolute
+paths outside the workspace and symlinks that escape are refused.
+
+:func:`execute_tool` is the one entry point: it parses and validates the arguments
+against the schema and turns every failure (bad JSON, schema violation, unknown tool,
+path escape, OS error, abort) into an error result for the model (``is_error``), never
+an exception.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+import pathspec
+
+from sessions_app.context.jsutil import utf16_len
+from sessions_app.context.truncate import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    FIND_DEFAULT_LIMIT,
+    GREP_DEFAULT_LIMIT,
+    LS_DEFAULT_LIMIT,
+    StreamSnapshot,
+    append_notice,
+    find_notice,
+    grep_notice,
+    ls_notice,
+    read_output_text,
+    truncate_head,
+    truncate_line,
+)
+
+from .paths import Workspace, WorkspaceError
+from .shell import run_shell
+from .signals import AbortSignal
+
+MAX_READ_BYTES = 256 * 1024 * 1024
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+MAX_GREP_FILE_BYTES = 64 * 1024 * 1024
+DEFAULT_BASH_TIMEOUT = 180.0
+BIG = 2**53 - 1  # "no line limit" (JS Number.MAX_SAFE_INTEGER)
+
+
+class ToolError(Exception):
+    """A failure whose message is the error text the model gets."""
+
+
+@dataclass
+class ToolResult:
+    content: list[dict[str, Any]]
+    details: dict[str, Any] | None = None
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+
+def text_result(text: str, details: dict | None = None, is_error: bool = False) -> ToolResult:
+    return ToolResult([{"type": "text", "text": text}], details or None, is_error)
+
+
+@dataclass
+class ToolContext:
+    workspace: Workspace
+    artifact_dir: str
+    abort: AbortSignal = field(default_factory=AbortSignal)
+    on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None
+    bash_timeout: float = DEFAULT_BASH_TIMEOUT
+    bash_env: dict[str, str] | None = None
+
+    def check_abort(self) -> None:
+        if self.abort.is_set():
+            raise ToolError("Operation aborted")
+
+    def output_file(self, prefix: str = "bash") -> Callable[[], str]:
+        def make() -> str:
+            os.makedirs(self.artifact_dir, exist_ok=True)
+            return os.path.join(self.artifact_dir, f"{prefix}-{os.urandom(8).hex()}.log")
+
+        return make
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    execute: Callable[[dict[str, Any], ToolContext], ToolResult]
+    read_only: bool = False
+    snippet: str = ""  # the one line the system prompt lists
+
+    def openai_spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+# --------------------------------------------------------------------------- read
+
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_mime_type(head: bytes) -> str | None:
+    for magic, mime in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    path = args["path"]
+    absolute = ctx.workspace.resolve(path)
+    if not os.path.exists(absolute):
+        raise ToolError(f"File not found: {path}")
+    if os.path.isdir(absolute):
+        raise ToolError(f"{path} is a directory, not a file. Use ls to list it.")
+    size = os.path.getsize(absolute)
+    with open(absolute, "rb") as fh:
+        head = fh.read(16)
+        mime = image_mime_type(head)
+        if mime:
+            if size > MAX_IMAGE_BYTES:
+                raise ToolError(f"Image {path} is too large ({size} bytes).")
+            data = head + fh.read()
+            ctx.check_abort()
+            return ToolResult(
+                [
+                    {"type": "text", "text": f"Read image file [{mime}]"},
+                    {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime},
+                ]
+            )
+        if size > MAX_READ_BYTES:
+            raise ToolError(
+                f"{path} is {size} bytes, too large to read at once. Use bash (sed -n, head, tail) "
+                "to look at parts of it."
+            )
+        raw = head + fh.read()
+    ctx.check_abort()
+    text = raw.decode("utf-8", errors="replace")
+    offset = args.get("offset")
+    limit = args.get("limit")
+    offset = int(offset) if offset is not None else None
+    limit = int(limit) if limit is not None else None
+    try:
+        output, truncation = read_output_text(text, path, offset, limit)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    details = {"truncation": truncation.to_pi_dict()} if truncation is not None else None
+    return text_result(output, details)
+
+
+READ = Tool(
+    name="read",
+    description=(
+        "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). "
+        "Images are sent as attachments. For text files, output is truncated to "
+        f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). "
+        "Use offset/limit for large files. When you need the full file, continue with offset "
+        "until complete."
+    ),
+    parameters=_schema(
+        {
+            "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
+            "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+            "limit": {"type": "number", "description": "Maximum number of lines to read"},
+        },
+        ["path"],
+    ),
+    execute=_read,
+    read_only=True,
+    snippet="Read file contents",
+)
+
+# --------------------------------------------------------------------------- bash
+
+
+def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    command = args["command"]
+    timeout = args.get("timeout")
+    if timeout is None:
+        timeout = ctx.bash_timeout
+    elif timeout < 0:
+        raise ToolError("Invalid timeout: must be a finite number of seconds, or 0 to disable the timer")
+    outcome = run_shell(
+        command,
+        ctx.workspace.cwd,
+        output_path=ctx.output_file("bash"),
+        timeout=timeout or None,
+        abort=ctx.abort,
+        on_snapshot=ctx.on_bash_snapshot,
+        env=ctx.bash_env,
+    )
+    result = outcome.result
+    text, is_error = result.tool_text(
+        exit_code=outcome.exit_code,
+        aborted=outcome.aborted,
+        timeout_seconds=timeout if outcome.timed_out else None,
+    )
+    details: dict[str, Any] = {}
+    if result.truncation.truncated:
+        details = {
+            "truncation": result.truncation.to_pi_dict(),
+            "fullOutputPath": result.full_output_path,
+        }
+    return text_result(text, details, is_error)
+
+
+BASH = Tool(
+    name="bash",
+    description=(
+        "Execute a bash command in the current working directory. Returns stdout and stderr. "
+        f"Output is truncated to last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB "
+        "(whichever is hit first). If truncated, full output is saved to a file. Timeout "
+        f"defaults to {int(DEFAULT_BASH_TIMEOUT)} seconds; pass a timeout in seconds for a longer "
+        "limit, or 0 to disable the timer."
+    ),
+    parameters=_schema(
+        {
+            "command": {"type": "string", "description": "Bash command to execute"},
+            "timeout": {
+                "type": "number",
+                "minimum": 0,
+                "description": "Timeout in seconds (default 180; 0 disables the timer)",
+            },
+        },
+        ["command"],
+    ),
+    execute=_bash,
+    snippet="Execute bash commands (ls, grep, find, etc.)",
+)
+
+# --------------------------------------------------------------------------- edit
+
+
+def _line_ending(text: str) -> str:
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            return "\n"
+        if ch == "\r":
+            return "\r\n" if text[i + 1 : i + 2] == "\n" else "\n"
+    return "\n"
+
+
+def _to_lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def unified_diff(old: str, new: str, path: str, context: int = 4) -> tuple[str, int | None]:
+    """A unified diff of two texts and the first changed line (1-based, in the new text)."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    diff = "".join(
+        difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}", n=context)
+    )
+    first = None
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, _i1, _i2, j1, _j2 in matcher.get_opcodes():
+        if tag != "equal":
+            first = j1 + 1
+            break
+    return diff, first
+
+
+def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    path, old_text, new_text = args["path"], args["oldText"], args["newText"]
+    absolute = ctx.workspace.resolve(path)
+    if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK | os.W_OK):
+        raise ToolError(f"File not found: {path}")
+    with open(absolute, "rb") as fh:
+        raw = fh.read().decode("utf-8", errors="replace")
+    bom = "\ufeff" if raw.startswith("\ufeff") else ""
+    content = raw[len(bom) :]
+    ending = _line_ending(content)
+    normalized = _to_lf(content)
+    needle = _to_lf(old_text)
+    replacement = _to_lf(new_text)
+    if not needle or needle not in normalized:
+        raise ToolError(
+            f"Could not find the exact text in {path}. The old text must match exactly "
+            "including all whitespace and newlines."
+        )
+    occurrences = normalized.count(needle)
+    if occurrences > 1:
+        raise ToolError(
+            f"Found {occurrences} occurrences of the text in {path}. The text must be unique. "
+            "Please provide more context to make it unique."
+        )
+    index = normalized.index(needle)
+    updated = normalized[:index] + replacement + normalized[index + len(needle) :]
+    if updated == normalized:
+        raise ToolError(
+            f"No changes made to {path}. The replacement produced identical content."
+        )
+    ctx.check_abort()
+
+    def restore(text: str) -> str:
+        return text.replace("\n", "\r\n") if ending == "\r\n" else text
+
+    final = bom + restore(updated)
+    with open(absolute, "w", encoding="utf-8", newline="") as fh:
+        fh.write(final)
+    diff, first = unified_diff(bom + restore(normalized), final, path)
+    details: dict[str, Any] = {"diff": diff}
+    if first is not None:
+        details["firstChangedLine"] = first
+    return text_result(f"Successfully replaced text in {path}.", details)
+
+
+EDIT = Tool(
+    name="edit",
+    description=(
+        "Edit a file by replacing exact text. The oldText must match exactly (including "
+        "whitespace) and occur exactly once. Use this for precise, surgical edits."
+    ),
+    parameters=_schema(
+        {
+            "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
+            "oldText": {"type": "string", "description": "Exact text to find and replace (must match exactly)"},
+            "newText": {"type": "string", "description": "New text to replace the old text with"},
+        },
+        ["path", "oldText", "newText"],
+    ),
+    execute=_edit,
+    snippet="Make surgical edits to files (find exact text and replace)",
+)
+
+# --------------------------------------------------------------------------- write
+
+
+def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    path, content = args["path"], args["content"]
+    absolute = ctx.workspace.resolve(path)
+    if os.path.isdir(absolute):
+        raise ToolError(f"{path} is a directory.")
+    os.makedirs(os.path.dirname(absolute), exist_ok=True)
+    # The parent now exists: resolve again so a symlink raced in cannot lead outside.
+    absolute = ctx.workspace.resolve(path)
+    ctx.check_abort()
+    with open(absolute, "w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
+        fh.write(content)
+    return text_result(f"Successfully wrote {utf16_len(content)} bytes to {path}")
+
+
+WRITE = Tool(
+    name="write",
+    description=(
+        "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
+        "Automatically creates parent directories."
+    ),
+    parameters=_schema(
+        {
+            "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
+            "content": {"type": "string", "description": "Content to write to the file"},
+        },
+        ["path", "content"],
+    ),
+    execute=_write,
+    snippet="Create or overwrite files",
+)
+
+# --------------------------------------------------------------------------- walking
+
+
+class _Ignores:
+    """.gitignore rules from the workspace root down to the directory being walked."""
+
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    def _spec(self, directory: str) -> pathspec.GitIgnoreSpec | None:
+        if directory not in self._specs:
+            spec = None
+            gitignore = os.path.join(directory, ".gitignore")
+            try:
+                with open(gitignore, encoding="utf-8", errors="replace") as fh:
+                    spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+            except OSError:
+                pass
+            self._specs[directory] = spec
+        return self._specs[directory]
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        root = self.workspace.root
+        directory = os.path.dirname(path)
+        chain = []
+        while True:
+            chain.append(directory)
+            if directory == root or len(directory) <= len(root):
+                break
+            directory = os.path.dirname(directory)
+        for base in chain:
+            spec = self._spec(base)
+            if spec is None:
+                continue
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if is_dir:
+                rel += "/"
+            if spec.match_file(rel):
+                return True
+        return False
+
+
+def walk(
+    start: str, ctx: ToolContext, *, include_dirs: bool = False
+) -> Iterator[tuple[str, bool]]:
+    """(path, is_dir) under ``start`` in sorted order: .git skipped, .gitignore respected,
+    hidden files included, symlinks not followed out of the workspace."""
+    ignores = _Ignores(ctx.workspace)
+    stack = [start]
+    while stack:
+        ctx.check_abort()
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    if not (real == ctx.workspace.root or real.startswith(ctx.workspace.root + os.sep)):
+                        continue  # points outside the workspace
+                    if os.path.isdir(real):
+                        continue  # never descend through symlinks
+            except OSError:
+                continue
+            if ignores.ignored(entry.path, is_dir):
+                continue
+            if is_dir:
+                subdirs.append(entry.path)
+                if include_dirs:
+                    yield entry.path, True
+            else:
+                yield entry.path, False
+        stack.extend(reversed(subdirs))
+
+
+def _glob_spec(pattern: str) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+
+
+# --------------------------------------------------------------------------- grep
+
+
+def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    pattern = args["pattern"]
+    search = ctx.workspace.resolve(args.get("path") or ".")
+    if not os.path.exists(search):
+        raise ToolError(f"Path not found: {search}")
+    is_dir = os.path.isdir(search)
+    context = int(args.get("context") or 0)
+    context = context if context > 0 else 0
+    limit = args.get("limit")
+    effective_limit = max(1, int(limit)) if limit is not None else GREP_DEFAULT_LIMIT
+    flags = re.IGNORECASE if args.get("ignoreCase") else 0
+    source = re.escape(pattern) if args.get("literal") else pattern
+    try:
+        regex = re.compile(source, flags)
+    except re.error as exc:
+        raise ToolError(f"Invalid regex pattern {pattern!r}: {exc}") from None
+    glob = args.get("glob")
+    glob_spec = _glob_spec(glob) if glob else None
+
+    def display(path: str) -> str:
+        if is_dir:
+            rel = os.path.relpath(path, search)
+            if rel and not rel.startswith(".."):
+                return rel.replace(os.sep, "/")
+        return os.path.basename(path)
+
+    files = walk(search, ctx) if is_dir else iter([(search, False)])
+    out: list[str] = []
+    matches = 0
+    limit_reached = False
+    lines_truncated = False
+    for path, _ in files:
+        if limit_reached:
+            break
+        if glob_spec is not None and not glob_spec.match_file(display(path)):
+            continue
+        try:
+            if os.path.getsize(path) > MAX_GREP_FILE_BYTES:
+                continue
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        if b"\x00" in raw[:8192]:
+            continue  # binary, as ripgrep skips it
+        lines = _to_lf(raw.decode("utf-8", errors="replace")).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        name = display(path)
+        for number, line in enumerate(lines, start=1):
+            if not regex.search(line):
+                continue
+            matches += 1
+            first = max(1, number - context) if context else number
+            last = min(len(lines), number + context) if context else number
+            for current in range(first, last + 1):
+                cut = truncate_line(lines[current - 1].replace("\r", ""))
+                lines_truncated = lines_truncated or cut.was_truncated
+                sep = ":" if current == number else "-"
+                out.append(f"{name}{sep}{current}{sep} {cut.text}")
+            if matches >= effective_limit:
+                limit_reached = True
+                break
+        ctx.check_abort()
+    if matches == 0:
+        return text_result("No matches found")
+    truncation = truncate_head("\n".join(out), BIG)
+    details: dict[str, Any] = {}
+    if limit_reached:
+        details["matchLimitReached"] = effective_limit
+    if truncation.truncated:
+        details["truncation"] = truncation.to_pi_dict()
+    if lines_truncated:
+        details["linesTruncated"] = True
+    notice = grep_notice(
+        effective_limit if limit_reached else None, truncation.truncated, lines_truncated
+    )
+    return text_result(append_notice(truncation.content, notice), details)
+
+
+GREP = Tool(
+    name="grep",
+    description=(
+        "Search file contents for a pattern. Returns matching lines with file paths and line "
+        f"numbers. Respects .gitignore. Output is truncated to {GREP_DEFAULT_LIMIT} matches or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). Long lines are truncated to 500 chars."
+    ),
+    parameters=_schema(
+        {
+            "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
+            "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
+            "glob": {"type": "string", "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},
+            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+            "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
+            "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
+            "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"},
+        },
+        ["pattern"],
+    ),
+    execute=_grep,
+    read_only=True,
+    snippet="Search file contents for patterns (respects .gitignore)",
+)
+
+# --------------------------------------------------------------------------- find
+
+
+def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    pattern = args["pattern"]
+    search = ctx.workspace.resolve(args.get("path") or ".")
+    if not os.path.exists(search):
+        raise ToolError(f"Path not found: {search}")
+    if not os.path.isdir(search):
+        raise ToolError(f"Not a directory: {search}")
+    limit = args.get("limit")
+    effective_limit = max(1, int(limit)) if limit is not None else FIND_DEFAULT_LIMIT
+    spec = _glob_spec(pattern)
+    by_path = "/" in pattern.rstrip("/")
+    results: list[str] = []
+    for path, is_dir in walk(search, ctx, include_dirs=True):
+        rel = os.path.relpath(path, search).replace(os.sep, "/")
+        subject = rel if by_path else os.path.basename(path)
+        if spec.match_file(subject + ("/" if is_dir and not by_path else "")) or spec.match_file(subject):
+            results.append(rel + ("/" if is_dir else ""))
+            if len(results) >= effective_limit:
+                break
+    if not results:
+        return text_result("No files found matching pattern")
+    limit_reached = len(results) >= effective_limit
+    truncation = truncate_head("\n".join(results), BIG)
+    details: dict[str, Any] = {}
+    if limit_reached:
+        details["resultLimitReached"] = effective_limit
+    if truncation.truncated:
+        details["truncation"] = truncation.to_pi_dict()
+    notice = find_notice(effective_limit if limit_reached else None, truncation.truncated)
+    return text_result(append_notice(truncation.content, notice), details)
+
+
+FIND = Tool(
+    name="find",
+    description=(
+        "Search for files by glob pattern. Returns matching file paths relative to the search "
+        f"directory. Respects .gitignore. Output is truncated to {FIND_DEFAULT_LIMIT} results or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first)."
+    ),
+    parameters=_schema(
+        {
+            "pattern": {"type": "string", "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
+            "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"},
+        },
+        ["pattern"],
+    ),
+    execute=_find,
+    read_only=True,
+    snippet="Find files by glob pattern (respects .gitignore)",
+)
+
+# --------------------------------------------------------------------------- ls
+
+
+def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    directory = ctx.workspace.resolve(args.get("path") or ".")
+    if not os.path.exists(directory):
+        raise ToolError(f"Path not found: {directory}")
+    if not os.path.isdir(directory):
+        raise ToolError(f"Not a directory: {directory}")
+    limit = args.get("limit")
+    effective_limit = max(1, int(limit)) if limit is not None else LS_DEFAULT_LIMIT
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise ToolError(f"Cannot read directory: {exc.strerror or exc}") from None
+    names.sort(key=lambda n: (n.lower(), n))
+    results: list[str] = []
+    limit_reached = False
+    for name in names:
+        if len(results) >= effective_limit:
+            limit_reached = True
+            break
+        full = os.path.join(directory, name)
+        try:
+            suffix = "/" if os.path.isdir(full) else ""
+        except OSError:
+            continue
+        results.append(name + suffix)
+    if not results:
+        return text_result("(empty directory)")
+    truncation = truncate_head("\n".join(results), BIG)
+    details: dict[str, Any] = {}
+    if limit_reached:
+        details["entryLimitReached"] = effective_limit
+    if truncation.truncated:
+        details["truncation"] = truncation.to_pi_dict()
+    notice = ls_notice(effective_limit if limit_reached else None, truncation.truncated)
+    return text_result(append_notice(truncation.content, notice), details)
+
+
+LS = Tool(
+    name="ls",
+    description=(
+        "List directory contents. Returns entries sorted alphabetically, with '/' suffix for "
+        f"directories. Includes dotfiles. Output is truncated to {LS_DEFAULT_LIMIT} entries or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first)."
+    ),
+    parameters=_schema(
+        {
+            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"},
+        },
+        [],
+    ),
+    execute=_ls,
+    read_only=True,
+    snippet="List directory contents",
+)
+
+# --------------------------------------------------------------------------- registry
+
+ALL_TOOLS: tuple[Tool, ...] = (READ, BASH, EDIT, WRITE, GREP, FIND, LS)
+TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in ALL_TOOLS}
+
+
+def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any] | None, str | None]:
+    """Tool-call arguments as a dict, or an error message when they are not a JSON object."""
+    if isinstance(raw, dict):
+        return raw, None
+    text = (raw or "").strip()
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"Invalid JSON in tool arguments ({exc.msg} at position {exc.pos}): {text[:500]}"
+    if not isinstance(value, dict):
+        return None, f"Tool arguments must be a JSON object, got: {text[:500]}"
+    return value, None
+
+
+def validate_arguments(tool: Tool, args: dict[str, Any]) -> str | None:
+    """None when ``args`` satisfies the tool's schema, else a readable error message."""
+    validator = jsonschema.Draft202012Validator(tool.parameters)
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    lines = []
+    for err in errors:
+        where = "/".join(str(p) for p in err.absolute_path) or "root"
+        lines.append(f"  - {where}: {err.message}")
+    return (
+        f'Validation failed for tool "{tool.name}":\n'
+        + "\n".join(lines)
+        + f"\n\nReceived arguments:\n{json.dumps(args, indent=2, ensure_ascii=False)}"
+    )
+
+
+def execute_tool(
+    name: str,
+    raw_arguments: str | dict | None,
+    ctx: ToolContext,
+    tools: dict[str, Tool] | None = None,
+) -> ToolResult:
+    """Run one tool call; every failure becomes an error result (never raises)."""
+    registry = tools if tools is not None else TOOLS_BY_NAME
+    tool = registry.get(name)
+    if tool is None:
+        return text_result(f"Tool {name} not found", {}, True)
+    args, problem = parse_arguments(raw_arguments)
+    if problem is None:
+        problem = validate_arguments(tool, args)
+    if problem is not None:
+        return text_result(problem, {}, True)
+    if ctx.abort.is_set():
+        return text_result("Operation aborted", {}, True)
+    try:
+        return tool.execute(args, ctx)
+    except (ToolError, WorkspaceError) as exc:
+        return text_result(str(exc), {}, True)
+    except FileNotFoundError as exc:
+        return text_result(f"File not found: {exc.filename or exc}", {}, True)
+    except PermissionError as exc:
+        return text_result(f"Permission denied: {exc.filename or exc}", {}, True)
+    except IsADirectoryError as exc:
+        return text_result(f"Is a directory: {exc.filename or exc}", {}, True)
+    except OSError as exc:
+        return text_result(f"{exc.__class__.__name__}: {exc}", {}, True)
+    except Exception as exc:  # a bug in a tool must reach the model, not kill the run
+        return text_result(f"Tool {name} failed: {exc.__class__.__name__}: {exc}", {}, True)

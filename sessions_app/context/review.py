@@ -1,0 +1,311 @@
+"""Review helpers on plain pi entries: tree rows, branch comparison, Markdown of a branch.
+
+Pure (no Django): the review pages, the HTML/Markdown exports and the compare page
+build on these.
+
+Public API
+----------
+- ``tree_rows(entries, branch_ids=())`` -> flat rows for a static tree (indent only at forks)
+- ``compare_branches(entries, a_id, b_id)`` -> ``{"ancestorId", "ancestorPath", "a", "b"}``
+  where each side is ``branch_stats(segment)``
+- ``branch_stats(segment)`` -> tokens, files touched, outcome (last assistant text, errors)
+- ``branch_markdown(header, path, title=None)`` -> Markdown of one branch (for a PR)
+- ``offline_difference_summary(comparison)`` -> a short extractive text (no model)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .compaction import FileOps, compute_file_lists, extract_file_ops_from_message
+from .preview import entry_preview, entry_role, entry_text
+from .tokens import estimate_tokens
+from .tree import SessionTree
+
+__all__ = [
+    "branch_markdown",
+    "branch_stats",
+    "compare_branches",
+    "offline_difference_summary",
+    "tree_rows",
+]
+
+MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
+
+
+def tree_rows(entries: list[dict], branch_ids=()) -> list[dict[str, Any]]:
+    """Pre-order rows ``{id, parentId, depth, type, role, preview, label, onBranch, children}``.
+
+    Depth grows only where a node has more than one child, so a long linear session stays
+    flat (like pi's tree view). Children are ordered by timestamp (pi's getTree).
+    """
+    branch = set(branch_ids)
+    tree = SessionTree(entries)
+    roots = tree.get_tree()
+    rows: list[dict[str, Any]] = []
+    stack = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        entry = node["entry"]
+        children = node["children"]
+        rows.append(
+            {
+                "id": entry.get("id"),
+                "parentId": entry.get("parentId"),
+                "depth": depth,
+                "type": entry.get("type"),
+                "role": entry_role(entry),
+                "preview": entry_preview(entry)[:120],
+                "label": node.get("label") or "",
+                "onBranch": entry.get("id") in branch,
+                "children": len(children),
+            }
+        )
+        child_depth = depth + 1 if len(children) > 1 else depth
+        for child in reversed(children):
+            stack.append((child, child_depth))
+    return rows
+
+
+def _message(entry: dict) -> dict | None:
+    if entry.get("type") != "message":
+        return None
+    message = entry.get("message")
+    return message if isinstance(message, dict) else None
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
+
+
+def branch_stats(segment: list[dict]) -> dict[str, Any]:
+    """Token totals, files touched and outcome of a list of entries (root-first)."""
+    usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    estimated = 0
+    file_ops = FileOps()
+    errors: list[dict[str, str]] = []
+    last_assistant = ""
+    last_stop = ""
+    counts = {"user": 0, "assistant": 0, "toolCalls": 0, "toolResults": 0, "bash": 0}
+    for entry in segment:
+        if entry.get("type") in ("compaction", "branch_summary"):
+            file_ops.add_details(entry.get("details"))
+        message = _message(entry)
+        if message is None:
+            continue
+        role = message.get("role")
+        estimated += estimate_tokens(message)
+        if role == "user":
+            counts["user"] += 1
+        elif role == "assistant":
+            counts["assistant"] += 1
+            extract_file_ops_from_message(message, file_ops)
+            content = message.get("content") if isinstance(message.get("content"), list) else []
+            counts["toolCalls"] += sum(
+                1 for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
+            )
+            for key in usage:
+                value = (message.get("usage") or {}).get(key)
+                if isinstance(value, int | float):
+                    usage[key] += int(value)
+            text = "\n".join(
+                str(b.get("text", ""))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "text"
+            ).strip()
+            if text:
+                last_assistant = text
+            last_stop = str(message.get("stopReason") or "")
+            if message.get("stopReason") in ("error", "aborted") or message.get("errorMessage"):
+                errors.append(
+                    {
+                        "id": entry.get("id"),
+                        "kind": f"assistant {message.get('stopReason') or 'error'}",
+                        "text": _first_line(message.get("errorMessage") or ""),
+                    }
+                )
+        elif role == "toolResult":
+            counts["toolResults"] += 1
+            if message.get("isError"):
+                errors.append(
+                    {
+                        "id": entry.get("id"),
+                        "kind": f"{message.get('toolName') or 'tool'} failed",
+                        "text": _first_line(entry_text(entry)),
+                    }
+                )
+        elif role == "bashExecution":
+            counts["bash"] += 1
+            code = message.get("exitCode")
+            if message.get("cancelled") or code not in (None, 0):
+                errors.append(
+                    {
+                        "id": entry.get("id"),
+                        "kind": "bash cancelled" if message.get("cancelled") else f"exit {code}",
+                        "text": _first_line(message.get("command") or ""),
+                    }
+                )
+    files = compute_file_lists(file_ops)
+    return {
+        "entries": len(segment),
+        "counts": counts,
+        "usage": usage,
+        "estimatedTokens": estimated,
+        "readFiles": files["readFiles"],
+        "modifiedFiles": files["modifiedFiles"],
+        "lastAssistantText": last_assistant,
+        "lastStopReason": last_stop,
+        "errors": errors,
+    }
+
+
+def compare_branches(entries: list[dict], a_id: str, b_id: str) -> dict[str, Any]:
+    """Common ancestor of two nodes and the two branches below it, with their stats."""
+    tree = SessionTree(entries)
+    for node_id in (a_id, b_id):
+        if tree.get_entry(node_id) is None:
+            raise KeyError(node_id)
+    ancestor = tree.common_ancestor(a_id, b_id)
+    a_path = tree.get_branch(a_id)
+    b_path = tree.get_branch(b_id)
+
+    def below(path: list[dict]) -> list[dict]:
+        if ancestor is None:
+            return path
+        ids = [e.get("id") for e in path]
+        return path[ids.index(ancestor) + 1 :]
+
+    ancestor_path = tree.get_branch(ancestor) if ancestor else []
+    a_segment, b_segment = below(a_path), below(b_path)
+    return {
+        "ancestorId": ancestor,
+        "ancestorPath": ancestor_path,
+        "a": {"id": a_id, "segment": a_segment, "stats": branch_stats(a_segment)},
+        "b": {"id": b_id, "segment": b_segment, "stats": branch_stats(b_segment)},
+    }
+
+
+def offline_difference_summary(comparison: dict[str, Any]) -> str:
+    """A short, extractive description of how two branches differ (no language model)."""
+    lines = ["(Offline comparison: extracted from the two branches, no model was used.)", ""]
+    a, b = comparison["a"]["stats"], comparison["b"]["stats"]
+    for name, side, other in (("A", a, b), ("B", b, a)):
+        ident = comparison[name.lower()]["id"]
+        lines.append(f"Branch {name} (ends at {ident}):")
+        lines.append(
+            f"- {side['entries']} entries, {side['counts']['toolCalls']} tool calls, "
+            f"{side['usage']['totalTokens']} reported tokens "
+            f"(~{side['estimatedTokens']} estimated), {len(side['errors'])} errors."
+        )
+        only_mod = [p for p in side["modifiedFiles"] if p not in other["modifiedFiles"]]
+        if only_mod:
+            lines.append("- Modified only here: " + ", ".join(only_mod[:20]))
+        if side["errors"]:
+            last = side["errors"][-1]
+            lines.append(f"- Last error: {last['kind']}: {last['text']}")
+        if side["lastAssistantText"]:
+            lines.append("- Ends with: " + _first_line(side["lastAssistantText"], 300))
+        lines.append("")
+    both = sorted(set(a["modifiedFiles"]) & set(b["modifiedFiles"]))
+    if both:
+        lines.append("Both branches modified: " + ", ".join(both[:20]))
+    fewer = "A" if len(a["errors"]) < len(b["errors"]) else "B"
+    if len(a["errors"]) != len(b["errors"]):
+        lines.append(f"Branch {fewer} ran into fewer errors.")
+    return "\n".join(lines).strip() + "\n"
+
+
+def _fence(text: str, lang: str = "") -> str:
+    text = str(text)
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _clip(text: str, limit: int = MD_OUTPUT_CHARS) -> str:
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [{len(text) - limit:,} more characters]"
+
+
+def _blocks(content: Any) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def branch_markdown(header: dict, path: list[dict], title: str | None = None) -> str:
+    """Markdown of one branch (root → leaf) to paste into a PR description or review."""
+    out = [f"# {title or header.get('id', 'Session')}", ""]
+    out.append(f"- Session: `{header.get('id', '')}`")
+    if header.get("cwd"):
+        out.append(f"- Working directory: `{header['cwd']}`")
+    if path:
+        out.append(f"- Branch: `{path[0].get('id')}` → `{path[-1].get('id')}` ({len(path)} entries)")
+    out.append("")
+    for entry in path:
+        kind = entry.get("type")
+        ident = entry.get("id")
+        message = _message(entry)
+        if message is not None:
+            role = message.get("role")
+            if role == "user":
+                out.append(f"## User · `{ident}`")
+                out.append("")
+                for b in _blocks(message.get("content")):
+                    out.append(b.get("text", "") if b.get("type") == "text" else "_[image]_")
+            elif role == "assistant":
+                out.append(f"## Assistant · `{ident}`")
+                out.append("")
+                for b in _blocks(message.get("content")):
+                    if b.get("type") == "text":
+                        out.append(str(b.get("text", "")))
+                    elif b.get("type") == "toolCall":
+                        args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
+                        out.append(f"**Tool call `{b.get('name', '')}`**")
+                        out.append("")
+                        out.append(_fence(_clip(args), "json"))
+                    out.append("")
+                if message.get("stopReason") in ("error", "aborted"):
+                    out.append(f"> Stopped: {message.get('stopReason')} {message.get('errorMessage') or ''}")
+            elif role == "toolResult":
+                status = " (error)" if message.get("isError") else ""
+                out.append(f"### Tool result `{message.get('toolName', '')}`{status} · `{ident}`")
+                out.append("")
+                text = "\n".join(
+                    str(b.get("text", "")) for b in _blocks(message.get("content")) if b.get("type") == "text"
+                )
+                out.append(
+                    "<details><summary>output</summary>\n\n"
+                    + _fence(_clip(text) or "(no output)")
+                    + "\n\n</details>"
+                )
+            elif role == "bashExecution":
+                out.append(f"### `$ {message.get('command', '')}` · `{ident}`")
+                out.append("")
+                out.append(_fence(_clip(message.get("output") or "(no output)")))
+                if message.get("exitCode") not in (None, 0):
+                    out.append(f"exit code {message.get('exitCode')}")
+            else:
+                out.append(f"## {role} · `{ident}`")
+                out.append("")
+                out.append(_clip(entry_text(entry)))
+        elif kind in ("compaction", "branch_summary"):
+            name = "Compaction summary" if kind == "compaction" else "Branch summary"
+            out.append(f"## {name} · `{ident}`")
+            out.append("")
+            out.append(str(entry.get("summary", "")))
+        elif kind == "custom_message":
+            out.append(f"## {entry.get('customType', 'custom')} · `{ident}`")
+            out.append("")
+            out.append(_clip(entry_text(entry)))
+        else:
+            continue  # settings, labels, names: not part of the conversation
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

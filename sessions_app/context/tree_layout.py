@@ -1,0 +1,391 @@
+"""Layout of the session tree for the browser (pure; no Django).
+
+Input: light rows (pk, pi_id, parent pk, type, role, tool_name, preview, label,
+token_count, seq), never payloads. Output: a flat list of display rows in document
+order, each with a depth, so the page can draw an indented tree with guides.
+
+Shape rules (a "mainline" drawing, like a git graph):
+
+- A linear chain stays at one depth. At a branch point, the child that leads to the
+  highlighted leaf (else to the selected target / a search match, else the oldest)
+  *continues* at the same depth; every other child starts an indented side branch,
+  drawn right under the branch point (connector ├─). The active path therefore never
+  drifts right, however many branches it passes.
+- Side branches that hold nothing of interest are collapsed to their first entry plus a
+  "▸ N more entries" row that the page expands lazily (HTMX).
+- Linear runs of unremarkable entries are folded into one "… N entries" row. Never
+  folded ("key" nodes): roots, branch points, leaves, labelled entries, compactions,
+  branch summaries, the highlighted leaf, the session's leaf, the target, search
+  matches, and the last few entries before the highlighted leaf.
+- Filters follow pi's tree selector: default hides settings/bookkeeping entries (label,
+  custom except skills_reload, model_change, thinking_level_change); no-tools also hides
+  tool results; user-only keeps user messages; labeled-only keeps labelled entries;
+  every mode except "all" hides assistant messages that are only tool calls (no text,
+  not an error), unless it is the leaf. Branch points and side-branch heads stay
+  visible (dimmed) whatever the filter, so the shape of the tree survives.
+
+Everything is iterative and linear in the number of entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+FILTER_MODES = ("default", "no-tools", "user-only", "labeled-only", "all")
+SETTINGS_TYPES = frozenset({"label", "model_change", "thinking_level_change"})
+
+#: Sessions up to this many entries are drawn fully expanded (runs folded only if long).
+SMALL_SESSION = 400
+#: In small sessions, runs longer than this are still folded.
+SMALL_RUN_FOLD = 40
+#: Runs shorter than this are never folded.
+MIN_FOLD = 3
+#: Entries just before the highlighted leaf that are always shown.
+TAIL_KEEP = 12
+#: A lazily expanded run shows at most this many rows, then another fold row.
+RUN_PAGE = 300
+
+
+@dataclass(slots=True)
+class Node:
+    pk: int
+    id: str
+    parent: int | None
+    type: str
+    role: str
+    tool_name: str
+    preview: str
+    label: str
+    tokens: int
+    seq: int
+    children: list[Node] = field(default_factory=list)
+
+    @property
+    def is_branch_point(self) -> bool:
+        return len(self.children) > 1
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def kind(self) -> str:
+        """One word for the icon and CSS: user, assistant, toolResult, bash, compaction…"""
+        if self.type == "message":
+            return "bash" if self.role == "bashExecution" else (self.role or "message")
+        return self.type
+
+    @property
+    def tool_only(self) -> bool:
+        """An assistant message with tool calls and no text (pi hides these in the tree).
+
+        Derived from the preview column (text first, then `name(args)` per call), so it
+        never needs the payload.
+        """
+        return (
+            self.kind == "assistant"
+            and bool(self.tool_name)
+            and self.preview.startswith(self.tool_name + "(")
+        )
+
+    def search_text(self) -> str:
+        return " ".join((self.label, self.kind, self.tool_name, self.type, self.preview)).lower()
+
+
+@dataclass(slots=True)
+class Row:
+    """One line of the drawn tree.
+
+    kind: "node" (an entry), "fold" (a folded linear run: `node` = first, `last` = last,
+    `count` entries) or "more" (a collapsed side branch below `node`: `count` more
+    entries, `leaves` leaves).
+    """
+
+    kind: str
+    node: Node
+    depth: int
+    connector: str = ""  # "" | "side" (├─ from the mainline) | "root" (another root)
+    last: Node | None = None
+    count: int = 0
+    leaves: int = 0
+    dimmed: bool = False
+    on_path: bool = False
+    is_view_leaf: bool = False
+    is_session_leaf: bool = False
+    is_target: bool = False
+    is_match: bool = False
+    sibling_index: int = 0
+    sibling_count: int = 1
+
+
+class TreeIndex:
+    """Parent/children index over light rows, plus the highlighted path."""
+
+    def __init__(self, rows: Iterable[tuple]):
+        self.nodes: dict[int, Node] = {}
+        self.by_id: dict[str, Node] = {}
+        ordered: list[Node] = []
+        for pk, pi_id, parent, etype, role, tool, preview, label, tokens, seq in rows:
+            node = Node(pk, pi_id, parent, etype, role, tool, preview, label, tokens or 0, seq)
+            self.nodes[pk] = node
+            self.by_id[pi_id] = node
+            ordered.append(node)
+        ordered.sort(key=lambda n: n.seq)
+        self.ordered = ordered
+        self.roots: list[Node] = []
+        for node in ordered:
+            parent = self.nodes.get(node.parent) if node.parent is not None else None
+            if parent is None or parent is node:
+                self.roots.append(node)
+            else:
+                parent.children.append(node)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def path_pks(self, node: Node | None) -> list[int]:
+        """Root→node pks (stops on a loop instead of hanging)."""
+        out: list[int] = []
+        seen: set[int] = set()
+        while node is not None and node.pk not in seen:
+            seen.add(node.pk)
+            out.append(node.pk)
+            node = self.nodes.get(node.parent) if node.parent is not None else None
+        out.reverse()
+        return out
+
+    def subtree_stats(self, head: Node) -> tuple[int, int]:
+        """(entries, leaves) in the subtree under `head`, head included."""
+        count = leaves = 0
+        stack = [head]
+        while stack:
+            node = stack.pop()
+            count += 1
+            if not node.children:
+                leaves += 1
+            stack.extend(node.children)
+        return count, leaves
+
+
+def _passes_filter(node: Node, mode: str, keep: bool) -> bool:
+    if mode == "all":
+        return True
+    if node.tool_only and not keep:
+        return False
+    if mode == "user-only":
+        return node.kind == "user"
+    if mode == "labeled-only":
+        return bool(node.label)
+    settings = node.type in SETTINGS_TYPES or (
+        node.type == "custom" and node.preview != "skills_reload"
+    )
+    if mode == "no-tools":
+        return not settings and node.kind != "toolResult"
+    return not settings
+
+
+class Layout:
+    """Computes display rows for the whole tree or for one lazily expanded piece."""
+
+    def __init__(
+        self,
+        index: TreeIndex,
+        *,
+        view_leaf: str | None = None,
+        session_leaf: str | None = None,
+        target: str | None = None,
+        mode: str = "default",
+        query: str = "",
+        expand: Iterable[str] = (),
+    ):
+        self.index = index
+        self.mode = mode if mode in FILTER_MODES else "default"
+        self.view_leaf = index.by_id.get(view_leaf) if view_leaf else None
+        self.session_leaf = index.by_id.get(session_leaf) if session_leaf else None
+        self.target = index.by_id.get(target) if target else None
+        self.small = len(index) <= SMALL_SESSION
+        self.expanded = {index.by_id[i].pk for i in expand if i in index.by_id}
+        self.on_path = set(index.path_pks(self.view_leaf))
+        tokens = [t for t in query.lower().split() if t]
+        self.matches: set[int] = set()
+        if tokens:
+            for node in index.ordered:
+                text = node.search_text()
+                if all(t in text for t in tokens):
+                    self.matches.add(node.pk)
+        # Nodes that must be visible, and (rank of) what each subtree contains.
+        self.tail: set[int] = set()
+        if self.view_leaf is not None:
+            path = index.path_pks(self.view_leaf)
+            visible_tail = [
+                pk for pk in reversed(path) if self._visible(index.nodes[pk], structural=False)
+            ]
+            self.tail = set(visible_tail[:TAIL_KEEP])
+        self.rank: dict[int, int] = {}  # 3 = leads to the view leaf, 2 = target, 1 = match
+        self._mark(self.on_path, 3)
+        if self.target is not None:
+            self._mark(index.path_pks(self.target), 2)
+        for pk in self.matches:
+            self._mark(index.path_pks(index.nodes[pk]), 1)
+
+    def _mark(self, pks: Iterable[int], rank: int) -> None:
+        for pk in pks:
+            if self.rank.get(pk, 0) < rank:
+                self.rank[pk] = rank
+
+    # -- classification -------------------------------------------------------------
+
+    def _visible(self, node: Node, structural: bool) -> bool:
+        keep = node is self.view_leaf or node is self.session_leaf or node is self.target
+        return structural or keep or _passes_filter(node, self.mode, keep)
+
+    def _is_key(self, node: Node) -> bool:
+        return (
+            node.is_branch_point
+            or node.is_leaf
+            or bool(node.label)
+            or node.type in ("compaction", "branch_summary")
+            or node is self.view_leaf
+            or node is self.session_leaf
+            or node is self.target
+            or node.pk in self.matches
+            or node.pk in self.tail
+        )
+
+    def _ordered_children(self, node: Node) -> list[Node]:
+        kids = node.children
+        if len(kids) < 2:
+            return kids
+        best = max(kids, key=lambda k: self.rank.get(k.pk, 0))
+        if self.rank.get(best.pk, 0) == 0:
+            best = kids[0]
+        return [best, *[k for k in kids if k is not best]]
+
+    def _row(self, node: Node, depth: int, **kw) -> Row:
+        return Row(
+            "node",
+            node,
+            depth,
+            on_path=node.pk in self.on_path,
+            is_view_leaf=node is self.view_leaf,
+            is_session_leaf=node is self.session_leaf,
+            is_target=node is self.target,
+            is_match=node.pk in self.matches,
+            **kw,
+        )
+
+    # -- drawing --------------------------------------------------------------------
+
+    def rows(self) -> list[Row]:
+        """The whole tree as drawn on first load."""
+        roots = sorted(self.index.roots, key=lambda r: -self.rank.get(r.pk, 0))
+        connector = "root" if len(roots) > 1 else ""
+        tasks = [
+            (root, 0, connector, i == 0 or self._open(root), False, i, len(roots))
+            for i, root in enumerate(roots)
+        ]
+        out: list[Row] = []
+        self._draw(tasks, out)
+        return out
+
+    def branch_rows(self, head_id: str, depth: int) -> list[Row]:
+        """A side branch expanded (its head row excluded: the page already shows it)."""
+        head = self.index.by_id[head_id]
+        out: list[Row] = []
+        self._draw([(head, depth, "", True, True, 0, 1)], out)
+        return out
+
+    def run_rows(self, first_id: str, last_id: str, depth: int) -> list[Row]:
+        """Every entry of a folded run (first..last on one chain), paged."""
+        first = self.index.by_id[first_id]
+        last = self.index.by_id[last_id]
+        chain: list[Node] = []
+        node: Node | None = last
+        while node is not None:
+            chain.append(node)
+            if node is first:
+                break
+            node = self.index.nodes.get(node.parent) if node.parent is not None else None
+        else:
+            raise KeyError(f"{first_id} is not an ancestor of {last_id}")
+        chain.reverse()
+        visible = [n for n in chain if self._visible(n, structural=False)]
+        out = [self._row(n, depth) for n in visible[:RUN_PAGE]]
+        rest = visible[RUN_PAGE:]
+        if rest:
+            out.append(Row("fold", rest[0], depth, last=rest[-1], count=len(rest)))
+        return out
+
+    def _open(self, head: Node) -> bool:
+        return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
+
+    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:
+        """Draw blocks: a block is a chain from its head at one depth.
+
+        At a branch point the block ends; the side branches (indented) and then the
+        continuation (same depth) are pushed as new blocks. An explicit stack, so deep
+        trees never recurse.
+        """
+        stack = list(reversed(tasks))
+        while stack:
+            head, depth, connector, expanded, skip_head, s_index, s_count = stack.pop()
+            if not skip_head:
+                out.append(
+                    self._row(
+                        head,
+                        depth,
+                        connector=connector,
+                        dimmed=not self._visible(head, structural=False),
+                        sibling_index=s_index,
+                        sibling_count=s_count,
+                    )
+                )
+            if not head.children:
+                continue
+            if not expanded:
+                count, leaves = self.index.subtree_stats(head)
+                out.append(Row("more", head, depth, count=count - 1, leaves=leaves))
+                continue
+            run: list[Node] = []
+            node = head
+            while True:
+                kids = self._ordered_children(node)
+                if not kids:
+                    break
+                if len(kids) > 1:
+                    n = len(kids)
+                    stack.append((kids[0], depth, "", True, False, 0, n))
+                    for i in range(n - 1, 0, -1):
+                        side = kids[i]
+                        stack.append((side, depth + 1, "side", self._open(side), False, i, n))
+                    break
+                node = kids[0]
+                if self._is_key(node):
+                    self._flush(run, depth, out)
+                    if self._visible(node, structural=node.is_branch_point):
+                        out.append(
+                            self._row(node, depth, dimmed=not self._visible(node, False))
+                        )
+                elif self._visible(node, structural=False):
+                    run.append(node)
+            self._flush(run, depth, out)
+
+    def _flush(self, run: list[Node], depth: int, out: list[Row]) -> None:
+        if not run:
+            return
+        limit = SMALL_RUN_FOLD if self.small else MIN_FOLD - 1
+        if len(run) > limit and len(run) >= MIN_FOLD and run[0].pk not in self.expanded:
+            out.append(Row("fold", run[0], depth, last=run[-1], count=len(run)))
+        else:
+            out.extend(self._row(n, depth) for n in run)
+        run.clear()
+
+
+def format_tokens(count: int) -> str:
+    """1234 → "1.2k" (for the tree's token column)."""
+    if count < 1000:
+        return str(count)
+    if count < 100_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count // 1000}k"

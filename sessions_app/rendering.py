@@ -1,0 +1,366 @@
+"""Turning pi entries into safe HTML for the entry pane and the context inspector.
+
+Everything a model (or an imported file) wrote is untrusted. The rules:
+
+- Markdown goes through markdown-it-py with raw HTML *disabled*, code blocks are
+  highlighted server-side by Pygments, and the result is cleaned by nh3 with a short
+  allow-list (no scripts, no event handlers, no style, links only http/https/mailto).
+- Terminal output is escaped and converted from ANSI colour codes by ansi2html (which
+  only emits `<span class="ansiNN">`), then cleaned by nh3 as well.
+- Images come only from base64 image blocks, as `data:` URLs with a whitelisted mime
+  type and a base64 body that is checked character by character.
+- Anything else is escaped by `django.utils.html` before it is marked safe.
+
+`render_entry(payload)` returns a list of `Part`s (kind + safe HTML) that the
+template lays out; the helpers are public for the unit tests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import nh3
+from ansi2html import Ansi2HTMLConverter
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import JsonLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+
+IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
+MAX_RENDER_CHARS = 200_000  # per text block; the rest is cut with a notice
+
+_ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em",
+    "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "ol", "p", "pre",
+    "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th",
+    "thead", "tr", "ul",
+}  # fmt: skip
+_ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "span": {"class"},
+    "div": {"class"},
+    "code": {"class"},
+    "pre": {"class"},
+    "ol": {"start"},
+    "th": {"align"},
+    "td": {"align"},
+}
+_URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def sanitize(html: str) -> SafeString:
+    """Clean HTML with our allow-list (links get rel="noopener noreferrer nofollow")."""
+    cleaned = nh3.clean(
+        html,
+        tags=_ALLOWED_TAGS,
+        attributes=_ALLOWED_ATTRIBUTES,
+        url_schemes=_URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+        strip_comments=True,
+    )
+    return mark_safe(cleaned)  # noqa: S308 - nh3 output
+
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def _pygments(code: str, lexer) -> str:
+    return f'<pre class="highlight"><code>{highlight(code, lexer, _FORMATTER)}</code></pre>'
+
+
+def highlight_code(code: str, language: str | None = None) -> str:
+    """Pygments HTML for a code block (unsanitized: callers pass it through nh3)."""
+    lexer = None
+    if language:
+        try:
+            lexer = get_lexer_by_name(language.strip().split()[0], stripnl=False)
+        except ClassNotFound:
+            lexer = None
+    if lexer is None:
+        return f'<pre class="code"><code>{escape(code)}</code></pre>'
+    return _pygments(code, lexer)
+
+
+def _fence_highlight(code: str, lang: str, _attrs) -> str:
+    return highlight_code(code, lang) if lang else ""
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _fence_highlight})
+    md.enable("table")
+    md.enable("strikethrough")
+    return md
+
+
+def _cut(text: str) -> tuple[str, str]:
+    if len(text) <= MAX_RENDER_CHARS:
+        return text, ""
+    return text[:MAX_RENDER_CHARS], f"[{len(text) - MAX_RENDER_CHARS:,} more characters not shown]"
+
+
+def render_markdown(text: str) -> SafeString:
+    """Markdown → sanitized HTML. Raw HTML in the source is shown as text."""
+    text, rest = _cut(str(text or ""))
+    html = _markdown().render(text)
+    if rest:
+        html += f'<p class="notice">{escape(rest)}</p>'
+    return sanitize(html)
+
+
+@lru_cache(maxsize=1)
+def _ansi() -> Ansi2HTMLConverter:
+    return Ansi2HTMLConverter(inline=False, dark_bg=False, escaped=True)
+
+
+def render_ansi(text: str) -> SafeString:
+    """Terminal output (with ANSI colour codes) → sanitized `<pre>`."""
+    text, rest = _cut(str(text or ""))
+    body = _ansi().convert(text, full=False, ensure_trailing_newline=False)
+    html = f'<pre class="terminal">{body}</pre>'
+    if rest:
+        html += f'<p class="notice">{escape(rest)}</p>'
+    return sanitize(html)
+
+
+def render_json(value) -> SafeString:
+    """Tool-call arguments as highlighted, indented JSON."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(value)
+    text, _ = _cut(text)
+    return sanitize(_pygments(text, JsonLexer()))
+
+
+def render_image(block: dict) -> SafeString:
+    """An image block as an <img> with a data: URL, or a plain notice if it is unsafe."""
+    mime = str(block.get("mimeType") or block.get("mime_type") or "").lower()
+    data = block.get("data")
+    if mime not in IMAGE_MIME_TYPES:
+        return format_html('<p class="notice">[image of type {} not shown]</p>', mime or "unknown")
+    if not isinstance(data, str) or not data or not _BASE64_RE.match(data):
+        return mark_safe('<p class="notice">[image with invalid data not shown]</p>')
+    clean = re.sub(r"\s+", "", data)
+    return format_html('<img class="entry-image" alt="image" src="data:{};base64,{}">', mime, clean)
+
+
+@dataclass
+class Part:
+    """One displayable piece of an entry: `kind` picks the template's frame."""
+
+    kind: str  # text | markdown | thinking | tool_call | tool_result | terminal | image | notice | summary | files | meta
+    html: SafeString = field(default_factory=lambda: mark_safe(""))
+    title: str = ""
+    open: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def _content_parts(content, *, markdown: bool = True) -> list[Part]:
+    """Parts for a user / assistant / custom content value (string or blocks)."""
+    if isinstance(content, str):
+        return [Part("markdown" if markdown else "text", render_markdown(content))]
+    parts: list[Part] = []
+    if not isinstance(content, list):
+        return parts
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(Part("markdown", render_markdown(block.get("text", ""))))
+        elif kind == "thinking":
+            parts.append(
+                Part("thinking", render_markdown(block.get("thinking", "")), "Thinking", open=False)
+            )
+        elif kind == "toolCall":
+            parts.append(
+                Part(
+                    "tool_call",
+                    render_json(block.get("arguments", {})),
+                    str(block.get("name", "tool")),
+                    extra={"id": str(block.get("id", ""))},
+                )
+            )
+        elif kind == "image":
+            parts.append(Part("image", render_image(block)))
+    return parts
+
+
+def _text_of_blocks(content) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def full_output_path(payload: dict) -> str | None:
+    """The full-output file an entry points at (bash execution or a tool result's details)."""
+    message = payload.get("message") or {}
+    if not isinstance(message, dict):
+        return None
+    path = message.get("fullOutputPath")
+    if not path and isinstance(message.get("details"), dict):
+        details = message["details"]
+        path = details.get("fullOutputPath")
+        if not path and isinstance(details.get("truncation"), dict):
+            path = details["truncation"].get("fullOutputPath")
+    return str(path) if isinstance(path, str) and path else None
+
+
+def _truncation_notice(message: dict) -> str:
+    details = message.get("details") if isinstance(message.get("details"), dict) else {}
+    trunc = details.get("truncation") if isinstance(details.get("truncation"), dict) else None
+    if trunc and trunc.get("truncated"):
+        shown = trunc.get("outputLines")
+        total = trunc.get("totalLines")
+        by = trunc.get("truncatedBy") or "limit"
+        return f"Output truncated by {by}: showing {shown} of {total} lines."
+    if message.get("truncated"):
+        return "Output truncated."
+    return ""
+
+
+def _files_part(details) -> Part | None:
+    if not isinstance(details, dict):
+        return None
+    read = [str(p) for p in details.get("readFiles") or [] if isinstance(p, str)]
+    modified = [str(p) for p in details.get("modifiedFiles") or [] if isinstance(p, str)]
+    if not read and not modified:
+        return None
+    return Part("files", title="Files", extra={"read": read, "modified": modified})
+
+
+def render_entry(payload: dict) -> list[Part]:
+    """The displayable parts of one pi entry, in order."""
+    kind = payload.get("type")
+    if kind == "message":
+        message = payload.get("message") or {}
+        role = message.get("role")
+        if role in ("user", "assistant", "custom"):
+            parts = _content_parts(message.get("content"))
+            if role == "assistant":
+                stop = message.get("stopReason")
+                if message.get("errorMessage"):
+                    parts.append(Part("notice", escape(str(message["errorMessage"])), "Error"))
+                elif stop in ("error", "aborted", "length"):
+                    parts.append(Part("notice", escape(f"Stopped: {stop}"), "Stop reason"))
+            return parts
+        if role == "toolResult":
+            text = _text_of_blocks(message.get("content"))
+            body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
+            images = [
+                Part("image", render_image(b))
+                for b in message.get("content") or []
+                if isinstance(b, dict) and b.get("type") == "image"
+            ]
+            lines = text.count("\n") + 1 if text else 0
+            return [
+                Part(
+                    "tool_result",
+                    body,
+                    str(message.get("toolName") or "tool"),
+                    open=lines <= 40,
+                    extra={
+                        "is_error": bool(message.get("isError")),
+                        "notice": _truncation_notice(message),
+                        "full_output": full_output_path(payload),
+                        "lines": lines,
+                        "tool_call_id": str(message.get("toolCallId", "")),
+                    },
+                ),
+                *images,
+            ]
+        if role == "bashExecution":
+            output = str(message.get("output") or "")
+            notes = []
+            if message.get("cancelled"):
+                notes.append("cancelled")
+            if message.get("exitCode") not in (None, 0):
+                notes.append(f"exit code {message.get('exitCode')}")
+            if message.get("excludeFromContext"):
+                notes.append("not in the model's context")
+            return [
+                Part(
+                    "terminal",
+                    render_ansi(output) if output else mark_safe('<p class="hint">(no output)</p>'),
+                    f"$ {message.get('command', '')}",
+                    extra={
+                        "notes": notes,
+                        "notice": _truncation_notice(message),
+                        "full_output": full_output_path(payload),
+                    },
+                )
+            ]
+        return [Part("notice", escape(f"[{role} message]"))]
+    if kind in ("compaction", "branch_summary"):
+        parts = [
+            Part(
+                "summary",
+                render_markdown(payload.get("summary", "")),
+                "Compaction summary" if kind == "compaction" else "Branch summary",
+                extra={
+                    "tokens_before": payload.get("tokensBefore"),
+                    "first_kept": payload.get("firstKeptEntryId"),
+                    "from_id": payload.get("fromId"),
+                    "from_hook": payload.get("fromHook"),
+                },
+            )
+        ]
+        files = _files_part(payload.get("details"))
+        if files:
+            parts.append(files)
+        return parts
+    if kind == "custom_message":
+        parts = _content_parts(payload.get("content"))
+        parts.insert(0, Part("meta", escape(str(payload.get("customType", ""))), "Custom message"))
+        return parts
+    if kind == "label":
+        label = payload.get("label")
+        text = f"Label on {payload.get('targetId')}: {label}" if label else "Label removed"
+        return [Part("meta", escape(text), "Label")]
+    if kind == "session_info":
+        return [Part("meta", escape(str(payload.get("name", ""))), "Session name")]
+    if kind == "model_change":
+        text = f"{payload.get('provider', '')}/{payload.get('modelId', '')}"
+        return [Part("meta", escape(text), "Model change")]
+    if kind == "thinking_level_change":
+        return [Part("meta", escape(str(payload.get("thinkingLevel", ""))), "Thinking level")]
+    if kind == "custom":
+        data = payload.get("data")
+        return [
+            Part("meta", escape(str(payload.get("customType", ""))), "Custom entry"),
+            Part("tool_call", render_json(data), "data", open=False),
+        ]
+    return [Part("notice", escape(f"[unknown entry type {kind!r}]"))]
+
+
+def render_llm_message(message: dict) -> list[Part]:
+    """Parts of one message as the LLM receives it (context inspector)."""
+    role = message.get("role")
+    if role == "toolResult":
+        text = _text_of_blocks(message.get("content"))
+        return [
+            Part(
+                "tool_result",
+                render_ansi(text),
+                str(message.get("toolName") or "tool"),
+                open=False,
+                extra={"is_error": bool(message.get("isError"))},
+            )
+        ]
+    content = message.get("content")
+    if isinstance(content, str):
+        # user messages built from summaries/bash are plain text for the model
+        return [Part("text", render_ansi(content))]
+    return _content_parts(content)

@@ -1,0 +1,137 @@
+"""Review comments on entries: threaded, with authors, resolvable.
+
+Comments are not entries: they live in their own table and never reach the model's
+context (build_session_context only ever sees Entry payloads).
+"""
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from sessions_app.models import Comment, Entry, Session
+from sessions_app.services.tree import lock_session, record_activity
+
+MAX_BODY_CHARS = 10_000
+
+
+class CommentError(ValueError):
+    """Bad comment input, with a message fit for the user."""
+
+
+def _clean_body(body: str) -> str:
+    body = (body or "").replace("\x00", "").strip()
+    if not body:
+        raise CommentError("A comment cannot be empty.")
+    if len(body) > MAX_BODY_CHARS:
+        raise CommentError(f"A comment is limited to {MAX_BODY_CHARS:,} characters.")
+    return body
+
+
+@transaction.atomic
+def add_comment(
+    session: Session, entry_pi_id: str, author, body: str, reply_to: int | None = None
+) -> Comment:
+    """A new comment on an entry (or a reply in a thread: replies attach to the thread root)."""
+    body = _clean_body(body)
+    locked = lock_session(session.pk)
+    try:
+        entry = Entry.objects.get(session=locked, pi_id=entry_pi_id)
+    except Entry.DoesNotExist as exc:
+        raise CommentError(f"No entry {entry_pi_id!r} in this session.") from exc
+    parent = None
+    if reply_to:
+        parent = Comment.objects.filter(pk=reply_to, session=locked, entry=entry).first()
+        if parent is None:
+            raise CommentError("The comment you reply to does not exist on this entry.")
+        while parent.reply_to_id:
+            parent = parent.reply_to
+        if parent.resolved:
+            # A reply reopens a resolved thread: someone has more to say.
+            parent.resolved, parent.resolved_by, parent.resolved_at = False, None, None
+            parent.save(update_fields=["resolved", "resolved_by", "resolved_at"])
+    comment = Comment.objects.create(
+        session=locked, entry=entry, author=author, reply_to=parent, body=body
+    )
+    record_activity(
+        locked, author, "commented", entry=entry.pi_id, comment=comment.pk, reply=bool(parent)
+    )
+    return comment
+
+
+@transaction.atomic
+def set_resolved(session: Session, comment_pk: int, user, resolved: bool = True) -> Comment:
+    """Resolve (or reopen) a thread. Resolving a reply resolves its thread."""
+    locked = lock_session(session.pk)
+    comment = Comment.objects.filter(pk=comment_pk, session=locked).first()
+    if comment is None:
+        raise CommentError("No such comment in this session.")
+    while comment.reply_to_id:
+        comment = comment.reply_to
+    comment.resolved = resolved
+    comment.resolved_by = user if resolved else None
+    comment.resolved_at = timezone.now() if resolved else None
+    comment.save(update_fields=["resolved", "resolved_by", "resolved_at"])
+    record_activity(
+        locked,
+        user,
+        "resolved comment" if resolved else "reopened comment",
+        entry=comment.entry.pi_id,
+        comment=comment.pk,
+    )
+    return comment
+
+
+def threads_for_entry(session: Session, entry_pi_id: str) -> list[Comment]:
+    """Thread roots on one entry, oldest first, each with `.thread_replies` loaded."""
+    comments = list(
+        Comment.objects.filter(session=session, entry__pi_id=entry_pi_id)
+        .select_related("author", "resolved_by", "entry")
+        .order_by("created_at", "pk")
+    )
+    by_root: dict[int, list[Comment]] = {}
+    roots = []
+    for c in comments:
+        if c.reply_to_id is None:
+            roots.append(c)
+        else:
+            by_root.setdefault(c.reply_to_id, []).append(c)
+    for root in roots:
+        root.thread_replies = by_root.get(root.pk, [])
+    return roots
+
+
+def open_threads(session: Session):
+    """Open thread roots of a session (the review list), with reply counts."""
+    return (
+        Comment.objects.filter(session=session, reply_to=None, resolved=False)
+        .select_related("author", "entry")
+        .annotate(reply_count=Count("replies"))
+        .order_by("entry__seq", "created_at")
+    )
+
+
+def open_comment_counts(session: Session) -> dict[int, int]:
+    """{entry_pk: number of open threads} — for the tree's node markers."""
+    rows = (
+        Comment.objects.filter(session=session, reply_to=None, resolved=False)
+        .values("entry_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["entry_id"]: row["n"] for row in rows}
+
+
+def open_comment_counts_by_pi_id(session: Session) -> dict[str, int]:
+    """The same counts keyed by entry pi_id (handy in templates and JSON)."""
+    rows = (
+        Comment.objects.filter(session=session, reply_to=None, resolved=False)
+        .values("entry__pi_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["entry__pi_id"]: row["n"] for row in rows}
+
+
+def comment_totals(session: Session) -> dict[str, int]:
+    roots = Comment.objects.filter(session=session, reply_to=None)
+    return roots.aggregate(
+        open=Count("id", filter=Q(resolved=False)), resolved=Count("id", filter=Q(resolved=True))
+    )

@@ -1,0 +1,143 @@
+"""Exports of a session: pi JSONL, a self-contained HTML file, Markdown of one branch.
+
+The HTML file carries its CSS and JS inline and makes no request at all (no fonts, no
+images from anywhere: images are data: URLs), so it can be mailed or attached and opened
+offline. Entries are rendered by sessions_app.rendering (sanitized by nh3).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from sessions_app import rendering
+from sessions_app.context.jsonl import export_session_jsonl
+from sessions_app.context.review import branch_markdown, tree_rows
+from sessions_app.models import Entry, Session
+from sessions_app.services import tree
+from sessions_app.services.tree import UNSET
+
+FORMATS = ("jsonl", "html", "md")
+CONTENT_TYPES = {
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+}
+
+
+class ExportError(ValueError):
+    """Bad export input, with a message fit for the user."""
+
+
+@dataclass
+class Export:
+    filename: str
+    content_type: str
+    content: str
+
+
+def _slug(session: Session) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", session.name or "")[:40].strip("-")
+    return f"{base + '-' if base else ''}{session.pi_id[:8]}"
+
+
+def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
+    if not leaf_pi_id:
+        return session.leaf.pi_id if session.leaf_id else None
+    if not Entry.objects.filter(session=session, pi_id=leaf_pi_id).exists():
+        raise ExportError(f"No entry {leaf_pi_id!r} in this session.")
+    return leaf_pi_id
+
+
+def export_jsonl(session: Session) -> str:
+    """pi's JSONL: the store area's exporter when present, else the pure serializer."""
+    try:
+        from sessions_app.services import exporter
+    except ImportError:
+        exporter = None
+    for name in ("export_session_text", "export_text", "export_jsonl"):
+        fn = getattr(exporter, name, None) if exporter else None
+        if callable(fn):
+            return fn(session)
+    return export_session_jsonl(session.header(), tree.load_all_entries(session))
+
+
+def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
+    leaf = _leaf(session, leaf_pi_id)
+    path = tree.load_path(session, leaf) if leaf else []
+    return branch_markdown(session.header(), path, title=str(session))
+
+
+def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -> dict:
+    """What the static pages (share link, HTML export) show: tree rows and the branch.
+
+    `leaf_pi_id` UNSET means the session's leaf.
+    """
+    entries = tree.load_all_entries(session)
+    by_id = {e.get("id"): e for e in entries}
+    if leaf_pi_id is UNSET:
+        leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
+    if leaf_pi_id is not None and leaf_pi_id not in by_id:
+        leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
+    path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    branch_ids = [e.get("id") for e in path]
+    if target_pi_id not in by_id:
+        target_pi_id = leaf_pi_id
+    items = [
+        {
+            "id": e.get("id"),
+            "type": e.get("type"),
+            "role": (e.get("message") or {}).get("role", "") if e.get("type") == "message" else "",
+            "timestamp": e.get("timestamp", ""),
+            "parts": rendering.render_entry(e),
+            "is_target": e.get("id") == target_pi_id,
+        }
+        for e in path
+    ]
+    return {
+        "rows": tree_rows(entries, branch_ids),
+        "branch": items,
+        "leaf": leaf_pi_id,
+        "target": target_pi_id,
+    }
+
+
+def _inline_css() -> str:
+    from pygments.formatters import HtmlFormatter
+
+    ansi = rendering._ansi().produce_headers()
+    ansi = re.sub(r"</?style[^>]*>", "", ansi)
+    return HtmlFormatter().get_style_defs(".highlight") + "\n" + ansi
+
+
+def export_html(session: Session, leaf_pi_id: str | None = None) -> str:
+    leaf = _leaf(session, leaf_pi_id)
+    view = branch_view(session, leaf, leaf)
+    return render_to_string(
+        "sessions_app/review/export.html",
+        {
+            "session": session,
+            "view": view,
+            "generated_at": timezone.now(),
+            "extra_css": _inline_css(),
+        },
+    )
+
+
+def export_session(session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None) -> Export:
+    if fmt not in FORMATS:
+        raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
+    if fmt == "jsonl":
+        content = export_jsonl(session)
+    elif fmt == "html":
+        content = export_html(session, leaf_pi_id)
+    else:
+        content = export_markdown(session, leaf_pi_id)
+    if actor is not None:
+        tree.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
+    return Export(
+        filename=f"{_slug(session)}.{fmt}", content_type=CONTENT_TYPES[fmt], content=content
+    )

@@ -1,0 +1,370 @@
+"""Full-text search across the sessions a user can see.
+
+One interface, two engines:
+- PostgreSQL: `SearchDocument.tsv` (a stored tsvector, 'simple' configuration) with a GIN
+  index, queried with websearch_to_tsquery (words, "phrases", -exclusions, OR);
+- SQLite: the FTS5 table `sessions_app_searchfts` (external content, synced by triggers),
+  queried with an FTS5 expression built from the same syntax.
+Both are created by migration 0002_search_indexes. Any other database falls back to a
+substring match (slow, but correct).
+
+The visibility filter (`access.visible_sessions`) is part of the same SQL statement, so a
+result can never come from a session the user may not read.
+
+Index maintenance: a post_save receiver indexes every entry created one by one (so
+`tree.append_entry` needs no change); bulk writers (the importer) call
+`index_entries(entries)`; `manage.py reindex_search` rebuilds everything.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+
+from django.db import connection
+from django.db.models.signals import post_save
+from django.dispatch import receiver
+from django.utils.safestring import SafeString, mark_safe
+
+from sessions_app.context.preview import entry_text
+from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.services.access import visible_sessions
+
+# Entry types whose text is worth searching (settings/labels/session names are not).
+INDEXED_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
+MAX_TEXT_CHARS = 200_000  # PostgreSQL's tsvector must stay under 1 MB
+PAGE_SIZE = 50
+MAX_QUERY_CHARS = 500
+
+DOC = SearchDocument._meta.db_table
+FTS = "sessions_app_searchfts"
+ENTRY = Entry._meta.db_table
+SESSION = Session._meta.db_table
+
+
+class SearchError(ValueError):
+    """Bad search input, with a message fit for the user."""
+
+
+# --- indexing ----------------------------------------------------------------------------
+
+
+def _parse_date(timestamp: str) -> datetime | None:
+    if not timestamp:
+        return None
+    try:
+        value = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def document_for(entry: Entry) -> SearchDocument | None:
+    """The search row for one entry, or None when it has nothing to search."""
+    if entry.type not in INDEXED_TYPES:
+        return None
+    text = entry_text(entry.payload or {}).replace("\x00", "")
+    if not text.strip():
+        return None
+    return SearchDocument(
+        entry_id=entry.pk,
+        session_id=entry.session_id,
+        role=(entry.role or entry.type)[:32],
+        tool_name=entry.tool_name[:100],
+        date=_parse_date(entry.timestamp),
+        text=text[:MAX_TEXT_CHARS],
+    )
+
+
+def index_entries(entries, batch_size: int = 2000) -> int:
+    """Index entries in bulk (they must have primary keys). Idempotent. Returns rows written.
+
+    The importer calls this after bulk-creating a session's entries.
+    """
+    batch: list[SearchDocument] = []
+    written = 0
+    for entry in entries:
+        doc = document_for(entry)
+        if doc is None:
+            continue
+        batch.append(doc)
+        if len(batch) >= batch_size:
+            written += _write(batch)
+            batch = []
+    if batch:
+        written += _write(batch)
+    return written
+
+
+def _write(batch: list[SearchDocument]) -> int:
+    SearchDocument.objects.bulk_create(batch, ignore_conflicts=True)
+    return len(batch)
+
+
+def index_session(session: Session) -> int:
+    """(Re)index every entry of one session."""
+    SearchDocument.objects.filter(session=session).delete()
+    return index_entries(session.entries.order_by("seq").iterator(chunk_size=2000))
+
+
+@receiver(post_save, sender=Entry, dispatch_uid="piweb-search-index-entry")
+def _index_new_entry(sender, instance: Entry, created: bool, raw: bool = False, **kwargs):
+    if created and not raw:
+        index_entries([instance])
+
+
+# --- querying ----------------------------------------------------------------------------
+
+
+@dataclass
+class SearchFilters:
+    role: str = ""
+    tool: str = ""
+    cwd: str = ""
+    label: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+
+    @classmethod
+    def from_params(cls, params) -> SearchFilters:
+        def day(name):
+            raw = (params.get(name) or "").strip()
+            if not raw:
+                return None
+            try:
+                return date.fromisoformat(raw)
+            except ValueError as exc:
+                raise SearchError(f"{name}: expected a date like 2026-01-31, got {raw!r}") from exc
+
+        return cls(
+            role=(params.get("role") or "").strip()[:32],
+            tool=(params.get("tool") or "").strip()[:100],
+            cwd=(params.get("cwd") or "").strip()[:1000],
+            label=(params.get("label") or "").strip()[:200],
+            date_from=day("from"),
+            date_to=day("to"),
+        )
+
+    def any(self) -> bool:
+        return any([self.role, self.tool, self.cwd, self.label, self.date_from, self.date_to])
+
+
+@dataclass
+class SearchHit:
+    session_pi_id: str
+    session_name: str
+    session_cwd: str
+    entry_pi_id: str
+    role: str
+    tool_name: str
+    date: datetime | None
+    label: str
+    snippet: SafeString
+
+    @property
+    def url(self) -> str:
+        return f"/s/{self.session_pi_id}/?leaf={self.entry_pi_id}&target={self.entry_pi_id}"
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    page: int
+    has_next: bool
+
+
+_TOKEN_RE = re.compile(r'(-?)"([^"]*)"|(\S+)')
+
+
+def parse_query(query: str) -> list[tuple[str, str]]:
+    """Split the search box into (op, text) terms: op is "and", "not" or "or"."""
+    terms: list[tuple[str, str]] = []
+    pending_or = False
+    for match in _TOKEN_RE.finditer(query):
+        neg, phrase, word = match.group(1), match.group(2), match.group(3)
+        if word is not None:
+            if word == "OR":
+                pending_or = bool(terms)
+                continue
+            neg, text = ("-", word[1:]) if word.startswith("-") and len(word) > 1 else ("", word)
+        else:
+            text = phrase
+        text = text.strip()
+        if not text:
+            continue
+        op = "not" if neg else ("or" if pending_or else "and")
+        pending_or = False
+        terms.append((op, text))
+    return terms
+
+
+def _fts5_quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def fts5_expression(query: str) -> str:
+    """The FTS5 MATCH expression for the search box syntax (every term quoted: no injection)."""
+    terms = parse_query(query)
+    if not any(op != "not" for op, _ in terms):
+        raise SearchError("Search needs at least one word that is not excluded.")
+    parts: list[str] = []
+    for op, text in terms:
+        if op == "not":
+            continue
+        if parts:
+            parts.append("OR" if op == "or" else "AND")
+        parts.append(_fts5_quote(text))
+    expression = " ".join(parts)
+    for op, text in terms:
+        if op == "not":
+            expression = f"({expression}) NOT {_fts5_quote(text)}"
+    return expression
+
+
+def _visible_subquery(user) -> tuple[str, tuple]:
+    sql, params = visible_sessions(user).values("pk").query.sql_with_params()
+    return sql, tuple(params)
+
+
+def search(user, query: str, filters: SearchFilters | None = None, page: int = 1) -> SearchResult:
+    """Entries matching `query` in sessions `user` can see, newest first."""
+    query = (query or "").strip()
+    filters = filters or SearchFilters()
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchError(f"The search text is too long (at most {MAX_QUERY_CHARS} characters).")
+    if not query and not filters.any():
+        return SearchResult(hits=[], page=1, has_next=False)
+    if not user.is_authenticated:
+        return SearchResult(hits=[], page=1, has_next=False)
+    page = max(1, min(int(page or 1), 200))
+    vendor = connection.vendor
+
+    visible_sql, visible_params = _visible_subquery(user)
+    where = [f"d.session_id IN ({visible_sql})"]
+    params: list = list(visible_params)
+    joins = [f"JOIN {SESSION} s ON s.id = d.session_id"]
+    source = f"{DOC} d"
+    order = "d.entry_id DESC"
+
+    if query:
+        if vendor == "postgresql":
+            if not any(op != "not" for op, _ in parse_query(query)):
+                raise SearchError("Search needs at least one word that is not excluded.")
+            where.append("d.tsv @@ websearch_to_tsquery('simple'::regconfig, %s)")
+            params.append(query)
+        elif vendor == "sqlite":
+            source = f"{FTS} f JOIN {DOC} d ON d.entry_id = f.rowid"
+            where.append(f"{FTS} MATCH %s")
+            params.append(fts5_expression(query))
+            order = "f.rowid DESC"
+        else:
+            for op, text in parse_query(query):
+                if op != "or":
+                    where.append(("NOT " if op == "not" else "") + "d.text LIKE %s")
+                    params.append(f"%{text}%")
+    if filters.role:
+        where.append("d.role = %s")
+        params.append(filters.role)
+    if filters.tool:
+        where.append("d.tool_name = %s")
+        params.append(filters.tool)
+    if filters.cwd:
+        where.append("s.cwd LIKE %s")
+        params.append(_like_prefix(filters.cwd))
+    if filters.date_from:
+        where.append("d.date >= %s")
+        params.append(datetime.combine(filters.date_from, time.min, tzinfo=UTC))
+    if filters.date_to:
+        where.append("d.date <= %s")
+        params.append(datetime.combine(filters.date_to, time.max, tzinfo=UTC))
+    if filters.label:
+        joins.append(f"JOIN {ENTRY} le ON le.id = d.entry_id")
+        where.append("LOWER(le.label) LIKE %s")
+        params.append("%" + _escape_like(filters.label.lower()) + "%")
+
+    escape = " ESCAPE '\\'" if vendor == "sqlite" else ""
+    where_sql = " AND ".join(w + (escape if "LIKE" in w else "") for w in where)
+    sql = (
+        f"SELECT d.entry_id FROM {source} {' '.join(joins)} WHERE {where_sql} "
+        f"ORDER BY {order} LIMIT %s OFFSET %s"
+    )
+    params += [PAGE_SIZE + 1, (page - 1) * PAGE_SIZE]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        ids = [row[0] for row in cursor.fetchall()]
+    has_next = len(ids) > PAGE_SIZE
+    ids = ids[:PAGE_SIZE]
+    return SearchResult(hits=_hits(ids, query), page=page, has_next=has_next)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _like_prefix(text: str) -> str:
+    return _escape_like(text) + "%"
+
+
+def _hits(ids: list[int], query: str) -> list[SearchHit]:
+    docs = {
+        d.entry_id: d
+        for d in SearchDocument.objects.filter(entry_id__in=ids).select_related(
+            "entry", "session"
+        )
+    }
+    words = [text for op, text in parse_query(query) if op != "not"]
+    hits = []
+    for pk in ids:
+        doc = docs.get(pk)
+        if doc is None:
+            continue
+        hits.append(
+            SearchHit(
+                session_pi_id=doc.session.pi_id,
+                session_name=str(doc.session),
+                session_cwd=doc.session.cwd,
+                entry_pi_id=doc.entry.pi_id,
+                role=doc.role,
+                tool_name=doc.tool_name,
+                date=doc.date,
+                label=doc.entry.label,
+                snippet=snippet(doc.text, words),
+            )
+        )
+    return hits
+
+
+def snippet(text: str, words: list[str], width: int = 220) -> SafeString:
+    """An escaped excerpt around the first matching word, matches wrapped in <mark>."""
+    lowered = text.lower()
+    positions = [lowered.find(w.lower()) for w in words if w]
+    positions = [p for p in positions if p >= 0]
+    start = max(0, min(positions) - width // 3) if positions else 0
+    piece = " ".join(text[start : start + width].split())
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(text) else ""
+    alternatives = sorted({w for w in words if w}, key=len, reverse=True)
+    if not alternatives:
+        return mark_safe(prefix + html.escape(piece) + suffix)  # noqa: S308
+    pattern = re.compile("|".join(re.escape(w) for w in alternatives), re.IGNORECASE)
+    out, last = [], 0
+    for match in pattern.finditer(piece):
+        out.append(html.escape(piece[last : match.start()]))
+        out.append("<mark>" + html.escape(match.group(0)) + "</mark>")
+        last = match.end()
+    out.append(html.escape(piece[last:]))
+    return mark_safe(prefix + "".join(out) + suffix)  # noqa: S308 - every piece is escaped
+
+
+ROLE_CHOICES = [
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "compaction",
+    "branch_summary",
+    "custom_message",
+]

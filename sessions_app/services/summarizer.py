@@ -1,0 +1,118 @@
+"""One summary call: the configured model through the openai SDK, with retries.
+
+The request dicts come from the pure core (`context/summaries.py` builders:
+`{"system", "messages", "max_tokens"}`); this module only sends them. Provider errors
+that are worth another try (429, 408, 5xx, timeouts, dropped connections) are retried
+with exponential backoff up to `PIWEB_LLM_RETRIES` times; anything else fails at once
+with a `SummaryError` whose text is safe to show (no keys, no request bodies).
+"""
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+import openai
+from django.conf import settings
+
+from sessions_app.services.llm import ModelProfile
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+
+
+class SummaryError(Exception):
+    """The model could not produce a summary. `str(exc)` is fit for the job panel."""
+
+
+@dataclass
+class Completion:
+    text: str
+    model_seconds: float
+    calls: int
+
+
+def _client(profile: ModelProfile) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=profile.base_url,
+        api_key=profile.api_key or "not-needed",
+        timeout=profile.timeout,
+        max_retries=0,  # we retry ourselves, visibly and with a cap
+    )
+
+
+def _retry_delay(attempt: int, exc: Exception) -> float:
+    base = float(getattr(settings, "PIWEB_LLM_RETRY_BASE_DELAY", 0.5))
+    cap = float(getattr(settings, "PIWEB_LLM_RETRY_MAX_DELAY", 20.0))
+    delay = min(cap, base * (2**attempt))
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            delay = max(delay, min(cap, float(response.headers.get("retry-after") or 0)))
+        except (TypeError, ValueError):
+            pass
+    return delay * (1 + random.random() * 0.1)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        message = ""
+        body = exc.body if isinstance(exc.body, dict) else None
+        if body:
+            message = str(body.get("message") or (body.get("error") or {}).get("message") or "")
+        return f"provider answered {exc.status_code}: {message or exc.__class__.__name__}"[:500]
+    if isinstance(exc, openai.APITimeoutError):
+        return "provider timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return "could not reach the provider (connection failed or dropped)"
+    return f"{exc.__class__.__name__}: {exc}"[:500]
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
+    return False
+
+
+def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completion:
+    """Send one summary request; return the text. Retries transient provider errors.
+
+    `on_retry(attempt, delay, message)` is called before each wait (for job progress).
+    """
+    retries = int(getattr(settings, "PIWEB_LLM_RETRIES", 4))
+    client = _client(profile)
+    messages = [{"role": "system", "content": request["system"]}, *request["messages"]]
+    max_tokens = max(1, min(int(request["max_tokens"]), int(profile.max_output)))
+    spent = 0.0
+    calls = 0
+    attempt = 0
+    while True:
+        started = time.monotonic()
+        calls += 1
+        try:
+            response = client.chat.completions.create(
+                model=profile.model, messages=messages, max_tokens=max_tokens, stream=False
+            )
+        except Exception as exc:  # classified below; never leaks the key
+            spent += time.monotonic() - started
+            if not _retryable(exc) or attempt >= retries:
+                suffix = f" (after {calls} calls)" if calls > 1 else ""
+                raise SummaryError(_describe(exc) + suffix) from exc
+            delay = _retry_delay(attempt, exc)
+            log.warning(
+                "summary call failed (%s); retry %d in %.1fs", _describe(exc), attempt + 1, delay
+            )
+            if on_retry is not None:
+                on_retry(attempt + 1, delay, _describe(exc))
+            time.sleep(delay)
+            attempt += 1
+            continue
+        spent += time.monotonic() - started
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "") if choice else ""
+        if not text.strip():
+            raise SummaryError("the model returned an empty summary")
+        return Completion(text=text, model_seconds=spent, calls=calls)
