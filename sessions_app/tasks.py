@@ -36,3 +36,11 @@ def _connect_job_sweeper():
 
 
 _connect_job_sweeper()
+
+
+@shared_task(name="piweb.compare_summary", acks_late=True)
+def run_compare_summary_job(job_id: str):
+    """Summarize the difference of two branches (review area; services/compare.py)."""
+    from sessions_app.services.compare import run_compare_summary
+
+    return run_compare_summary(job_id)

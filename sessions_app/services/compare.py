@@ -1,0 +1,212 @@
+"""Branch compare: two nodes, their common ancestor, and both branches below it.
+
+The optional "summarize the difference" is a Job of kind compare_summary run by a
+Celery worker (tasks.run_compare_summary_job). It writes no entry: comparisons are not
+part of the session. Without a model it uses the offline, extractive description.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from sessions_app import rendering
+from sessions_app.context.messages import convert_to_llm, message_from_entry
+from sessions_app.context.review import compare_branches, offline_difference_summary
+from sessions_app.context.summaries import serialize_conversation
+from sessions_app.models import Entry, Job, Session
+from sessions_app.services import events, summarizer, tree
+from sessions_app.services.llm import resolve_profile
+
+log = logging.getLogger(__name__)
+Status = Job.Status
+MAX_PROMPT_CHARS = 60_000
+
+
+class CompareError(ValueError):
+    """Bad compare input, with a message fit for the user."""
+
+
+def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = False) -> dict:
+    """The comparison of the branches ending at two nodes (two path queries, no full load)."""
+    if not a_pi_id or not b_pi_id:
+        raise CompareError("Pick two nodes to compare.")
+    found = set(
+        Entry.objects.filter(session=session, pi_id__in=[a_pi_id, b_pi_id]).values_list(
+            "pi_id", flat=True
+        )
+    )
+    for pi_id in (a_pi_id, b_pi_id):
+        if pi_id not in found:
+            raise CompareError(f"No entry {pi_id!r} in this session.")
+    seen: dict[str, dict] = {}
+    for entry in [*tree.load_path(session, a_pi_id), *tree.load_path(session, b_pi_id)]:
+        seen[entry["id"]] = entry
+    result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
+    if render:
+        for side in ("a", "b"):
+            result[side]["rendered"] = [
+                {"id": e.get("id"), "type": e.get("type"), "parts": rendering.render_entry(e)}
+                for e in result[side]["segment"]
+            ]
+    return result
+
+
+# --- the summarize-the-difference job ---------------------------------------------------
+
+
+def job_event_data(job: Job) -> dict:
+    return {
+        "job_id": str(job.id),
+        "kind": job.kind,
+        "status": job.status,
+        "progress": job.progress or {},
+        "error": job.error,
+        "result_entry": None,
+    }
+
+
+def _publish(job: Job) -> None:
+    events.publish(job.session_id, "job_progress", job_event_data(job))
+
+
+def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, actor) -> Job:
+    """Queue a summary of the difference (an identical active request returns that job)."""
+    compare(session, a_pi_id, b_pi_id)  # validates both nodes
+    with transaction.atomic():
+        locked = tree.lock_session(session.pk)
+        existing = (
+            Job.objects.filter(
+                session=locked,
+                kind=Job.Kind.COMPARE_SUMMARY,
+                status__in=Job.ACTIVE,
+                prepared_leaf_pi_id=a_pi_id,
+                target_pi_id=b_pi_id,
+            )
+            .order_by("created_at")
+            .first()
+        )
+        if existing is not None:
+            return existing
+        job = Job.objects.create(
+            session=locked,
+            kind=Job.Kind.COMPARE_SUMMARY,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            prepared_leaf_pi_id=a_pi_id,
+            target_pi_id=b_pi_id,
+            params={"a": a_pi_id, "b": b_pi_id},
+            progress={"phase": "queued"},
+        )
+        tree.record_activity(locked, actor, "compare_requested", job=str(job.id), a=a_pi_id, b=b_pi_id)
+        _publish(job)
+        job_id = str(job.id)
+
+        def enqueue():
+            from sessions_app.tasks import run_compare_summary_job
+
+            run_compare_summary_job.apply_async(args=[job_id])
+
+        transaction.on_commit(enqueue)
+    return job
+
+
+def latest_compare_job(session: Session, a_pi_id: str, b_pi_id: str) -> Job | None:
+    return (
+        Job.objects.filter(
+            session=session,
+            kind=Job.Kind.COMPARE_SUMMARY,
+            prepared_leaf_pi_id=a_pi_id,
+            target_pi_id=b_pi_id,
+        )
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def _claim(job_id) -> Job | None:
+    """queued → running (or take over a running job whose heartbeat is stale)."""
+    stale = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update()
+            .filter(pk=job_id, kind=Job.Kind.COMPARE_SUMMARY)
+            .filter(Q(status=Status.QUEUED) | Q(status=Status.RUNNING, heartbeat_at__lt=stale))
+            .first()
+        )
+        if job is None:
+            return None
+        job.status = Status.RUNNING
+        job.attempts += 1
+        now = timezone.now()
+        job.started_at = job.started_at or now
+        job.heartbeat_at = now
+        job.progress = {"phase": "running"}
+        job.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "progress"])
+        _publish(job)
+        return job
+
+
+def _request(comparison: dict) -> dict:
+    def side_text(side: dict) -> str:
+        messages = [m for m in (message_from_entry(e) for e in side["segment"]) if m]
+        try:
+            text = serialize_conversation(convert_to_llm(messages))
+        except Exception:  # the serializer is the core's; fall back to previews
+            text = "\n".join(str(e.get("id")) for e in side["segment"])
+        return text[-MAX_PROMPT_CHARS // 2 :]
+
+    prompt = (
+        "Two branches of one coding-agent session start from the same point. Compare them: "
+        "what each branch tried, what it changed (files), how each ended (result, errors), "
+        "and which one got further. Answer in a few short bullet points per branch, then one "
+        "line of verdict. Do not continue the conversation.\n\n"
+        f"<branch-a>\n{side_text(comparison['a'])}\n</branch-a>\n\n"
+        f"<branch-b>\n{side_text(comparison['b'])}\n</branch-b>\n\n"
+        f"<stats>\n{offline_difference_summary(comparison)}</stats>"
+    )
+    return {
+        "system": "You compare two branches of a coding-agent session for a reviewer. "
+        "You summarize; you never continue the conversation.",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": 1024,
+    }
+
+
+def run_compare_summary(job_id) -> str | None:
+    """Body of the Celery task. Idempotent: a finished job is left alone."""
+    job = _claim(job_id)
+    if job is None:
+        return None
+    attempt = job.attempts
+    try:
+        comparison = compare(job.session, job.params["a"], job.params["b"])
+        profile = resolve_profile(job.session.model_profile)
+        if profile is None:
+            text, offline, model = offline_difference_summary(comparison), True, "offline"
+        else:
+            text = summarizer.complete(profile, _request(comparison)).text
+            offline, model = False, profile.label
+        status, error, progress = Status.DONE, "", {"phase": "done", "summary": text, "offline": offline}
+    except summarizer.SummaryError as exc:
+        status, error, progress, model = Status.FAILED, str(exc), {"phase": "failed"}, ""
+    except CompareError as exc:
+        status, error, progress, model = Status.FAILED, str(exc), {"phase": "failed"}, ""
+    except Exception as exc:
+        log.exception("compare summary %s crashed", job_id)
+        status, error = Status.FAILED, f"Internal error: {exc.__class__.__name__}"
+        progress, model = {"phase": "failed"}, ""
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.status != Status.RUNNING or locked.attempts != attempt:
+            return None
+        locked.status, locked.error, locked.progress = status, error, progress
+        locked.model = model[:200]
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "error", "progress", "model", "finished_at"])
+        _publish(locked)
+    return status
