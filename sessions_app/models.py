@@ -61,6 +61,9 @@ class Session(models.Model):
     model_profile = models.CharField(max_length=100, blank=True)
     settings = models.JSONField(default=dict, blank=True)
     import_sha256 = models.CharField(max_length=64, blank=True)
+    # The header line as imported (JSON.stringify form), kept so export writes back extra
+    # header keys in their order; blank for sessions made here (export uses header()).
+    header_line = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     modified_at = models.DateTimeField(auto_now=True)
 
@@ -184,6 +187,14 @@ class Job(models.Model):
     class Meta:
         indexes = [models.Index(fields=["session", "status"])]
         ordering = ["-created_at"]
+        constraints = [
+            # Chat: at most one queued/running agent run per session (DB-level guard).
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=models.Q(kind="agent_run", status__in=["queued", "running"]),
+                name="one_active_agent_run_per_session",
+            )
+        ]
 
 
 class Comment(models.Model):

@@ -44,3 +44,11 @@ def run_compare_summary_job(job_id: str):
     from sessions_app.services.compare import run_compare_summary
 
     return run_compare_summary(job_id)
+
+
+@shared_task(name="piweb.agent_run", acks_late=True)
+def agent_run(job_id: str) -> str | None:
+    """Chat: run one queued agent turn (or `!cmd`) to the end; see services/chat.py."""
+    from sessions_app.services.chat import execute_run
+
+    return execute_run(job_id)

@@ -79,7 +79,16 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
                 "model": "scripted-model",
                 "context_window": 128000,
                 "max_output": 4096,
-            }
+            },
+            # chat tests: a short read timeout (timeout -> visible error entry)
+            "scripted-fast": {
+                "base_url": llm_server.base_url,
+                "api_key": "test-key-not-secret",
+                "model": "scripted-fast-model",
+                "context_window": 128000,
+                "max_output": 4096,
+                "timeout": 2,
+            },
         }
     )
 

@@ -50,13 +50,15 @@ class Workspace:
     working directory.
     """
 
-    def __init__(self, cwd: str, root: str | None = None):
+    def __init__(self, cwd: str, root: str | None = None, read_roots: Iterable[str] = ()):
         self.cwd = _real(cwd)
         self.root = _real(root) if root else self.cwd
+        # Extra directories the read tool may read (e.g. the global skills directory).
+        self.read_roots = [_real(os.fspath(r)) for r in read_roots]
         if not is_within(self.cwd, self.root):
             raise WorkspaceError(f"Working directory {cwd} is outside the workspace {self.root}.")
 
-    def resolve(self, path: str | None, *, what: str = "Path") -> str:
+    def resolve(self, path: str | None, *, what: str = "Path", for_read: bool = False) -> str:
         """Absolute real path of ``path`` inside the workspace, or WorkspaceError.
 
         The file need not exist (write creates it): the deepest existing ancestor is
@@ -70,6 +72,8 @@ class Workspace:
             expanded = expanded[1:]
         joined = expanded if os.path.isabs(expanded) else os.path.join(self.cwd, expanded)
         real = _real(joined)
+        if for_read and any(is_within(real, r) for r in self.read_roots):
+            return real
         if not is_within(real, self.root):
             raise WorkspaceError(
                 f"{what} {raw} is outside the workspace {self.root}; tools may only access "

@@ -138,7 +138,7 @@ def image_mime_type(head: bytes) -> str | None:
 
 def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = args["path"]
-    absolute = ctx.workspace.resolve(path)
+    absolute = ctx.workspace.resolve(path, for_read=True)
     if not os.path.exists(absolute):
         raise ToolError(f"File not found: {path}")
     if os.path.isdir(absolute):

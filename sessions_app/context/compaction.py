@@ -19,14 +19,18 @@ The estimator is pi's chars/4 (``tokens.estimate_tokens``); pass ``estimator=`` 
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .jsutil import js_sorted
 from .messages import collect_messages, context_from_path, message_from_entry
-from .tokens import calculate_context_tokens, estimate_context_tokens, estimate_tokens, get_assistant_usage
+from .tokens import (
+    calculate_context_tokens,
+    estimate_context_tokens,
+    estimate_tokens,
+    get_assistant_usage,
+)
 from .tree import UNSET, root_path_of_list
 
 __all__ = [
@@ -186,7 +190,11 @@ def _is_cut_point(entry: Entry) -> bool:
 
 def find_valid_cut_points(entries: list[Entry], start_index: int, end_index: int) -> list[int]:
     """Indices in [start, end) where the kept part may begin (never a toolResult)."""
-    return [i for i in range(max(start_index, 0), min(end_index, len(entries))) if _is_cut_point(entries[i])]
+    return [
+        i
+        for i in range(max(start_index, 0), min(end_index, len(entries)))
+        if _is_cut_point(entries[i])
+    ]
 
 
 def _next_cut_point(entries: list[Entry], start: int, end: int) -> int:
@@ -255,7 +263,10 @@ def find_cut_point(
         cut_index -= 1
 
     cut_entry = entries[cut_index]
-    is_user = cut_entry.get("type") == "message" and (cut_entry.get("message") or {}).get("role") == "user"
+    is_user = (
+        cut_entry.get("type") == "message"
+        and (cut_entry.get("message") or {}).get("role") == "user"
+    )
     turn_start = -1 if is_user else find_turn_start_index(entries, cut_index, start_index)
     return {
         "firstKeptEntryIndex": cut_index,
@@ -361,14 +372,20 @@ def prepare_compaction(
     cut = find_cut_point(
         path_entries, boundary_start, boundary_end, cfg.keep_recent_tokens, estimator=estimator
     )
-    first_kept = path_entries[cut["firstKeptEntryIndex"]] if cut["firstKeptEntryIndex"] < boundary_end else None
+    first_kept = (
+        path_entries[cut["firstKeptEntryIndex"]]
+        if cut["firstKeptEntryIndex"] < boundary_end
+        else None
+    )
     if first_kept is None or not first_kept.get("id"):
         return None
 
     history_end = cut["turnStartIndex"] if cut["isSplitTurn"] else cut["firstKeptEntryIndex"]
     to_summarize = collect_messages(path_entries, boundary_start, history_end, "compaction")
     turn_prefix = (
-        collect_messages(path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"], "compaction")
+        collect_messages(
+            path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"], "compaction"
+        )
         if cut["isSplitTurn"]
         else []
     )

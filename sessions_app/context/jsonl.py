@@ -182,23 +182,34 @@ def read_session(
     in place when ``migrate``.
     """
     items: list[dict[str, Any]] = []
+    numbers: list[int] = []
     errors: list[SessionLine] = []
     for sl in iter_session_lines(lines):
         if sl.ok:
             items.append(sl.value)  # type: ignore[arg-type]
+            numbers.append(sl.line_number)
         else:
             errors.append(sl)
-    header = items[0] if items and items[0].get("type") == "session" and isinstance(items[0].get("id"), str) else None
+    first = items[0] if items else None
+    header = (
+        first
+        if first is not None and first.get("type") == "session" and isinstance(first.get("id"), str)
+        else None
+    )
     original_version = None
     if header is not None:
         v = header.get("version")
-        original_version = v if isinstance(v, int) else 1
+        original_version = v if isinstance(v, int) and not isinstance(v, bool) else 1
     migrated = migrate_session_entries(items, id_generator) if migrate else False
-    entries = [e for e in items if e.get("type") != "session"]
-    # Lines of type "session" after the first are kept out of the entries but reported.
-    for i, e in enumerate(items):
-        if e.get("type") == "session" and e is not header:
-            errors.append(SessionLine(0, error=f"extra session header at item {i + 1}"))
+    entries = []
+    for number, item in zip(numbers, items, strict=True):
+        if item.get("type") != "session":
+            entries.append(item)
+        elif item is not header:
+            errors.append(
+                SessionLine(number, error="session header that is not the first line (ignored)")
+            )
+    errors.sort(key=lambda sl: sl.line_number)
     problems = validate_entries(entries)
     return SessionImport(
         header=header,
@@ -271,7 +282,9 @@ def migrate_session_entries(
     ``firstKeptEntryIndex`` into ``firstKeptEntryId``; v2 -> v3 renames message role
     ``hookMessage`` to ``custom``.
     """
-    header = next((e for e in file_entries if isinstance(e, dict) and e.get("type") == "session"), None)
+    header = next(
+        (e for e in file_entries if isinstance(e, dict) and e.get("type") == "session"), None
+    )
     version = header.get("version") if header is not None else None
     if version is None:
         version = 1

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
-from .tree import UNSET, chain_ids, index_with_ids, path_to_root
+from .tree import UNSET, index_with_ids, path_to_root
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -46,9 +46,7 @@ __all__ = [
 ]
 
 # The framing strings are part of the context format (quoted by the seed document).
-COMPACTION_SUMMARY_PREFIX = (
-    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
-)
+COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 BRANCH_SUMMARY_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
@@ -68,7 +66,7 @@ _ISO_RE = re.compile(
     r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?"
     r"(?P<tz>Z|[+-]\d{2}:\d{2})?)?$"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @lru_cache(maxsize=65536)
@@ -255,9 +253,10 @@ def build_session_context(
     if by_id is None:
         # Fast path: the list already is the root-first path to its last entry and
         # the leaf is that entry -> no index and no pointer walk needed.
-        ids = chain_ids(entries)
-        if ids is not None and (leaf_id is UNSET or not leaf_id or leaf_id == ids[-1]):
-            return context_from_path(entries)
+        if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
+            context = _chain_context(entries)
+            if context is not None:
+                return context
         by_id, _ = index_with_ids(entries)
     leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
     if leaf is None:
@@ -333,7 +332,9 @@ def _append_special(out: list[Message], entry: Entry, mode: str) -> None:
         out.append(_compaction_summary_from_entry(entry))
 
 
-def collect_messages(path: list[Entry], start: int = 0, end: int | None = None, mode: str = "compaction") -> list[Message]:
+def collect_messages(
+    path: list[Entry], start: int = 0, end: int | None = None, mode: str = "compaction"
+) -> list[Message]:
     """Messages contributed by ``path[start:end]`` (see ``_PathView.collect`` for modes)."""
     end = len(path) if end is None else end
     out: list[Message] = []
@@ -356,6 +357,87 @@ def collect_messages(path: list[Entry], start: int = 0, end: int | None = None, 
         else:
             _append_special(out, entry, mode)
     return out
+
+
+def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
+    """Context at the last entry when ``entries`` is itself the root-first path; else None.
+
+    One pass that both verifies the chain (unique truthy ids, each parent is the
+    previous entry, the first has no known parent) and collects the context, so each
+    entry is touched once.  Returns None (caller indexes and walks) when the list is
+    not such a chain or holds unusual shapes.
+    """
+    seen: set[Any] = set()
+    add = seen.add
+    messages: list[Message] = []
+    append = messages.append
+    thinking_level: Any = "off"
+    model_src: Any = None
+    model_from_change = False
+    compaction: Entry | None = None
+    compaction_idx = -1
+    compaction_pos = 0
+    prev: Any = None
+    try:
+        for i, entry in enumerate(entries):
+            eid = entry["id"]
+            if i and entry["parentId"] != prev:
+                return None
+            if not eid:
+                return None
+            add(eid)
+            prev = eid
+            etype = entry["type"]
+            if etype == "message":
+                msg = entry["message"]
+                append(msg)
+                if msg["role"] == "assistant":
+                    model_src = msg
+                    model_from_change = False
+            elif etype == "custom_message":
+                append(create_custom_message(entry))
+            elif etype == "branch_summary":
+                if entry.get("summary"):
+                    append(_branch_summary_from_entry(entry))
+            elif etype == "thinking_level_change":
+                thinking_level = entry.get("thinkingLevel", UNSET)
+            elif etype == "model_change":
+                model_src = entry
+                model_from_change = True
+            elif etype == "compaction":
+                compaction = entry
+                compaction_idx = i
+                compaction_pos = len(messages)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if len(seen) != len(entries):
+        return None
+    first_parent = entries[0].get("parentId")
+    if first_parent and first_parent in seen:
+        return None
+
+    if compaction is not None:
+        first_kept = compaction.get("firstKeptEntryId", UNSET)
+        kept: list[Message] = [_compaction_summary_from_entry(compaction)]
+        for i in range(compaction_idx):
+            if entries[i]["id"] == first_kept:
+                for j in range(i, compaction_idx):
+                    _append_context_message(kept, entries[j])
+                break
+        kept.extend(messages[compaction_pos:])
+        messages = kept
+
+    if model_src is None:
+        model = None
+    elif model_from_change:
+        model = _model_dict(model_src.get("provider", UNSET), model_src.get("modelId", UNSET))
+    else:
+        model = _model_dict(model_src.get("provider", UNSET), model_src.get("model", UNSET))
+    result: dict[str, Any] = {"messages": messages}
+    if thinking_level is not UNSET:
+        result["thinkingLevel"] = thinking_level
+    result["model"] = model
+    return result
 
 
 def context_from_path(path: list[Entry]) -> dict[str, Any]:
@@ -538,7 +620,9 @@ def convert_message_to_llm(m: Message) -> Message | None:
         text = BRANCH_SUMMARY_PREFIX + _js_str(m.get("summary", UNSET)) + BRANCH_SUMMARY_SUFFIX
         return _with_timestamp(m, {"role": "user", "content": [{"type": "text", "text": text}]})
     if role == "compactionSummary":
-        text = COMPACTION_SUMMARY_PREFIX + _js_str(m.get("summary", UNSET)) + COMPACTION_SUMMARY_SUFFIX
+        text = (
+            COMPACTION_SUMMARY_PREFIX + _js_str(m.get("summary", UNSET)) + COMPACTION_SUMMARY_SUFFIX
+        )
         return _with_timestamp(m, {"role": "user", "content": [{"type": "text", "text": text}]})
     return None
 

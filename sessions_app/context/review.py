@@ -247,7 +247,9 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
     if header.get("cwd"):
         out.append(f"- Working directory: `{header['cwd']}`")
     if path:
-        out.append(f"- Branch: `{path[0].get('id')}` → `{path[-1].get('id')}` ({len(path)} entries)")
+        out.append(
+            f"- Branch: `{path[0].get('id')}` → `{path[-1].get('id')}` ({len(path)} entries)"
+        )
     out.append("")
     for entry in path:
         kind = entry.get("type")
@@ -273,13 +275,17 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
                         out.append(_fence(_clip(args), "json"))
                     out.append("")
                 if message.get("stopReason") in ("error", "aborted"):
-                    out.append(f"> Stopped: {message.get('stopReason')} {message.get('errorMessage') or ''}")
+                    out.append(
+                        f"> Stopped: {message.get('stopReason')} {message.get('errorMessage') or ''}"
+                    )
             elif role == "toolResult":
                 status = " (error)" if message.get("isError") else ""
                 out.append(f"### Tool result `{message.get('toolName', '')}`{status} · `{ident}`")
                 out.append("")
                 text = "\n".join(
-                    str(b.get("text", "")) for b in _blocks(message.get("content")) if b.get("type") == "text"
+                    str(b.get("text", ""))
+                    for b in _blocks(message.get("content"))
+                    if b.get("type") == "text"
                 )
                 out.append(
                     "<details><summary>output</summary>\n\n"

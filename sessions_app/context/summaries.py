@@ -267,9 +267,7 @@ def _text_of_blocks(content: Any) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(
-        _str(b.get("text"))
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "text"
+        _str(b.get("text")) for b in content if isinstance(b, dict) and b.get("type") == "text"
     )
 
 
@@ -357,7 +355,9 @@ def _branch_message(entry: dict[str, Any]) -> dict[str, Any] | None:
     return message_from_entry(entry, include_compaction=True)
 
 
-def prepare_branch_entries(entries: list[dict[str, Any]], token_budget: int = 0) -> BranchPreparation:
+def prepare_branch_entries(
+    entries: list[dict[str, Any]], token_budget: int = 0
+) -> BranchPreparation:
     """Messages of a left branch, newest first within ``token_budget`` (0 = no limit).
 
     Tool results are skipped.  A compaction or branch summary that does not fit is
@@ -368,7 +368,11 @@ def prepare_branch_entries(entries: list[dict[str, Any]], token_budget: int = 0)
     """
     file_ops = FileOps()
     for entry in entries:
-        if entry.get("type") == "branch_summary" and not entry.get("fromHook") and entry.get("details"):
+        if (
+            entry.get("type") == "branch_summary"
+            and not entry.get("fromHook")
+            and entry.get("details")
+        ):
             file_ops.add_details(entry.get("details"))
 
     picked: list[dict[str, Any]] = []
@@ -413,7 +417,9 @@ def _request(system: str, user_text: str, max_tokens: int) -> dict[str, Any]:
 
 
 def _conversation_block(messages: list[dict[str, Any]]) -> str:
-    return f"<conversation>\n{serialize_conversation(convert_to_llm(messages))}\n</conversation>\n\n"
+    return (
+        f"<conversation>\n{serialize_conversation(convert_to_llm(messages))}\n</conversation>\n\n"
+    )
 
 
 def build_compaction_request(
@@ -439,7 +445,9 @@ def build_compaction_request(
     return _request(SUMMARIZATION_SYSTEM_PROMPT, text, compaction_output_budget(reserve_tokens))
 
 
-def build_turn_prefix_request(messages: list[dict[str, Any]], *, reserve_tokens: int = 16384) -> dict[str, Any]:
+def build_turn_prefix_request(
+    messages: list[dict[str, Any]], *, reserve_tokens: int = 16384
+) -> dict[str, Any]:
     """Request summarizing the cut-off first part of a split turn (0.5 x reserve)."""
     text = _conversation_block(messages) + TURN_PREFIX_PROMPT
     return _request(SUMMARIZATION_SYSTEM_PROMPT, text, turn_prefix_output_budget(reserve_tokens))
@@ -483,7 +491,11 @@ def plan_compaction_requests(
             custom_instructions=custom_instructions,
             replace_instructions=replace_instructions,
         )
-    turn = build_turn_prefix_request(preparation.turn_prefix_messages, reserve_tokens=reserve) if split else None
+    turn = (
+        build_turn_prefix_request(preparation.turn_prefix_messages, reserve_tokens=reserve)
+        if split
+        else None
+    )
     return {"history": history, "historyPlaceholder": placeholder, "turnPrefix": turn}
 
 
@@ -511,4 +523,8 @@ def assemble_branch_summary(
     modified_files: list[str] | None = None,
 ) -> str:
     """Stored branch summary: preamble + LLM text + file lists."""
-    return BRANCH_SUMMARY_PREAMBLE + summary_text + format_file_operations(read_files or [], modified_files or [])
+    return (
+        BRANCH_SUMMARY_PREAMBLE
+        + summary_text
+        + format_file_operations(read_files or [], modified_files or [])
+    )

@@ -15,6 +15,7 @@ Public API
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .jsutil import js_json_dumps, utf16_len
@@ -58,9 +59,22 @@ def _text_blocks_chars(content: Any, count_images: bool) -> int:
     return chars
 
 
+_dumps_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def _json_len(value: Any) -> int:
+    """``JSON.stringify(value).length``."""
     if value is None:
         return 4  # "null"
+    if type(value) is dict and all(
+        type(v) is str and type(k) is str and not k[:1].isdigit() for k, v in value.items()
+    ):
+        # Flat string-valued objects (the usual tool arguments): the C encoder prints
+        # exactly what JSON.stringify prints, except for non-ASCII text (lone
+        # surrogates), which takes the exact path below.
+        text = _dumps_compact(value)
+        if text.isascii():
+            return len(text)
     try:
         return utf16_len(js_json_dumps(value))
     except (TypeError, ValueError):

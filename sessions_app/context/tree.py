@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cmp_to_key
 from operator import itemgetter
 from typing import Any
@@ -85,7 +85,7 @@ class TreeCycleError(TreeError):
 def index_by_id(entries: list[Entry]) -> dict[str, Entry]:
     """``id -> entry``; like pi's ``Map.set`` the last entry with an id wins."""
     try:
-        return dict(zip(map(_get_id, entries), entries))
+        return dict(zip(map(_get_id, entries), entries, strict=True))
     except (KeyError, TypeError):
         return {e.get("id"): e for e in entries}
 
@@ -104,14 +104,39 @@ def path_to_root(by_id: dict[str, Entry], leaf: Entry | None) -> list[Entry]:
     current = leaf
     # A loop-free chain of distinct entries from by_id makes at most len(by_id)
     # parent steps (the leaf itself may be an overwritten duplicate: +1).
+    try:
+        for _ in range(len(by_id) + 1):
+            parent_id = current["parentId"]
+            if not parent_id:
+                break
+            current = get(parent_id)
+            if current is None:
+                break
+            append(current)
+        else:
+            raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
+    except KeyError:
+        return _path_to_root_slow(by_id, leaf)
+    except TypeError:  # unhashable parentId
+        return _path_to_root_slow(by_id, leaf)
+    path.reverse()
+    return path
+
+
+def _path_to_root_slow(by_id: dict[str, Entry], leaf: Entry) -> list[Entry]:
+    path = [leaf]
+    current: Entry | None = leaf
     for _ in range(len(by_id) + 1):
-        parent_id = current.get("parentId")
+        parent_id = current.get("parentId") if isinstance(current, dict) else None
         if not parent_id:
             break
-        current = get(parent_id)
+        try:
+            current = by_id.get(parent_id)
+        except TypeError:
+            current = None
         if current is None:
             break
-        append(current)
+        path.append(current)
     else:
         raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
     path.reverse()
@@ -182,7 +207,7 @@ def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | 
         ids = list(map(_get_id, entries))
     except (KeyError, TypeError):
         return {e.get("id"): e for e in entries}, None
-    return dict(zip(ids, entries)), ids
+    return dict(zip(ids, entries, strict=True)), ids
 
 
 def root_path_of_list(
@@ -238,7 +263,7 @@ def generate_entry_id(taken: Any) -> str:
 
 
 def _iso_now() -> str:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
@@ -288,7 +313,9 @@ def validate_entries(entries: list[Entry]) -> list[TreeProblem]:
             problems.append(TreeProblem("self-parent", eid, i, f"entry {eid!r} is its own parent"))
         elif pid not in first_index:
             problems.append(
-                TreeProblem("dangling-parent", eid, i, f"entry {eid!r} has unknown parentId {pid!r}")
+                TreeProblem(
+                    "dangling-parent", eid, i, f"entry {eid!r} has unknown parentId {pid!r}"
+                )
             )
     if len(roots) > 1:
         problems.append(
@@ -423,7 +450,9 @@ class SessionTree:
                 return e.get("id")
         return None
 
-    def collect_entries_for_branch_summary(self, old_leaf_id: Any, target_id: Any) -> dict[str, Any]:
+    def collect_entries_for_branch_summary(
+        self, old_leaf_id: Any, target_id: Any
+    ) -> dict[str, Any]:
         """Entries left behind when moving from ``old_leaf_id`` to ``target_id``.
 
         Returns ``{"entries": [...chronological], "commonAncestorId": id | None}``:
@@ -465,7 +494,10 @@ class SessionTree:
                 "editorText": user_message_text(entry["message"].get("content")),
             }
         if etype == "custom_message":
-            return {"leafId": entry.get("parentId"), "editorText": user_message_text(entry.get("content"))}
+            return {
+                "leafId": entry.get("parentId"),
+                "editorText": user_message_text(entry.get("content")),
+            }
         return {"leafId": target_id, "editorText": None}
 
     # -- tree ---------------------------------------------------------------
@@ -564,7 +596,11 @@ class SessionTree:
             )
             parent = new_id
         entries = kept + label_entries
-        return {"header": header, "entries": entries, "leafId": entries[-1].get("id") if entries else None}
+        return {
+            "header": header,
+            "entries": entries,
+            "leafId": entries[-1].get("id") if entries else None,
+        }
 
 
 # ---------------------------------------------------------------------------
@@ -585,7 +621,7 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return out
 
     result = [shell(n) for n in nodes]
-    stack = list(zip(nodes, result))
+    stack = list(zip(nodes, result, strict=True))
     while stack:
         src, dst = stack.pop()
         for child in src["children"]:

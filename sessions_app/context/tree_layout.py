@@ -43,6 +43,8 @@ SMALL_RUN_FOLD = 40
 MIN_FOLD = 3
 #: Entries just before the highlighted leaf that are always shown.
 TAIL_KEEP = 12
+#: Unfolded runs at least this long get a fold toggle (folded on the client).
+GROUP_RUN = 3
 #: A lazily expanded run shows at most this many rows, then another fold row.
 RUN_PAGE = 300
 
@@ -60,6 +62,7 @@ class Node:
     tokens: int
     seq: int
     children: list[Node] = field(default_factory=list)
+    parent_id: str | None = None  # the parent's pi id (None for roots / orphans)
 
     @property
     def is_branch_point(self) -> bool:
@@ -73,7 +76,11 @@ class Node:
     def kind(self) -> str:
         """One word for the icon and CSS: user, assistant, toolResult, bash, compaction…"""
         if self.type == "message":
-            return "bash" if self.role == "bashExecution" else (self.role or "message")
+            if self.role == "bashExecution":
+                return "bash"
+            if self.role == "custom":
+                return "custom_message"
+            return self.role or "message"
         return self.type
 
     @property
@@ -98,8 +105,10 @@ class Row:
     """One line of the drawn tree.
 
     kind: "node" (an entry), "fold" (a folded linear run: `node` = first, `last` = last,
-    `count` entries) or "more" (a collapsed side branch below `node`: `count` more
-    entries, `leaves` leaves).
+    `count` entries), "more" (a collapsed side branch below `node`: `count` more
+    entries, `leaves` leaves), or a group marker the page turns into a foldable
+    container: "gopen" (`group` = "run" | "branch"), "grows" (a branch's rows start
+    after its head row) and "gclose".
     """
 
     kind: str
@@ -117,6 +126,7 @@ class Row:
     is_match: bool = False
     sibling_index: int = 0
     sibling_count: int = 1
+    group: str = ""
 
 
 class TreeIndex:
@@ -140,6 +150,7 @@ class TreeIndex:
                 self.roots.append(node)
             else:
                 parent.children.append(node)
+                node.parent_id = parent.id
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -327,9 +338,16 @@ class Layout:
         continuation (same depth) are pushed as new blocks. An explicit stack, so deep
         trees never recurse.
         """
-        stack = list(reversed(tasks))
+        stack: list = list(reversed(tasks))
         while stack:
-            head, depth, connector, expanded, skip_head, s_index, s_count = stack.pop()
+            task = stack.pop()
+            if task is None:
+                out.append(Row("gclose", out[-1].node, 0))
+                continue
+            head, depth, connector, expanded, skip_head, s_index, s_count = task
+            grouped = bool(connector) and not skip_head and bool(head.children)
+            if grouped:
+                out.append(Row("gopen", head, depth, group="branch"))
             if not skip_head:
                 out.append(
                     self._row(
@@ -343,6 +361,9 @@ class Layout:
                 )
             if not head.children:
                 continue
+            if grouped:
+                out.append(Row("grows", head, depth, group="branch"))
+                stack.append(None)  # closes the group once everything below is drawn
             if not expanded:
                 count, leaves = self.index.subtree_stats(head)
                 out.append(Row("more", head, depth, count=count - 1, leaves=leaves))
@@ -377,6 +398,10 @@ class Layout:
         limit = SMALL_RUN_FOLD if self.small else MIN_FOLD - 1
         if len(run) > limit and len(run) >= MIN_FOLD and run[0].pk not in self.expanded:
             out.append(Row("fold", run[0], depth, last=run[-1], count=len(run)))
+        elif len(run) >= GROUP_RUN:
+            out.append(Row("gopen", run[0], depth, last=run[-1], count=len(run), group="run"))
+            out.extend(self._row(n, depth) for n in run)
+            out.append(Row("gclose", run[-1], depth))
         else:
             out.extend(self._row(n, depth) for n in run)
         run.clear()

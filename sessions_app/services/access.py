@@ -83,9 +83,7 @@ def share_link_session_id(token: str | None) -> str | None:
     """
     if not token:
         return None
-    return (
-        ShareLink.objects.filter(token=token).values_list("session__pi_id", flat=True).first()
-    )
+    return ShareLink.objects.filter(token=token).values_list("session__pi_id", flat=True).first()
 
 
 def check_access(

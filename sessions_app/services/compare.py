@@ -102,7 +102,9 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
             params={"a": a_pi_id, "b": b_pi_id},
             progress={"phase": "queued"},
         )
-        tree.record_activity(locked, actor, "compare_requested", job=str(job.id), a=a_pi_id, b=b_pi_id)
+        tree.record_activity(
+            locked, actor, "compare_requested", job=str(job.id), a=a_pi_id, b=b_pi_id
+        )
         _publish(job)
         job_id = str(job.id)
 
@@ -191,7 +193,11 @@ def run_compare_summary(job_id) -> str | None:
         else:
             text = summarizer.complete(profile, _request(comparison)).text
             offline, model = False, profile.label
-        status, error, progress = Status.DONE, "", {"phase": "done", "summary": text, "offline": offline}
+        status, error, progress = (
+            Status.DONE,
+            "",
+            {"phase": "done", "summary": text, "offline": offline},
+        )
     except summarizer.SummaryError as exc:
         status, error, progress, model = Status.FAILED, str(exc), {"phase": "failed"}, ""
     except CompareError as exc:

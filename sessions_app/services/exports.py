@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -113,6 +114,13 @@ def _inline_css() -> str:
     return HtmlFormatter().get_style_defs(".highlight") + "\n" + ansi
 
 
+def _review_css() -> str:
+    from django.contrib.staticfiles import finders
+
+    found = finders.find("piweb/review.css")
+    return Path(found).read_text() if found else ""
+
+
 def export_html(session: Session, leaf_pi_id: str | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
     view = branch_view(session, leaf, leaf)
@@ -122,12 +130,15 @@ def export_html(session: Session, leaf_pi_id: str | None = None) -> str:
             "session": session,
             "view": view,
             "generated_at": timezone.now(),
-            "extra_css": _inline_css(),
+            "review_css": _review_css().replace("</", "<\\/"),
+            "extra_css": _inline_css().replace("</", "<\\/"),
         },
     )
 
 
-def export_session(session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None) -> Export:
+def export_session(
+    session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None
+) -> Export:
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":

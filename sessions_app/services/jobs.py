@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 Status = Job.Status
 SUMMARY_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
 TRIGGERS = ("manual", "threshold", "overflow")
-FOCUS_MAX_CHARS = 2000
+FOCUS_MAX_CHARS = 4000
 
 
 class JobError(ValueError):
@@ -673,14 +673,50 @@ def _run_branch_summary(job: Job, attempt: int) -> str | None:
     return _complete(job, attempt, payload, meta=meta)
 
 
+_WAIT = object()
+
+
+def _waits_for_agent_runs(job: Job) -> bool:
+    # An overflow compaction is called from inside the run itself: never wait for it.
+    return job.kind == Job.Kind.COMPACTION and (job.params or {}).get("trigger") != "overflow"
+
+
+def _agent_run_active(session_pk: int) -> bool:
+    return Job.objects.filter(
+        session_id=session_pk, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
+    ).exists()
+
+
 def _complete(job: Job, attempt: int, payload: dict | None, *, note: str = "", meta=None, **extra):
-    """Write the entry (or nothing) and finish the job, in one locked transaction."""
+    """Write the entry (or nothing) and finish the job, in one locked transaction.
+
+    A compaction that finishes while an agent run of the session is queued or running
+    waits for the run to end (heartbeating), then appends at the leaf the run left:
+    appending mid-run would put the compaction between the run's own entries.
+    """
+    limit = time.monotonic() + float(getattr(settings, "PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800))
+    waiting = False
+    while True:
+        result = _complete_once(job, attempt, payload, note=note, meta=meta, **extra)
+        if result is not _WAIT:
+            return result
+        if time.monotonic() > limit:
+            return _fail_own(job, attempt, "An agent run on this session did not finish in time.")
+        if not waiting:
+            waiting = True
+            _set_progress(job, attempt, phase="waiting_for_run")
+        time.sleep(0.5)
+
+
+def _complete_once(job: Job, attempt: int, payload: dict | None, *, note: str, meta, **extra):
     meta = meta or {}
     with transaction.atomic():
         session = tree.lock_session(job.session_id)
         locked = Job.objects.select_for_update().get(pk=job.pk)
         if locked.status != Status.RUNNING or locked.attempts != attempt or locked.result_entry_id:
             return None  # someone else took it over (we were presumed dead): write nothing
+        if payload is not None and _waits_for_agent_runs(locked) and _agent_run_active(session.pk):
+            return _WAIT
         if payload is None:
             _finish(locked, Status.DONE, phase="done", note=note, **meta)
             return Status.DONE

@@ -2,11 +2,13 @@
 
 `navigate` applies the pure core's rule (`SessionTree.navigate_target`): a user message
 or custom_message target puts the leaf on its parent and gives its text back for the
-input box; any other target becomes the leaf. It locks the session row, refuses while a
-compaction or branch summary of the same session is queued or running (their result
-is attached relative to the leaf they prepared from, so moving the leaf underneath
-them would attach it to the wrong branch), and does nothing when the leaf is already
-where it would go (double clicks and two tabs are harmless).
+input box; any other target becomes the leaf. It locks the session row and does nothing
+when the leaf is already where it would go (double clicks and two tabs are harmless).
+
+Navigation while a compaction or branch summary of the same session is running is
+allowed: the jobs service (services/jobs.py) attaches a branch summary to the position
+it was requested for, whatever the leaf does meanwhile, and supersedes a compaction
+whose leaf moved to another branch. `blocking_job` lets the page say so.
 """
 
 from dataclasses import dataclass
@@ -19,10 +21,6 @@ from sessions_app.services import events
 from sessions_app.services.tree import label_entry, lock_session, record_activity
 
 BLOCKING_JOB_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
-
-
-class NavigationRefused(Exception):
-    """The move cannot happen now; `str(exc)` is fit to show the user."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +55,6 @@ def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationRe
     """Move the leaf for a click on `target_pi_id` (see module docstring)."""
     with transaction.atomic():
         locked = lock_session(session.pk)
-        job = blocking_job(locked)
-        if job is not None:
-            raise NavigationRefused(
-                f"A {job.get_kind_display().lower()} of this session is {job.status}; "
-                "navigate when it has finished."
-            )
         rule = resolve_target(locked, target_pi_id)
         new_leaf = rule["leafId"]
         if new_leaf is not None and not Entry.objects.filter(session=locked, pi_id=new_leaf).exists():

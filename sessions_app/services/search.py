@@ -310,9 +310,7 @@ def _like_prefix(text: str) -> str:
 def _hits(ids: list[int], query: str) -> list[SearchHit]:
     docs = {
         d.entry_id: d
-        for d in SearchDocument.objects.filter(entry_id__in=ids).select_related(
-            "entry", "session"
-        )
+        for d in SearchDocument.objects.filter(entry_id__in=ids).select_related("entry", "session")
     }
     words = [text for op, text in parse_query(query) if op != "not"]
     hits = []

@@ -5,12 +5,14 @@ PostgreSQL; SQLite serializes writers with BEGIN IMMEDIATE). Two appenders that 
 saw leaf L pass `parent_pi_id=L` and make a branch at L; no entry is ever lost.
 """
 
+import json
 import secrets
 import uuid
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
+from sessions_app.context.jsonl import serialize_entry
 from sessions_app.context.preview import (
     entry_preview,
     entry_role,
@@ -136,6 +138,7 @@ def append_entry(
             parent_pi_id=parent.pi_id if parent else None,
             seq=locked.next_seq,
             payload=full,
+            line=serialize_entry(full),
             **entry_columns(full),
         )
         locked.next_seq += 1
@@ -212,7 +215,12 @@ def path_entry_pks(leaf_pk: int) -> list[int]:
 
 
 def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
-    """The pi payloads on the path root→leaf (default: the session's leaf), in one query."""
+    """The pi payloads on the path root→leaf (default: the session's leaf), in one query.
+
+    Reads each entry's exact JSON text (`line`; `payload` for rows written without it)
+    and decodes it with json.loads: cheaper than the JSONField round trip, and exact
+    where jsonb is not (key order, NUL, lone surrogates).
+    """
     if leaf_pi_id is UNSET:
         leaf_pk = session.leaf_id
     elif leaf_pi_id is None:
@@ -230,14 +238,34 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
             FROM {table} e JOIN path p ON e.id = p.parent_id
             WHERE p.depth < %s
         )
-        SELECT e.payload FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
+        SELECT e.line, CASE WHEN e.line = '' THEN e.payload END
+        FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
     """
-    field = Entry._meta.get_field("payload")
     with connection.cursor() as cursor:
         cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
-        return [field.from_db_value(row[0], None, connection) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    return _decode_rows(rows)
+
+
+def _decode_rows(rows) -> list[dict]:
+    loads = json.loads
+    if all(line for line, _ in rows):
+        # One C-level parse of the whole path is faster than one call per entry.
+        return loads("[" + ",".join(line for line, _ in rows) + "]")
+    field = Entry._meta.get_field("payload")
+    return [
+        loads(line) if line else field.from_db_value(payload, None, connection)
+        for line, payload in rows
+    ]
 
 
 def load_all_entries(session: Session) -> list[dict]:
     """Every payload of the session in append order (what pi's getEntries() returns)."""
-    return list(session.entries.order_by("seq").values_list("payload", flat=True))
+    table = Entry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT line, CASE WHEN line = '' THEN payload END FROM {table} "
+            "WHERE session_id = %s ORDER BY seq",
+            [session.pk],
+        )
+        return _decode_rows(cursor.fetchall())

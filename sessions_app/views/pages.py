@@ -1,35 +1,146 @@
-"""Sessions list and session page (the tree). Thin: they ask services and render."""
+"""Sessions list (search, paging, import, new session) and the session page (the tree).
 
+Thin: they ask services and render. The tree itself is laid out in views/tree.py.
+"""
+
+import os
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
-from django.shortcuts import render
+from django.db.models import Exists, OuterRef, Q
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import path
+from django.views.decorators.http import require_POST
 
-from sessions_app.services.access import check_access, visible_sessions
+from sessions_app.models import Entry, Session
+from sessions_app.services import tree as tree_service
+from sessions_app.services.access import VIEWER, check_access, visible_sessions
+from sessions_app.services.llm import model_profiles
+from sessions_app.views.tree import entry_context, tree_context, tree_state
+
+PAGE_SIZE = 50
+MAX_UPLOAD_BYTES = 512 * 1024 * 1024
+
+
+def _list_context(request, **extra) -> dict:
+    sessions = visible_sessions(request.user).select_related("owner").order_by("-modified_at")
+    query = request.GET.get("q", "").strip()[:200]
+    if query:
+        text_match = Entry.objects.filter(session=OuterRef("pk"), preview__icontains=query)
+        sessions = sessions.filter(
+            Q(name__icontains=query)
+            | Q(first_message__icontains=query)
+            | Q(cwd__icontains=query)
+            | Q(pi_id__startswith=query)
+            | Exists(text_match)
+        )
+    source = request.GET.get("source", "")
+    if source in Session.Source.values:
+        sessions = sessions.filter(source=source)
+    page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    return {
+        "page": page,
+        "query": query,
+        "source": source,
+        "sources": Session.Source.choices,
+        "profiles": sorted(model_profiles()),
+        "workspace_roots": [str(p) for p in settings.PIWEB_WORKSPACE_ROOTS],
+        **extra,
+    }
 
 
 @login_required
 def session_list(request):
-    sessions = visible_sessions(request.user).select_related("owner").order_by("-modified_at")
-    query = request.GET.get("q", "").strip()
-    if query:
-        sessions = sessions.filter(
-            Q(name__icontains=query) | Q(first_message__icontains=query) | Q(cwd__icontains=query)
-        )
-    page = Paginator(sessions, 50).get_page(request.GET.get("page"))
-    return render(request, "sessions_app/session_list.html", {"page": page, "query": query})
+    return render(request, "sessions_app/session_list.html", _list_context(request))
+
+
+@login_required
+@require_POST
+def import_session(request):
+    """Upload a pi JSONL file; show the importer's report (skipped lines, warnings)."""
+    from sessions_app.services.importer import SessionImportError, import_jsonl_stream
+
+    upload = request.FILES.get("file")
+    context = {}
+    if upload is None:
+        context["import_error"] = "Choose a .jsonl file to import."
+    elif upload.size > MAX_UPLOAD_BYTES:
+        context["import_error"] = "That file is too large to import here."
+    else:
+        try:
+            report = import_jsonl_stream(upload.file, request.user, filename=upload.name)
+        except SessionImportError as exc:
+            context["import_error"] = str(exc)
+        else:
+            context["import_report"] = report
+    status = 400 if "import_error" in context else 200
+    template = (
+        "sessions_app/_import_result.html" if request.htmx else "sessions_app/session_list.html"
+    )
+    if not request.htmx:
+        context = _list_context(request, **context)
+    return render(request, template, context, status=status)
+
+
+def _cwd_problem(cwd: str) -> str | None:
+    if not cwd:
+        return "Give the working directory for the session."
+    if not os.path.isabs(cwd):
+        return "The working directory must be an absolute path."
+    real = os.path.realpath(cwd)
+    for root in settings.PIWEB_WORKSPACE_ROOTS:
+        root_real = os.path.realpath(root)
+        if real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep):
+            return None
+    roots = ", ".join(str(r) for r in settings.PIWEB_WORKSPACE_ROOTS)
+    return f"The working directory must be inside a workspace root ({roots})."
+
+
+@login_required
+@require_POST
+def new_session(request):
+    cwd = request.POST.get("cwd", "").strip()
+    name = request.POST.get("name", "").strip()[:500]
+    profile = request.POST.get("model_profile", "").strip()
+    problem = _cwd_problem(cwd)
+    if profile and profile not in model_profiles():
+        problem = problem or f"Unknown model profile {profile!r}."
+    if problem:
+        context = _list_context(request, new_error=problem, new_values=request.POST)
+        return render(request, "sessions_app/session_list.html", context, status=400)
+    session = tree_service.create_session(
+        owner=request.user, cwd=os.path.realpath(cwd), name=name, model_profile=profile
+    )
+    if name:
+        tree_service.rename_session(session, name, actor=request.user)
+    messages.success(request, "Session created.")
+    return redirect("sessions_app:session_detail", session_id=session.pi_id)
 
 
 @login_required
 def session_detail(request, session_id):
-    access = check_access(request.user, session_id)
-    return render(
-        request, "sessions_app/session_detail.html", {"access": access, "session": access.session}
-    )
+    access = check_access(request.user, session_id, VIEWER)
+    session = access.session
+    state = tree_state(request, session)
+    context = tree_context(request, access, state)
+    target = state["target"]
+    if target and target in context["layout"].index.by_id:
+        entry = Entry.objects.filter(session=session, pi_id=target).first()
+        if entry is not None:
+            context["entry_html"] = render_to_string(
+                "sessions_app/tree/_entry.html",
+                entry_context(access, entry, context["view_leaf"]),
+                request=request,
+            )
+    return render(request, "sessions_app/session_detail.html", context)
 
 
 urlpatterns = [
     path("", session_list, name="session_list"),
+    path("import/", import_session, name="session_import"),
+    path("new/", new_session, name="session_new"),
     path("s/<str:session_id>/", session_detail, name="session_detail"),
 ]

@@ -3,9 +3,10 @@
 // `piweb:<event>` (detail = data), so each panel listens only for what it needs.
 (function () {
   "use strict";
-  function connect(sessionId) {
+  function connect(sessionId, shareToken) {
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     var url = proto + location.host + "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
+    if (shareToken) url += "?share=" + encodeURIComponent(shareToken); // read-only link visitor
     var delay = 500;
     var socket;
     function open() {
@@ -38,6 +39,6 @@
   window.piweb.connect = connect;
   document.addEventListener("DOMContentLoaded", function () {
     var el = document.querySelector("[data-piweb-session]");
-    if (el) window.piweb.socket = connect(el.dataset.piwebSession);
+    if (el) window.piweb.socket = connect(el.dataset.piwebSession, el.dataset.piwebShare);
   });
 })();

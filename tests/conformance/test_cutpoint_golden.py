@@ -36,7 +36,9 @@ def _summary(messages):
 def test_find_cut_point(case):
     case = require_case(NAME, case)
     inp = case["input"]
-    got = find_cut_point(_entries(case), inp["startIndex"], inp["endIndex"], inp["keepRecentTokens"])
+    got = find_cut_point(
+        _entries(case), inp["startIndex"], inp["endIndex"], inp["keepRecentTokens"]
+    )
     assert got == case["output"]
 
 
@@ -44,7 +46,10 @@ def test_find_cut_point(case):
 def test_find_turn_start_index(case):
     case = require_case(NAME, case)
     inp = case["input"]
-    assert find_turn_start_index(_entries(case), inp["entryIndex"], inp["startIndex"]) == case["output"]
+    assert (
+        find_turn_start_index(_entries(case), inp["entryIndex"], inp["startIndex"])
+        == case["output"]
+    )
 
 
 @pytest.mark.parametrize("case", golden_params(NAME, functions={"prepareCompaction"}))

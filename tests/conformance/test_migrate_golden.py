@@ -6,7 +6,11 @@ import copy
 
 import pytest
 
-from sessions_app.context.jsonl import iter_session_lines, migrate_session_entries, parse_session_entries
+from sessions_app.context.jsonl import (
+    iter_session_lines,
+    migrate_session_entries,
+    parse_session_entries,
+)
 
 from ._cases import golden_params, require_case
 

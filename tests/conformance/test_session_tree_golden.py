@@ -29,7 +29,11 @@ def test_branches_labels_name_children(case):
     got_branches = [[e["id"] for e in tree.get_branch(i)] for i in case["input"]["branchFromIds"]]
     assert got_branches == out["getBranch"]
     assert [e["id"] for e in tree.get_branch()] == out["getBranchDefault"]
-    labels = {e["id"]: tree.get_label(e["id"]) for e in case["input"]["entries"] if tree.get_label(e["id"])}
+    labels = {
+        e["id"]: tree.get_label(e["id"])
+        for e in case["input"]["entries"]
+        if tree.get_label(e["id"])
+    }
     assert labels == out["labels"]
     assert tree.session_name == out["sessionName"]
     root_id = case["input"]["entries"][0]["id"]

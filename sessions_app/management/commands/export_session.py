@@ -1,0 +1,36 @@
+"""Export one session: `manage.py export_session SESSION_ID --format html|md|jsonl [--leaf ID] [-o FILE]`."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.models import Session
+from sessions_app.services import exports
+
+
+class Command(BaseCommand):
+    help = "Export a session as pi JSONL, a self-contained HTML file, or Markdown of one branch."
+
+    def add_arguments(self, parser):
+        parser.add_argument("session_id", help="The session's id (pi header id).")
+        parser.add_argument("--format", choices=exports.FORMATS, default="html")
+        parser.add_argument("--leaf", default=None, help="Branch to export (default: the leaf).")
+        parser.add_argument("-o", "--output", default="-", help="Output file ('-' = stdout).")
+
+    def handle(self, *args, session_id, format, leaf, output, **options):
+        session = Session.objects.filter(pi_id=session_id).first()
+        if session is None:
+            raise CommandError(f"No session with id {session_id!r}.")
+        try:
+            result = exports.export_session(session, format, leaf)
+        except exports.ExportError as exc:
+            raise CommandError(str(exc)) from exc
+        if output == "-":
+            sys.stdout.write(result.content)
+            return
+        target = Path(output)
+        if target.is_dir():
+            target = target / result.filename
+        target.write_text(result.content, encoding="utf-8")
+        self.stderr.write(f"wrote {target} ({len(result.content.encode()):,} bytes)")

@@ -1,0 +1,659 @@
+"""Chat: send a message or `!cmd`, stop a run, switch the model, and run the agent.
+
+Where a run lives: in a Celery worker, as a Job of kind ``agent_run``. The web process
+only records the user's entry and the job (one transaction) and enqueues it, so a run
+survives page reloads, second tabs, dropped websockets and web-process restarts, and
+works whichever web process a viewer is connected to: the worker publishes every event
+to the session's channel-layer group and keeps the in-progress state (streamed text,
+tool calls, the latest bash snapshot) in Redis with a TTL, from which a page that
+(re)connects renders the run as it is now.
+
+One run per session at a time: sending locks the session row, refuses while an active
+agent_run Job exists, and a partial unique index on Job (one queued/running agent_run
+per session) backs that up in the database. A second submit gets a clear "busy" error.
+
+Stop crosses processes through Redis: the view sets an abort key, the run polls it
+(every 0.2 s) and triggers its AbortSignal, which closes the LLM stream and kills the
+bash process group.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, transaction
+from django.utils import timezone
+
+from sessions_app.agent.loop import AgentRun, LLMConfig, now_ms
+from sessions_app.agent.paths import Workspace, WorkspaceError, check_cwd
+from sessions_app.agent.shell import run_shell, shell_env, snapshot_event
+from sessions_app.agent.signals import AbortSignal
+from sessions_app.agent.tools import ALL_TOOLS, ToolContext
+from sessions_app.context.messages import build_session_context, convert_to_llm
+from sessions_app.context.skills import load_skills
+from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
+from sessions_app.models import Job, Session
+from sessions_app.services import events, llm, tree
+
+log = logging.getLogger(__name__)
+
+RUN_STATE_TTL = 3600
+ABORT_TTL = 3600
+ABORT_POLL_SECONDS = 0.2
+HEARTBEAT_SECONDS = 5.0
+STATE_FLUSH_SECONDS = 0.25
+USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
+MAX_MESSAGE_CHARS = 200_000
+
+
+class ChatError(Exception):
+    """A request the chat refuses, with the message to show."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        if code:
+            self.code = code
+
+
+class RunBusy(ChatError):
+    code = "busy"
+    status = 409
+
+
+# ----------------------------------------------------------------------------- redis
+
+
+_redis_client: redis.Redis | None = None
+_redis_url: str | None = None
+
+
+def redis_client() -> redis.Redis:
+    global _redis_client, _redis_url
+    if _redis_client is None or _redis_url != settings.REDIS_URL:
+        _redis_client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+        _redis_url = settings.REDIS_URL
+    return _redis_client
+
+
+def _key(kind: str, ident: Any) -> str:
+    prefix = getattr(settings, "PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
+    return f"{prefix}:{kind}:{ident}"
+
+
+def run_state(session: Session) -> dict | None:
+    """The in-progress run of a session as last saved by the worker, or None."""
+    try:
+        raw = redis_client().get(_key("run", session.pk))
+    except redis.RedisError as exc:
+        log.warning("could not read run state: %s", exc)
+        return None
+    return json.loads(raw) if raw else None
+
+
+def active_run(session: Session) -> Job | None:
+    return (
+        Job.objects.filter(session=session, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
+        .order_by("created_at")
+        .first()
+    )
+
+
+# ----------------------------------------------------------------------------- sending
+
+
+@dataclass(frozen=True)
+class Parsed:
+    mode: str  # "agent" | "bash"
+    text: str
+    exclude: bool = False
+
+
+def parse_input(text: str) -> Parsed:
+    text = (text or "").strip()
+    if not text:
+        raise ChatError("Type a message (or !command to run a shell command).", "empty")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ChatError(f"The message is too long (over {MAX_MESSAGE_CHARS} characters).", "too_long")
+    if text.startswith("!!"):
+        command = text[2:].strip()
+        if not command:
+            raise ChatError("Give a command after !!.", "empty")
+        return Parsed("bash", command, exclude=True)
+    if text.startswith("!"):
+        command = text[1:].strip()
+        if not command:
+            raise ChatError("Give a command after !.", "empty")
+        return Parsed("bash", command)
+    return Parsed("agent", text)
+
+
+def _reap_stale(session: Session) -> None:
+    """Fail active runs whose worker stopped reporting (crashed), so the session is usable."""
+    limit = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)
+    stale = Job.objects.filter(
+        session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING, heartbeat_at__lt=limit
+    )
+    for job in stale:
+        Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(
+            status=Job.Status.FAILED,
+            error="The worker running this stopped reporting.",
+            finished_at=timezone.now(),
+        )
+        events.publish(session.pk, "run_end", {"run_id": str(job.pk), "status": "failed"})
+
+
+def send_message(session: Session, user, text: str) -> Job:
+    """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
+    parsed = parse_input(text)
+    profile = llm.resolve_profile(session.model_profile)
+    if parsed.mode == "agent" and profile is None:
+        raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
+    try:
+        check_cwd(session.cwd, settings.PIWEB_WORKSPACE_ROOTS)
+    except WorkspaceError as exc:
+        raise ChatError(str(exc), "workspace") from None
+    try:
+        with transaction.atomic():
+            locked = tree.lock_session(session.pk)
+            _reap_stale(locked)
+            busy = active_run(locked)
+            if busy is not None:
+                raise RunBusy(
+                    "A run is already in progress on this session. Wait for it to finish or "
+                    "press Stop, then send again."
+                )
+            params: dict[str, Any] = {"mode": parsed.mode}
+            if parsed.mode == "agent":
+                entry = tree.append_entry(
+                    locked,
+                    {
+                        "type": "message",
+                        "message": {
+                            "role": "user",
+                            "content": [{"type": "text", "text": parsed.text}],
+                            "timestamp": now_ms(),
+                        },
+                    },
+                    actor=user,
+                )
+                params["parent"] = entry.pi_id
+            else:
+                params.update(
+                    command=parsed.text,
+                    exclude=parsed.exclude,
+                    parent=locked.leaf.pi_id if locked.leaf_id else None,
+                )
+            job = Job.objects.create(
+                session=locked,
+                kind=Job.Kind.AGENT_RUN,
+                status=Job.Status.QUEUED,
+                created_by=user if getattr(user, "is_authenticated", False) else None,
+                params=params,
+                model=profile.model if profile and parsed.mode == "agent" else "",
+                prepared_leaf_pi_id=params["parent"],
+            )
+            tree.record_activity(locked, user, "chat_sent", mode=parsed.mode, job=str(job.pk))
+            transaction.on_commit(lambda: _enqueue(job))
+    except IntegrityError:
+        raise RunBusy("A run is already in progress on this session.") from None
+    session.refresh_from_db()
+    return job
+
+
+def _enqueue(job: Job) -> None:
+    from sessions_app.tasks import agent_run
+
+    agent_run.delay(str(job.pk))
+    events.publish_now(
+        job.session_id,
+        "job_progress",
+        {"job_id": str(job.pk), "kind": job.kind, "status": job.status, "progress": {}, "error": "", "result_entry": None},
+    )
+
+
+def stop_run(session: Session, user) -> Job | None:
+    """Stop the session's active run: cancel it if still queued, else signal the worker."""
+    job = active_run(session)
+    if job is None:
+        return None
+    cancelled = Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
+        status=Job.Status.CANCELLED, finished_at=timezone.now(), error="Stopped before it started."
+    )
+    if cancelled:
+        events.publish_now(session.pk, "run_end", {"run_id": str(job.pk), "status": "cancelled"})
+    else:
+        redis_client().set(_key("abort", job.pk), "1", ex=ABORT_TTL)
+    tree.record_activity(session, user, "chat_stopped", job=str(job.pk))
+    return job
+
+
+def switch_model(session: Session, user, profile_name: str):
+    """Use another model profile from now on: a pi `model_change` entry at the leaf."""
+    profile = llm.model_profiles().get(profile_name)
+    if profile is None:
+        raise ChatError(f"Unknown model profile: {profile_name!r}.", "unknown_model")
+    with transaction.atomic():
+        entry = tree.append_entry(
+            session,
+            {"type": "model_change", "provider": profile.provider, "modelId": profile.model},
+            actor=user,
+        )
+        Session.objects.filter(pk=session.pk).update(model_profile=profile.name)
+        tree.record_activity(session, user, "model_changed", profile=profile.name)
+    session.refresh_from_db()
+    return entry
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+class RunState:
+    """The in-progress run, mirrored to Redis (throttled) for pages that (re)connect."""
+
+    def __init__(self, session_pk: int, run_id: str, mode: str):
+        self.key = _key("run", session_pk)
+        self.data: dict[str, Any] = {
+            "run_id": run_id,
+            "mode": mode,
+            "status": "running",
+            "text": "",
+            "thinking": "",
+            "tools": {},
+            "order": [],
+        }
+        self.last_flush = 0.0
+        self.dirty = False
+
+    def apply(self, event: str, data: dict) -> bool:
+        """Update from an event; True when it should be saved now (structural change)."""
+        d = self.data
+        if event == "text_delta":
+            d["thinking" if data.get("kind") == "thinking" else "text"] += data.get("delta", "")
+            return False
+        if event == "tool_start":
+            d["tools"][data["tool_call_id"]] = {
+                "name": data["name"], "args": data.get("args"), "snapshot": None, "done": False,
+                "is_error": False,
+            }  # fmt: skip
+            d["order"].append(data["tool_call_id"])
+            return True
+        if event == "bash_snapshot":
+            tool = d["tools"].get(data["tool_call_id"])
+            if tool is not None:
+                tool["snapshot"] = {k: v for k, v in data.items() if k not in ("run_id", "tool_call_id")}
+            return False
+        if event == "tool_end":
+            tool = d["tools"].get(data["tool_call_id"])
+            if tool is not None:
+                tool["done"] = True
+                tool["is_error"] = data.get("is_error", False)
+            return True
+        if event == "run_status":
+            d["status"] = data.get("status", d["status"])
+            return True
+        return False
+
+    def message_persisted(self, message: dict) -> None:
+        if message.get("role") == "assistant":
+            self.data["text"] = ""
+            self.data["thinking"] = ""
+        elif message.get("role") == "toolResult":
+            call_id = message.get("toolCallId")
+            self.data["tools"].pop(call_id, None)
+            if call_id in self.data["order"]:
+                self.data["order"].remove(call_id)
+        self.flush(force=True)
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_flush < STATE_FLUSH_SECONDS:
+            self.dirty = True
+            return
+        try:
+            redis_client().set(self.key, json.dumps(self.data), ex=RUN_STATE_TTL)
+        except redis.RedisError as exc:
+            log.warning("could not save run state: %s", exc)
+        self.last_flush = now
+        self.dirty = False
+
+    def clear(self) -> None:
+        try:
+            redis_client().delete(self.key)
+        except redis.RedisError:
+            pass
+
+
+class _Watcher(threading.Thread):
+    """Polls the Redis abort key and keeps the job's heartbeat fresh."""
+
+    def __init__(self, job: Job, abort: AbortSignal):
+        super().__init__(name=f"run-watch-{str(job.pk)[:8]}", daemon=True)
+        self.job_pk = job.pk
+        self.abort = abort
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        key = _key("abort", self.job_pk)
+        last_beat = time.monotonic()
+        try:
+            while not self.stopped.wait(ABORT_POLL_SECONDS):
+                try:
+                    if redis_client().exists(key):
+                        self.abort.trigger("stopped by user")
+                except redis.RedisError as exc:
+                    log.warning("abort poll failed: %s", exc)
+                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    try:
+                        Job.objects.filter(pk=self.job_pk).update(heartbeat_at=timezone.now())
+                    except Exception as exc:  # the heartbeat must not kill the run
+                        log.warning("heartbeat failed: %s", exc)
+        finally:
+            close_old_connections()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(5)
+
+
+class _Hooks:
+    """RunHooks for the agent loop: the tree, the channel layer and Redis."""
+
+    def __init__(self, session: Session, job: Job, state: RunState, parent: str | None):
+        self.session = session
+        self.job = job
+        self.state = state
+        self.parent = parent
+        self.last_entry = None
+
+    def emit(self, event: str, data: dict) -> None:
+        structural = self.state.apply(event, data)
+        events.publish_now(self.session.pk, event, data)
+        self.state.flush(force=structural)
+
+    def context(self) -> list[dict]:
+        path = tree.load_path(self.session, self.parent)
+        return convert_to_llm(build_session_context(path)["messages"]) if path else []
+
+    def persist(self, message: dict) -> None:
+        self.last_entry = append_on_branch(
+            self.session, {"type": "message", "message": message}, self.parent
+        )
+        self.parent = self.last_entry.pi_id
+        self.state.message_persisted(message)
+        events.publish_now(
+            self.session.pk,
+            "message_end",
+            {
+                "run_id": str(self.job.pk),
+                "entry_id": self.last_entry.pi_id,
+                "role": message.get("role"),
+                "tool_call_id": message.get("toolCallId"),
+            },
+        )
+
+    def compact_for_overflow(self) -> bool:
+        try:
+            from sessions_app.services import jobs as jobs_service
+        except ImportError:
+            return False
+        compact = getattr(jobs_service, "compact_for_overflow", None)
+        if compact is None:
+            return False
+        self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})
+        try:
+            result = compact(self.session)
+        except Exception as exc:
+            log.warning("overflow compaction failed: %s", exc)
+            return False
+        if result is None or result.status != Job.Status.DONE or not result.result_entry_id:
+            return False
+        self.session.refresh_from_db()
+        self.parent = result.result_entry.pi_id
+        self.emit("run_status", {"run_id": str(self.job.pk), "status": "running"})
+        return True
+
+
+def append_on_branch(session: Session, payload: dict, parent: str | None):
+    """Append under `parent` (the run's branch). The leaf follows only if it is still at
+    `parent`: a viewer who navigated elsewhere meanwhile is not pulled back."""
+    with transaction.atomic():
+        locked = tree.lock_session(session.pk)
+        current = locked.leaf.pi_id if locked.leaf_id else None
+        return tree.append_entry(locked, payload, parent_pi_id=parent, move_leaf=current == parent)
+
+
+def system_prompt_for(cwd: str) -> str:
+    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
+    skills = load_skills(
+        [
+            (os.path.join(cwd, ".pi", "skills"), "project"),
+            (os.path.join(agent_dir, "skills"), "user"),
+        ]
+    )
+    result = build_system_prompt(
+        cwd,
+        [ToolInfo(t.name, t.snippet) for t in ALL_TOOLS],
+        context_files=None,
+        skills=skills,
+        agent_dir=agent_dir,
+    )
+    return result.prompt
+
+
+def _artifact_dir(session: Session) -> str:
+    return os.path.join(os.fspath(settings.PIWEB_ARTIFACT_DIR), session.pi_id)
+
+
+def _claim(job_id: str) -> Job | None:
+    now = timezone.now()
+    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
+        status=Job.Status.RUNNING, started_at=now, heartbeat_at=now
+    )
+    if not claimed:
+        job = Job.objects.filter(pk=job_id).first()
+        if job is not None and job.status == Job.Status.RUNNING:
+            # Redelivered after the worker that ran it died: nobody is running it now.
+            Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+                status=Job.Status.FAILED,
+                error="The worker running this died; send the message again.",
+                finished_at=now,
+            )
+            events.publish_now(job.session_id, "run_end", {"run_id": str(job_id), "status": "failed"})
+        return None
+    return Job.objects.select_related("session").get(pk=job_id)
+
+
+def _finish(job: Job, status: str, error: str = "", result_entry=None) -> None:
+    job_status = {
+        "done": Job.Status.DONE,
+        "aborted": Job.Status.CANCELLED,
+        "error": Job.Status.FAILED,
+        "failed": Job.Status.FAILED,
+    }[status]
+    Job.objects.filter(pk=job.pk).update(
+        status=job_status,
+        error=error[:2000],
+        finished_at=timezone.now(),
+        progress={"outcome": status},
+        result_entry=result_entry,
+    )
+    events.publish_now(job.session_id, "run_end", {"run_id": str(job.pk), "status": status})
+    events.publish_now(
+        job.session_id,
+        "job_progress",
+        {
+            "job_id": str(job.pk), "kind": job.kind, "status": job_status, "progress": {"outcome": status},
+            "error": error[:2000], "result_entry": result_entry.pi_id if result_entry else None,
+        },
+    )  # fmt: skip
+
+
+def execute_run(job_id: str) -> str | None:
+    """Run one queued agent_run job to the end (called by the Celery task)."""
+    job = _claim(job_id)
+    if job is None:
+        return None
+    session = job.session
+    mode = job.params.get("mode", "agent")
+    abort = AbortSignal()
+    watcher = _Watcher(job, abort)
+    state = RunState(session.pk, str(job.pk), mode)
+    state.flush(force=True)
+    watcher.start()
+    hooks = _Hooks(session, job, state, job.params.get("parent"))
+    status, error = "error", ""
+    try:
+        cwd = check_cwd(session.cwd, settings.PIWEB_WORKSPACE_ROOTS)
+        if mode == "bash":
+            status = _run_user_bash(job, hooks, cwd, abort)
+        else:
+            status, error = _run_agent(job, hooks, cwd, abort)
+    except Exception as exc:
+        log.exception("agent run %s failed", job.pk)
+        status, error = "failed", f"{exc.__class__.__name__}: {exc}"
+        if mode == "agent":
+            try:
+                hooks.persist(
+                    {
+                        "role": "assistant", "content": [], "api": "openai-completions",
+                        "provider": "piweb", "model": job.model or "", "usage": None,
+                        "stopReason": "error", "errorMessage": f"The run failed: {error}",
+                        "timestamp": now_ms(),
+                    }
+                )  # fmt: skip
+            except Exception:
+                log.exception("could not record the failure of run %s", job.pk)
+    finally:
+        watcher.stop()
+        state.clear()
+        try:
+            redis_client().delete(_key("abort", job.pk))
+        except redis.RedisError:
+            pass
+        _finish(job, status, error, hooks.last_entry)
+    if status == "done" and mode == "agent":
+        _after_run(session)
+    return status
+
+
+def _after_run(session: Session) -> None:
+    try:
+        from sessions_app.services import jobs as jobs_service
+    except ImportError:
+        return
+    hook = getattr(jobs_service, "maybe_compact_after_run", None)
+    if hook is None:
+        return
+    try:
+        session.refresh_from_db()
+        hook(session)
+    except Exception:
+        log.exception("post-run compaction check failed for session %s", session.pk)
+
+
+def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[str, str]:
+    profile = llm.resolve_profile(job.session.model_profile)
+    if profile is None:
+        hooks.persist(
+            {
+                "role": "assistant", "content": [], "api": "openai-completions", "provider": "piweb",
+                "model": "", "usage": None, "stopReason": "error",
+                "errorMessage": llm.HOW_TO_CONFIGURE, "timestamp": now_ms(),
+            }
+        )  # fmt: skip
+        return "error", "no model configured"
+    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
+    workspace = Workspace(cwd, read_roots=[os.path.join(agent_dir, "skills")])
+    tool_ctx = ToolContext(
+        workspace=workspace,
+        artifact_dir=_artifact_dir(job.session),
+        abort=abort,
+        bash_env=shell_env({"PIWEB_SESSION_ID": job.session.pi_id}),
+    )
+    run = AgentRun(
+        llm=LLMConfig(
+            base_url=profile.base_url,
+            model=profile.model,
+            api_key=profile.api_key,
+            provider=profile.provider,
+            max_output=profile.max_output,
+            timeout=profile.timeout,
+        ),
+        system_prompt=system_prompt_for(cwd),
+        tools=list(ALL_TOOLS),
+        tool_ctx=tool_ctx,
+        hooks=hooks,
+        abort=abort,
+        run_id=str(job.pk),
+        max_retries=int(getattr(settings, "PIWEB_LLM_MAX_RETRIES", 3)),
+        retry_base=float(getattr(settings, "PIWEB_LLM_RETRY_BASE_SECONDS", 1.0)),
+    )
+    status = run.run()
+    error = ""
+    if status == "error" and hooks.last_entry is not None:
+        error = (hooks.last_entry.payload.get("message") or {}).get("errorMessage", "")
+    return status, error
+
+
+def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str:
+    command = job.params["command"]
+    exclude = bool(job.params.get("exclude"))
+    run_id = str(job.pk)
+    call_id = f"user-bash-{run_id[:8]}"
+    hooks.emit(
+        "tool_start",
+        {"run_id": run_id, "tool_call_id": call_id, "name": "bash", "args": {"command": command}, "user": True},
+    )
+
+    def on_snapshot(snap) -> None:
+        hooks.emit("bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)})
+
+    artifact_dir = _artifact_dir(job.session)
+
+    def output_file() -> str:
+        os.makedirs(artifact_dir, exist_ok=True)
+        return os.path.join(artifact_dir, f"user-bash-{os.urandom(8).hex()}.log")
+
+    outcome = run_shell(
+        command,
+        cwd,
+        output_path=output_file,
+        timeout=USER_BASH_TIMEOUT or None,
+        abort=abort,
+        on_snapshot=on_snapshot,
+        env=shell_env({"PIWEB_SESSION_ID": job.session.pi_id}),
+    )
+    result = outcome.result
+    hooks.emit(
+        "tool_end",
+        {"run_id": run_id, "tool_call_id": call_id, "is_error": outcome.aborted or bool(outcome.exit_code)},
+    )
+    message: dict[str, Any] = {
+        "role": "bashExecution",
+        "command": command,
+        "output": result.truncation.content,
+    }
+    if outcome.exit_code is not None:
+        message["exitCode"] = outcome.exit_code
+    message["cancelled"] = outcome.aborted or outcome.timed_out
+    message["truncated"] = result.truncation.truncated
+    if result.full_output_path and result.truncation.truncated:
+        message["fullOutputPath"] = result.full_output_path
+    message["timestamp"] = now_ms()
+    if exclude:
+        message["excludeFromContext"] = True
+    hooks.persist(message)
+    return "aborted" if outcome.aborted else "done"

@@ -1,0 +1,69 @@
+"""Export a session as a pi session file (JSONL) that pi itself loads.
+
+The header line first, then every entry in append (seq) order, each as JSON.stringify
+writes it: no spaces, non-ASCII kept. Imported entries are written back byte for byte
+(their stored `line`); entries written without one are serialized from `payload`.
+Streams with `.iterator()`, so a 100,000-entry session never sits in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sessions_app.context.jsonl import serialize_entry
+from sessions_app.models import Entry, Session
+
+CHUNK = 2000
+
+
+def header_line(session: Session) -> str:
+    return session.header_line or serialize_entry(session.header())
+
+
+def iter_session_lines(session: Session) -> Iterator[str]:
+    """The file's lines, each ending in a newline."""
+    yield header_line(session) + "\n"
+    rows = (
+        Entry.objects.filter(session=session)
+        .order_by("seq")
+        .values_list("line", "pk")
+        .iterator(chunk_size=CHUNK)
+    )
+    for line, pk in rows:
+        if not line:
+            payload = Entry.objects.values_list("payload", flat=True).get(pk=pk)
+            line = serialize_entry(payload)
+        yield line + "\n"
+
+
+def export_to_file(session: Session, fileobj) -> int:
+    """Write the session to a binary file object; returns the number of bytes."""
+    written = 0
+    buffer: list[bytes] = []
+    size = 0
+    for line in iter_session_lines(session):
+        data = line.encode("utf-8", "surrogatepass")
+        buffer.append(data)
+        size += len(data)
+        if size >= 1 << 20:
+            fileobj.write(b"".join(buffer))
+            written += size
+            buffer, size = [], 0
+    if buffer:
+        fileobj.write(b"".join(buffer))
+        written += size
+    return written
+
+
+def export_jsonl(session: Session) -> str:
+    """The whole file as text (what the web export download serves)."""
+    return "".join(iter_session_lines(session))
+
+
+def export_bytes(session: Session) -> bytes:
+    """The whole file in memory (small sessions, tests)."""
+    import io
+
+    out = io.BytesIO()
+    export_to_file(session, out)
+    return out.getvalue()

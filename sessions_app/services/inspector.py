@@ -1,0 +1,196 @@
+"""The context inspector: exactly what the model would receive with the leaf at a node.
+
+Read-only. The system prompt comes from the core `build_system_prompt` for the
+session's cwd (with the agent's tools, project context files and skills); the message
+list is the core `build_session_context` + `convert_to_llm` on the root→leaf path;
+token counts come from the core tiktoken counter. Each LLM message is paired with the
+entry it came from, and entries hidden behind the last compaction summary are listed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from sessions_app.context.messages import (
+    build_session_context,
+    convert_message_to_llm,
+    convert_to_llm,
+    message_from_entry,
+)
+from sessions_app.context.preview import entry_preview
+from sessions_app.context.tokenizer import count_message_tokens, count_tokens
+from sessions_app.services import tree
+from sessions_app.services.llm import resolve_profile
+
+log = logging.getLogger(__name__)
+DEFAULT_WINDOW = 128000
+
+
+@dataclass
+class InspectedMessage:
+    index: int
+    role: str
+    tokens: int
+    message: dict
+    entry_id: str | None = None
+    entry_type: str = ""
+    source_role: str = ""  # the agent-message role before conversion (bashExecution, …)
+    parts: list = field(default_factory=list)  # filled by the view (rendering)
+
+
+@dataclass
+class InspectorReport:
+    leaf: str | None
+    system_prompt: str
+    prompt_sections: list
+    context_files: list
+    skills: list
+    prompt_warnings: list
+    system_tokens: int
+    messages: list[InspectedMessage]
+    hidden: list[dict] = field(default_factory=list)  # entries behind the compaction summary
+    compaction_id: str | None = None
+    thinking_level: str = "off"
+    model: dict | None = None
+    model_name: str = ""
+    window: int = DEFAULT_WINDOW
+    reserve_tokens: int = 16384
+    compaction_enabled: bool = True
+    path_length: int = 0
+
+    @property
+    def message_tokens(self) -> int:
+        return sum(m.tokens for m in self.messages)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.system_tokens + self.message_tokens
+
+    @property
+    def threshold(self) -> int:
+        return max(0, self.window - self.reserve_tokens)
+
+    @property
+    def used_percent(self) -> float:
+        return min(100.0, 100.0 * self.total_tokens / self.window) if self.window else 0.0
+
+    @property
+    def threshold_percent(self) -> float:
+        return 100.0 * self.threshold / self.window if self.window else 0.0
+
+    @property
+    def over_threshold(self) -> bool:
+        return self.total_tokens > self.threshold
+
+
+def _compaction_settings(session):
+    try:
+        from sessions_app.services.jobs import compaction_settings
+
+        return compaction_settings(session)
+    except ImportError:  # pragma: no cover - jobs area absent
+        from sessions_app.context.compaction import CompactionSettings
+
+        return CompactionSettings()
+
+
+def _system_prompt(session):
+    from sessions_app.context.skills import default_skill_roots, load_skills
+    from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
+
+    try:
+        from sessions_app.agent.tools import ALL_TOOLS
+
+        tools = [ToolInfo(t.name, t.snippet or t.description.split("\n")[0]) for t in ALL_TOOLS]
+    except ImportError:  # pragma: no cover
+        tools = []
+    agent_dir = str(settings.PIWEB_AGENT_DIR)
+    cwd = session.cwd or "/"
+    skills = load_skills(default_skill_roots(cwd, agent_dir))
+    return build_system_prompt(cwd, tools, agent_dir=agent_dir, skills=skills)
+
+
+def _emitted_entries(path: list[dict]) -> tuple[list[dict], list[dict], str | None]:
+    """(entries whose messages the context holds, in order; hidden entries; compaction id)."""
+    compaction_idx = -1
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].get("type") == "compaction":
+            compaction_idx = i
+            break
+    if compaction_idx < 0:
+        return path, [], None
+    compaction = path[compaction_idx]
+    first_kept = compaction.get("firstKeptEntryId")
+    ids = [e.get("id") for e in path[:compaction_idx]]
+    start = ids.index(first_kept) if first_kept in ids else compaction_idx
+    emitted = [compaction, *path[start:compaction_idx], *path[compaction_idx + 1 :]]
+    return emitted, path[:start], compaction.get("id")
+
+
+def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
+    path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    context = build_session_context(path, leaf_pi_id) if path else build_session_context([], None)
+    llm_messages = convert_to_llm(context["messages"])
+
+    profile = resolve_profile(session.model_profile)
+    model_name = profile.model if profile else ""
+    window = profile.context_window if profile else DEFAULT_WINDOW
+    cfg = _compaction_settings(session)
+
+    emitted, hidden_entries, compaction_id = _emitted_entries(path)
+    pairs: list[tuple[dict, dict, str]] = []
+    for entry in emitted:
+        if entry.get("type") == "branch_summary" and not entry.get("summary"):
+            continue
+        agent = message_from_entry(entry, include_compaction=entry.get("type") == "compaction")
+        if agent is None:
+            continue
+        converted = convert_message_to_llm(agent)
+        if converted is not None:
+            pairs.append((entry, converted, str(agent.get("role", ""))))
+    paired = len(pairs) == len(llm_messages)
+    if not paired:
+        log.warning("inspector: could not pair %s messages with entries", len(llm_messages))
+
+    messages = []
+    for i, message in enumerate(llm_messages):
+        entry, _, source_role = pairs[i] if paired else ({}, None, "")
+        messages.append(
+            InspectedMessage(
+                index=i,
+                role=str(message.get("role", "")),
+                tokens=count_message_tokens(message, model_name or None),
+                message=message,
+                entry_id=entry.get("id"),
+                entry_type=entry.get("type", ""),
+                source_role=source_role,
+            )
+        )
+
+    prompt = _system_prompt(session)
+    hidden = [
+        {"id": e.get("id"), "type": e.get("type"), "preview": entry_preview(e)[:160]}
+        for e in hidden_entries
+    ]
+    return InspectorReport(
+        leaf=leaf_pi_id,
+        system_prompt=prompt.prompt,
+        prompt_sections=prompt.sections,
+        context_files=prompt.context_files,
+        skills=prompt.skills,
+        prompt_warnings=prompt.warnings,
+        system_tokens=count_tokens(prompt.prompt, model_name or None),
+        messages=messages,
+        hidden=hidden,
+        compaction_id=compaction_id,
+        thinking_level=str(context.get("thinkingLevel", "off")),
+        model=context.get("model"),
+        model_name=model_name,
+        window=window,
+        reserve_tokens=cfg.reserve_tokens,
+        compaction_enabled=cfg.enabled,
+        path_length=len(path),
+    )

@@ -1,0 +1,273 @@
+// Chat panel: send / stop, the live run (streamed text, tool calls, bash snapshots) and
+// the transcript, refreshed from the server when entries land. Server events arrive as
+// DOM events `piweb:<event>` from piweb.js (one websocket per page).
+(function () {
+  "use strict";
+  var root, input, live, liveText, liveThinking, liveTools, statusEl, notice, form;
+  var runId = null;
+  var refreshTimer = null;
+
+  function csrfToken() {
+    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (m) return decodeURIComponent(m[1]);
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function post(url, data) {
+    var body = new URLSearchParams(data || {});
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
+      body: body,
+    }).then(function (resp) {
+      return resp.text().then(function (html) {
+        return { ok: resp.ok, status: resp.status, html: html };
+      });
+    });
+  }
+
+  function showNotice(html) {
+    notice.innerHTML = html; // server-rendered, escaped partial
+  }
+
+  function formatSize(bytes) {
+    if (bytes < 1024) return bytes + "B";
+    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + "KB";
+    return (bytes / (1024 * 1024)).toFixed(1) + "MB";
+  }
+
+  function setRunning(on) {
+    root.dataset.running = on ? "true" : "false";
+  }
+
+  function resetLive() {
+    liveText.textContent = "";
+    liveThinking.querySelector("pre").textContent = "";
+    liveThinking.hidden = true;
+    liveTools.innerHTML = "";
+    statusEl.textContent = "";
+    live.hidden = true;
+  }
+
+  function scrollDown() {
+    var box = document.getElementById("chat-transcript");
+    if (box) box.scrollTop = box.scrollHeight;
+    live.scrollIntoView({ block: "end" });
+  }
+
+  function refreshTranscript() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(function () {
+      refreshTimer = null;
+      fetch(root.dataset.transcriptUrl, { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html === null) return;
+          document.getElementById("chat-transcript").innerHTML = html;
+          scrollDown();
+        });
+    }, 80);
+  }
+
+  function toolBox(id, name, args) {
+    var box = liveTools.querySelector('[data-tool-call-id="' + CSS.escape(id) + '"]');
+    if (box) return box;
+    box = document.createElement("div");
+    box.className = "live-tool running";
+    box.dataset.toolCallId = id;
+    var head = document.createElement("div");
+    head.className = "live-tool-head";
+    var label = name === "bash" && args && args.command ? "$ " + args.command : name + " " + JSON.stringify(args || {});
+    var code = document.createElement("code");
+    code.textContent = label;
+    head.appendChild(code);
+    var info = document.createElement("span");
+    info.className = "hint live-tool-info";
+    head.appendChild(info);
+    var pre = document.createElement("pre");
+    pre.className = "live-bash";
+    box.appendChild(head);
+    box.appendChild(pre);
+    liveTools.appendChild(box);
+    return box;
+  }
+
+  function applySnapshot(box, snap) {
+    box.querySelector("pre").textContent = snap.text || "";
+    var info = "showing lines " + snap.start_line + "\u2013" + snap.end_line + " of " + snap.total_lines +
+      " \u00b7 " + formatSize(snap.total_bytes);
+    if (snap.truncated) info += " (truncated)";
+    box.querySelector(".live-tool-info").textContent = info;
+    var pre = box.querySelector("pre");
+    pre.scrollTop = pre.scrollHeight;
+  }
+
+  function mine(detail) {
+    if (!detail || !detail.run_id) return false;
+    if (runId !== detail.run_id) {
+      runId = detail.run_id;
+      resetLive();
+    }
+    live.hidden = false;
+    setRunning(true);
+    return true;
+  }
+
+  function loadState(state) {
+    resetLive();
+    if (!state || !state.run_id) return;
+    runId = state.run_id;
+    live.hidden = false;
+    setRunning(true);
+    liveText.textContent = state.text || "";
+    if (state.thinking) {
+      liveThinking.hidden = false;
+      liveThinking.querySelector("pre").textContent = state.thinking;
+    }
+    (state.order || []).forEach(function (id) {
+      var t = state.tools[id];
+      if (!t) return;
+      var box = toolBox(id, t.name, t.args);
+      if (t.snapshot) applySnapshot(box, t.snapshot);
+      if (t.done) box.classList.remove("running");
+    });
+    if (state.status && state.status !== "running") statusEl.textContent = state.status + "\u2026";
+  }
+
+  function bind() {
+    document.addEventListener("piweb:text_delta", function (ev) {
+      var d = ev.detail;
+      if (!mine(d)) return;
+      if (d.kind === "thinking") {
+        liveThinking.hidden = false;
+        liveThinking.querySelector("pre").textContent += d.delta;
+      } else {
+        liveText.textContent += d.delta;
+      }
+      statusEl.textContent = "";
+    });
+    document.addEventListener("piweb:tool_start", function (ev) {
+      var d = ev.detail;
+      if (!mine(d)) return;
+      toolBox(d.tool_call_id, d.name, d.args);
+      scrollDown();
+    });
+    document.addEventListener("piweb:bash_snapshot", function (ev) {
+      var d = ev.detail;
+      if (!mine(d)) return;
+      applySnapshot(toolBox(d.tool_call_id, "bash", null), d);
+    });
+    document.addEventListener("piweb:tool_end", function (ev) {
+      var d = ev.detail;
+      if (!mine(d)) return;
+      var box = toolBox(d.tool_call_id, "tool", null);
+      box.classList.remove("running");
+      if (d.is_error) box.classList.add("error");
+    });
+    document.addEventListener("piweb:message_end", function (ev) {
+      var d = ev.detail;
+      if (!d || d.run_id !== runId) { refreshTranscript(); return; }
+      if (d.role === "assistant") {
+        liveText.textContent = "";
+        liveThinking.querySelector("pre").textContent = "";
+        liveThinking.hidden = true;
+      } else if (d.tool_call_id) {
+        var box = liveTools.querySelector('[data-tool-call-id="' + CSS.escape(d.tool_call_id) + '"]');
+        if (box) box.remove();
+      } else if (d.role === "bashExecution") {
+        liveTools.innerHTML = "";
+      }
+      refreshTranscript();
+    });
+    document.addEventListener("piweb:run_status", function (ev) {
+      var d = ev.detail;
+      if (!mine(d)) return;
+      if (d.status === "retrying") {
+        statusEl.textContent = "Provider error (" + d.error + "); retrying in " + d.delay + "s (attempt " + d.attempt + ")\u2026";
+      } else if (d.status === "compacting") {
+        statusEl.textContent = "Context too long: compacting, then retrying\u2026";
+      } else {
+        statusEl.textContent = "";
+      }
+    });
+    document.addEventListener("piweb:run_end", function (ev) {
+      var d = ev.detail || {};
+      if (runId && d.run_id && d.run_id !== runId) return;
+      runId = null;
+      resetLive();
+      setRunning(false);
+      refreshTranscript();
+    });
+    document.addEventListener("piweb:run_state", function (ev) {
+      loadState(ev.detail && ev.detail.run);
+      if (!(ev.detail && ev.detail.run)) setRunning(false);
+    });
+    document.addEventListener("piweb:entry_appended", refreshTranscript);
+    document.addEventListener("piweb:leaf_moved", refreshTranscript);
+    document.addEventListener("piweb:ws-open", refreshTranscript);
+    document.addEventListener("piweb:prefill-input", function (ev) {
+      if (!input) return;
+      input.value = (ev.detail && ev.detail.text) || "";
+      input.focus();
+    });
+
+    if (form) {
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var text = input.value;
+        if (!text.trim()) return;
+        var send = document.getElementById("chat-send");
+        send.disabled = true;
+        post(root.dataset.sendUrl, { text: text }).then(function (res) {
+          send.disabled = false;
+          showNotice(res.html);
+          if (res.ok) {
+            input.value = "";
+            setRunning(true);
+            refreshTranscript();
+          }
+        }, function () {
+          send.disabled = false;
+          notice.textContent = "Could not reach the server.";
+        });
+      });
+      input.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+          ev.preventDefault();
+          form.requestSubmit();
+        }
+      });
+      document.getElementById("chat-stop").addEventListener("click", function () {
+        post(root.dataset.stopUrl, {}).then(function (res) { showNotice(res.html); });
+      });
+    }
+  }
+
+  function init() {
+    root = document.getElementById("chat");
+    if (!root || root.dataset.bound) return;
+    root.dataset.bound = "1";
+    input = document.getElementById("chat-input");
+    form = document.getElementById("chat-form");
+    live = document.getElementById("chat-live");
+    liveText = document.getElementById("chat-live-text");
+    liveThinking = document.getElementById("chat-live-thinking");
+    liveTools = document.getElementById("chat-live-tools");
+    statusEl = document.getElementById("chat-status");
+    notice = document.getElementById("chat-notice");
+    bind();
+    var initial = document.getElementById("chat-run-state");
+    if (initial) {
+      try { loadState(JSON.parse(initial.textContent)); } catch (e) { /* no state */ }
+    }
+    scrollDown();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,550 @@
+"""Jobs services, run in this process against the scripted model (no worker needed):
+compaction (manual / threshold / overflow, split turn, update), branch summaries,
+leaf moves while a job runs, retries, idempotency, stale-job recovery, settings."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sessions_app.context.compaction import prepare_compaction
+from sessions_app.context.messages import build_session_context
+from sessions_app.context.offline_summary import OFFLINE_LABEL
+from sessions_app.context.summaries import (
+    BRANCH_SUMMARY_PREAMBLE,
+    BRANCH_SUMMARY_PROMPT,
+    SPLIT_TURN_HEADING,
+)
+from sessions_app.models import Entry, Job
+from sessions_app.services import jobs, tree
+from tests.support.job_sessions import (
+    SMALL,
+    add_turn,
+    assistant_call,
+    check_compacted_context,
+    entries_of_type,
+    make_session,
+    tool_result,
+    user,
+)
+from tests.support.scripted_llm import context_overflow, error, hang, text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUMMARY = "## Goal\nShip the thing.\n\n## Progress\n### Done\n- [x] looked at files"
+
+
+@pytest.fixture(autouse=True)
+def _fast_retries(settings):
+    settings.PIWEB_LLM_RETRY_BASE_DELAY = 0.05
+    settings.PIWEB_LLM_RETRY_MAX_DELAY = 0.2
+
+
+def run_in_thread(job_id):
+    from django.db import connection
+
+    try:
+        jobs.run_job(job_id)
+    finally:
+        connection.close()
+
+
+def _user_prompt(request_body):
+    return request_body["messages"][-1]["content"]
+
+
+@pytest.mark.embedded
+def test_manual_compaction_with_focus_reaches_the_model(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    before = tree.load_path(session)
+    llm.push(text(SUMMARY))
+    job = jobs.request_compaction(session, actor=owner, focus="the parser bug in module_2")
+    assert job.status == "queued" and job.prepared_leaf_pi_id == session.leaf.pi_id
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    assert job.status == "done" and job.attempts == 1 and job.finished_at
+    assert len(llm.requests) == 1
+    body = llm.requests[0]
+    assert body["model"] == "scripted-model"
+    assert body["messages"][0]["role"] == "system"
+    assert "Additional focus: the parser bug in module_2" in _user_prompt(body)
+    assert "<conversation>" in _user_prompt(body)
+    assert body["max_tokens"] == 4096  # 0.8 x reserve, capped by the profile's max output
+    check_compacted_context(session, job, before, [SUMMARY])
+    assert job.result_entry.payload["details"].get("offline") is None
+    assert session.leaf_id == job.result_entry_id
+    # Only one compaction may be active: asking twice gives the same job.
+    llm.push(text(SUMMARY))
+    add_turn(session, 5)
+    first = jobs.request_compaction(session, actor=owner)
+    second = jobs.request_compaction(session, actor=owner, focus="other")
+    assert first.pk == second.pk
+
+
+@pytest.mark.embedded
+def test_offline_summarizer_when_no_model_is_configured(make_user, llm, settings):
+    settings.PIWEB_LLM_BASE_URL = ""
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL, model_profile="nothing-here")
+    before = tree.load_path(session)
+    job = jobs.request_compaction(session, actor=owner, focus="module_1")
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    assert llm.requests == []
+    payload = job.result_entry.payload
+    assert payload["details"]["offline"] is True
+    assert payload["summary"].startswith(OFFLINE_LABEL)
+    assert job.model == "offline summarizer"
+    check_compacted_context(session, job, before, None)
+    # An offline branch summary is labelled too.
+    leaf = session.leaf.pi_id
+    first_user = entries_of_type(session, "message")[0]
+    bjob = jobs.request_branch_summary(
+        session, old_leaf_pi_id=leaf, target_pi_id=first_user.pi_id, actor=owner
+    )
+    assert jobs.run_job(bjob.id) == "done"
+    bjob.refresh_from_db()
+    summary = bjob.result_entry.payload["summary"]
+    assert summary.startswith(BRANCH_SUMMARY_PREAMBLE + OFFLINE_LABEL)
+    assert bjob.result_entry.payload["details"]["offline"] is True
+
+
+def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/tmp", model_profile="scripted")
+    session.settings = {"compaction": {**SMALL, "keepRecentTokens": 300}}
+    session.save()
+    add_turn(session, 1)
+    # One long turn: many tool calls after a single user message, so the cut lands inside it.
+    tree.append_entry(session, user("Turn 2: refactor everything"))
+    for i in range(8):
+        call, call_id = assistant_call("edit" if i % 2 else "read", f"pkg/f{i}.py")
+        tree.append_entry(session, call)
+        tree.append_entry(session, tool_result(call_id, "read", "z" * 300))
+    session.refresh_from_db()
+    before = tree.load_path(session)
+    prep = prepare_compaction(before, session.settings["compaction"])
+    assert prep.is_split_turn and prep.turn_prefix_messages
+    llm.push(text("HISTORY SUMMARY"), text("TURN PREFIX SUMMARY"))
+    job = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    assert len(llm.requests) == 2
+    assert "FIRST PART of a single turn" in _user_prompt(llm.requests[1])
+    summary = job.result_entry.payload["summary"]
+    assert summary.startswith("HISTORY SUMMARY\n\n---\n\n" + SPLIT_TURN_HEADING)
+    assert "TURN PREFIX SUMMARY" in summary
+    assert "pkg/f1.py" in job.result_entry.payload["details"]["modifiedFiles"]
+    check_compacted_context(
+        session, job, before, ["HISTORY SUMMARY", "TURN PREFIX SUMMARY"], split=True
+    )
+
+
+def test_second_compaction_updates_the_first(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    llm.push(text("FIRST SUMMARY"))
+    first = jobs.request_compaction(session, actor=owner)
+    jobs.run_job(first.id)
+    first.refresh_from_db()
+    first_files = first.result_entry.payload["details"]["readFiles"]
+    assert first_files
+    for n in range(5, 8):
+        add_turn(session, n, tool="edit", path=f"lib/new_{n}.py")
+    session.refresh_from_db()
+    before = tree.load_path(session)
+    llm.push(text("SECOND SUMMARY"))
+    second = jobs.request_compaction(session, actor=owner)
+    assert second.pk != first.pk
+    jobs.run_job(second.id)
+    second.refresh_from_db()
+    prompt = _user_prompt(llm.requests[1])
+    assert "<previous-summary>\nFIRST SUMMARY" in prompt
+    details = second.result_entry.payload["details"]
+    assert set(first_files) <= set(details["readFiles"]) | set(details["modifiedFiles"])
+    assert "lib/new_6.py" in details["modifiedFiles"]
+    check_compacted_context(session, second, before, ["SECOND SUMMARY"])
+
+
+@pytest.mark.embedded
+def test_threshold_trigger_respects_enabled(make_user, llm):
+    owner = make_user()
+    # Window 128000 (scripted profile); a reserve of 127500 puts the threshold at 500.
+    session = make_session(
+        owner, turns=3, compaction={**SMALL, "reserveTokens": 127500, "enabled": False}
+    )
+    assert jobs.maybe_compact_after_run(session) is None  # disabled: no trigger
+    session.settings["compaction"]["enabled"] = True
+    session.save()
+    low = make_session(owner, turns=1, compaction={**SMALL, "reserveTokens": 16384})
+    assert jobs.maybe_compact_after_run(low) is None  # far below the threshold
+    assert jobs.context_tokens_at_leaf(session) > 500
+    job = jobs.maybe_compact_after_run(session)
+    assert job is not None and job.params["trigger"] == "threshold"
+    llm.push(text(SUMMARY))
+    assert jobs.run_job(job.id) == "done"
+
+
+@pytest.mark.embedded
+def test_overflow_compacts_synchronously_and_never_loops(make_user, llm):
+    owner = make_user()
+    disabled = make_session(owner, turns=3, compaction={**SMALL, "enabled": False})
+    assert jobs.compact_for_overflow(disabled) is None  # pi bug: overflow bypassed this
+    assert not Job.objects.filter(session=disabled).exists()
+
+    session = make_session(owner, turns=4, compaction=SMALL)
+    before = tree.load_path(session)
+    llm.push(text(SUMMARY))
+    job = jobs.compact_for_overflow(session)
+    assert job.status == "done" and job.result_entry_id
+    assert job.params["trigger"] == "overflow"
+    check_compacted_context(session, job, before, [SUMMARY])
+    # Overflow again at once: nothing new to compact, so no entry -> the caller must
+    # report the error instead of retrying.
+    again = jobs.compact_for_overflow(session)
+    assert again.status == "done" and again.result_entry_id is None
+    assert len(entries_of_type(session, "compaction")) == 1
+    # A model that overflows on the summary itself fails the job (no loop either).
+    add_turn(session, 9)
+    llm.push(context_overflow())
+    failed = jobs.compact_for_overflow(session)
+    assert failed.status == "failed" and "400" in failed.error
+    assert len(llm.requests) == 2
+
+
+def test_provider_errors_are_retried_with_a_cap(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    llm.push(error(500), error(502), error(429, type_="rate_limit"), text(SUMMARY))
+    job = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    assert len(llm.requests) == 4 and job.progress["model_calls"] == 4
+    assert len(entries_of_type(session, "compaction")) == 1
+    # Past the cap (1 + PIWEB_LLM_RETRIES calls) the job fails, visibly.
+    add_turn(session, 5)
+    llm.reset()
+    llm.push(*[error(503)] * 5)
+    job2 = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job2.id) == "failed"
+    job2.refresh_from_db()
+    assert "503" in job2.error and "after 5 calls" in job2.error
+    assert len(llm.requests) == 5
+    # A client error is not retried.
+    llm.reset()
+    llm.push(error(401, "bad key", type_="auth"))
+    job3 = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job3.id) == "failed"
+    assert len(llm.requests) == 1
+
+
+def test_dropped_connection_is_retried(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    llm.push(hang(0.1), text(SUMMARY))
+    job = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job.id) == "done"
+    assert len(llm.requests) == 2
+
+
+def _branchy_session(owner):
+    """root turn 1 -> turn 2 -> turn 3 (leaf); we navigate back to turn 1's answer."""
+    session = make_session(owner, turns=1)
+    answer1 = session.leaf.pi_id
+    add_turn(session, 2, tool="edit", path="app/edited.py")
+    add_turn(session, 3)
+    session.refresh_from_db()
+    return session, answer1
+
+
+@pytest.mark.embedded
+def test_branch_summary_with_custom_instructions(make_user, llm):
+    owner = make_user()
+    session, answer1 = _branchy_session(owner)
+    old_leaf = session.leaf.pi_id
+    llm.push(text("BRANCH TEXT"))
+    job = jobs.request_branch_summary(
+        session,
+        old_leaf_pi_id=old_leaf,
+        target_pi_id=answer1,
+        actor=owner,
+        custom_instructions="focus on the edits",
+    )
+    session.refresh_from_db()
+    assert session.leaf.pi_id == answer1  # the leaf moved at once
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    body = llm.requests[0]
+    assert body["max_tokens"] == 2048
+    prompt = _user_prompt(body)
+    assert BRANCH_SUMMARY_PROMPT in prompt and "Additional focus: focus on the edits" in prompt
+    assert "Turn 2" in prompt and "Turn 3" in prompt and "Turn 1" not in prompt
+    entry = job.result_entry
+    assert entry.parent.pi_id == answer1
+    assert entry.payload["fromId"] == answer1
+    assert entry.payload["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + "BRANCH TEXT")
+    assert entry.payload["details"]["modifiedFiles"] == ["app/edited.py"]
+    assert "<modified-files>\napp/edited.py\n</modified-files>" in entry.payload["summary"]
+    session.refresh_from_db()
+    assert session.leaf_id == entry.pk
+    ctx = build_session_context(tree.load_path(session))["messages"]
+    assert ctx[-1]["role"] == "branchSummary" and ctx[-1]["summary"] == entry.payload["summary"]
+    assert [m["role"] for m in ctx[:-1]] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_branch_summary_replace_prompt_and_user_target(make_user, llm):
+    owner = make_user()
+    session, _answer1 = _branchy_session(owner)
+    old_leaf = session.leaf.pi_id
+    turn2_user = [e for e in entries_of_type(session, "message") if e.role == "user"][1]
+    llm.push(text("ONLY MY PROMPT"))
+    job = jobs.request_branch_summary(
+        session,
+        old_leaf_pi_id=old_leaf,
+        target_pi_id=turn2_user.pi_id,
+        actor=owner,
+        custom_instructions="List only the file names.",
+        replace_prompt=True,
+    )
+    # A user-message target: the new position is its parent, its text goes to the editor.
+    assert job.params["position"] == turn2_user.parent.pi_id
+    assert job.params["editor_text"].startswith("Turn 2:")
+    jobs.run_job(job.id)
+    job.refresh_from_db()
+    prompt = _user_prompt(llm.requests[0])
+    assert prompt.rstrip().endswith("List only the file names.")
+    assert BRANCH_SUMMARY_PROMPT not in prompt
+    assert job.result_entry.parent_id == turn2_user.parent_id
+    with pytest.raises(jobs.JobError):
+        jobs.request_branch_summary(
+            session, old_leaf_pi_id=old_leaf, target_pi_id=turn2_user.pi_id, actor=owner,
+            replace_prompt=True,
+        )
+
+
+def test_branch_summary_dedupes_double_clicks(make_user, llm):
+    owner = make_user()
+    session, answer1 = _branchy_session(owner)
+    old_leaf = session.leaf.pi_id
+    results = []
+
+    def click():
+        from django.db import connection
+
+        try:
+            results.append(
+                jobs.request_branch_summary(
+                    session, old_leaf_pi_id=old_leaf, target_pi_id=answer1, actor=owner
+                ).pk
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=click) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1 and len(results) == 4
+    assert Job.objects.filter(session=session, kind="branch_summary").count() == 1
+    llm.push(text("ONE"))
+    jobs.run_job(results[0])
+    assert len(entries_of_type(session, "branch_summary")) == 1
+
+
+def test_branch_summary_does_not_steal_a_moved_leaf(make_user, llm):
+    owner = make_user()
+    session, answer1 = _branchy_session(owner)
+    old_leaf = session.leaf.pi_id
+    job = jobs.request_branch_summary(
+        session, old_leaf_pi_id=old_leaf, target_pi_id=answer1, actor=owner
+    )
+    # The user went on typing at the new position before the summary came back.
+    typed = tree.append_entry(session, user("new direction"))
+    llm.push(text("LATE SUMMARY"))
+    jobs.run_job(job.id)
+    job.refresh_from_db()
+    session.refresh_from_db()
+    assert job.result_entry.parent.pi_id == answer1  # attached where it belongs
+    assert session.leaf_id == typed.pk  # and the leaf stayed with the user
+    assert job.progress["leaf_moved"] is False
+
+
+@pytest.mark.embedded
+def test_compaction_appends_at_the_current_leaf_when_the_leaf_moved_on(make_user, llm):
+    """Decision: a new message during a compaction proceeds; no turn is lost."""
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    before = tree.load_path(session)
+    llm.push(text(SUMMARY, delay_before=1.0))
+    job = jobs.request_compaction(session, actor=owner)
+    runner = threading.Thread(target=run_in_thread, args=(job.id,))
+    runner.start()
+    try:
+        jobs_wait_running(job)
+        last = add_turn(session, 5)  # a whole new turn arrives while the model works
+    finally:
+        runner.join(30)
+    job.refresh_from_db()
+    assert job.status == "done"
+    assert job.result_entry.parent_id == last.pk
+    ctx = check_compacted_context(session, job, before, [SUMMARY])
+    assert any(m.get("content") == "Done with turn 5." or "Turn 5" in str(m) for m in ctx)
+
+
+def jobs_wait_running(job, timeout=10):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.status == "running":
+            return
+        time.sleep(0.02)
+    raise AssertionError("job did not start")
+
+
+def test_compaction_is_superseded_when_the_user_moved_to_another_branch(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    first_answer = entries_of_type(session, "message")[3]
+    job = jobs.request_compaction(session, actor=owner)
+    tree.set_leaf(session, first_answer.pi_id)
+    tree.append_entry(session, user("another branch"))
+    llm.push(text(SUMMARY))
+    assert jobs.run_job(job.id) == "superseded"
+    job.refresh_from_db()
+    assert job.result_entry is None and "another branch" in job.progress["note"]
+    assert entries_of_type(session, "compaction") == []
+
+
+def test_run_job_is_idempotent(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    llm.push(text(SUMMARY))
+    job = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job.id) == "done"
+    assert jobs.run_job(job.id) is None  # a redelivered task: nothing to do
+    assert jobs.run_job(job.id) is None
+    assert len(entries_of_type(session, "compaction")) == 1
+    assert len(llm.requests) == 1
+    assert jobs.run_job("00000000-0000-0000-0000-000000000000") is None
+
+
+def test_a_presumed_dead_run_writes_nothing(make_user, llm):
+    """A slow worker that was taken over must not add a second entry when it wakes."""
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    llm.push(text("SLOW", delay_before=1.0), text("FAST"))
+    job = jobs.request_compaction(session, actor=owner)
+    slow = threading.Thread(target=run_in_thread, args=(job.id,))
+    slow.start()
+    jobs_wait_running(job)
+    # Pretend its heartbeat went silent and someone else took over.
+    Job.objects.filter(pk=job.pk).update(
+        heartbeat_at=timezone.now() - timedelta(hours=1), params={**job.params, "worker": {}}
+    )
+    assert jobs.run_job(job.id) == "done"
+    slow.join(30)
+    assert len(entries_of_type(session, "compaction")) == 1
+    job.refresh_from_db()
+    assert job.attempts == 2 and job.result_entry.payload["summary"].startswith("FAST")
+
+
+def test_stale_jobs_are_requeued_then_failed(make_user, llm, settings):
+    settings.PIWEB_JOB_MAX_ATTEMPTS = 2
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    job = jobs.request_compaction(session, actor=owner)
+    old = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 5)
+    Job.objects.filter(pk=job.pk).update(status="running", attempts=1, heartbeat_at=old)
+    assert jobs.sweep_stale_jobs(session=session) == [str(job.pk)]
+    job.refresh_from_db()
+    assert job.status == "queued" and job.progress["phase"] == "requeued"
+    # A dead worker process on this host is noticed at once, without waiting.
+    Job.objects.filter(pk=job.pk).update(
+        status="running",
+        attempts=2,
+        heartbeat_at=timezone.now(),
+        params={**job.params, "worker": {"host": __import__("socket").gethostname(), "pid": 2**22 + 7}},
+    )
+    assert jobs.sweep_stale_jobs() == [str(job.pk)]
+    job.refresh_from_db()
+    assert job.status == "failed" and "Gave up after 2 attempts" in job.error
+    # A live, fresh job is left alone.
+    add_turn(session, 5)
+    fresh = jobs.request_compaction(session, actor=owner)
+    Job.objects.filter(pk=fresh.pk).update(status="running", attempts=1, heartbeat_at=timezone.now())
+    assert jobs.sweep_stale_jobs(session=session) == []
+
+
+def test_compaction_settings_merge_and_validation(make_user, settings):
+    settings.PIWEB_COMPACTION = {"enabled": True, "reserve_tokens": 1000, "keep_recent_tokens": 2000}
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/tmp")
+    cfg = jobs.compaction_settings(session)
+    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
+    cfg = jobs.update_compaction_settings(
+        session, actor=owner, enabled=False, reserve_tokens="5000", keep_recent_tokens=300
+    )
+    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (False, 5000, 300)
+    session.refresh_from_db()
+    assert session.settings["compaction"] == {
+        "enabled": False,
+        "reserveTokens": 5000,
+        "keepRecentTokens": 300,
+    }
+    for bad in ("abc", 0, -5, 10**9):
+        with pytest.raises(jobs.JobError):
+            jobs.update_compaction_settings(
+                session, actor=owner, enabled=True, reserve_tokens=bad, keep_recent_tokens=10
+            )
+
+
+def test_request_validation(make_user):
+    owner = make_user()
+    empty = tree.create_session(owner=owner, cwd="/tmp")
+    with pytest.raises(jobs.JobError):
+        jobs.request_compaction(empty, actor=owner)
+    session = make_session(owner, turns=1)
+    with pytest.raises(jobs.JobError):
+        jobs.request_compaction(session, actor=owner, focus="x" * 5000)
+    with pytest.raises(jobs.JobError):
+        jobs.request_branch_summary(
+            session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id="nope", actor=owner
+        )
+    assert not Entry.objects.filter(session=session, type="compaction").exists()
+
+
+def test_compaction_waits_for_an_active_agent_run_then_appends_after_it(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    before = tree.load_path(session)
+    run = Job.objects.create(session=session, kind="agent_run", status="running")
+    llm.push(text(SUMMARY))
+    job = jobs.request_compaction(session, actor=owner)
+    runner = threading.Thread(target=run_in_thread, args=(job.id,))
+    runner.start()
+    try:
+        import time
+
+        deadline = time.monotonic() + 10
+        while job.progress.get("phase") != "waiting_for_run" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            job.refresh_from_db()
+        assert job.progress.get("phase") == "waiting_for_run"
+        last = add_turn(session, 5)  # the run's own entries keep arriving on its branch
+        Job.objects.filter(pk=run.pk).update(status="done")
+    finally:
+        runner.join(30)
+    job.refresh_from_db()
+    assert job.status == "done" and job.result_entry.parent_id == last.pk
+    check_compacted_context(session, job, before, [SUMMARY])
+    # The overflow path is called from inside the run: it must not wait for itself.
+    add_turn(session, 6)
+    Job.objects.filter(pk=run.pk).update(status="running")
+    llm.push(text(SUMMARY))
+    overflow = jobs.compact_for_overflow(session)
+    assert overflow.status == "done" and overflow.result_entry_id

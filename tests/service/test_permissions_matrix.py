@@ -1,0 +1,348 @@
+"""The permissions matrix: {owner, team editor, team viewer, share-link visitor, stranger,
+anonymous} × {every route of sessions_app.urls, the websocket, export, search}.
+
+Routes are collected from sessions_app.urls at run time: a route that is not classified
+in ROUTES below fails `test_every_route_is_classified`, so new views must declare the
+right they need here. Expected codes are exact; responses that refuse must not leak the
+session's name, text or ids.
+
+Personas
+- owner; editor / viewer: members of teams the session is shared with at that role;
+- link: a logged-out visitor who holds a valid share link token (it rides along as
+  ?share=TOKEN on every request: it must not open anything but the link pages);
+- stranger: logged in, no rights; anonymous: logged out, no token.
+"""
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from sessions_app.models import Comment, Job, SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.services import comments, sharing
+from tests.support.review_data import build_branchy_session
+
+SECRET_NAME = "Secret-Session-Name-7f3a"
+SECRET_CWD = "/work/secret-project-91b2"
+PERSONAS = ("anonymous", "link", "stranger", "viewer", "editor", "owner")
+RANK = {"viewer": 1, "editor": 2, "owner": 3}
+
+
+@dataclass
+class Route:
+    need: str  # viewer | editor | owner | login | link
+    method: str = "GET"
+    ok: int = 200  # status for a persona that has the right
+    kwargs: dict = field(default_factory=dict)  # values are World attribute names
+    query: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    htmx: bool = False
+
+
+S = {"session_id": "sid"}
+E = {"session_id": "sid", "entry_id": "entry"}
+
+ROUTES: dict[str, Route] = {
+    # pages (lead)
+    "session_list": Route("login"),
+    "session_import": Route("login", "POST", ok=400),  # no file: refused after login
+    "session_new": Route("login", "POST", ok=400),  # no cwd
+    "session_detail": Route("viewer", kwargs=S),
+    # tree
+    "tree_panel": Route("viewer", kwargs=S),
+    "tree_branch": Route("viewer", kwargs={**S, "head_id": "branch_head"}),
+    "tree_run": Route("viewer", kwargs={**S, "first_id": "entry", "last_id": "entry"}),
+    "entry_pane": Route("viewer", kwargs=E),
+    "entry_output": Route("viewer", ok=404, kwargs=E),  # no full output file on this entry
+    "entry_navigate": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
+    "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
+    "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
+    "session_compact": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
+    "inspector": Route("viewer", kwargs=S),
+    # chat
+    "chat_send": Route("editor", "POST", ok=400, kwargs=S, htmx=True),  # empty message
+    "chat_stop": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
+    "chat_model": Route("editor", "POST", ok=400, kwargs=S, data={"profile": "nope"}, htmx=True),
+    "chat_transcript": Route("viewer", kwargs=S),
+    "chat_state": Route("viewer", kwargs=S),
+    # jobs
+    "jobs_panel": Route("viewer", kwargs=S),
+    "jobs_compact": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
+    "jobs_settings": Route("editor", "POST", ok=400, kwargs=S, htmx=True),  # missing numbers
+    # review
+    "review_list": Route("viewer", kwargs=S),
+    "review_comments": Route("viewer", kwargs=S, query={"entry": "entry"}),
+    "review_comment_add": Route(
+        "viewer", "POST", kwargs=S, data={"entry": "entry", "body": "hello"}, htmx=True
+    ),
+    "review_comment_resolve": Route(
+        "viewer", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
+    ),
+    "review_comment_reopen": Route(
+        "viewer", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
+    ),
+    "review_comment_counts": Route("viewer", kwargs=S),
+    "activity": Route("viewer", kwargs=S, htmx=True),
+    "sharing": Route("owner", kwargs=S),
+    "sharing_team": Route("owner", "POST", ok=302, kwargs=S, data={"team": "team_pk", "role": "viewer"}),
+    "sharing_team_revoke": Route("owner", "POST", ok=302, kwargs={**S, "share_id": "share_pk"}),
+    "sharing_link": Route("owner", "POST", kwargs=S),
+    "sharing_link_revoke": Route("owner", "POST", ok=302, kwargs={**S, "link_id": "spare_link_pk"}),
+    "export": Route("viewer", kwargs={**S, "fmt": "html"}),
+    "compare": Route("viewer", kwargs=S, query={"a": "entry", "b": "other_leaf"}),
+    "compare_summary": Route("viewer", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True),
+    "compare_job": Route("viewer", kwargs={**S, "job_id": "job_pk"}),
+    "share_link": Route("link", kwargs={"token": "token"}),
+    "share_link_export": Route("link", kwargs={"token": "token", "fmt": "md"}),
+    "search": Route("login", query={"q": "zebrafish"}),
+}
+
+
+def all_route_names() -> set[str]:
+    names = set()
+
+    def walk(patterns, namespace):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, p.namespace or namespace)
+            elif isinstance(p, URLPattern) and namespace == "sessions_app":
+                names.add(p.name)
+
+    walk(get_resolver().url_patterns, None)
+    return names
+
+
+def test_every_route_is_classified():
+    names = all_route_names()
+    assert None not in names, "every sessions_app route needs a name"
+    unclassified = sorted(names - set(ROUTES))
+    assert not unclassified, (
+        f"routes without a row in the permissions matrix: {unclassified}: add them to ROUTES"
+    )
+    stale = sorted(set(ROUTES) - names)
+    assert not stale, f"ROUTES lists routes that no longer exist: {stale}"
+
+
+class World:
+    """One session shared every way, plus the objects the routes need."""
+
+    def __init__(self, make_user):
+        self.users = {
+            "owner": make_user("owner"),
+            "editor": make_user("editor"),
+            "viewer": make_user("viewer"),
+            "stranger": make_user("stranger"),
+        }
+        owner = self.users["owner"]
+        editors, viewers = Team.objects.create(name="editors"), Team.objects.create(name="viewers")
+        TeamMembership.objects.create(team=editors, user=self.users["editor"])
+        TeamMembership.objects.create(team=viewers, user=self.users["viewer"])
+        TeamMembership.objects.create(team=viewers, user=owner)
+        data = build_branchy_session(owner, cwd=SECRET_CWD, name=SECRET_NAME)
+        self.session = data.session
+        self.ids = data.ids
+        SessionShare.objects.create(session=self.session, team=editors, role="editor")
+        self.share = SessionShare.objects.create(session=self.session, team=viewers, role="viewer")
+        self.team_pk = viewers.pk
+        self.sid = self.session.pi_id
+        self.entry = data.ids["a3"]
+        self.other_leaf = data.ids["b3"]
+        self.branch_head = data.ids["a2"]
+        self.comment_pk = comments.add_comment(self.session, self.entry, owner, "c").pk
+        self.share_pk = self.share.pk
+        self.link = sharing.create_link(self.session, actor=owner, leaf_pi_id=self.entry)
+        self.token = self.link.token
+        self.spare_link_pk = sharing.create_link(self.session, actor=owner, leaf_pi_id=None).pk
+        self.job_pk = Job.objects.create(
+            session=self.session, kind=Job.Kind.COMPARE_SUMMARY, status="done",
+            prepared_leaf_pi_id=self.entry, target_pi_id=self.other_leaf,
+            params={"a": self.entry, "b": self.other_leaf}, progress={"summary": "s"},
+        ).pk
+        self.secrets = [SECRET_NAME, SECRET_CWD, "zebrafish", *self.ids.values()]
+
+    def client(self, persona: str) -> Client:
+        client = Client()
+        if persona in self.users:
+            client.force_login(self.users[persona])
+        return client
+
+    def resolve(self, value):
+        return getattr(self, value) if isinstance(value, str) and hasattr(self, value) else value
+
+
+def expected_status(route: Route, persona: str) -> int:
+    if route.need == "link":
+        return route.ok  # the token is in the URL: whoever holds it reads
+    if persona in ("anonymous", "link"):
+        return 302  # to the login page; a share token opens nothing but the link pages
+    if route.need == "login":
+        return route.ok
+    if persona == "stranger":
+        return 404  # no role at all: the session does not exist for them
+    return route.ok if RANK[persona] >= RANK[route.need] else 403
+
+
+def call(world: World, name: str, route: Route, persona: str):
+    from django.urls import reverse
+
+    kwargs = {k: str(world.resolve(v)) for k, v in route.kwargs.items()}
+    url = reverse(f"sessions_app:{name}", kwargs=kwargs)
+    query = {k: world.resolve(v) for k, v in route.query.items()}
+    if persona == "link":
+        query["share"] = world.token
+    data = {k: world.resolve(v) for k, v in route.data.items()}
+    headers = {"HTTP_HX_REQUEST": "true"} if route.htmx else {}
+    client = world.client(persona)
+    if route.method == "GET":
+        return client.get(url, query, **headers)
+    if query:
+        from urllib.parse import urlencode
+
+        url += "?" + urlencode(query)
+    return client.post(url, data, **headers)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_route_matrix(name, make_user, settings):
+    settings.PIWEB_LLM_BASE_URL = ""
+    world = World(make_user)
+    route = ROUTES[name]
+    for persona in PERSONAS:  # weakest first: the owner's mutations come last
+        response = call(world, name, route, persona)
+        want = expected_status(route, persona)
+        assert response.status_code == want, (
+            f"{name} as {persona}: got {response.status_code}, expected {want}"
+        )
+        if want == 302:
+            assert "/login/" in response["Location"], f"{name} as {persona}: {response['Location']}"
+        if want in (302, 403, 404):
+            body = response.content.decode(errors="replace")
+            leaked = [s for s in world.secrets if s in body]
+            assert not leaked, f"{name} as {persona} ({want}) leaks {leaked}"
+
+
+@pytest.mark.django_db
+@pytest.mark.embedded
+def test_link_routes_refuse_revoked_and_expired_tokens_for_everyone(make_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    world = World(make_user)
+    sharing.revoke_link(world.session, world.link.pk, actor=world.users["owner"])
+    expired = sharing.create_link(world.session, actor=world.users["owner"], leaf_pi_id=None)
+    ShareLink.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    for token in (world.token, expired.token, "made-up-token"):
+        for persona in PERSONAS:
+            client = world.client(persona)
+            for url in (f"/l/{token}/", f"/l/{token}/export/html/", f"/l/{token}/export/jsonl/"):
+                response = client.get(url)
+                assert response.status_code == 404, (url, persona)
+                body = response.content.decode()
+                assert not [s for s in world.secrets if s in body]
+
+
+@pytest.mark.django_db
+@pytest.mark.embedded
+def test_search_matrix(make_user):
+    world = World(make_user)
+    for persona in PERSONAS:
+        response = world.client(persona).get("/search/", {"q": "zebrafish", "share": world.token})
+        if persona in ("anonymous", "link"):
+            assert response.status_code == 302
+            continue
+        assert response.status_code == 200
+        body = response.content.decode()
+        if persona == "stranger":
+            assert not [s for s in world.secrets if s in body], persona
+            assert "No matches" in body
+        else:
+            assert f"/s/{world.sid}/?leaf={world.ids['q2']}" in body, persona
+
+
+@pytest.mark.django_db
+def test_export_matrix_every_format(make_user):
+    world = World(make_user)
+    for fmt in ("html", "md", "jsonl"):
+        for persona in PERSONAS:
+            route = Route("viewer", kwargs={**S, "fmt": fmt})
+            response = call(world, "export", route, persona)
+            want = expected_status(route, persona)
+            assert response.status_code == want, (fmt, persona)
+            if want == 200:
+                assert SECRET_NAME in response.content.decode() or fmt == "jsonl"
+                assert response["Content-Disposition"].startswith("attachment")
+        link = world.client("anonymous").get(f"/l/{world.token}/export/{fmt}/")
+        assert link.status_code == 200
+
+
+@pytest.mark.django_db
+def test_link_visitor_cannot_comment_or_act_even_when_logged_in(make_user):
+    """A logged-in stranger who holds a link reads the link page but gains no member rights."""
+    world = World(make_user)
+    client = world.client("stranger")
+    page = client.get(f"/l/{world.token}/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "rv-comment-form" not in body and 'data-comment-id' not in body
+    assert client.post(
+        f"/s/{world.sid}/review/comments/add/?share={world.token}",
+        {"entry": world.entry, "body": "x"},
+    ).status_code == 404
+    assert Comment.objects.filter(body="x").count() == 0
+
+
+# --- the websocket ----------------------------------------------------------------------
+
+
+def _ws_outcome(world: World, persona: str, token: str | None):
+    from channels.testing import WebsocketCommunicator
+
+    from piweb.asgi import application
+    from tests.conftest import session_cookie_for
+
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    if persona in world.users:
+        cookie = session_cookie_for(world.users[persona])
+        headers.append((b"cookie", f"{cookie['name']}={cookie['value']}".encode()))
+    path = f"/ws/sessions/{world.sid}/" + (f"?share={token}" if token else "")
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        connected, code = await communicator.connect(timeout=10)
+        result = ("closed", code)
+        if connected:
+            hello = await communicator.receive_json_from(timeout=10)
+            result = ("open", hello["data"]["role"])
+        await communicator.disconnect()
+        return result
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.embedded
+def test_websocket_matrix(make_user, redis_ready):
+    world = World(make_user)
+    expected = {
+        "anonymous": ("closed", 4401),
+        "link": ("open", "viewer"),
+        "stranger": ("closed", 4404),
+        "viewer": ("open", "viewer"),
+        "editor": ("open", "editor"),
+        "owner": ("open", "owner"),
+    }
+    for persona, want in expected.items():
+        token = world.token if persona == "link" else None
+        assert _ws_outcome(world, persona, token) == want, persona
+    # a stranger holding a valid link is a link visitor (read-only)
+    assert _ws_outcome(world, "stranger", world.token) == ("open", "viewer")
+    # revoked → refused, for everyone who depends on the link
+    sharing.revoke_link(world.session, world.link.pk, actor=world.users["owner"])
+    assert _ws_outcome(world, "link", world.token) == ("closed", 4404)
+    assert _ws_outcome(world, "stranger", world.token) == ("closed", 4404)
+    assert _ws_outcome(world, "link", str(uuid.uuid4())) == ("closed", 4404)

@@ -1,0 +1,298 @@
+"""The tree area's views against a real database: page, partials, actions, rights, CSRF."""
+
+import json
+import uuid
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from sessions_app.models import Activity, Entry, Session, SessionShare, Team, TeamMembership
+from sessions_app.services import tree as tree_service
+from tests.support.tree_data import bulk_session, import_branched
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user("owner")
+
+
+@pytest.fixture
+def session(owner, workspace):
+    return import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
+
+
+@pytest.fixture
+def client_for():
+    def make(user, csrf=False):
+        c = Client(enforce_csrf_checks=csrf)
+        c.force_login(user)
+        return c
+
+    return make
+
+
+def url(name, session, *args):
+    return reverse(f"sessions_app:{name}", args=[session.pi_id, *args])
+
+
+def share(session, user, role):
+    team = Team.objects.create(name=f"team-{uuid.uuid4().hex[:6]}")
+    TeamMembership.objects.create(team=team, user=user)
+    SessionShare.objects.create(session=session, team=team, role=role)
+
+
+# --- page and partials ---------------------------------------------------------------
+
+
+@pytest.mark.embedded
+def test_session_page_draws_tree_with_active_path(session, owner, client_for):
+    response = client_for(owner).get(url("session_detail", session))
+    assert response.status_code == 200
+    html = response.content.decode()
+    # the leaf (last line of the file) is drawn, highlighted and on the path
+    assert 'id="n-e0000014"' in html
+    leaf_row = html.split('id="n-e0000014"')[0].rsplit("<div", 1)[1]
+    assert "on-path" in leaf_row and "session-leaf" in leaf_row
+    # branch point with three branches, side branches drawn, label chip shown
+    assert "⑂3" in html
+    assert 'id="n-e000000a"' in html and 'id="n-e0000b51"' in html
+    assert "checkpoint" in html
+    # default filter hides the label entry and the tool-only assistant message
+    assert 'id="n-e00000f1"' not in html
+    assert 'id="n-e0000012"' not in html
+    # never the hostile content unescaped
+    assert "<script>window.__pwned" not in html
+
+
+def test_filters_follow_pi(session, owner, client_for):
+    c = client_for(owner)
+    all_html = c.get(url("tree_panel", session), {"filter": "all"}).content.decode()
+    assert 'id="n-e00000f1"' in all_html and 'id="n-e0000012"' in all_html
+    user_only = c.get(url("tree_panel", session), {"filter": "user-only"}).content.decode()
+    assert 'id="n-e000000d"' in user_only
+    assert 'id="n-e000000b"' not in user_only  # assistant hidden
+    no_tools = c.get(url("tree_panel", session), {"filter": "no-tools"}).content.decode()
+    assert 'id="n-e0000003"' not in no_tools
+    labeled = c.get(url("tree_panel", session), {"filter": "labeled-only"}).content.decode()
+    assert 'id="n-e0000004"' in labeled and 'id="n-e000000b"' not in labeled
+
+
+def test_search_highlights_matches(session, owner, client_for):
+    html = client_for(owner).get(url("tree_panel", session), {"q": "approach"}).content.decode()
+    assert "<mark>approach</mark>" in html.lower() or "<mark>Approach</mark>" in html
+    assert "match" in html
+
+
+def test_deep_link_selects_target_on_other_branch(session, owner, client_for):
+    response = client_for(owner).get(
+        url("session_detail", session), {"leaf": "e000000e", "target": "e000000b"}
+    )
+    html = response.content.decode()
+    row = html.split('id="n-e000000b"')[0].rsplit("<div", 1)[1]
+    assert "selected" in row and "on-path" in row
+    # the entry pane is rendered for the target
+    assert 'data-entry="e000000b"' in html
+    assert "approach a" in html  # code block content
+
+
+def test_large_session_folds_runs_and_branches(owner, client_for, workspace):
+    s = bulk_session(owner, str(workspace), 1000, 3)
+    side = Entry.objects.get(session=s, pi_id="b000000000")
+    c = client_for(owner)
+    html = c.get(url("tree_panel", s)).content.decode()
+    assert html.count('class="tn node') < 60
+    assert "entries folded" in html
+    assert "more entries in this branch" in html
+    # lazily expand the fold and the side branch
+    import re
+
+    fold = re.search(r'hx-get="([^"]*/tree/run/[^"]*)"', html).group(1).replace("&amp;", "&")
+    run_html = c.get(fold).content.decode()
+    assert run_html.count('class="tn node') > 20
+    more = re.search(r'hx-get="([^"]*/tree/branch/[^"]*)"', html).group(1).replace("&amp;", "&")
+    branch_html = c.get(more).content.decode()
+    assert "n-b0000000a5" in branch_html and "tree/run/" in branch_html
+
+
+def test_entry_pane_renders_safely(session, owner, client_for):
+    c = client_for(owner)
+    html = c.get(url("entry_pane", session, "e0000004")).content.decode()
+    assert 'href="javascript:' not in html.replace("'", '"')
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+    html = c.get(url("entry_pane", session, "e0000013")).content.decode()
+    assert "onerror" not in html.replace("&quot;", '"').split("<pre")[0]  # nothing live
+    assert '<img src="x"' not in html
+    assert "Output truncated by lines" in html
+    html = c.get(url("entry_pane", session, "e0000001")).content.decode()
+    assert 'src="data:image/png;base64,' in html
+    assert "image/svg+xml not shown" in html
+    html = c.get(url("entry_pane", session, "e00000c1")).content.decode()
+    assert "Compaction summary" in html and "src/b.py" in html
+    html = c.get(url("entry_pane", session, "e000000c")).content.decode()
+    assert 'class="ansi34"' in html and "&lt;b&gt;not bold&lt;/b&gt;" in html
+
+
+def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, settings, tmp_path):
+    inside = workspace / "out.log"
+    inside.write_text("the full output\n")
+    s = import_branched(owner, str(workspace), str(inside), session_id=str(uuid.uuid4()))
+    c = client_for(owner)
+    response = c.get(url("entry_output", s, "e0000013"))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"the full output\n"
+    assert response["Content-Type"].startswith("text/plain")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    s2 = import_branched(owner, str(workspace), str(outside), session_id=str(uuid.uuid4()))
+    assert c.get(url("entry_output", s2, "e0000013")).status_code == 404
+    s3 = import_branched(owner, str(workspace), str(workspace / ".." / ".." / "etc" / "passwd"), session_id=str(uuid.uuid4()))
+    assert c.get(url("entry_output", s3, "e0000013")).status_code == 404
+
+
+# --- actions -------------------------------------------------------------------------
+
+
+def test_continue_here_on_user_message_prefills_and_is_idempotent(session, owner, client_for):
+    c = client_for(owner, csrf=False)
+    response = c.post(url("entry_navigate", session, "e000000d"))
+    assert response.status_code == 200
+    triggers = json.loads(response["HX-Trigger"])
+    assert triggers["piweb:prefill-input"] == {"text": "A looks wrong"}
+    session.refresh_from_db()
+    assert session.leaf.pi_id == "e000000c"  # parent of the user message
+    before = Activity.objects.filter(session=session, verb="navigated").count()
+    again = c.post(url("entry_navigate", session, "e000000d"))
+    assert again.status_code == 200 and "Already here" in again.content.decode()
+    assert Activity.objects.filter(session=session, verb="navigated").count() == before
+    # assistant target: the leaf moves onto it, nothing to prefill
+    response = c.post(url("entry_navigate", session, "e0000016"))
+    assert "piweb:prefill-input" not in json.loads(response["HX-Trigger"])
+    session.refresh_from_db()
+    assert session.leaf.pi_id == "e0000016"
+
+
+def test_label_and_remove_label(session, owner, client_for):
+    c = client_for(owner)
+    count = Entry.objects.filter(session=session).count()
+    assert c.post(url("entry_label", session, "e0000011"), {"label": "works"}).status_code == 200
+    assert Entry.objects.get(session=session, pi_id="e0000011").label == "works"
+    # same label twice (double click): no second label entry
+    c.post(url("entry_label", session, "e0000011"), {"label": "works"})
+    assert Entry.objects.filter(session=session).count() == count + 1
+    c.post(url("entry_label", session, "e0000011"), {"label": "works", "remove": "1"})
+    assert Entry.objects.get(session=session, pi_id="e0000011").label == ""
+    assert Entry.objects.filter(session=session, type="label").count() == 3
+
+
+def test_inspector_shows_context_after_compaction(session, owner, client_for):
+    html = client_for(owner).get(url("inspector", session), {"leaf": "e0000014"}).content.decode()
+    assert "compacted into the following summary" in html
+    # entries before firstKeptEntryId are hidden behind the summary
+    assert "4 entries hidden behind the compaction summary" in html
+    assert 'class="ctx-threshold" style="left: 87.20%"' in html  # (128000-16384)/128000
+    assert "Current working directory" in html
+    # at the branch summary's branch, the summary is a user message with the framing
+    html = client_for(owner).get(url("inspector", session), {"leaf": "e0000016"}).content.decode()
+    assert "summary of a branch that this conversation came back from" in html
+
+
+# --- rights and CSRF -----------------------------------------------------------------
+
+
+@pytest.mark.embedded
+def test_strangers_get_404_everywhere(session, make_user, client_for):
+    c = client_for(make_user("stranger"))
+    for response in (
+        c.get(url("session_detail", session)),
+        c.get(url("tree_panel", session)),
+        c.get(url("entry_pane", session, "e0000004")),
+        c.get(url("inspector", session)),
+        c.post(url("entry_navigate", session, "e0000004")),
+        c.post(url("entry_label", session, "e0000004"), {"label": "x"}),
+        c.post(url("entry_fork", session, "e0000004"), {"scope": "path"}),
+        c.post(url("session_compact", session)),
+    ):
+        assert response.status_code == 404
+
+
+@pytest.mark.embedded
+def test_viewer_reads_but_cannot_mutate(session, make_user, client_for):
+    viewer = make_user("viewer")
+    share(session, viewer, SessionShare.Role.VIEWER)
+    c = client_for(viewer)
+    page = c.get(url("session_detail", session))
+    assert page.status_code == 200
+    entry = c.get(url("entry_pane", session, "e0000004")).content.decode()
+    assert "read-only access" in entry and "Continue here" not in entry
+    leaf = Session.objects.get(pk=session.pk).leaf_id
+    for response in (
+        c.post(url("entry_navigate", session, "e0000004")),
+        c.post(url("entry_label", session, "e0000004"), {"label": "x"}),
+        c.post(url("entry_fork", session, "e0000004"), {"scope": "path"}),
+        c.post(url("session_compact", session)),
+    ):
+        assert response.status_code == 403
+    assert Session.objects.get(pk=session.pk).leaf_id == leaf
+
+
+def test_editor_may_navigate(session, make_user, client_for):
+    editor = make_user("editor")
+    share(session, editor, SessionShare.Role.EDITOR)
+    assert client_for(editor).post(url("entry_navigate", session, "e0000004")).status_code == 200
+
+
+def test_csrf_enforced_on_actions(session, owner, client_for):
+    c = client_for(owner, csrf=True)
+    assert c.post(url("entry_navigate", session, "e0000004")).status_code == 403
+    assert c.post(url("entry_label", session, "e0000004"), {"label": "x"}).status_code == 403
+    page = c.get(url("session_detail", session))
+    token = page.cookies["csrftoken"].value
+    ok = c.post(url("entry_navigate", session, "e0000004"), HTTP_X_CSRFTOKEN=token)
+    assert ok.status_code == 200
+
+
+def test_fork_scopes(session, owner, client_for):
+    c = client_for(owner)
+    made = []
+    for scope in ("path", "path_and_siblings", "up_to_depth"):
+        response = c.post(url("entry_fork", session, "e000000d"), {"scope": scope})
+        assert response.status_code == 200, response.content
+        new_pi = response["HX-Redirect"].rstrip("/").rsplit("/", 1)[1]
+        made.append(Session.objects.get(pi_id=new_pi))
+    assert all(s.parent_id == session.pk for s in made)
+    path_ids = set(made[0].entries.exclude(type="label").values_list("pi_id", flat=True))
+    assert {"e0000001", "e0000002", "e0000003", "e0000004", "e000000a", "e000000b", "e000000c", "e000000d"} <= path_ids
+    assert "e0000010" not in path_ids
+    sib_ids = set(made[1].entries.exclude(type="label").values_list("pi_id", flat=True))
+    assert path_ids <= sib_ids
+    assert "e0000010" in sib_ids and "e0000b51" in sib_ids  # sibling branches of e000000a
+    depth_ids = set(made[2].entries.exclude(type="label").values_list("pi_id", flat=True))
+    assert path_ids <= depth_ids
+    assert c.post(url("entry_fork", session, "e000000d"), {"scope": "bogus"}).status_code == 400
+
+
+def test_sessions_list_search_import_and_new(owner, client_for, workspace):
+    c = client_for(owner)
+    from tests.support.tree_data import branched_jsonl
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("b.jsonl", branched_jsonl(str(workspace), session_id=str(uuid.uuid4())))
+    response = c.post(reverse("sessions_app:session_import"), {"file": upload}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200, html
+    assert "created" in html and "1 malformed line skipped" in html and "line 6" in html
+    bad = SimpleUploadedFile("bad.jsonl", b"not json at all\n")
+    response = c.post(reverse("sessions_app:session_import"), {"file": bad}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and "Import failed" in response.content.decode()
+    listing = c.get(reverse("sessions_app:session_list"), {"q": "approach C"}).content.decode()
+    assert "Imported" in listing and "Set up the project" in listing
+    assert "No session matches" in c.get(reverse("sessions_app:session_list"), {"q": "zzzz-nothing"}).content.decode()
+    response = c.post(reverse("sessions_app:session_new"), {"cwd": "/etc", "name": "x"})
+    assert response.status_code == 400 and "inside a workspace root" in response.content.decode()
+    response = c.post(reverse("sessions_app:session_new"), {"cwd": str(workspace), "name": "Fresh"})
+    assert response.status_code == 302
+    assert Session.objects.filter(owner=owner, name="Fresh", source="live").exists()

@@ -1,0 +1,83 @@
+"""pi session files for the store tests: real pi sessions from the golden vectors."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from sessions_app.context.jsonl import serialize_entry
+from sessions_app.context.messages import build_session_context
+from sessions_app.services import tree
+from tests.conformance.golden import load_golden
+
+FIXTURES = ("before-compaction.jsonl", "large-session.jsonl")
+
+
+def jsonl_text(header: dict, entries: list[dict]) -> str:
+    return "".join(serialize_entry(item) + "\n" for item in [header, *entries])
+
+
+def fixture(name: str) -> tuple[dict, list[dict]]:
+    """(header, entries) of one of pi's own test sessions (migrated to v3 by pi)."""
+    golden = load_golden("cutpoint")
+    return golden["fixtureHeaders"][name]["header"], golden["entrySets"][name]
+
+
+def fixture_bytes(name: str) -> bytes:
+    header, entries = fixture(name)
+    return jsonl_text(header, entries).encode("utf-8")
+
+
+def write_fixture(directory: Path, name: str) -> Path:
+    path = directory / name
+    path.write_bytes(fixture_bytes(name))
+    return path
+
+
+def as_file(data: bytes | str) -> io.BytesIO:
+    return io.BytesIO(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def header(session_id: str = "11111111-2222-3333-4444-555555555555", **extra) -> dict:
+    return {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/work/project",
+        **extra,
+    }
+
+
+def message(eid: str, parent: str | None, role: str = "user", text: str = "hi", ts: int = 1):
+    body: dict = {"role": role, "timestamp": ts}
+    if role == "assistant":
+        body.update(
+            content=[{"type": "text", "text": text}],
+            provider="p",
+            model="m",
+            stopReason="stop",
+        )
+    else:
+        body["content"] = text
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": f"2026-01-01T00:00:{ts % 60:02d}.000Z",
+        "message": body,
+    }
+
+
+def leaves(entries: list[dict]) -> list[str]:
+    parents = {e.get("parentId") for e in entries}
+    return [e["id"] for e in entries if e["id"] not in parents]
+
+
+def assert_context_matches_core(session, entries: list[dict], leaf_ids) -> None:
+    """The context built from the DB path equals the pure core's on the same entries."""
+    for leaf_id in leaf_ids:
+        path = tree.load_path(session, leaf_id)
+        from_db = build_session_context(path, leaf_id)
+        expected = build_session_context(entries, leaf_id)
+        assert from_db == expected, f"context differs at leaf {leaf_id}"

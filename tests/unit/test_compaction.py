@@ -1,0 +1,252 @@
+"""Cut points, prepare_compaction, file operations, token estimates."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sessions_app.context.compaction import (
+    CompactionSettings,
+    FileOps,
+    compute_file_lists,
+    extract_file_ops_from_message,
+    find_cut_point,
+    find_turn_start_index,
+    find_valid_cut_points,
+    format_file_operations,
+    prepare_compaction,
+)
+from sessions_app.context.tokens import estimate_context_tokens, estimate_tokens, should_compact
+
+from ._ctxdata import assistant, entry, random_path, tool_result, user
+
+
+def brute_force_cut_point(entries, start, end, keep):
+    """Spec-literal reference: list every cut point, then search."""
+    cuts = find_valid_cut_points(entries, start, end)
+    if not cuts:
+        return {"firstKeptEntryIndex": start, "turnStartIndex": -1, "isSplitTurn": False}
+    acc = 0
+    cut = cuts[0]
+    for i in range(end - 1, start - 1, -1):
+        if entries[i]["type"] != "message":
+            continue
+        acc += estimate_tokens(entries[i]["message"])
+        if acc >= keep:
+            cut = next((c for c in cuts if c >= i), cut)
+            break
+    while cut > start and entries[cut - 1]["type"] not in ("message", "compaction"):
+        cut -= 1
+    e = entries[cut]
+    is_user = e["type"] == "message" and e["message"]["role"] == "user"
+    ts = -1 if is_user else find_turn_start_index(entries, cut, start)
+    return {
+        "firstKeptEntryIndex": cut,
+        "turnStartIndex": ts,
+        "isSplitTurn": not is_user and ts != -1,
+    }
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_find_cut_point_matches_brute_force(seed):
+    rng = random.Random(seed)
+    es = random_path(rng, rng.randint(1, 80))
+    start = rng.randint(0, len(es) - 1)
+    end = rng.randint(start, len(es))
+    keep = rng.choice([0, 1, 10, 50, 200, 1000, 10**9])
+    assert find_cut_point(es, start, end, keep) == brute_force_cut_point(es, start, end, keep)
+
+
+def test_never_cuts_at_tool_result():
+    es = [
+        user("u0", None, text="x" * 40),
+        assistant("a1", "u0", tool_calls=[("read", {"path": "a"})]),
+        tool_result("t2", "a1", text="y" * 4000),
+        assistant("a3", "t2", text="ok"),
+    ]
+    got = find_cut_point(es, 0, 4, 10)
+    # the budget is reached at the tool result; the cut moves forward to the next valid point
+    assert got == {"firstKeptEntryIndex": 3, "turnStartIndex": 0, "isSplitTurn": True}
+    # with nothing valid after it, pi falls back to the first cut point
+    assert find_cut_point(es, 0, 3, 10)["firstKeptEntryIndex"] == 0
+
+
+def test_cut_moves_back_over_settings_entries():
+    es = [
+        user("u0", None, text="x" * 400),
+        entry("m1", "u0", "model_change", provider="p", modelId="m"),
+        entry("l2", "m1", "label", targetId="u0", label="L"),
+        user("u3", "l2", text="y" * 400),
+    ]
+    got = find_cut_point(es, 0, 4, 50)
+    assert got == {"firstKeptEntryIndex": 1, "turnStartIndex": 0, "isSplitTurn": True}
+
+
+def test_no_cut_points_keeps_from_start():
+    es = [tool_result("t0", None), entry("m1", "t0", "model_change", provider="p", modelId="m")]
+    assert find_cut_point(es, 0, 2, 1) == {
+        "firstKeptEntryIndex": 0,
+        "turnStartIndex": -1,
+        "isSplitTurn": False,
+    }
+
+
+def test_custom_estimator_is_used():
+    es = [user("u0", None), user("u1", "u0"), user("u2", "u1")]
+    got = find_cut_point(es, 0, 3, 2, estimator=lambda m: 1)
+    assert got["firstKeptEntryIndex"] == 1
+
+
+def test_prepare_compaction_none_cases():
+    assert prepare_compaction([], CompactionSettings()) is None
+    es = [
+        user("u0", None),
+        entry("c1", "u0", "compaction", summary="S", firstKeptEntryId="u0", tokensBefore=1),
+    ]
+    assert prepare_compaction(es, CompactionSettings()) is None
+
+
+def test_prepare_compaction_summarizes_from_previous_first_kept():
+    es = [
+        user("u0", None, text="a" * 400),
+        assistant("a1", "u0", text="b" * 400, tool_calls=[("edit", {"path": "x.py"})]),
+        user("u2", "a1", text="c" * 400),
+        entry(
+            "c3",
+            "u2",
+            "compaction",
+            summary="PREV",
+            firstKeptEntryId="u2",
+            tokensBefore=1,
+            details={"readFiles": ["old.txt"], "modifiedFiles": ["mod.txt"]},
+        ),
+        assistant(
+            "a4",
+            "c3",
+            text="d" * 400,
+            tool_calls=[("read", {"path": "r.py"}), ("write", {"path": "w.py"})],
+        ),
+        user("u5", "a4", text="e" * 400),
+        assistant("a6", "u5", text="f" * 40),
+    ]
+    prep = prepare_compaction(es, CompactionSettings(keep_recent_tokens=50))
+    assert prep.first_kept_entry_id == "u5"
+    assert prep.previous_summary == "PREV"
+    # u2 was kept by the previous compaction and is summarized now; the compaction itself is not a message
+    assert [m["role"] for m in prep.messages_to_summarize] == ["user", "assistant"]
+    assert prep.messages_to_summarize[0] is es[2]["message"]
+    assert compute_file_lists(prep.file_ops) == {
+        "readFiles": ["old.txt", "r.py"],
+        "modifiedFiles": ["mod.txt", "w.py"],
+    }
+    d = prep.to_dict()
+    assert d["settings"] == {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 50}
+    assert d["tokensBefore"] == 100  # usage of a6 (last assistant), nothing after it
+
+
+def test_prepare_compaction_hook_details_ignored():
+    es = [
+        user("u0", None),
+        entry(
+            "c1",
+            "u0",
+            "compaction",
+            summary="S",
+            firstKeptEntryId="u0",
+            tokensBefore=1,
+            fromHook=True,
+            details={"readFiles": ["h"]},
+        ),
+        user("u2", "c1"),
+    ]
+    prep = prepare_compaction(es, {"keepRecentTokens": 0})
+    assert compute_file_lists(prep.file_ops) == {"readFiles": [], "modifiedFiles": []}
+
+
+def test_file_ops_extraction_rules():
+    ops = FileOps()
+    msg = assistant(
+        "a",
+        None,
+        tool_calls=[
+            ("read", {"path": "r"}),
+            ("read", {"path": ""}),
+            ("bash", {"path": "b"}),
+            ("edit", {"path": "e"}),
+            ("write", {"path": "w"}),
+            ("read", {"file": "nope"}),
+            ("read", {"path": 3}),
+        ],
+    )["message"]
+    extract_file_ops_from_message(msg, ops)
+    extract_file_ops_from_message(user("u", None)["message"], ops)
+    assert list(ops.read) == ["r"] and list(ops.edited) == ["e"] and list(ops.written) == ["w"]
+
+
+def test_compute_and_format_file_lists_js_order():
+    ops = FileOps()
+    ops.add_read(["b", "a", "\uff5e", "\U0001f600", "w"])
+    ops.written["w"] = None
+    lists = compute_file_lists(ops)
+    assert lists["readFiles"] == [
+        "a",
+        "b",
+        "\U0001f600",
+        "\uff5e",
+    ]  # UTF-16 order: surrogates before U+FF5E
+    assert lists["modifiedFiles"] == ["w"]
+    assert format_file_operations([], []) == ""
+    assert format_file_operations(["a"], ["b", "c"]) == (
+        "\n\n<read-files>\na\n</read-files>\n\n<modified-files>\nb\nc\n</modified-files>"
+    )
+
+
+def test_settings_round_trip_and_should_compact():
+    s = CompactionSettings.from_dict({"reserveTokens": 1000})
+    assert s == CompactionSettings(enabled=True, reserve_tokens=1000, keep_recent_tokens=20000)
+    assert s.to_dict() == {"enabled": True, "reserveTokens": 1000, "keepRecentTokens": 20000}
+    assert should_compact(9001, 10000, s) is True
+    assert should_compact(9000, 10000, s) is False
+    assert should_compact(10**9, 10000, CompactionSettings(enabled=False)) is False
+
+
+def test_token_estimates_utf16_and_usage():
+    assert (
+        estimate_tokens({"role": "user", "content": "\U0001f600\U0001f600"}) == 1
+    )  # 4 UTF-16 units
+    assert (
+        estimate_tokens(
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "abcde"}]}
+        )
+        == 2
+    )
+    aborted = assistant("a", None, stop="aborted", usage_total=999)["message"]
+    ok = assistant("b", None, usage_total=50, text="")["message"]
+    trailing = {"role": "user", "content": "x" * 8}
+    got = estimate_context_tokens([ok, aborted, trailing])
+    assert got == {
+        "tokens": 50 + estimate_tokens(aborted) + 2,
+        "usageTokens": 50,
+        "trailingTokens": estimate_tokens(aborted) + 2,
+        "lastUsageIndex": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"path": "a.py"},
+        {"path": "tab\there", "x": 'quote"back\\slash\u0001'},
+        {"path": "\u65e5\u672c.md"},
+        {"path": "lone \ud800"},
+        {"10": "index key first", "a": "b"},
+        {"n": 1.0, "f": 0.1, "big": 10**17, "nested": {"k": [True, None]}},
+    ],
+)
+def test_tool_call_argument_length_matches_json_stringify(args):
+    from sessions_app.context.jsutil import js_json_dumps, utf16_len
+
+    msg = {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": args}]}
+    expected_chars = 1 + utf16_len(js_json_dumps(args))
+    assert estimate_tokens(msg) == -(-expected_chars // 4)

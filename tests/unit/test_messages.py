@@ -1,0 +1,196 @@
+"""build_session_context / convert_to_llm (sessions_app.context.messages)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sessions_app.context.messages import (
+    BRANCH_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    UNSET,
+    bash_execution_to_text,
+    build_session_context,
+    context_from_path,
+    context_from_path_reference,
+    convert_to_llm,
+    iso_to_ms,
+)
+from sessions_app.context.tree import TreeCycleError, index_by_id, path_to_root
+
+from ._ctxdata import assistant, entry, random_path, tool_result, user
+
+
+def test_null_leaf_is_empty_context():
+    es = [user("a", None)]
+    assert build_session_context(es, None) == {
+        "messages": [],
+        "thinkingLevel": "off",
+        "model": None,
+    }
+    assert build_session_context([]) == {"messages": [], "thinkingLevel": "off", "model": None}
+
+
+def test_unknown_or_empty_leaf_falls_back_to_last_entry():
+    es = [user("a", None, text="one"), user("b", "a", text="two")]
+    for leaf in (UNSET, "missing", ""):
+        got = build_session_context(es, leaf)
+        assert [m["content"] for m in got["messages"]] == ["one", "two"]
+    assert [m["content"] for m in build_session_context(es, "a")["messages"]] == ["one"]
+
+
+def test_settings_model_and_thinking_follow_the_path():
+    es = [
+        user("a", None),
+        entry("t", "a", "thinking_level_change", thinkingLevel="high"),
+        assistant("b", "t", model="first"),
+        entry("m", "b", "model_change", provider="p2", modelId="second"),
+    ]
+    ctx = build_session_context(es)
+    assert ctx["thinkingLevel"] == "high"
+    assert ctx["model"] == {"provider": "p2", "modelId": "second"}
+    assert build_session_context(es, "b")["model"] == {"provider": "prov", "modelId": "first"}
+
+
+def test_compaction_emits_summary_kept_then_after():
+    es = [
+        user("u1", None, text="old"),
+        assistant("a1", "u1"),
+        user("u2", "a1", text="kept"),
+        entry("c", "u2", "compaction", summary="SUM", firstKeptEntryId="u2", tokensBefore=5),
+        user("u3", "c", text="new"),
+    ]
+    msgs = build_session_context(es)["messages"]
+    assert [m["role"] for m in msgs] == ["compactionSummary", "user", "user"]
+    assert msgs[0] == {
+        "role": "compactionSummary",
+        "summary": "SUM",
+        "tokensBefore": 5,
+        "timestamp": iso_to_ms(es[3]["timestamp"]),
+    }
+    llm = convert_to_llm(msgs)
+    assert llm[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + "SUM\n</summary>"
+
+
+def test_empty_branch_summary_is_skipped_in_context():
+    es = [
+        user("a", None),
+        entry("b", "a", "branch_summary", fromId="x", summary=""),
+        entry("c", "b", "branch_summary", fromId="a", summary="went"),
+    ]
+    msgs = build_session_context(es)["messages"]
+    assert [m["role"] for m in msgs] == ["user", "branchSummary"]
+    assert convert_to_llm(msgs)[1]["content"][0]["text"] == BRANCH_SUMMARY_PREFIX + "went</summary>"
+
+
+def test_cycle_raises():
+    es = [user("a", "c"), user("b", "a"), user("c", "b")]
+    with pytest.raises(TreeCycleError):
+        build_session_context(es)
+
+
+def test_duplicate_ids_follow_last_entry_like_pi():
+    # pi's Map keeps the last entry per id; the chain fast path must not hide that.
+    es = [
+        user("x", None, text="first x"),
+        user("y", "x", text="y"),
+        user("x", "y", text="second x"),
+        user("z", "x"),
+    ]
+    # walking from z: parent x -> the *last* x (parent y) -> y -> parent x -> last x again: a loop
+    with pytest.raises(TreeCycleError):
+        build_session_context(es)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_context_equals_reference_on_random_paths(seed):
+    rng = random.Random(seed)
+    path = random_path(rng, rng.randint(1, 120))
+    assert context_from_path(path) == context_from_path_reference(path)
+    # the whole-list entry point (chain fast path) agrees with an explicit walk
+    by_id = index_by_id(path)
+    assert build_session_context(path) == context_from_path_reference(path_to_root(by_id, path[-1]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_branched_trees_match_reference(seed):
+    rng = random.Random(1000 + seed)
+    main = random_path(rng, 60, "m")
+    side = random_path(rng, 30, "s")
+    side[0]["parentId"] = main[rng.randrange(len(main))]["id"]
+    es = main + side
+    rng.shuffle(es)
+    by_id = index_by_id(es)
+    for leaf in (main[-1]["id"], side[-1]["id"], side[5]["id"]):
+        expected = context_from_path_reference(path_to_root(by_id, by_id[leaf]))
+        assert build_session_context(es, leaf) == expected
+
+
+def test_messages_are_not_copied():
+    es = [user("a", None)]
+    assert build_session_context(es)["messages"][0] is es[0]["message"]
+
+
+def test_bash_execution_text_variants():
+    base = {
+        "role": "bashExecution",
+        "command": "make",
+        "output": "",
+        "cancelled": False,
+        "truncated": False,
+    }
+    assert bash_execution_to_text({**base, "exitCode": 0}) == "Ran `make`\n(no output)"
+    assert (
+        bash_execution_to_text({**base, "output": "x", "exitCode": None})
+        == "Ran `make`\n```\nx\n```"
+    )
+    assert (
+        bash_execution_to_text({**base, "exitCode": 2})
+        == "Ran `make`\n(no output)\n\nCommand exited with code 2"
+    )
+    assert bash_execution_to_text({**base, "exitCode": 2, "cancelled": True}).endswith(
+        "\n\n(command cancelled)"
+    )
+    assert bash_execution_to_text({**base, "truncated": True}) == "Ran `make`\n(no output)"
+    assert bash_execution_to_text({**base, "truncated": True, "fullOutputPath": "/f"}).endswith(
+        "\n\n[Output truncated. Full output: /f]"
+    )
+
+
+def test_convert_to_llm_drops_excluded_bash_and_wraps_custom_strings():
+    msgs = [
+        {
+            "role": "bashExecution",
+            "command": "c",
+            "output": "o",
+            "exitCode": 0,
+            "cancelled": False,
+            "truncated": False,
+            "excludeFromContext": True,
+            "timestamp": 1,
+        },
+        {"role": "custom", "customType": "t", "content": "hello", "display": True, "timestamp": 2},
+        tool_result("t", None)["message"],
+        {"role": "unknownRole", "timestamp": 3},
+    ]
+    out = convert_to_llm(msgs)
+    assert out[0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "hello"}],
+        "timestamp": 2,
+    }
+    assert out[1] is msgs[2]
+    assert len(out) == 2
+
+
+def test_iso_to_ms_matches_js_date_parsing():
+    assert iso_to_ms("2025-06-01T12:00:01.000Z") == 1748779201000
+    assert iso_to_ms("2025-06-01T12:00:01.5Z") == 1748779201500
+    assert iso_to_ms("2025-06-01T12:00:01.123456Z") == 1748779201123
+    assert iso_to_ms("2025-06-01T14:00:01+02:00") == 1748779201000
+    assert iso_to_ms("2025-06-01") == 1748736000000
+    assert iso_to_ms("1969-12-31T23:59:59.000Z") == -1000
+    assert iso_to_ms("2025-02-30T00:00:00Z") is None
+    assert iso_to_ms("not a date") is None
+    assert iso_to_ms(None) is None
