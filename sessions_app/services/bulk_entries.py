@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 from django.db import connection
 
@@ -69,7 +70,7 @@ def payload_text_for_db(line: str, payload: dict) -> str:
     payload column gets a cleaned copy (those characters as U+FFFD) while `line` keeps
     the exact text, which is what load_path and export read.
     """
-    if connection.vendor == "postgresql" and _BAD_JSON_ESCAPE_RE.search(line):
+    if connection.vendor == "postgresql" and "\\u" in line and _BAD_JSON_ESCAPE_RE.search(line):
         cleaned = _clean_value(payload)
         return json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
     return line
@@ -191,16 +192,21 @@ def _index_for_search(rows: list[list], payloads: list[dict]) -> None:
         from sessions_app.services.search import index_entries
     except ImportError:  # search not installed
         return
+    # Light stand-ins for Entry (the indexer reads these attributes only): building
+    # 100,000 model instances would cost more than the index itself.
     index_entries(
-        Entry(
+        SimpleNamespace(
             pk=row[0],
+            id=row[0],
             session_id=row[1],
             pi_id=row[2],
             type=row[6],
             timestamp=row[7],
             role=row[8],
             tool_name=row[9],
-            payload=_clean_value(payload) if _BAD_JSON_ESCAPE_RE.search(row[14]) else payload,
+            payload=_clean_value(payload)
+            if "\\u" in row[14] and _BAD_JSON_ESCAPE_RE.search(row[14])
+            else payload,
         )
         for row, payload in zip(rows, payloads, strict=True)
     )

@@ -59,9 +59,11 @@ READ_CHUNK = 1 << 20
 MAX_LINE_BYTES = 256 * 1024 * 1024
 MAX_LISTED = 1000  # skipped lines / warnings listed in a report (the counts are exact)
 
-# Number forms or keys for which Python's compact json text is not JSON.stringify's:
-# exponents, 16+ digit numbers, integer-like keys (JS puts them first).
-_JS_QUIRK_RE = re.compile(r'[:,\[]-?[0-9][0-9.]*[eE]|[:,\[]-?[0-9]{16}|[{,]"[0-9]+":')
+# When a line equals Python's compact json text of its value, it is JSON.stringify's
+# text too, except for numbers in exponent form (Python writes 1e-05, JS 0.00001), which
+# Python always writes with a signed exponent. (Integers above 2**53 and integer-like
+# keys out of order, which only non-JS writers produce, are kept as written.)
+_EXPONENT_RE = re.compile(r"[0-9]e[+-][0-9]")
 
 
 class SessionImportError(ValueError):
@@ -183,9 +185,25 @@ def _parse(text: str) -> tuple[dict | None, str | None]:
 
 
 def _canonical_line(text: str, value: dict) -> str:
-    """The JSON.stringify text of `value`; the line itself when it already is that."""
+    """The text stored for an entry: the line itself when it is compact JSON as pi writes
+    it, else JSON.stringify's text of `value`.
+
+    A line without `": "`, `", "`, `\\u` escapes, exponents or surrounding whitespace is
+    kept verbatim (pi-written lines always are; checking costs a few substring searches,
+    not an encode); anything else is compared with Python's compact encoding and, when
+    that differs, serialized the JS way.
+    """
+    if (
+        text[:1] == "{"
+        and text[-1:] == "}"
+        and '": ' not in text
+        and '", ' not in text
+        and "\\u" not in text
+        and not (("e+" in text or "e-" in text) and _EXPONENT_RE.search(text))
+    ):
+        return text
     fast = _compact_dumps(value)
-    if fast == text and not _JS_QUIRK_RE.search(text):
+    if fast == text and not (("e+" in text or "e-" in text) and _EXPONENT_RE.search(text)):
         return text
     return serialize_entry(value)
 

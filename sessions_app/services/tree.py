@@ -259,6 +259,93 @@ def _decode_rows(rows) -> list[dict]:
     ]
 
 
+def _path_rows(leaf_pk: int) -> list[tuple]:
+    """(pk, pi id, type, role) root→leaf, without payloads, in one recursive query."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE path(id, parent_id, depth) AS (
+            SELECT id, parent_id, 0 FROM {table} WHERE id = %s
+            UNION ALL
+            SELECT e.id, e.parent_id, p.depth + 1
+            FROM {table} e JOIN path p ON e.id = p.parent_id
+            WHERE p.depth < %s
+        )
+        SELECT e.id, e.pi_id, e.type, e.role
+        FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
+        return cursor.fetchall()
+
+
+def _payloads(pks: list[int]) -> dict[int, dict]:
+    table = Entry._meta.db_table
+    out: dict[int, dict] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(pks), 5000):
+            chunk = pks[start : start + 5000]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
+                f"WHERE id IN ({marks})",
+                chunk,
+            )
+            rows = cursor.fetchall()
+            out.update(zip((r[0] for r in rows), _decode_rows([r[1:] for r in rows]), strict=True))
+    return out
+
+
+def load_context_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
+    """The entries of the path root→leaf that can change the model's context at the leaf.
+
+    With a compaction on the path only the last compaction, the entries from its
+    firstKeptEntryId on, and the last thinking-level / model-setting entries before them
+    matter; their payloads are all that is read, so a 100,000-entry path that was
+    compacted loads in milliseconds. Without a compaction this is `load_path`. The
+    result is in path order but may have gaps: give it to `load_context`'s
+    `context_from_path`, not to build_session_context (which walks parentIds).
+    """
+    if leaf_pi_id is UNSET:
+        leaf_pk = session.leaf_id
+    elif leaf_pi_id is None:
+        return []
+    else:
+        leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
+    if leaf_pk is None:
+        return []
+    rows = _path_rows(leaf_pk)
+    last_compaction = next(
+        (i for i in range(len(rows) - 1, -1, -1) if rows[i][2] == "compaction"), None
+    )
+    if last_compaction is None:
+        return load_path(session, rows[-1][1])
+    compaction = _payloads([rows[last_compaction][0]])[rows[last_compaction][0]]
+    first_kept = compaction.get("firstKeptEntryId")
+    start = last_compaction
+    for i in range(last_compaction):
+        if rows[i][1] == first_kept:
+            start = i
+            break
+    wanted = list(range(start, len(rows)))
+    earlier = []
+    for kinds in (("thinking_level_change",), ("model_change", "assistant")):
+        for i in range(start - 1, -1, -1):
+            if rows[i][2] in kinds or (rows[i][2] == "message" and rows[i][3] in kinds):
+                earlier.append(i)
+                break
+    wanted = sorted(earlier) + wanted
+    payloads = _payloads([rows[i][0] for i in wanted])
+    return [payloads[rows[i][0]] for i in wanted]
+
+
+def load_context(session: Session, leaf_pi_id=UNSET) -> dict:
+    """What the model sees at the leaf (pi's buildSessionContext), read from the database
+    as little as possible (see load_context_path)."""
+    from sessions_app.context.messages import context_from_path
+
+    return context_from_path(load_context_path(session, leaf_pi_id))
+
+
 def load_all_entries(session: Session) -> list[dict]:
     """Every payload of the session in append order (what pi's getEntries() returns)."""
     table = Entry._meta.db_table

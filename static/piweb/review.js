@@ -47,6 +47,13 @@
   document.addEventListener("htmx:pushedIntoHistory", fromLocation);
   document.addEventListener("htmx:replacedInHistory", fromLocation);
 
+  // Keyboard selection in the tree loads the entry pane: follow the selected node then.
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    if (!ev.target || ev.target.id !== "entry-pane") return;
+    var row = document.querySelector("#tree-panel .tn.node.selected[data-id]");
+    if (row) selectEntry(row.getAttribute("data-id"));
+  });
+
   document.addEventListener("piweb:leaf_moved", function (ev) {
     if (ev.detail && "leaf" in ev.detail) setLeaf(ev.detail.leaf);
   });

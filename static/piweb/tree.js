@@ -55,7 +55,9 @@
     var url = w.dataset.treeUrl + "?" + query();
     var scroller = treeEl();
     var top = scroller ? scroller.scrollTop : 0;
-    return htmx.ajax("GET", url, { target: "#tree-panel", swap: "innerHTML" }).then(function () {
+    // An explicit source gives the tree its own request queue (htmx queues "last" per
+    // source element; without one every htmx.ajax call on the page shares <body>).
+    return htmx.ajax("GET", url, { source: "#tree-panel", target: "#tree-panel", swap: "innerHTML" }).then(function () {
       var t = treeEl();
       if (t) t.scrollTop = top;
       syncUrl();
@@ -118,6 +120,7 @@
     var url = w.dataset.entryUrl.replace("__ID__", encodeURIComponent(id));
     var leaf = w.dataset.viewLeaf;
     htmx.ajax("GET", url + (leaf ? "?leaf=" + encodeURIComponent(leaf) : ""), {
+      source: "#entry-pane",
       target: "#entry-pane",
       swap: "innerHTML",
     });

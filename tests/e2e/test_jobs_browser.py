@@ -1,7 +1,10 @@
 """The jobs panel in headless Chromium: every kind of job shows queued, running, done
 and failed without a reload (websocket job_progress, with htmx polling as fallback)."""
 
+import os
+
 import pytest
+from django.core.management import call_command
 
 from sessions_app.services import jobs
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
@@ -14,10 +17,37 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _orm_beside_playwright(monkeypatch):
-    """Playwright's sync API keeps an event loop in this thread; our ORM calls are sync."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Playwright's sync API keeps an event loop running in this thread for the rest of the
+# session (the browser fixture is session-scoped), and our ORM calls here are sync.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+
+
+@pytest.fixture(scope="session")
+def jobs_static(django_db_blocker):
+    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before the page loads."""
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture
+def page_for(jobs_static, page_for):
+    return page_for
+
+
+def off_loop(fn, *args, **kwargs):
+    """Call a service from a plain thread, as a web request would: events.publish_now
+    cannot run in this thread, where Playwright's event loop lives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()
 
 
 def _row(job, status):
@@ -29,7 +59,7 @@ def _occupy_both_worker_slots(owner, llm, seconds):
     blockers = []
     for _ in range(2):
         other = make_session(owner, turns=3, compaction=SMALL)
-        blockers.append(jobs.request_compaction(other, actor=owner))
+        blockers.append(off_loop(jobs.request_compaction, other, actor=owner))
     for blocker in blockers:
         wait_for_job(blocker, 30, statuses=("running",))
     return blockers
@@ -43,14 +73,14 @@ def test_jobs_show_every_status_live(worker, page_for, make_user, llm):
     session.refresh_from_db()
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
-    page.wait_for_selector("body[data-ws=open]")
+    page.wait_for_function("document.body.dataset.ws === 'open'")
     page.evaluate("window.__noReload = 'still here'")
 
     # Compaction: queued (both worker slots busy) -> running -> done.
     llm.push(text("BLOCK", delay_before=3), text("BLOCK", delay_before=3))
     llm.push(text("SUMMARY", delay_before=1.5))
     blockers = _occupy_both_worker_slots(owner, llm, 3)
-    job = jobs.request_compaction(session, actor=owner, focus="browser")
+    job = off_loop(jobs.request_compaction, session, actor=owner, focus="browser")
     page.wait_for_selector(_row(job, "queued"))
     page.wait_for_selector(_row(job, "running"))
     page.wait_for_selector(_row(job, "done"))
@@ -64,8 +94,12 @@ def test_jobs_show_every_status_live(worker, page_for, make_user, llm):
     llm.push(text("BRANCH", delay_before=1.5))
     blockers = _occupy_both_worker_slots(owner, llm, 3)
     session.refresh_from_db()
-    summary = jobs.request_branch_summary(
-        session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id=answer1, actor=owner
+    summary = off_loop(
+        jobs.request_branch_summary,
+        session,
+        old_leaf_pi_id=session.leaf.pi_id,
+        target_pi_id=answer1,
+        actor=owner,
     )
     page.wait_for_selector(_row(summary, "queued"))
     assert "Branch summary" in page.inner_text(f'[data-job-id="{summary.pk}"]')
@@ -77,13 +111,17 @@ def test_jobs_show_every_status_live(worker, page_for, make_user, llm):
     # Failures are visible with their reason, for both kinds.
     add_turn(session, 5)
     llm.push(error(400, "summary request rejected", type_="invalid_request_error"))
-    failed = jobs.request_compaction(session, actor=owner)
+    failed = off_loop(jobs.request_compaction, session, actor=owner)
     page.wait_for_selector(_row(failed, "failed"))
     assert "summary request rejected" in page.inner_text(f'[data-job-id="{failed.pk}"]')
     session.refresh_from_db()
     llm.push(error(401, "bad key", type_="auth"))
-    failed_summary = jobs.request_branch_summary(
-        session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id=answer1, actor=owner
+    failed_summary = off_loop(
+        jobs.request_branch_summary,
+        session,
+        old_leaf_pi_id=session.leaf.pi_id,
+        target_pi_id=answer1,
+        actor=owner,
     )
     page.wait_for_selector(_row(failed_summary, "failed"))
     assert "401" in page.inner_text(f'[data-job-id="{failed_summary.pk}"]')
@@ -95,7 +133,7 @@ def test_compact_now_button_with_focus(worker, page_for, make_user, llm):
     session = make_session(owner, turns=3, compaction=SMALL)
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
-    page.wait_for_selector("body[data-ws=open]")
+    page.wait_for_function("document.body.dataset.ws === 'open'")
     llm.push(text("FROM THE BUTTON", delay_before=1))
     page.fill("#jobs-focus", "the flaky test")
     page.click("#jobs-compact-button")

@@ -319,7 +319,10 @@ def test_branch_summary_replace_prompt_and_user_target(make_user, llm):
     assert job.result_entry.parent_id == turn2_user.parent_id
     with pytest.raises(jobs.JobError):
         jobs.request_branch_summary(
-            session, old_leaf_pi_id=old_leaf, target_pi_id=turn2_user.pi_id, actor=owner,
+            session,
+            old_leaf_pi_id=old_leaf,
+            target_pi_id=turn2_user.pi_id,
+            actor=owner,
             replace_prompt=True,
         )
 
@@ -468,7 +471,10 @@ def test_stale_jobs_are_requeued_then_failed(make_user, llm, settings):
         status="running",
         attempts=2,
         heartbeat_at=timezone.now(),
-        params={**job.params, "worker": {"host": __import__("socket").gethostname(), "pid": 2**22 + 7}},
+        params={
+            **job.params,
+            "worker": {"host": __import__("socket").gethostname(), "pid": 2**22 + 7},
+        },
     )
     assert jobs.sweep_stale_jobs() == [str(job.pk)]
     job.refresh_from_db()
@@ -476,12 +482,18 @@ def test_stale_jobs_are_requeued_then_failed(make_user, llm, settings):
     # A live, fresh job is left alone.
     add_turn(session, 5)
     fresh = jobs.request_compaction(session, actor=owner)
-    Job.objects.filter(pk=fresh.pk).update(status="running", attempts=1, heartbeat_at=timezone.now())
+    Job.objects.filter(pk=fresh.pk).update(
+        status="running", attempts=1, heartbeat_at=timezone.now()
+    )
     assert jobs.sweep_stale_jobs(session=session) == []
 
 
 def test_compaction_settings_merge_and_validation(make_user, settings):
-    settings.PIWEB_COMPACTION = {"enabled": True, "reserve_tokens": 1000, "keep_recent_tokens": 2000}
+    settings.PIWEB_COMPACTION = {
+        "enabled": True,
+        "reserve_tokens": 1000,
+        "keep_recent_tokens": 2000,
+    }
     owner = make_user()
     session = tree.create_session(owner=owner, cwd="/tmp")
     cfg = jobs.compaction_settings(session)

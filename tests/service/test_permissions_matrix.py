@@ -129,12 +129,14 @@ def test_every_route_is_classified():
 class World:
     """One session shared every way, plus the objects the routes need."""
 
-    def __init__(self, make_user):
+    def __init__(self, make_user=None):
+        from django.contrib.auth import get_user_model
+
+        # No password hashing (force_login is enough): keeps 40 worlds fast.
+        User = get_user_model()
         self.users = {
-            "owner": make_user("owner"),
-            "editor": make_user("editor"),
-            "viewer": make_user("viewer"),
-            "stranger": make_user("stranger"),
+            name: User.objects.create(username=f"{name}-{uuid.uuid4().hex[:6]}")
+            for name in ("owner", "editor", "viewer", "stranger")
         }
         owner = self.users["owner"]
         editors, viewers = Team.objects.create(name="editors"), Team.objects.create(name="viewers")
@@ -217,9 +219,9 @@ def test_route_matrix(name, make_user, settings):
         assert response.status_code == want, (
             f"{name} as {persona}: got {response.status_code}, expected {want}"
         )
-        if want == 302:
+        if want == 302 and persona in ("anonymous", "link") and route.need != "link":
             assert "/login/" in response["Location"], f"{name} as {persona}: {response['Location']}"
-        if want in (302, 403, 404):
+        if want in (403, 404) or (want == 302 and persona in ("anonymous", "link")):
             body = response.content.decode(errors="replace")
             leaked = [s for s in world.secrets if s in body]
             assert not leaked, f"{name} as {persona} ({want}) leaks {leaked}"
@@ -257,8 +259,8 @@ def test_search_matrix(make_user):
             continue
         assert response.status_code == 200
         body = response.content.decode()
-        if persona == "stranger":
-            assert not [s for s in world.secrets if s in body], persona
+        if persona == "stranger":  # (the query itself is echoed in the search box)
+            assert not [s for s in world.secrets if s in body and s != "zebrafish"], persona
             assert "No matches" in body
         else:
             assert f"/s/{world.sid}/?leaf={world.ids['q2']}" in body, persona

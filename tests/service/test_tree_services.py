@@ -50,6 +50,7 @@ def test_append_set_leaf_label_rename_follow_pi(make_user):
     assert [e["id"] for e in tree.load_path(session)] == [a.pi_id, d.pi_id]
     assert [e["id"] for e in tree.load_path(session, c.pi_id)] == [a.pi_id, b.pi_id, c.pi_id]
     assert tree.load_path(session, None) == []
+    assert tree.load_context(session, None) == build_session_context([], None)
     tree.set_leaf(session, None)
     assert tree.load_path(session) == []
     tree.set_leaf(session, d.pi_id)

@@ -81,3 +81,5 @@ def assert_context_matches_core(session, entries: list[dict], leaf_ids) -> None:
         from_db = build_session_context(path, leaf_id)
         expected = build_session_context(entries, leaf_id)
         assert from_db == expected, f"context differs at leaf {leaf_id}"
+        # and the compaction-aware loader that reads only what the context needs
+        assert tree.load_context(session, leaf_id) == expected, f"load_context at {leaf_id}"

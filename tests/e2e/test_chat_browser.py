@@ -1,0 +1,107 @@
+"""The chat in a real browser: type a request, watch the text stream and the bash output
+go by live, stop the run."""
+
+import os
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from sessions_app.models import Job
+from sessions_app.services import tree
+from tests.e2e.test_agent_ws import messages, new_session, wait_run, wait_until
+from tests.support.scripted_llm import text, tool_call
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+
+
+# Playwright's sync API keeps an event loop in this thread; our ORM calls here are
+# plain blocking test code, not async code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+
+
+@pytest.fixture(scope="session")
+def chat_static(django_db_blocker):
+    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before the page loads."""
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture
+def page_for(chat_static, page_for):
+    return page_for
+
+
+def open_session(page_for, user, session):
+    # (An entry first: the review panel cannot yet render a session without a leaf.)
+    tree.rename_session(session, "chat browser test", actor=user)
+    page = page_for(user)
+    page.goto(f"/s/{session.pi_id}/")
+    page.wait_for_function("document.body.dataset.ws === 'open'")
+    return page
+
+
+def test_type_watch_streamed_text_and_live_bash_then_stop(worker, page_for, llm, make_user, workspace):
+    user = make_user()
+    session = new_session(user, workspace)
+    llm.push(
+        tool_call(
+            "bash",
+            {"command": "for i in $(seq 1 600); do echo tick$i; sleep 0.05; done"},
+            text="Starting the ticker now, it will print many lines for a while.",
+            chunk_size=3,
+            delay_between_chunks=0.05,
+            call_id="call_tick",
+        )
+    )
+    page = open_session(page_for, user, session)
+    page.fill("#chat-input", "run the ticker")
+    page.press("#chat-input", "Enter")
+    # The user's message lands in the transcript, the answer streams into the live area.
+    expect(page.locator("#chat-transcript")).to_contain_text("run the ticker")
+    expect(page.locator("#chat-live-text")).to_contain_text("Starting the ticker")
+    # The bash output streams live, with the snapshot's line counter.
+    live_bash = page.locator('#chat-live-tools [data-tool-call-id="call_tick"]')
+    expect(live_bash.locator("pre")).to_contain_text("tick20", timeout=20000)
+    expect(live_bash.locator(".live-tool-info")).to_contain_text("showing lines 1")
+    assert page.locator("#chat").get_attribute("data-running") == "true"
+    page.click("#chat-stop")
+    expect(page.locator("#chat")).to_have_attribute("data-running", "false", timeout=20000)
+    expect(page.locator("#chat-transcript")).to_contain_text("Command aborted")
+    expect(page.locator("#chat-live")).to_be_hidden()
+    job = wait_run(session)
+    assert job.status == "cancelled"
+    msgs = messages(session)
+    assert [m["role"] for m in msgs] == ["user", "assistant", "toolResult", "assistant"]
+    assert msgs[-1]["stopReason"] == "aborted"
+    assert "tick20" in msgs[2]["content"][0]["text"]
+
+
+def test_reload_mid_run_shows_the_run_and_bang_command(worker, page_for, llm, make_user, workspace):
+    user = make_user()
+    session = new_session(user, workspace)
+    page = open_session(page_for, user, session)
+    page.fill("#chat-input", "!for i in $(seq 1 80); do echo row$i; sleep 0.05; done")
+    page.click("#chat-send")
+    expect(page.locator("#chat-live-tools pre")).to_contain_text("row5", timeout=20000)
+    page.reload()
+    page.wait_for_function("document.body.dataset.ws === 'open'")
+    # After the reload the run is shown from the saved state, then keeps streaming.
+    expect(page.locator("#chat-live-tools pre")).to_contain_text("row", timeout=5000)
+    expect(page.locator("#chat-transcript")).to_contain_text("row80", timeout=30000)
+    assert wait_run(session).status == "done"
+    # Navigate-to-user-message puts text back into the box.
+    page.evaluate(
+        "document.dispatchEvent(new CustomEvent('piweb:prefill-input', {detail: {text: 'edit me'}}))"
+    )
+    expect(page.locator("#chat-input")).to_have_value("edit me")
+
+
+def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make_user, workspace):
+    user = make_user()
+    session = new_session(user, workspace, profile="nothing-configured")
+    page = open_session(page_for, user, session)
+    expect(page.locator("#chat-nomodel")).to_contain_text("PIWEB_LLM_BASE_URL")
+    page.fill("#chat-input", "hello?")
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-notice")).to_contain_text("No model is configured")
+    assert wait_until(lambda: not Job.objects.filter(session=session).exists(), 1) is not None

@@ -1,0 +1,236 @@
+"""The session tree in headless Chromium: import, open, keyboard, filter, fold, label,
+navigate (plain and with a summary, real worker + scripted model), fork, and that
+hostile model output stays inert."""
+
+import os
+import time
+import uuid
+
+import pytest
+from django.core.management import call_command
+
+from sessions_app.models import Entry, Job, Session
+from tests.support.scripted_llm import text
+from tests.support.tree_data import branched_jsonl, import_branched
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Playwright's sync API keeps an event loop running in this thread; the ORM calls the
+# test makes between browser steps are ordinary blocking calls, which is fine here.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+
+
+@pytest.fixture(scope="session")
+def static_collected(django_db_blocker):
+    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before daphne starts."""
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture
+def open_page(static_collected, page_for):
+    return page_for
+
+
+def wait_db(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def selected_id(page):
+    return page.eval_on_selector("#tree-panel .tn.selected", "el => el.dataset.id || ''")
+
+
+def assert_inert(page):
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator('a[href^="javascript:"]').count() == 0
+    assert page.locator("#entry-pane script, #tree-panel script").count() == 0
+
+
+def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
+    owner = make_user("tree-owner")
+    page = open_page(owner)
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    responses = []
+    page.on("response", lambda r: responses.append((r.status, r.url)))
+    page.on("console", lambda m: responses.append(("console", m.text)))
+
+    # --- import through the upload form, see the report -----------------------------
+    sid = str(uuid.uuid4())
+    page.goto("/")
+    page.locator("summary", has_text="Import pi session").click()
+    page.set_input_files(
+        "#import-form input[name=file]",
+        files=[{"name": "branched.jsonl", "mimeType": "application/jsonl", "buffer": branched_jsonl(str(workspace), session_id=sid)}],
+    )
+    page.click("#import-form button[type=submit]")
+    page.wait_for_selector("#import-result .ok")
+    assert "1 malformed line skipped" in page.inner_text("#import-result")
+    Session.objects.filter(pi_id=sid).update(model_profile="scripted")
+    page.click("#import-result a")
+    page.wait_for_selector("#n-e0000014.session-leaf.on-path")
+
+    # --- shape: branch point, side branches, label, compaction/branch-summary look ----
+    assert page.locator("#n-e0000004 .badge.fork").inner_text() == "3 branches"
+    assert page.locator("#n-e0000004 .label-chip").inner_text() == "checkpoint"
+    assert page.locator("#n-e00000c1.k-compaction").count() == 1
+    assert page.locator("#n-e0000b51.k-branch_summary").count() == 1
+    assert page.locator("#n-e00000f1").count() == 0  # label entries hidden by default
+    page.screenshot(path=str(artifact_dir / "session_page.png"), full_page=False)
+
+    # --- keyboard: up/down along the tree, left/right between siblings, Enter opens --
+    page.click("#n-e0000014 .preview")
+    page.wait_for_selector('#entry-pane [data-entry="e0000014"]')
+    page.focus("#n-e0000014")
+    page.keyboard.press("ArrowUp")
+    above = selected_id(page)
+    assert above and above != "e0000014"
+    page.keyboard.press("ArrowDown")
+    assert selected_id(page) == "e0000014"
+    page.click("#n-e000000a .preview")
+    page.keyboard.press("ArrowRight")
+    assert selected_id(page) == "e0000b51"
+    page.keyboard.press("ArrowRight")
+    assert selected_id(page) == "e0000010"
+    page.keyboard.press("ArrowLeft")
+    assert selected_id(page) == "e0000b51"
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#entry-pane [data-entry="e0000b51"]')
+    assert "src/a.py" in page.inner_text("#entry-pane")  # branch summary opens with its files
+    assert "target=e0000b51" in page.url
+
+    # --- hostile content stays inert -------------------------------------------------
+    for node in ("e0000004", "e0000003", "e0000013", "e000000c"):
+        page.click(f"#n-{node} .preview")
+        try:
+            page.wait_for_selector(f'#entry-pane [data-entry="{node}"]')
+        except Exception:
+            page.screenshot(path=str(artifact_dir / "debug.png"))
+            print("ERRORS", errors)
+            print("\n".join(map(str, responses[-15:])))
+            raise
+        assert_inert(page)
+    assert page.locator("#entry-pane .ansi34").count() == 1  # ANSI colours kept, safely
+
+    # --- filter ----------------------------------------------------------------------
+    page.select_option("#tree-filter", "all")
+    page.wait_for_selector("#n-e00000f1")
+    assert page.locator("#n-e0000012").count() == 1
+    page.select_option("#tree-filter", "user-only")
+    page.wait_for_selector("#n-e000000b", state="detached")
+    assert page.locator("#n-e000000d").count() == 1
+    page.select_option("#tree-filter", "default")
+    page.wait_for_selector("#n-e000000b")
+
+    # --- search highlights -------------------------------------------------------------
+    page.fill("#tree-search", "approach")
+    page.wait_for_selector("#tree-panel .tn.match mark")
+    assert page.locator("#tree-panel .tn.match").count() >= 4
+    page.fill("#tree-search", "")
+    page.wait_for_selector("#tree-panel .tn.match", state="detached")
+
+    # --- fold / unfold a branch (click and keyboard) ---------------------------------
+    assert page.is_visible("#n-e000000b")
+    page.click("#n-e000000a .chev")
+    assert not page.is_visible("#n-e000000b")
+    page.click("#n-e000000a .chev")
+    assert page.is_visible("#n-e000000b")
+    page.click("#n-e000000a .preview")
+    page.keyboard.press("f")
+    assert not page.is_visible("#n-e000000b")
+    page.keyboard.press("f")
+    assert page.is_visible("#n-e000000b")
+
+    # --- label -------------------------------------------------------------------------
+    page.click("#n-e0000011 .preview")
+    page.wait_for_selector('#entry-pane [data-entry="e0000011"]')
+    page.fill("#entry-pane input[name=label]", "B works")
+    page.click("#entry-pane .act-label button[name=save]")
+    page.wait_for_selector("#n-e0000011 .label-chip")
+    assert page.inner_text("#n-e0000011 .label-chip") == "B works"
+    session = Session.objects.get(pi_id=sid)
+    assert Entry.objects.get(session=session, pi_id="e0000011").label == "B works"
+
+    # --- continue here on a user message: leaf = its parent, text back in the input ----
+    page.click("#n-e000000d .preview")
+    page.wait_for_selector('#entry-pane [data-entry="e000000d"]')
+    page.click("#entry-pane .act-navigate button")
+    page.wait_for_selector("#entry-status .action-result.ok")
+    page.wait_for_selector("#n-e000000c.session-leaf")
+    session.refresh_from_db()
+    assert session.leaf.pi_id == "e000000c"
+    if page.locator("#chat-input").count():
+        assert page.input_value("#chat-input") == "A looks wrong"
+    # double-click from a second "tab": idempotent
+    page.click("#entry-pane .act-navigate button")
+    page.wait_for_selector("#entry-status .action-result.ok")
+    assert "Already here" in page.inner_text("#entry-status")
+
+    # --- context inspector at a node -------------------------------------------------------
+    page.click("#n-e0000014 .preview")
+    page.wait_for_selector('#entry-pane [data-entry="e0000014"]')
+    page.click("#entry-pane button:has-text('Inspect context here')")
+    page.wait_for_selector("#inspector-pane .inspector .ctx-threshold")
+    inspector = page.inner_text("#inspector-pane")
+    assert "hidden behind the compaction summary" in inspector
+    assert page.locator("#inspector-pane .ctx-msg").count() == 6  # summary + 5 kept/after
+
+    # --- fork with each scope ------------------------------------------------------------
+    for scope in ("path", "path_and_siblings", "up_to_depth"):
+        page.goto(f"/s/{sid}/?target=e000000d")
+        page.wait_for_selector('#entry-pane [data-entry="e000000d"]')
+        page.select_option("#entry-pane select[name=scope]", scope)
+        with page.expect_navigation():
+            page.click("#entry-pane .act-fork button")
+        page.wait_for_selector("#tree-panel .tree")
+        new_id = page.url.rstrip("/").split("/s/")[1].split("/")[0]
+        fork = Session.objects.get(pi_id=new_id)
+        assert fork.parent_id == session.pk and fork.source == "fork"
+        ids = set(fork.entries.exclude(type="label").values_list("pi_id", flat=True))
+        assert "e000000d" in ids and ("e0000010" in ids) == (scope != "path")
+        assert page.locator("#n-e000000d").count() == 1
+    assert not errors, errors
+
+
+def test_continue_with_summary_runs_on_the_worker(open_page, make_user, workspace, worker, llm, artifact_dir):
+    owner = make_user("tree-summary")
+    session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
+    llm.push(text("## Goal\nFinish approach B.\n\n## Progress\n- [x] B works\n\n## Next Steps\n1. Ship it"))
+    page = open_page(owner)
+    page.goto(f"/s/{session.pi_id}/?target=e0000016")
+    page.wait_for_selector('#entry-pane [data-entry="e0000016"]')
+    page.click("#entry-pane .act-summary summary")
+    page.fill("#entry-pane .act-summary textarea[name=focus]", "focus on the tests")
+    page.click("#entry-pane .act-summary button[type=submit]")
+    page.wait_for_selector("#entry-status .action-result")
+    # a second identical request (another tab) is deduplicated by the jobs service
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    again = page.request.post(
+        f"/s/{session.pi_id}/e/e0000016/navigate/",
+        form={"summary": "1", "focus": "focus on the tests"},
+        headers={"X-CSRFToken": token, "HX-Request": "true"},
+    )
+    assert again.ok
+    job = wait_db(
+        lambda: Job.objects.filter(session=session, kind="branch_summary", status="done").first(),
+        60,
+        "the branch summary job",
+    )
+    assert Job.objects.filter(session=session, kind="branch_summary").count() == 1
+    summary = job.result_entry
+    assert summary.type == "branch_summary" and summary.parent.pi_id == "e0000016"
+    assert "Finish approach B" in summary.payload["summary"]
+    assert "focus on the tests" in str(llm.requests[-1])
+    session.refresh_from_db()
+    assert session.leaf_id == summary.pk
+    # the page follows live (job_progress / entry_appended over the websocket)
+    page.wait_for_selector(f"#n-{summary.pi_id}.k-branch_summary.session-leaf", timeout=20000)
+    page.click(f"#n-{summary.pi_id} .preview")
+    page.wait_for_selector(f'#entry-pane [data-entry="{summary.pi_id}"]')
+    assert "Finish approach B" in page.inner_text("#entry-pane")
+    page.screenshot(path=str(artifact_dir / "session_page_summary.png"))

@@ -1,0 +1,112 @@
+"""Chat services in-process: input parsing, the run guard, stale runs, the run's branch,
+and one agent turn executed here (real scripted server, real Redis, no worker)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sessions_app.models import Job
+from sessions_app.services import chat, tree
+from tests.support.scripted_llm import text, tool_call
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user()
+
+
+@pytest.fixture
+def session(owner, workspace, redis_ready):
+    return tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("hello", chat.Parsed("agent", "hello")),
+        ("  !ls -la ", chat.Parsed("bash", "ls -la")),
+        ("!!make secret", chat.Parsed("bash", "make secret", exclude=True)),
+    ],
+)
+def test_parse_input(raw, expected):
+    assert chat.parse_input(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "!", "!!  "])
+def test_parse_input_refuses_empty(raw):
+    with pytest.raises(chat.ChatError):
+        chat.parse_input(raw)
+
+
+def test_one_turn_in_process(session, owner, llm, workspace):
+    (workspace / "hello.txt").write_text("hi there\n")
+    llm.push(tool_call("read", {"path": "hello.txt"}, call_id="c1"), text("It says hi."))
+    job = chat.send_message(session, owner, "read hello.txt")
+    assert job.status == "queued" and job.params["mode"] == "agent"
+    assert chat.execute_run(str(job.pk)) == "done"
+    job.refresh_from_db()
+    assert job.status == "done" and job.finished_at and job.result_entry is not None
+    session.refresh_from_db()
+    path = tree.load_path(session)
+    assert [e["message"]["role"] for e in path] == ["user", "assistant", "toolResult", "assistant"]
+    assert path[2]["message"]["content"] == [{"type": "text", "text": "hi there\n"}]
+    assert session.leaf.pi_id == path[-1]["id"] == job.result_entry.pi_id
+    # Running it again (a redelivered task) does nothing.
+    assert chat.execute_run(str(job.pk)) is None
+    assert len(tree.load_path(session)) == 4
+
+
+def test_stale_running_job_is_failed_so_the_session_is_usable(session, owner, settings):
+    stale = Job.objects.create(
+        session=session, kind="agent_run", status="running",
+        heartbeat_at=timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 5),
+    )  # fmt: skip
+    job = chat.send_message(session, owner, "!echo ok")
+    stale.refresh_from_db()
+    assert stale.status == "failed" and "stopped reporting" in stale.error
+    assert job.status == "queued"
+
+
+def test_redelivered_running_job_is_marked_failed(session):
+    job = Job.objects.create(session=session, kind="agent_run", status="running", params={"mode": "bash", "command": "true"})
+    assert chat.execute_run(str(job.pk)) is None
+    job.refresh_from_db()
+    assert job.status == "failed"
+
+
+def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, llm):
+    first = tree.append_entry(session, {"type": "session_info", "name": "x"})
+    llm.push(text("answer"))
+    job = chat.send_message(session, owner, "question")
+    user_entry = job.params["parent"]
+    tree.set_leaf(session, first.pi_id)  # someone navigates elsewhere mid-run
+    assert chat.execute_run(str(job.pk)) == "done"
+    session.refresh_from_db()
+    assert session.leaf.pi_id == first.pi_id  # not pulled back
+    answer = session.entries.order_by("-seq").first()
+    assert answer.parent.pi_id == user_entry
+
+
+def test_stop_sets_the_abort_key_for_a_running_job(session, owner):
+    job = Job.objects.create(session=session, kind="agent_run", status="running")
+    assert chat.stop_run(session, owner) == job
+    assert chat.redis_client().exists(chat._key("abort", job.pk))
+    chat.redis_client().delete(chat._key("abort", job.pk))
+    assert chat.stop_run(tree.create_session(owner=owner, cwd=session.cwd), owner) is None
+
+
+def test_run_state_round_trip(session):
+    state = chat.RunState(session.pk, "run-1", "agent")
+    state.apply("text_delta", {"run_id": "run-1", "delta": "Hel", "kind": "text"})
+    state.apply("text_delta", {"run_id": "run-1", "delta": "lo", "kind": "text"})
+    state.apply("tool_start", {"run_id": "run-1", "tool_call_id": "t1", "name": "bash", "args": {"command": "ls"}})
+    state.apply("bash_snapshot", {"run_id": "run-1", "tool_call_id": "t1", "text": "a\n", "total_lines": 2})
+    state.flush(force=True)
+    saved = chat.run_state(session)
+    assert saved["text"] == "Hello"
+    assert saved["tools"]["t1"]["snapshot"] == {"text": "a\n", "total_lines": 2}
+    state.clear()
+    assert chat.run_state(session) is None
