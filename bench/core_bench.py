@@ -162,16 +162,43 @@ def _ctx_path(n: int) -> list[dict]:
         if kind == 0:
             msg = {"role": "user", "content": f"please fix the bug in module {i}", "timestamp": ms}
         elif kind == 1:
-            call = {"type": "toolCall", "id": f"t{i}", "name": "read", "arguments": {"path": f"src/m{i}.py"}}
-            msg = {"role": "assistant", "content": [{"type": "text", "text": "Reading it."}, call],
-                   "provider": "openai", "model": "gpt", "usage": usage, "stopReason": "toolUse", "timestamp": ms}
+            call = {
+                "type": "toolCall",
+                "id": f"t{i}",
+                "name": "read",
+                "arguments": {"path": f"src/m{i}.py"},
+            }
+            msg = {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Reading it."}, call],
+                "provider": "openai",
+                "model": "gpt",
+                "usage": usage,
+                "stopReason": "toolUse",
+                "timestamp": ms,
+            }
         elif kind == 2:
-            msg = {"role": "toolResult", "toolCallId": f"t{i - 1}", "toolName": "read",
-                   "content": [{"type": "text", "text": "x = 1\n" * 20}], "isError": False, "timestamp": ms}
+            msg = {
+                "role": "toolResult",
+                "toolCallId": f"t{i - 1}",
+                "toolName": "read",
+                "content": [{"type": "text", "text": "x = 1\n" * 20}],
+                "isError": False,
+                "timestamp": ms,
+            }
         else:
-            msg = {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}], "provider": "openai",
-                   "model": "gpt", "usage": usage, "stopReason": "stop", "timestamp": ms}
-        entries.append({"type": "message", "id": eid, "parentId": parent, "timestamp": stamp, "message": msg})
+            msg = {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Fixed."}],
+                "provider": "openai",
+                "model": "gpt",
+                "usage": usage,
+                "stopReason": "stop",
+                "timestamp": ms,
+            }
+        entries.append(
+            {"type": "message", "id": eid, "parentId": parent, "timestamp": stamp, "message": msg}
+        )
         parent = eid
     return entries
 
@@ -185,24 +212,45 @@ def bench_context() -> list[list[str]]:
     rows = []
     for n in (10_000, 100_000):
         entries = _ctx_path(n)
-        side = [dict(e, id=f"s{e['id']}", parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]))
-                for e in entries[: n // 10]]
+        side = [
+            dict(
+                e,
+                id=f"s{e['id']}",
+                parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]),
+            )
+            for e in entries[: n // 10]
+        ]
         tree_entries = entries + side  # a branched session: the leaf is not the last entry
         leaf = entries[-1]["id"]
         cases = [
             ("build_session_context(path)", lambda e=entries: build_session_context(e)),
-            ("build_session_context(tree, leaf)", lambda t=tree_entries, lf=leaf: build_session_context(t, lf)),
+            (
+                "build_session_context(tree, leaf)",
+                lambda t=tree_entries, lf=leaf: build_session_context(t, lf),
+            ),
             ("context_from_path(path)", lambda e=entries: context_from_path(e)),
             ("find_cut_point(keep=20000)", lambda e=entries: find_cut_point(e, 0, len(e), 20_000)),
-            ("find_cut_point(keep=all)", lambda e=entries: find_cut_point(e, 0, len(e), float("inf"))),
+            (
+                "find_cut_point(keep=all)",
+                lambda e=entries: find_cut_point(e, 0, len(e), float("inf")),
+            ),
             ("prepare_compaction(defaults)", lambda e=entries: prepare_compaction(e)),
-            ("SessionTree(tree).get_branch(leaf)", lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf)),
+            (
+                "SessionTree(tree).get_branch(leaf)",
+                lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf),
+            ),
         ]
         for name, fn in cases:
             seconds = _best_of(fn, repeat=5)
-            rows.append([name, f"{n:,}", f"{seconds * 1000:.1f} ms", f"{seconds / n * 1e9:,.0f} ns/entry"])
+            rows.append(
+                [name, f"{n:,}", f"{seconds * 1000:.1f} ms", f"{seconds / n * 1e9:,.0f} ns/entry"]
+            )
         del entries, side, tree_entries
-    _print_table("Context building and cut points (best of 5)", ["function", "path entries", "time", "per entry"], rows)
+    _print_table(
+        "Context building and cut points (best of 5)",
+        ["function", "path entries", "time", "per entry"],
+        rows,
+    )
     return rows
 
 

@@ -230,24 +230,31 @@ def child_context(database_url: str, leaf: str) -> dict:
     from sessions_app.services import tree
 
     session = Session.objects.get(pi_id=SESSION_ID)
-    timings = {"load_path": [], "build_context": [], "total": []}
+    full = {"load_path": [], "build_context": [], "total": []}
+    fast = []
     depth = messages = 0
-    for _ in range(5):
+    for _ in range(3):
         t0 = time.perf_counter()
         path = tree.load_path(session, leaf)
         t1 = time.perf_counter()
         context = build_session_context(path, leaf)
         t2 = time.perf_counter()
-        timings["load_path"].append((t1 - t0) * 1000)
-        timings["build_context"].append((t2 - t1) * 1000)
-        timings["total"].append((t2 - t0) * 1000)
+        full["load_path"].append((t1 - t0) * 1000)
+        full["build_context"].append((t2 - t1) * 1000)
+        full["total"].append((t2 - t0) * 1000)
         depth, messages = len(path), len(context["messages"])
-        del path, context
+        del path
+    for _ in range(5):
+        t0 = time.perf_counter()
+        quick = tree.load_context(session, leaf)
+        fast.append((time.perf_counter() - t0) * 1000)
+    assert quick == context, "load_context disagrees with load_path + build_session_context"
     return {
         "path_length": depth,
         "context_messages": messages,
-        **{f"{k}_ms_median": round(statistics.median(v), 1) for k, v in timings.items()},
-        "total_ms_best": round(min(timings["total"]), 1),
+        "load_context_ms_median": round(statistics.median(fast), 1),
+        "load_context_ms_best": round(min(fast), 1),
+        **{f"full_{k}_ms_median": round(statistics.median(v), 1) for k, v in full.items()},
         "peak_rss_mb": round(_peak_rss_mb(), 1),
     }
 
@@ -387,14 +394,17 @@ def main() -> int:
             f"peak RSS {imported['peak_rss_mb']} MB ({'ok' if lean else 'MISSED'} < 300)"
         )
         if name == "postgresql":
-            quick = context["total_ms_median"] < 200
+            quick = context["load_context_ms_median"] < 200
             print(
-                f"  {name}: deep-leaf context {context['total_ms_median']} ms "
-                f"({'ok' if quick else 'MISSED'} < 200)"
+                f"  {name}: deep-leaf context {context['load_context_ms_median']} ms "
+                f"({'ok' if quick else 'MISSED'} < 200); the whole {context['path_length']}-entry "
+                f"path with every payload: {context['full_total_ms_median']} ms"
             )
             ok = ok and quick
         ok = ok and fast and lean
     print("all targets met" if ok else "some targets missed (see above)")
+    load = os.getloadavg()
+    print(f"(load average {load[0]:.1f} on {os.cpu_count()} CPUs while measuring)")
     return 0
 
 

@@ -127,8 +127,10 @@ def run_shell(
             events = poller.poll(50)
             eof = False
             if events:
-                # Drain what is there without going back to poll between chunks.
-                for _ in range(64):
+                # Drain what is there without going back to poll between chunks, but
+                # come up for air often enough for snapshots, abort and timeout.
+                until = time.monotonic() + snapshot_interval / 2
+                while True:
                     try:
                         data = os.read(fd, READ_SIZE)
                     except BlockingIOError:
@@ -138,7 +140,7 @@ def run_shell(
                         break
                     tail.feed(data)
                     dirty = True
-                    if len(data) < READ_SIZE // 2:
+                    if time.monotonic() >= until:
                         break
             if eof:
                 break

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .jsutil import js_sorted
-from .messages import collect_messages, context_from_path, message_from_entry
+from .messages import collect_messages, context_from_path
 from .tokens import (
-    calculate_context_tokens,
     estimate_context_tokens,
     estimate_tokens,
     get_assistant_usage,
@@ -414,17 +413,3 @@ def prepare_compaction(
         first_kept_entry_index=cut["firstKeptEntryIndex"],
         previous_compaction_index=prev_idx,
     )
-
-
-def _messages_between(entries: list[Entry], start: int, end: int) -> list[Message]:
-    out = []
-    for i in range(start, end):
-        msg = message_from_entry(entries[i])  # compaction entries are skipped
-        if msg is not None:
-            out.append(msg)
-    return out
-
-
-def calculate_tokens_from_usage(usage: dict[str, Any]) -> int:
-    """Alias of ``tokens.calculate_context_tokens`` kept for callers of this module."""
-    return calculate_context_tokens(usage)

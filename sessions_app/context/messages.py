@@ -7,6 +7,9 @@ Public API
 ----------
 - ``build_session_context(entries, leaf_id=UNSET, by_id=None)`` ->
   ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
+- ``context_from_path(path)`` -> same result for an already root-first path
+  (what the service layer should call after loading a path from the database)
+- ``collect_messages(path, start, end, mode)`` -> messages of a slice of a path
 - ``convert_to_llm(messages)`` -> list of user / assistant / toolResult messages
 - ``bash_execution_to_text(msg)``
 - ``message_from_entry(entry)`` (entry -> agent message or ``None``)

@@ -160,9 +160,14 @@ def job_event_data(job: Job) -> dict:
     """The `job_progress` websocket payload."""
     result = None
     if job.result_entry_id:
-        result = (
-            Entry.objects.filter(pk=job.result_entry_id).values_list("pi_id", flat=True).first()
-        )
+        if Job.result_entry.is_cached(job) and job.result_entry is not None:
+            result = job.result_entry.pi_id
+        else:
+            result = (
+                Entry.objects.filter(pk=job.result_entry_id)
+                .values_list("pi_id", flat=True)
+                .first()
+            )
     return {
         "job_id": str(job.id),
         "kind": job.kind,
@@ -412,11 +417,14 @@ def _is_dead(job: Job, now=None) -> bool:
     return False
 
 
-def _set_progress(job: Job, attempt: int, **progress) -> None:
-    """Record progress for our own run only; publish it at once."""
+def _set_progress(job: Job, attempt: int, *, model: str | None = None, **progress) -> None:
+    """Record progress (and the model used) for our own run only; publish it at once."""
     data = {**(job.progress or {}), **progress}
+    fields = {"progress": data, "heartbeat_at": timezone.now()}
+    if model is not None:
+        fields["model"] = job.model = model[:200]
     updated = Job.objects.filter(pk=job.pk, status=Status.RUNNING, attempts=attempt).update(
-        progress=data, heartbeat_at=timezone.now()
+        **fields
     )
     if updated:
         job.progress = data
@@ -544,9 +552,8 @@ def _summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> 
     """Run model requests (None entries stay None) or the offline fallback."""
     profile = resolve_profile(job.session.model_profile)
     if profile is None:
-        Job.objects.filter(pk=job.pk).update(model="offline summarizer")
+        _set_progress(job, attempt, model="offline summarizer", phase="summarizing")
         return offline(), {"offline": True}
-    Job.objects.filter(pk=job.pk).update(model=profile.label[:200])
     texts = []
     spent = 0.0
     calls = 0
@@ -566,7 +573,14 @@ def _summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> 
                 last_error=message,
             )
 
-        _set_progress(job, attempt, phase="summarizing", step=len(texts) + 1, steps=len(wanted))
+        _set_progress(
+            job,
+            attempt,
+            model=profile.label,
+            phase="summarizing",
+            step=len(texts) + 1,
+            steps=len(wanted),
+        )
         done = summarizer.complete(profile, request, on_retry=on_retry)
         spent += done.model_seconds
         calls += done.calls
@@ -712,7 +726,9 @@ def _complete_once(job: Job, attempt: int, payload: dict | None, *, note: str, m
     meta = meta or {}
     with transaction.atomic():
         session = tree.lock_session(job.session_id)
-        locked = Job.objects.select_for_update().get(pk=job.pk)
+        locked = (
+            Job.objects.select_for_update(of=("self",)).select_related("created_by").get(pk=job.pk)
+        )
         if locked.status != Status.RUNNING or locked.attempts != attempt or locked.result_entry_id:
             return None  # someone else took it over (we were presumed dead): write nothing
         if payload is not None and _waits_for_agent_runs(locked) and _agent_run_active(session.pk):
@@ -756,7 +772,7 @@ def _complete_once(job: Job, attempt: int, payload: dict | None, *, note: str, m
                 job=str(locked.pk),
                 entry=entry.pi_id,
             )
-        moved = Session.objects.filter(pk=session.pk, leaf=entry).exists()
+        moved = session.leaf_id == entry.pk  # append_entry refreshed `session`
         _finish(locked, Status.DONE, entry=entry, phase="done", leaf_moved=moved, **meta, **extra)
         return Status.DONE
 

@@ -308,27 +308,37 @@ def _like_prefix(text: str) -> str:
 
 
 def _hits(ids: list[int], query: str) -> list[SearchHit]:
-    docs = {
-        d.entry_id: d
-        for d in SearchDocument.objects.filter(entry_id__in=ids).select_related("entry", "session")
-    }
+    rows = SearchDocument.objects.filter(entry_id__in=ids).values_list(
+        "entry_id",
+        "role",
+        "tool_name",
+        "date",
+        "text",
+        "entry__pi_id",
+        "entry__label",
+        "session__pi_id",
+        "session__name",
+        "session__cwd",
+    )
+    by_pk = {row[0]: row for row in rows}
     words = [text for op, text in parse_query(query) if op != "not"]
     hits = []
     for pk in ids:
-        doc = docs.get(pk)
-        if doc is None:
+        row = by_pk.get(pk)
+        if row is None:
             continue
+        _, role, tool, when, text, entry_pi_id, label, session_pi_id, name, cwd = row
         hits.append(
             SearchHit(
-                session_pi_id=doc.session.pi_id,
-                session_name=str(doc.session),
-                session_cwd=doc.session.cwd,
-                entry_pi_id=doc.entry.pi_id,
-                role=doc.role,
-                tool_name=doc.tool_name,
-                date=doc.date,
-                label=doc.entry.label,
-                snippet=snippet(doc.text, words),
+                session_pi_id=session_pi_id,
+                session_name=name or session_pi_id,
+                session_cwd=cwd,
+                entry_pi_id=entry_pi_id,
+                role=role,
+                tool_name=tool,
+                date=when,
+                label=label,
+                snippet=snippet(text, words),
             )
         )
     return hits

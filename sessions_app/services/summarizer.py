@@ -8,7 +8,9 @@ with a `SummaryError` whose text is safe to show (no keys, no request bodies).
 """
 
 import logging
+import os
 import random
+import threading
 import time
 from dataclasses import dataclass
 
@@ -33,13 +35,23 @@ class Completion:
     calls: int
 
 
+_clients: dict[tuple, openai.OpenAI] = {}
+_clients_lock = threading.Lock()
+
+
 def _client(profile: ModelProfile) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=profile.base_url,
-        api_key=profile.api_key or "not-needed",
-        timeout=profile.timeout,
-        max_retries=0,  # we retry ourselves, visibly and with a cap
-    )
+    """One client per endpoint per process: building one loads the CA bundle (~0.2 s)."""
+    key = (os.getpid(), profile.base_url, profile.api_key, profile.timeout)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = openai.OpenAI(
+                base_url=profile.base_url,
+                api_key=profile.api_key or "not-needed",
+                timeout=profile.timeout,
+                max_retries=0,  # we retry ourselves, visibly and with a cap
+            )
+        return client
 
 
 def _retry_delay(attempt: int, exc: Exception) -> float:

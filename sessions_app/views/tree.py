@@ -312,7 +312,7 @@ def action_navigate(request, session_id, entry_id):
         session.refresh_from_db()
         new_leaf = session.leaf.pi_id if session.leaf_id else None
         triggers = {
-            "piweb:tree-refresh": {"leaf": new_leaf, "target": entry_id},
+            "piweb:tree-refresh": {"leaf": new_leaf, "entry": entry_id},
             "piweb:job-queued": {"job_id": str(job.pk), "kind": job.kind},
         }
         editor_text = (job.params or {}).get("editor_text")
@@ -327,7 +327,7 @@ def action_navigate(request, session_id, entry_id):
             extra={"job": job},
         )
     result = navigation.navigate(session, entry_id, actor=request.user)
-    triggers = {"piweb:tree-refresh": {"leaf": result.leaf, "target": entry_id}}
+    triggers = {"piweb:tree-refresh": {"leaf": result.leaf, "entry": entry_id}}
     if result.editor_text is not None:
         triggers["piweb:prefill-input"] = {"text": result.editor_text}
     text = "Leaf moved." if result.moved else "Already here."
@@ -346,7 +346,7 @@ def action_label(request, session_id, entry_id):
         label = ""
     navigation.set_label(access.session, entry_id, label, actor=request.user)
     access.session.refresh_from_db()
-    triggers = {"piweb:tree-refresh": {"target": entry_id}}
+    triggers = {"piweb:tree-refresh": {"entry": entry_id}}
     return _message(
         request, "Label saved." if label.strip() else "Label removed.", "ok", triggers=triggers
     )

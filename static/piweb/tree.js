@@ -349,11 +349,12 @@
     }
   });
 
-  // Server-side triggers (HX-Trigger) from the action forms.
+  // Server-side triggers (HX-Trigger) from the action forms. (Their detail never has a
+  // "target" key: htmx would take it for the element to dispatch the event on.)
   document.addEventListener("piweb:tree-refresh", function (ev) {
     var d = ev.detail || {};
     state.leaf = "";
-    if (d.target) state.target = d.target;
+    if (d.entry) state.target = d.entry;
     scheduleRefresh(0);
   });
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from sessions_app.models import Entry, Job, Session
 from tests.support.scripted_llm import text
@@ -160,7 +161,11 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     page.click("#n-e000000d .preview")
     page.wait_for_selector('#entry-pane [data-entry="e000000d"]')
     page.click("#entry-pane .act-navigate button")
-    page.wait_for_selector("#entry-status .action-result.ok")
+    try:
+        page.wait_for_selector("#entry-status .action-result.ok")
+    except Exception:
+        print("\n".join(map(str, responses[-15:])), page.inner_html("#entry-status"))
+        raise
     page.wait_for_selector("#n-e000000c.session-leaf")
     session.refresh_from_db()
     assert session.leaf.pi_id == "e000000c"
@@ -168,8 +173,7 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
         assert page.input_value("#chat-input") == "A looks wrong"
     # double-click from a second "tab": idempotent
     page.click("#entry-pane .act-navigate button")
-    page.wait_for_selector("#entry-status .action-result.ok")
-    assert "Already here" in page.inner_text("#entry-status")
+    expect(page.locator("#entry-status")).to_contain_text("Already here")
 
     # --- context inspector at a node -------------------------------------------------------
     page.click("#n-e0000014 .preview")
