@@ -46,7 +46,23 @@ TOOLS = ("read", "bash", "edit", "write", "grep")
 
 
 def _words(rng: random.Random) -> list[str]:
-    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "qu", "bra", "cle", "dro", "fen", "gul"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ne",
+        "ru",
+        "sa",
+        "ti",
+        "vo",
+        "ze",
+        "qu",
+        "bra",
+        "cle",
+        "dro",
+        "fen",
+        "gul",
+    ]
     seen, out = set(), []
     while len(out) < VOCAB:
         word = "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
@@ -122,9 +138,15 @@ def _columns(model, values: dict) -> tuple[list[str], callable]:
 def _load(args, vendor: str) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
-    from django.utils import timezone
 
-    from sessions_app.models import Entry, SearchDocument, Session, SessionShare, Team, TeamMembership
+    from sessions_app.models import (
+        Entry,
+        SearchDocument,
+        Session,
+        SessionShare,
+        Team,
+        TeamMembership,
+    )
 
     rng = random.Random(SEED)
     words = _words(rng)
@@ -141,7 +163,6 @@ def _load(args, vendor: str) -> dict:
     TeamMembership.objects.bulk_create(members)
     member = users[0]
 
-    now = timezone.now()
     sessions = []
     for i in range(args.sessions):
         sessions.append(
@@ -165,7 +186,23 @@ def _load(args, vendor: str) -> dict:
     SessionShare.objects.bulk_create(shares)
 
     per_session = args.entries // args.sessions
-    entry_cols, entry_row = _columns(Entry, {"id", "session_id", "pi_id", "parent_id", "seq", "type", "timestamp", "role", "tool_name", "preview", "payload", "token_count"})
+    entry_cols, entry_row = _columns(
+        Entry,
+        {
+            "id",
+            "session_id",
+            "pi_id",
+            "parent_id",
+            "seq",
+            "type",
+            "timestamp",
+            "role",
+            "tool_name",
+            "preview",
+            "payload",
+            "token_count",
+        },
+    )
     doc_cols = ["entry_id", "session_id", "role", "tool_name", "date", "text"]
     entry_table, doc_table = Entry._meta.db_table, SearchDocument._meta.db_table
 
@@ -184,14 +221,37 @@ def _load(args, vendor: str) -> dict:
                 tool = TOOLS[(seq + s_index) % len(TOOLS)] if role != "user" else ""
                 text = f"{pool[rng.randrange(POOL)]} t{rng.randrange(RARE)}"
                 if role == "toolResult":
-                    message = {"role": role, "toolName": tool, "toolCallId": f"c{seq}", "content": [{"type": "text", "text": text}], "isError": False}
+                    message = {
+                        "role": role,
+                        "toolName": tool,
+                        "toolCallId": f"c{seq}",
+                        "content": [{"type": "text", "text": text}],
+                        "isError": False,
+                    }
                 elif role == "assistant":
-                    message = {"role": role, "content": [{"type": "text", "text": text}, {"type": "toolCall", "id": f"c{seq + 1}", "name": tool, "arguments": {"path": f"src/{tool}.py"}}]}
-                    text = f"{text}\n{tool}({{\"path\": \"src/{tool}.py\"}})"
+                    message = {
+                        "role": role,
+                        "content": [
+                            {"type": "text", "text": text},
+                            {
+                                "type": "toolCall",
+                                "id": f"c{seq + 1}",
+                                "name": tool,
+                                "arguments": {"path": f"src/{tool}.py"},
+                            },
+                        ],
+                    }
+                    text = f'{text}\n{tool}({{"path": "src/{tool}.py"}})'
                 else:
                     message = {"role": role, "content": text}
                 ts = f"2026-{1 + (base_day // 31) % 12:02d}-{1 + base_day % 28:02d}T12:00:00.000Z"
-                payload = {"type": "message", "id": f"{pk:08x}", "parentId": parent and f"{parent:08x}", "timestamp": ts, "message": message}
+                payload = {
+                    "type": "message",
+                    "id": f"{pk:08x}",
+                    "parentId": parent and f"{parent:08x}",
+                    "timestamp": ts,
+                    "message": message,
+                }
                 entry = entry_row(
                     {
                         "id": pk,
@@ -224,10 +284,14 @@ def _load(args, vendor: str) -> dict:
             with raw.copy(f"COPY {doc_table} ({', '.join(doc_cols)}) FROM STDIN") as doc_copy:
                 for doc in docs:
                     doc_copy.write_row(doc)
-            cursor.execute(f"SELECT setval(pg_get_serial_sequence('{entry_table}', 'id'), %s)", [next_id])
+            cursor.execute(
+                f"SELECT setval(pg_get_serial_sequence('{entry_table}', 'id'), %s)", [next_id]
+            )
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("SET LOCAL maintenance_work_mem = '512MB'")
-            cursor.execute(f"CREATE INDEX sessions_app_searchdoc_tsv ON {doc_table} USING gin (tsv)")
+            cursor.execute(
+                f"CREATE INDEX sessions_app_searchdoc_tsv ON {doc_table} USING gin (tsv)"
+            )
         else:
             migration = __import__("sessions_app.migrations.0002_search_indexes", fromlist=["x"])
             for sql in migration.SQLITE_DOWN:
@@ -251,7 +315,13 @@ def _load(args, vendor: str) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     load_seconds = time.perf_counter() - started
-    return {"words": words, "pool": pool, "member": member, "lead": lead, "load_seconds": load_seconds}
+    return {
+        "words": words,
+        "pool": pool,
+        "member": member,
+        "lead": lead,
+        "load_seconds": load_seconds,
+    }
 
 
 def _queries(rng: random.Random, words: list[str], pool: list[str]) -> list[tuple[str, dict]]:
@@ -271,7 +341,9 @@ def _queries(rng: random.Random, words: list[str], pool: list[str]) -> list[tupl
         i = rng.randrange(max(1, len(text) - 2))
         out.append((f'"{text[i]} {text[i + 1]}"', {}))
     for _ in range(10):
-        out.append((rng.choice(words[:100]), {"filters": SearchFilters(role="toolResult", tool="bash")}))
+        out.append(
+            (rng.choice(words[:100]), {"filters": SearchFilters(role="toolResult", tool="bash")})
+        )
     for _ in range(10):
         out.append((rng.choice(words[100:600]), {"filters": SearchFilters(cwd="/work/repo7/")}))
     for _ in range(10):
@@ -334,11 +406,16 @@ def child(backend: str, args) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backends", default="postgresql,sqlite")
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--pg-url", default=os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/postgres"),
+    )
     parser.add_argument("--pg-db", default="review_search_bench")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -354,9 +431,21 @@ def main() -> int:
         except Exception as exc:
             print(f"{backend}: skipped ({exc.__class__.__name__}: {exc})")
             continue
-        print(f"== {backend}: loading {args.entries:,} entries in {args.sessions:,} sessions …", flush=True)
+        print(
+            f"== {backend}: loading {args.entries:,} entries in {args.sessions:,} sessions …",
+            flush=True,
+        )
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", backend, "--sessions", str(args.sessions), "--entries", str(args.entries)],
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                backend,
+                "--sessions",
+                str(args.sessions),
+                "--entries",
+                str(args.entries),
+            ],
             env=env,
             capture_output=True,
             text=True,
@@ -365,9 +454,11 @@ def main() -> int:
         if proc.returncode or not lines:
             print(proc.stdout[-3000:], proc.stderr[-3000:])
             return 1
-        reports.append(json.loads(lines[-1][len("RESULT "):]))
+        reports.append(json.loads(lines[-1][len("RESULT ") :]))
     print()
-    print(f"{'backend':<11} {'user':<7} {'sees':>5} {'queries':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'load s':>7}")
+    print(
+        f"{'backend':<11} {'user':<7} {'sees':>5} {'queries':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'load s':>7}"
+    )
     for r in reports:
         for name, s in r["users"].items():
             print(

@@ -183,6 +183,20 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
     return {"bytes": path.stat().st_size, "entries": entries, "deep_leaf": deep_leaf}
 
 
+def calibrate(path: Path, limit: int = 20_000_000) -> float:
+    """How fast this machine parses the file's lines with json.loads alone (MB/s): the
+    ceiling any importer written in Python has here."""
+    size = 0
+    start = time.perf_counter()
+    with path.open("rb") as fh:
+        for line in fh:
+            json.loads(line)
+            size += len(line)
+            if size >= limit:
+                break
+    return size / 1e6 / (time.perf_counter() - start)
+
+
 # --- child processes ---------------------------------------------------------------------
 
 
@@ -218,6 +232,9 @@ def child_import(database_url: str, path: str) -> dict:
         "entries": report.entries_added,
         "seconds": round(seconds, 2),
         "mb_per_s": round(size / 1e6 / seconds, 1),
+        "import_transaction_s": round(report.import_seconds, 2),
+        "import_transaction_mb_per_s": round(size / 1e6 / report.import_seconds, 1),
+        "search_indexing_after_commit_s": round(report.search_seconds, 2),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
         "rss_after_django_setup_mb": round(rss_before, 1),
     }
@@ -282,8 +299,24 @@ def child_append(database_url: str, count: int) -> dict:
     }
 
 
+REDIS_URL = os.environ.get("PIWEB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
+
+
+def _redis_env() -> dict:
+    """The real Redis when it answers (appends publish events, as in production)."""
+    try:
+        import redis
+
+        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
+    except Exception:
+        return {}
+    return {"REDIS_URL": REDIS_URL}
+
+
 def run_child(kind: str, database_url: str, arg: str) -> dict:
-    env = dict(os.environ, DATABASE_URL=database_url, PIWEB_VAR_DIR=str(BENCH_DIR / "var"))
+    env = dict(
+        os.environ, DATABASE_URL=database_url, PIWEB_VAR_DIR=str(BENCH_DIR / "var"), **_redis_env()
+    )
     out = subprocess.run(
         [sys.executable, __file__, "--child", kind, database_url, arg],
         env=env,
@@ -355,6 +388,9 @@ def main() -> int:
     print(
         f"generated {info['entries']} entries, {info['bytes'] / 1e6:.1f} MB "
         f"in {time.perf_counter() - t0:.1f}s; deep leaf {info['deep_leaf']}"
+    )
+    print(
+        f"calibration: {calibrate(path):.0f} MB/s for plain json.loads of these lines on this machine"
     )
     sqlite_file = BENCH_DIR / "bench.sqlite3"
     backends = []

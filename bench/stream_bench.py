@@ -137,7 +137,9 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
     from sessions_app.models import Job
     from sessions_app.services import chat, tree
 
-    redis_proc = embedded.start(settings.EMBEDDED_REDIS_SOCKET) if settings.USES_EMBEDDED_REDIS else None
+    redis_proc = (
+        embedded.start(settings.EMBEDDED_REDIS_SOCKET) if settings.USES_EMBEDDED_REDIS else None
+    )
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
 
@@ -179,7 +181,10 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
 
         async def listen(ready: threading.Event, done: threading.Event):
             url = f"ws://127.0.0.1:{port}/ws/sessions/{session.pi_id}/"
-            headers = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}", "Origin": f"http://127.0.0.1:{port}"}
+            headers = {
+                "Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}",
+                "Origin": f"http://127.0.0.1:{port}",
+            }
             async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
                 ready.set()
                 while True:
@@ -242,7 +247,9 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", default="500M", help="bytes of output (e.g. 500M)")
     parser.add_argument("--skip-e2e", action="store_true", help="only the in-process truncator")
     args = parser.parse_args()

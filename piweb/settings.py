@@ -206,6 +206,8 @@ PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
 # job gets before it is failed, and the capped exponential backoff for provider errors.
 PIWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("PIWEB_JOB_HEARTBEAT_SECONDS", "0")) or None
 PIWEB_JOB_MAX_ATTEMPTS = int(os.environ.get("PIWEB_JOB_MAX_ATTEMPTS", "3"))
+# Queue for compaction / branch-summary tasks ("" = CELERY_TASK_DEFAULT_QUEUE).
+PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
 PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
 PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
 PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))

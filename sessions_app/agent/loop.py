@@ -157,7 +157,9 @@ class _TextBatcher:
 
     def flush(self) -> None:
         if self.buf:
-            self.emit("text_delta", {"run_id": self.run_id, "delta": "".join(self.buf), "kind": self.kind})
+            self.emit(
+                "text_delta", {"run_id": self.run_id, "delta": "".join(self.buf), "kind": self.kind}
+            )
         self.buf, self.size, self.last = [], 0, time.monotonic()
 
 
@@ -224,7 +226,9 @@ class _Assembler:
         return problems
 
     def content(self) -> list[dict[str, Any]]:
-        return [b for b in self.blocks if not (b["type"] in ("text", "thinking") and not b[b["type"]])]
+        return [
+            b for b in self.blocks if not (b["type"] in ("text", "thinking") and not b[b["type"]])
+        ]
 
 
 class AgentRun:
@@ -345,7 +349,11 @@ class AgentRun:
         thread.start()
         try:
             while True:
-                kind, value = events.get()
+                try:
+                    kind, value = events.get(timeout=TEXT_FLUSH_SECONDS)
+                except queue.Empty:
+                    batcher.flush()  # the model paused: show what we have
+                    continue
                 if self.abort.is_set() or kind == "abort":
                     return "aborted"
                 if kind == "chunk":
@@ -401,7 +409,12 @@ class AgentRun:
             if any(b["type"] == "toolCall" for b in asm.blocks):
                 reason = "toolUse"
             if asm.finish_reason == "content_filter":
-                return self._assistant(asm.content(), "error", usage, "Response blocked by the provider's content filter"), None
+                return self._assistant(
+                    asm.content(),
+                    "error",
+                    usage,
+                    "Response blocked by the provider's content filter",
+                ), None
             return self._assistant(asm.content(), reason, usage), None
 
     # ------------------------------------------------------------------ tools
@@ -415,7 +428,10 @@ class AgentRun:
         def on_snapshot(snap) -> None:
             from .shell import snapshot_event
 
-            self.hooks.emit("bash_snapshot", {"run_id": self.run_id, "tool_call_id": call_id, **snapshot_event(snap)})
+            self.hooks.emit(
+                "bash_snapshot",
+                {"run_id": self.run_id, "tool_call_id": call_id, **snapshot_event(snap)},
+            )
 
         ctx = replace(self.tool_ctx, on_bash_snapshot=on_snapshot)
         return execute_tool(block["name"], block["arguments"], ctx, self.tools)
@@ -438,7 +454,10 @@ class AgentRun:
                     {"run_id": self.run_id, "tool_call_id": block["id"], "name": block["name"], "args": block["arguments"]},
                 )  # fmt: skip
             if self.abort.is_set():
-                results = [text_result("Tool execution skipped: the run was aborted", {}, True) for _ in group]
+                results = [
+                    text_result("Tool execution skipped: the run was aborted", {}, True)
+                    for _ in group
+                ]
             elif len(group) == 1:
                 results = [self._run_call(group[0])]
             else:
@@ -447,7 +466,11 @@ class AgentRun:
             for block, result in zip(group, results, strict=True):
                 self.hooks.emit(
                     "tool_end",
-                    {"run_id": self.run_id, "tool_call_id": block["id"], "is_error": result.is_error},
+                    {
+                        "run_id": self.run_id,
+                        "tool_call_id": block["id"],
+                        "is_error": result.is_error,
+                    },
                 )
                 self.hooks.persist(self._tool_result(block, result))
 
@@ -481,7 +504,9 @@ class AgentRun:
                 return "done"
             self.run_tools(calls)
         self.hooks.persist(
-            self._assistant([], "error", error=f"Stopped after {self.max_turns} turns without finishing.")
+            self._assistant(
+                [], "error", error=f"Stopped after {self.max_turns} turns without finishing."
+            )
         )
         return "error"
 

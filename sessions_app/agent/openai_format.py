@@ -23,7 +23,9 @@ NO_RESULT_TEXT = "No result provided"
 def _image_url(block: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "image_url",
-        "image_url": {"url": f"data:{block.get('mimeType', 'image/png')};base64,{block.get('data', '')}"},
+        "image_url": {
+            "url": f"data:{block.get('mimeType', 'image/png')};base64,{block.get('data', '')}"
+        },
     }
 
 
@@ -46,7 +48,9 @@ def _user_content(content: Any) -> Any:
 def _tool_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+    texts = [
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    ]
     return "\n".join(texts)
 
 
@@ -115,7 +119,9 @@ def to_openai_messages(system_prompt: str, messages: list[dict[str, Any]]) -> li
                             "type": "function",
                             "function": {
                                 "name": block.get("name"),
-                                "arguments": json.dumps(block.get("arguments") or {}, ensure_ascii=False),
+                                "arguments": json.dumps(
+                                    block.get("arguments") or {}, ensure_ascii=False
+                                ),
                             },
                         }
                     )

@@ -24,7 +24,18 @@ from .signals import AbortSignal
 
 F_SETPIPE_SZ = 1031  # Linux fcntl; larger pipe = fewer reads
 READ_SIZE = 1 << 20
-SAFE_ENV_KEYS = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ")
+SAFE_ENV_KEYS = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "TZ",
+)
 
 
 def shell_env(extra: dict[str, str] | None = None) -> dict[str, str]:

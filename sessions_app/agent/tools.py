@@ -46,7 +46,7 @@ from .paths import Workspace, WorkspaceError
 from .shell import run_shell
 from .signals import AbortSignal
 
-MAX_READ_BYTES = 256 * 1024 * 1024
+MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_GREP_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_BASH_TIMEOUT = 180.0
@@ -189,8 +189,14 @@ READ = Tool(
     ),
     parameters=_schema(
         {
-            "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
-            "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+            "path": {
+                "type": "string",
+                "description": "Path to the file to read (relative or absolute)",
+            },
+            "offset": {
+                "type": "number",
+                "description": "Line number to start reading from (1-indexed)",
+            },
             "limit": {"type": "number", "description": "Maximum number of lines to read"},
         },
         ["path"],
@@ -209,7 +215,9 @@ def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if timeout is None:
         timeout = ctx.bash_timeout
     elif timeout < 0:
-        raise ToolError("Invalid timeout: must be a finite number of seconds, or 0 to disable the timer")
+        raise ToolError(
+            "Invalid timeout: must be a finite number of seconds, or 0 to disable the timer"
+        )
     outcome = run_shell(
         command,
         ctx.workspace.cwd,
@@ -278,9 +286,7 @@ def unified_diff(old: str, new: str, path: str, context: int = 4) -> tuple[str, 
     """A unified diff of two texts and the first changed line (1-based, in the new text)."""
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
-    diff = "".join(
-        difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}", n=context)
-    )
+    diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}", n=context))
     first = None
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, _i1, _i2, j1, _j2 in matcher.get_opcodes():
@@ -317,9 +323,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     index = normalized.index(needle)
     updated = normalized[:index] + replacement + normalized[index + len(needle) :]
     if updated == normalized:
-        raise ToolError(
-            f"No changes made to {path}. The replacement produced identical content."
-        )
+        raise ToolError(f"No changes made to {path}. The replacement produced identical content.")
     ctx.check_abort()
 
     def restore(text: str) -> str:
@@ -343,8 +347,14 @@ EDIT = Tool(
     ),
     parameters=_schema(
         {
-            "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
-            "oldText": {"type": "string", "description": "Exact text to find and replace (must match exactly)"},
+            "path": {
+                "type": "string",
+                "description": "Path to the file to edit (relative or absolute)",
+            },
+            "oldText": {
+                "type": "string",
+                "description": "Exact text to find and replace (must match exactly)",
+            },
             "newText": {"type": "string", "description": "New text to replace the old text with"},
         },
         ["path", "oldText", "newText"],
@@ -378,7 +388,10 @@ WRITE = Tool(
     ),
     parameters=_schema(
         {
-            "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
+            "path": {
+                "type": "string",
+                "description": "Path to the file to write (relative or absolute)",
+            },
             "content": {"type": "string", "description": "Content to write to the file"},
         },
         ["path", "content"],
@@ -430,9 +443,7 @@ class _Ignores:
         return False
 
 
-def walk(
-    start: str, ctx: ToolContext, *, include_dirs: bool = False
-) -> Iterator[tuple[str, bool]]:
+def walk(start: str, ctx: ToolContext, *, include_dirs: bool = False) -> Iterator[tuple[str, bool]]:
     """(path, is_dir) under ``start`` in sorted order: .git skipped, .gitignore respected,
     hidden files included, symlinks not followed out of the workspace."""
     ignores = _Ignores(ctx.workspace)
@@ -453,7 +464,9 @@ def walk(
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if entry.is_symlink():
                     real = os.path.realpath(entry.path)
-                    if not (real == ctx.workspace.root or real.startswith(ctx.workspace.root + os.sep)):
+                    if not (
+                        real == ctx.workspace.root or real.startswith(ctx.workspace.root + os.sep)
+                    ):
                         continue  # points outside the workspace
                     if os.path.isdir(real):
                         continue  # never descend through symlinks
@@ -566,13 +579,34 @@ GREP = Tool(
     ),
     parameters=_schema(
         {
-            "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
-            "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-            "glob": {"type": "string", "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},
-            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-            "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
-            "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
-            "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"},
+            "pattern": {
+                "type": "string",
+                "description": "Search pattern (regex or literal string)",
+            },
+            "path": {
+                "type": "string",
+                "description": "Directory or file to search (default: current directory)",
+            },
+            "glob": {
+                "type": "string",
+                "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+            },
+            "ignoreCase": {
+                "type": "boolean",
+                "description": "Case-insensitive search (default: false)",
+            },
+            "literal": {
+                "type": "boolean",
+                "description": "Treat pattern as literal string instead of regex (default: false)",
+            },
+            "context": {
+                "type": "number",
+                "description": "Number of lines to show before and after each match (default: 0)",
+            },
+            "limit": {
+                "type": "number",
+                "description": "Maximum number of matches to return (default: 100)",
+            },
         },
         ["pattern"],
     ),
@@ -599,7 +633,9 @@ def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     for path, is_dir in walk(search, ctx, include_dirs=True):
         rel = os.path.relpath(path, search).replace(os.sep, "/")
         subject = rel if by_path else os.path.basename(path)
-        if spec.match_file(subject + ("/" if is_dir and not by_path else "")) or spec.match_file(subject):
+        if spec.match_file(subject + ("/" if is_dir and not by_path else "")) or spec.match_file(
+            subject
+        ):
             results.append(rel + ("/" if is_dir else ""))
             if len(results) >= effective_limit:
                 break
@@ -625,8 +661,14 @@ FIND = Tool(
     ),
     parameters=_schema(
         {
-            "pattern": {"type": "string", "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
-            "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+            "pattern": {
+                "type": "string",
+                "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'",
+            },
+            "path": {
+                "type": "string",
+                "description": "Directory to search in (default: current directory)",
+            },
             "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"},
         },
         ["pattern"],
@@ -685,8 +727,14 @@ LS = Tool(
     ),
     parameters=_schema(
         {
-            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
-            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"},
+            "path": {
+                "type": "string",
+                "description": "Directory to list (default: current directory)",
+            },
+            "limit": {
+                "type": "number",
+                "description": "Maximum number of entries to return (default: 500)",
+            },
         },
         [],
     ),
@@ -711,7 +759,10 @@ def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any] | None, str 
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"Invalid JSON in tool arguments ({exc.msg} at position {exc.pos}): {text[:500]}"
+        return (
+            None,
+            f"Invalid JSON in tool arguments ({exc.msg} at position {exc.pos}): {text[:500]}",
+        )
     if not isinstance(value, dict):
         return None, f"Tool arguments must be a JSON object, got: {text[:500]}"
     return value, None

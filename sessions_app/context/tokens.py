@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .jsutil import js_json_dumps, utf16_len
+from .jsutil import _simple_float, js_json_dumps, utf16_len
 
 __all__ = [
     "IMAGE_CHARS",
@@ -41,10 +41,14 @@ def _slen(value: Any) -> int:
     return utf16_len(value) if isinstance(value, str) else 0
 
 
+# Hot paths below inline ``utf16_len``'s ASCII fast path (``len`` is exact for
+# ASCII text) to save a call per string.
+
+
 def _text_blocks_chars(content: Any, count_images: bool) -> int:
-    chars = 0
     if isinstance(content, str):
-        return utf16_len(content)
+        return len(content) if content.isascii() else utf16_len(content)
+    chars = 0
     if isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
@@ -53,39 +57,100 @@ def _text_blocks_chars(content: Any, count_images: bool) -> int:
             if btype == "text":
                 text = block.get("text")
                 if text and isinstance(text, str):
-                    chars += utf16_len(text)
+                    chars += len(text) if text.isascii() else utf16_len(text)
             elif btype == "image" and count_images:
                 chars += IMAGE_CHARS
     return chars
 
 
-_dumps_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# The C quoting function of the json module: escapes exactly what JSON.stringify
+# escapes (``"``, ``\\``, controls < U+0020, with the same short forms), keeps
+# other text as is, except lone surrogates, which JS escapes as ``\\udxxx`` and
+# this keeps raw (those strings take the exact path).
+_quote = json.encoder.encode_basestring
+_MAX_SAFE_INT = 2**53
+
+
+def _quoted_len(s: str) -> int:
+    """``JSON.stringify(s).length`` for a str."""
+    q = _quote(s)
+    if q.isascii():
+        return len(q)
+    try:
+        # Strict UTF-16 fails on any surrogate code point: only then is the slow path needed.
+        return len(q.encode("utf-16-le")) >> 1
+    except UnicodeEncodeError:
+        return utf16_len(js_json_dumps(s))
 
 
 def _json_len(value: Any) -> int:
-    """``JSON.stringify(value).length``."""
+    """``JSON.stringify(value).length`` (0 for values JSON cannot represent)."""
     if value is None:
         return 4  # "null"
-    if type(value) is dict and all(
-        type(v) is str and type(k) is str and not k[:1].isdigit() for k, v in value.items()
-    ):
-        # Flat string-valued objects (the usual tool arguments): the C encoder prints
-        # exactly what JSON.stringify prints, except for non-ASCII text (lone
-        # surrogates), which takes the exact path below.
-        text = _dumps_compact(value)
-        if text.isascii():
-            return len(text)
+    n = _json_len_fast(value)
+    if n >= 0:
+        return n
     try:
         return utf16_len(js_json_dumps(value))
     except (TypeError, ValueError):
         return 0
 
 
+def _json_len_fast(value: Any) -> int:
+    """``JSON.stringify(value).length`` without building the text, or -1.
+
+    Handles the usual shapes (str keys; str, bool, None, safe-integer, plain float,
+    list and dict values) and returns -1 for anything else (huge ints, floats that
+    print differently in Python, non-str keys, other types), so the caller takes the
+    exact path for the whole value.  Key order does not change the length, so JS's
+    integer-like-keys-first ordering needs no handling here.
+    """
+    vtype = type(value)
+    if vtype is dict:
+        if not value:
+            return 2
+        n = 2 * len(value) + 1  # braces, one colon per item, commas between items
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            q = _quote(key)
+            n += len(q) if q.isascii() else _quoted_len(key)
+            itype = type(item)
+            if itype is str:
+                q = _quote(item)
+                n += len(q) if q.isascii() else _quoted_len(item)
+            elif itype is int and -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
+                n += len(str(item))
+            else:
+                sub = _json_len_fast(item)
+                if sub < 0:
+                    return -1
+                n += sub
+        return n
+    if vtype is str:
+        return _quoted_len(value)
+    if vtype is list:
+        n = len(value) + 1 if value else 2  # brackets and commas
+        for item in value:
+            sub = _json_len_fast(item)
+            if sub < 0:
+                return -1
+            n += sub
+        return n
+    if vtype is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return len(str(value))
+    if vtype is bool:
+        return 4 if value else 5
+    if value is None:
+        return 4
+    if vtype is float and _simple_float(value):
+        return len(repr(value))  # same shortest round-trip digits as JS
+    return -1
+
+
 def estimate_tokens(message: dict[str, Any]) -> int:
     """pi's ``estimateTokens``: ceil(chars / 4) by message role."""
     role = message.get("role")
-    if role == "user":
-        return _ceil4(_text_blocks_chars(message.get("content"), False))
     if role == "assistant":
         chars = 0
         for block in message.get("content") or ():
@@ -93,19 +158,27 @@ def estimate_tokens(message: dict[str, Any]) -> int:
                 continue
             btype = block.get("type")
             if btype == "text":
-                chars += _slen(block.get("text"))
-            elif btype == "thinking":
-                chars += _slen(block.get("thinking"))
+                text = block.get("text")
+                if isinstance(text, str):
+                    chars += len(text) if text.isascii() else utf16_len(text)
             elif btype == "toolCall":
-                chars += _slen(block.get("name"))
+                name = block.get("name")
+                if isinstance(name, str):
+                    chars += len(name) if name.isascii() else utf16_len(name)
                 if "arguments" in block:
                     chars += _json_len(block["arguments"])
-        return _ceil4(chars)
-    if role in ("custom", "toolResult"):
-        return _ceil4(_text_blocks_chars(message.get("content"), True))
+            elif btype == "thinking":
+                text = block.get("thinking")
+                if isinstance(text, str):
+                    chars += len(text) if text.isascii() else utf16_len(text)
+        return -(-chars // 4)
+    if role == "toolResult" or role == "custom":
+        return -(-_text_blocks_chars(message.get("content"), True) // 4)
+    if role == "user":
+        return -(-_text_blocks_chars(message.get("content"), False) // 4)
     if role == "bashExecution":
         return _ceil4(_slen(message.get("command")) + _slen(message.get("output")))
-    if role in ("branchSummary", "compactionSummary"):
+    if role == "branchSummary" or role == "compactionSummary":
         return _ceil4(_slen(message.get("summary")))
     return 0
 

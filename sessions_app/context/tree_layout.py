@@ -228,11 +228,11 @@ class Layout:
         # Nodes that must be visible, and (rank of) what each subtree contains.
         self.tail: set[int] = set()
         if self.view_leaf is not None:
-            path = index.path_pks(self.view_leaf)
-            visible_tail = [
-                pk for pk in reversed(path) if self._visible(index.nodes[pk], structural=False)
-            ]
-            self.tail = set(visible_tail[:TAIL_KEEP])
+            for pk in reversed(index.path_pks(self.view_leaf)):
+                if self._visible(index.nodes[pk], structural=False):
+                    self.tail.add(pk)
+                    if len(self.tail) >= TAIL_KEEP:
+                        break
         self.rank: dict[int, int] = {}  # 3 = leads to the view leaf, 2 = target, 1 = match
         self._mark(self.on_path, 3)
         if self.target is not None:

@@ -79,8 +79,9 @@ def payload_text_for_db(line: str, payload: dict) -> str:
 class EntryWriter:
     """Buffers entry rows for one session and writes them in batches."""
 
-    def __init__(self, session: Session, *, batch_size: int = 2000):
+    def __init__(self, session: Session, *, batch_size: int = 2000, index_search: bool = True):
         self.session = session
+        self.index_search = index_search
         self.batch_size = batch_size
         self.table = Entry._meta.db_table
         self.rows: list[list] = []
@@ -182,7 +183,8 @@ class EntryWriter:
                     f"INSERT INTO {self.table} ({column_sql}) VALUES ({marks})", rows
                 )
         self.written += len(rows)
-        _index_for_search(rows, payloads)
+        if self.index_search:
+            _index_for_search(rows, payloads)
         return len(rows)
 
 
@@ -234,3 +236,54 @@ def apply_labels(session: Session, labels: dict[str, str]) -> None:
             f"UPDATE {table} SET label = %s WHERE session_id = %s AND pi_id = %s",
             [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
         )
+
+
+def index_stored_entries(session: Session, from_seq: int = 0, batch_size: int = 2000) -> int:
+    """Index a session's entries with seq >= from_seq for search, batch by batch.
+
+    The importer runs this after its transaction has committed: the search index is
+    derived data (idempotent, rebuilt by `manage.py reindex_search`), so the import
+    itself does not wait for it. Returns the number of entries read.
+    """
+    table = Entry._meta.db_table
+    last = from_seq - 1
+    done = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, seq, pi_id, type, timestamp, role, tool_name, line, "
+                f"CASE WHEN line = '' THEN payload END FROM {table} "
+                f"WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                [session.pk, last, batch_size],
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            return done
+        field = Entry._meta.get_field("payload")
+        batch_rows, payloads = [], []
+        for pk, _seq, pi_id, etype, ts, role, tool, line, payload in rows:
+            value = json.loads(line) if line else field.from_db_value(payload, None, connection)
+            # the row layout _index_for_search reads (see EntryWriter.add)
+            batch_rows.append(
+                [
+                    pk,
+                    session.pk,
+                    pi_id,
+                    None,
+                    None,
+                    None,
+                    etype,
+                    ts,
+                    role,
+                    tool,
+                    None,
+                    None,
+                    None,
+                    None,
+                    line,
+                ]
+            )
+            payloads.append(value)
+        _index_for_search(batch_rows, payloads)
+        done += len(rows)
+        last = rows[-1][1]

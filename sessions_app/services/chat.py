@@ -125,7 +125,9 @@ def parse_input(text: str) -> Parsed:
     if not text:
         raise ChatError("Type a message (or !command to run a shell command).", "empty")
     if len(text) > MAX_MESSAGE_CHARS:
-        raise ChatError(f"The message is too long (over {MAX_MESSAGE_CHARS} characters).", "too_long")
+        raise ChatError(
+            f"The message is too long (over {MAX_MESSAGE_CHARS} characters).", "too_long"
+        )
     if text.startswith("!!"):
         command = text[2:].strip()
         if not command:
@@ -145,6 +147,19 @@ def _reap_stale(session: Session) -> None:
     stale = Job.objects.filter(
         session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING, heartbeat_at__lt=limit
     )
+    lost = Job.objects.filter(
+        session=session,
+        kind=Job.Kind.AGENT_RUN,
+        status=Job.Status.QUEUED,
+        created_at__lt=timezone.now() - timedelta(seconds=10 * settings.PIWEB_JOB_STALE_SECONDS),
+    )
+    for job in lost:  # the broker message never reached a worker
+        Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
+            status=Job.Status.FAILED,
+            error="No worker picked this up in time; send the message again.",
+            finished_at=timezone.now(),
+        )
+        events.publish(session.pk, "run_end", {"run_id": str(job.pk), "status": "failed"})
     for job in stale:
         Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(
             status=Job.Status.FAILED,
@@ -219,7 +234,14 @@ def _enqueue(job: Job) -> None:
     events.publish_now(
         job.session_id,
         "job_progress",
-        {"job_id": str(job.pk), "kind": job.kind, "status": job.status, "progress": {}, "error": "", "result_entry": None},
+        {
+            "job_id": str(job.pk),
+            "kind": job.kind,
+            "status": job.status,
+            "progress": {},
+            "error": "",
+            "result_entry": None,
+        },
     )
 
 
@@ -292,7 +314,9 @@ class RunState:
         if event == "bash_snapshot":
             tool = d["tools"].get(data["tool_call_id"])
             if tool is not None:
-                tool["snapshot"] = {k: v for k, v in data.items() if k not in ("run_id", "tool_call_id")}
+                tool["snapshot"] = {
+                    k: v for k, v in data.items() if k not in ("run_id", "tool_call_id")
+                }
             return False
         if event == "tool_end":
             tool = d["tools"].get(data["tool_call_id"])
@@ -464,14 +488,19 @@ def _claim(job_id: str) -> Job | None:
     )
     if not claimed:
         job = Job.objects.filter(pk=job_id).first()
-        if job is not None and job.status == Job.Status.RUNNING:
+        stale = now - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)
+        beat = job.heartbeat_at or job.started_at if job is not None else None
+        if job is not None and job.status == Job.Status.RUNNING and (beat is None or beat < stale):
             # Redelivered after the worker that ran it died: nobody is running it now.
+            # (A fresh heartbeat means a live worker still has it: leave it alone.)
             Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
                 status=Job.Status.FAILED,
                 error="The worker running this died; send the message again.",
                 finished_at=now,
             )
-            events.publish_now(job.session_id, "run_end", {"run_id": str(job_id), "status": "failed"})
+            events.publish_now(
+                job.session_id, "run_end", {"run_id": str(job_id), "status": "failed"}
+            )
         return None
     return Job.objects.select_related("session").get(pk=job_id)
 
@@ -615,11 +644,19 @@ def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str
     call_id = f"user-bash-{run_id[:8]}"
     hooks.emit(
         "tool_start",
-        {"run_id": run_id, "tool_call_id": call_id, "name": "bash", "args": {"command": command}, "user": True},
+        {
+            "run_id": run_id,
+            "tool_call_id": call_id,
+            "name": "bash",
+            "args": {"command": command},
+            "user": True,
+        },
     )
 
     def on_snapshot(snap) -> None:
-        hooks.emit("bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)})
+        hooks.emit(
+            "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
+        )
 
     artifact_dir = _artifact_dir(job.session)
 
@@ -639,7 +676,11 @@ def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str
     result = outcome.result
     hooks.emit(
         "tool_end",
-        {"run_id": run_id, "tool_call_id": call_id, "is_error": outcome.aborted or bool(outcome.exit_code)},
+        {
+            "run_id": run_id,
+            "tool_call_id": call_id,
+            "is_error": outcome.aborted or bool(outcome.exit_code),
+        },
     )
     message: dict[str, Any] = {
         "role": "bashExecution",

@@ -164,9 +164,7 @@ def job_event_data(job: Job) -> dict:
             result = job.result_entry.pi_id
         else:
             result = (
-                Entry.objects.filter(pk=job.result_entry_id)
-                .values_list("pi_id", flat=True)
-                .first()
+                Entry.objects.filter(pk=job.result_entry_id).values_list("pi_id", flat=True).first()
             )
     return {
         "job_id": str(job.id),
@@ -194,10 +192,23 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
 
 
 def _enqueue(job: Job) -> None:
+    """Send the task after commit. A broker that is down does not fail the request: the
+    job stays queued, flagged, and the next sweep sends it again."""
     from sessions_app.tasks import run_summary_job
 
     job_id = str(job.id)
-    transaction.on_commit(lambda: run_summary_job.apply_async(args=[job_id]))
+    queue = getattr(settings, "PIWEB_JOBS_QUEUE", "") or None
+
+    def send():
+        try:
+            run_summary_job.apply_async(args=[job_id], queue=queue)
+        except Exception as exc:
+            log.warning("could not enqueue job %s: %s", job_id, exc)
+            Job.objects.filter(pk=job_id, status=Status.QUEUED).update(
+                progress={"phase": "queued", "enqueue_failed": True}
+            )
+
+    transaction.on_commit(send)
 
 
 def _active_compaction(session_pk: int) -> Job | None:
@@ -792,12 +803,13 @@ def sweep_stale_jobs(session: Session | None = None) -> list[str]:
     qs = Job.objects.filter(kind__in=SUMMARY_KINDS, status__in=Job.ACTIVE)
     if session is not None:
         qs = qs.filter(session_id=session.pk)
-    candidates = list(qs.values_list("pk", "status", "created_at"))
+    candidates = list(qs.values_list("pk", "status", "created_at", "progress"))
     if not candidates:
         return []
     swept = []
-    for pk, status, created_at in candidates:
-        if status == Status.QUEUED and created_at > now - stale * 10:
+    for pk, status, created_at, progress in candidates:
+        unsent = (progress or {}).get("enqueue_failed")
+        if status == Status.QUEUED and not unsent and created_at > now - stale * 10:
             continue
         with transaction.atomic():
             job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
@@ -805,7 +817,7 @@ def sweep_stale_jobs(session: Session | None = None) -> list[str]:
                 continue
             if job.status == Status.RUNNING and not _is_dead(job, now):
                 continue
-            if job.status == Status.QUEUED:
+            if job.status == Status.QUEUED and not (job.progress or {}).get("enqueue_failed"):
                 if job.created_at > now - stale * 10:
                     continue
                 if (job.progress or {}).get("resent_at") and now.timestamp() - job.progress[

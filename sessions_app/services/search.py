@@ -244,9 +244,25 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
     visible_sql, visible_params = _visible_subquery(user)
     where = [f"d.session_id IN ({visible_sql})"]
     params: list = list(visible_params)
-    joins = [f"JOIN {SESSION} s ON s.id = d.session_id"]
+    if vendor == "postgresql":
+        # The planner cannot estimate the subquery above (owner OR team share), and a bad
+        # guess makes it scan the whole table under LIMIT. The same ids as a literal array
+        # give it exact statistics; the subquery stays, so visibility is still enforced by
+        # this statement itself.
+        visible_ids = list(visible_sessions(user).values_list("pk", flat=True))
+        if not visible_ids:
+            return SearchResult(hits=[], page=page, has_next=False)
+        where.append("d.session_id = ANY(%s)")
+        params.append(visible_ids)
+    joins: list[str] = []
     source = f"{DOC} d"
     order = "d.entry_id DESC"
+    if query and vendor == "postgresql" and _match_fraction(query) < COMMON_FRACTION:
+        # "+ 0" hides the primary-key order from the planner: it starts from the GIN index
+        # and sorts the matches, instead of walking every row newest-first hoping to meet
+        # 50 matches soon (its choice under LIMIT, ruinous when it overestimates a term
+        # or a phrase). Common terms keep the newest-first walk, which stops early.
+        order = "d.entry_id + 0 DESC"
 
     if query:
         if vendor == "postgresql":
@@ -271,7 +287,7 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         where.append("d.tool_name = %s")
         params.append(filters.tool)
     if filters.cwd:
-        where.append("s.cwd LIKE %s")
+        where.append(f"d.session_id IN (SELECT id FROM {SESSION} WHERE cwd LIKE %s)")
         params.append(_like_prefix(filters.cwd))
     if filters.date_from:
         where.append("d.date >= %s")
@@ -297,6 +313,28 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
     has_next = len(ids) > PAGE_SIZE
     ids = ids[:PAGE_SIZE]
     return SearchResult(hits=_hits(ids, query), page=page, has_next=has_next)
+
+
+COMMON_FRACTION = 0.05
+
+
+def _match_fraction(query: str) -> float:
+    """PostgreSQL's estimate of the share of documents a query matches (from its stats)."""
+    import json
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {DOC} "
+            "WHERE tsv @@ websearch_to_tsquery('simple'::regconfig, %s)",
+            [query],
+        )
+        plan = cursor.fetchone()[0]
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [DOC])
+        total = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    rows = plan[0]["Plan"].get("Plan Rows", 0)
+    return rows / total if total and total > 0 else 0.0
 
 
 def _escape_like(text: str) -> str:

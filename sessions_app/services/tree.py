@@ -215,11 +215,14 @@ def path_entry_pks(leaf_pk: int) -> list[int]:
 
 
 def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
-    """The pi payloads on the path root→leaf (default: the session's leaf), in one query.
+    """The pi payloads on the path root→leaf (default: the session's leaf).
 
-    Reads each entry's exact JSON text (`line`; `payload` for rows written without it)
-    and decodes it with json.loads: cheaper than the JSONField round trip, and exact
-    where jsonb is not (key order, NUL, lone surrogates).
+    One recursive query for ordinary sessions. Reads each entry's exact JSON text
+    (`line`; `payload` for rows written without it) and decodes it with json.loads:
+    cheaper than the JSONField round trip, and exact where jsonb is not (key order, NUL,
+    lone surrogates). Sessions with more than PATH_WALK_MIN entries walk the parent
+    links in Python over (id, parent_id) pairs instead: a 100,000-deep recursive query
+    costs seconds, the walk milliseconds.
     """
     if leaf_pi_id is UNSET:
         leaf_pk = session.leaf_id
@@ -230,6 +233,8 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
     if leaf_pk is None:
         return []
     table = Entry._meta.db_table
+    if _large(session):
+        return _payload_list(_walk_pks(session, leaf_pk))
     sql = f"""
         WITH RECURSIVE path(id, parent_id, depth) AS (
             SELECT id, parent_id, 0 FROM {table} WHERE id = %s
@@ -245,6 +250,97 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
         cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
         rows = cursor.fetchall()
     return _decode_rows(rows)
+
+
+PATH_WALK_MIN = 5000
+
+
+def _large(session: Session) -> bool:
+    return session.entry_count > PATH_WALK_MIN
+
+
+def _walk_pks(session: Session, leaf_pk: int) -> list[int]:
+    """Primary keys root→leaf, walking (id, parent_id) pairs in Python."""
+    table = Entry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, parent_id FROM {table} WHERE session_id = %s", [session.pk])
+        parent_of = dict(cursor.fetchall())
+    path = []
+    current = leaf_pk if leaf_pk in parent_of else None
+    while current is not None and len(path) <= len(parent_of):
+        path.append(current)
+        current = parent_of.get(current)
+    path.reverse()
+    return path
+
+
+def _rows_of(session: Session, where: str, params: list) -> list[tuple]:
+    table = Entry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, pi_id, type, role FROM {table} WHERE session_id = %s AND {where}",
+            [session.pk, *params],
+        )
+        return cursor.fetchall()
+
+
+def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
+    """load_context_path for big sessions: only ids travel until the needed rows are known."""
+    pks = _walk_pks(session, leaf_pk)
+    position = {pk: i for i, pk in enumerate(pks)}
+    specials = _rows_of(
+        session, "type IN ('compaction', 'thinking_level_change', 'model_change')", []
+    )
+    on_path = sorted((position[row[0]], row) for row in specials if row[0] in position)
+    compactions = [item for item in on_path if item[1][2] == "compaction"]
+    if not compactions:
+        return _payload_list(pks)
+    compaction_index, compaction_row = compactions[-1]
+    first_kept = _payloads([compaction_row[0]])[compaction_row[0]].get("firstKeptEntryId")
+    start = compaction_index
+    if isinstance(first_kept, str):
+        kept = _rows_of(session, "pi_id = %s", [first_kept])
+        if kept and kept[0][0] in position and position[kept[0][0]] < compaction_index:
+            start = position[kept[0][0]]
+    wanted = set(range(start, len(pks)))
+    thinking = [i for i, row in on_path if row[2] == "thinking_level_change" and i < start]
+    if thinking:
+        wanted.add(thinking[-1])
+    # The model: the last model_change or assistant message before `start`.
+    model_changes = [i for i, row in on_path if row[2] == "model_change" and i < start]
+    floor = model_changes[-1] if model_changes else -1
+    step, end = 64, start
+    while end > floor + 1:
+        begin = max(floor + 1, end - step)
+        chunk = pks[begin:end]
+        marks = ", ".join(["%s"] * len(chunk))
+        found = _rows_of(session, f"role = 'assistant' AND id IN ({marks})", chunk)
+        if found:
+            floor = max(position[row[0]] for row in found)
+            break
+        end, step = begin, step * 4
+    if floor >= 0:
+        wanted.add(floor)
+    order = sorted(wanted)
+    return _payload_list([pks[i] for i in order])
+
+
+def _payload_list(pks: list[int]) -> list[dict]:
+    """Payloads of the given entries, in the given order."""
+    table = Entry._meta.db_table
+    found: dict[int, tuple] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(pks), 10000):
+            chunk = pks[start : start + 10000]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
+                f"WHERE id IN ({marks})",
+                chunk,
+            )
+            for row in cursor.fetchall():
+                found[row[0]] = row[1:]
+    return _decode_rows([found[pk] for pk in pks])
 
 
 def _decode_rows(rows) -> list[dict]:
@@ -279,20 +375,7 @@ def _path_rows(leaf_pk: int) -> list[tuple]:
 
 
 def _payloads(pks: list[int]) -> dict[int, dict]:
-    table = Entry._meta.db_table
-    out: dict[int, dict] = {}
-    with connection.cursor() as cursor:
-        for start in range(0, len(pks), 5000):
-            chunk = pks[start : start + 5000]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
-                f"WHERE id IN ({marks})",
-                chunk,
-            )
-            rows = cursor.fetchall()
-            out.update(zip((r[0] for r in rows), _decode_rows([r[1:] for r in rows]), strict=True))
-    return out
+    return dict(zip(pks, _payload_list(pks), strict=True))
 
 
 def load_context_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
@@ -313,6 +396,8 @@ def load_context_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
         leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
     if leaf_pk is None:
         return []
+    if _large(session):
+        return _large_context_path(session, leaf_pk)
     rows = _path_rows(leaf_pk)
     last_compaction = next(
         (i for i in range(len(rows) - 1, -1, -1) if rows[i][2] == "compaction"), None

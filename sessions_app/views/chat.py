@@ -50,14 +50,22 @@ def switch_model(request, session_id):
     except chat.ChatError as exc:
         return _notice(request, str(exc), kind="error", status=exc.status)
     profile = llm.resolve_profile(access.session.model_profile)
-    return _notice(request, f"Model: {profile.label if profile else access.session.model_profile}", kind="ok")
+    return _notice(
+        request, f"Model: {profile.label if profile else access.session.model_profile}", kind="ok"
+    )
 
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     path = tree.load_path(session)
     hidden = max(0, len(path) - limit)
     entries = [
-        {"payload": p, "id": p.get("id"), "type": p.get("type"), "role": (p.get("message") or {}).get("role", ""), "parts": render_entry(p)}
+        {
+            "payload": p,
+            "id": p.get("id"),
+            "type": p.get("type"),
+            "role": (p.get("message") or {}).get("role", ""),
+            "parts": render_entry(p),
+        }
         for p in path[hidden:]
         if p.get("type") not in ("label", "session_info", "custom")
     ]
@@ -79,7 +87,11 @@ def state(request, session_id):
     access = check_access(request.user, session_id)
     job = chat.active_run(access.session)
     return JsonResponse(
-        {"active": str(job.pk) if job else None, "status": job.status if job else None, "run": chat.run_state(access.session) if job else None}
+        {
+            "active": str(job.pk) if job else None,
+            "status": job.status if job else None,
+            "run": chat.run_state(access.session) if job else None,
+        }
     )
 
 

@@ -297,7 +297,9 @@ def action_navigate(request, session_id, entry_id):
         if jobs is None or not hasattr(jobs, "request_branch_summary"):
             return _message(request, "Branch summaries are not available yet.", "error", 503)
         focus = request.POST.get("focus", "").strip()[:4000] or None
-        old_leaf = session.leaf.pi_id if session.leaf_id else None
+        # The leaf the page showed when the form was drawn: a second submission (double
+        # click, another tab) names the same old leaf, so the jobs service dedupes it.
+        old_leaf = request.POST.get("old_leaf") or (session.leaf.pi_id if session.leaf_id else None)
         try:
             job = jobs.request_branch_summary(
                 session,

@@ -242,6 +242,18 @@
           form.requestSubmit();
         }
       });
+      var modelForm = root.querySelector(".chat-model-form");
+      if (modelForm) {
+        modelForm.addEventListener("submit", function (ev) {
+          ev.preventDefault();
+          var select = modelForm.querySelector("select");
+          post(modelForm.action, { profile: select.value }).then(function (res) {
+            showNotice(res.html);
+            var label = root.querySelector(".chat-model");
+            if (res.ok && label) label.textContent = select.options[select.selectedIndex].textContent;
+          });
+        });
+      }
       document.getElementById("chat-stop").addEventListener("click", function () {
         post(root.dataset.stopUrl, {}).then(function (res) { showNotice(res.html); });
       });

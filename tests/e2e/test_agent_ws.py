@@ -15,7 +15,7 @@ import pytest
 import websockets
 from django.test import Client
 
-from sessions_app.models import Job, Session
+from sessions_app.models import Job
 from sessions_app.services import tree
 from tests.conftest import session_cookie_for
 from tests.support.scripted_llm import (
@@ -64,9 +64,11 @@ def stop(client, session):
 def wait_run(session, timeout=60.0):
     """Wait until the session has no active run; return the last agent_run job."""
     done = wait_until(
-        lambda: not Job.objects.filter(
-            session=session, kind="agent_run", status__in=Job.ACTIVE
-        ).exists(),
+        lambda: (
+            not Job.objects.filter(
+                session=session, kind="agent_run", status__in=Job.ACTIVE
+            ).exists()
+        ),
         timeout,
     )
     assert done, "the run did not finish in time"
@@ -96,7 +98,9 @@ class EventLog:
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
     async def _run(self):
-        async with websockets.connect(self.url, additional_headers=self.headers, max_size=None) as ws:
+        async with websockets.connect(
+            self.url, additional_headers=self.headers, max_size=None
+        ) as ws:
             self.ready.set()
             while not self.closing.is_set():
                 try:
@@ -141,7 +145,9 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     user = make_user()
     session = new_session(user, workspace)
     llm.push(
-        tool_call("bash", {"command": "cat notes.txt; echo done"}, text="Let me look.", call_id="call_1"),
+        tool_call(
+            "bash", {"command": "cat notes.txt; echo done"}, text="Let me look.", call_id="call_1"
+        ),
         text("The file lists alpha and beta.", delay_between_chunks=0.01),
     )
     with EventLog(asgi_server, session, user) as log:
@@ -170,7 +176,14 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     assert call_msg["stopReason"] == "toolUse"
     assert call_msg["api"] == "openai-completions"
     assert call_msg["model"] == "scripted-model"
-    assert set(call_msg["usage"]) == {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
+    assert set(call_msg["usage"]) == {
+        "input",
+        "output",
+        "cacheRead",
+        "cacheWrite",
+        "totalTokens",
+        "cost",
+    }
     assert call_msg["usage"]["totalTokens"] > 0
     assert result == {
         "role": "toolResult",
@@ -187,7 +200,10 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     second = llm.requests[1]
     assert second["stream"] is True
     assert second["messages"][0]["role"] == "system"
-    assert "Current working directory: " + str(Path(workspace).resolve()) in second["messages"][0]["content"]
+    assert (
+        "Current working directory: " + str(Path(workspace).resolve())
+        in second["messages"][0]["content"]
+    )
     assistant = second["messages"][2]
     assert assistant["tool_calls"][0]["id"] == "call_1"
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {
@@ -209,7 +225,11 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     snapshots = log.of("bash_snapshot")
     assert snapshots and snapshots[-1]["text"] == "alpha\nbeta\ndone\n"
     assert snapshots[-1]["total_lines"] == 4 and snapshots[-1]["total_bytes"] == 16
-    assert log.of("tool_end")[0] == {"run_id": str(job.pk), "tool_call_id": "call_1", "is_error": False}
+    assert log.of("tool_end")[0] == {
+        "run_id": str(job.pk),
+        "tool_call_id": "call_1",
+        "is_error": False,
+    }
     assert len(log.of("entry_appended")) >= 4
     # Nothing left behind in Redis.
     from sessions_app.services import chat
@@ -229,7 +249,14 @@ def test_read_only_tools_run_and_the_turn_continues(worker, llm, make_user, work
     assert send(client_for(user), session, "look around").status_code == 200
     assert wait_run(session).status == "done"
     msgs = messages(session)
-    assert [m["role"] for m in msgs] == ["user", "assistant", "toolResult", "toolResult", "toolResult", "assistant"]
+    assert [m["role"] for m in msgs] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
     results = {m["toolName"]: m for m in msgs if m["role"] == "toolResult"}
     assert results["read"]["content"][0]["text"] == "print('hi')\n"
     assert results["grep"]["content"][0]["text"] == "b.txt:1: hello"
@@ -339,7 +366,14 @@ def _fill_history(session, pairs=6, size=20000):
     for i in range(pairs):
         tree.append_entry(
             session,
-            {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": f"q{i} " + "x" * size}], "timestamp": 1}},
+            {
+                "type": "message",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"q{i} " + "x" * size}],
+                    "timestamp": 1,
+                },
+            },
         )
         tree.append_entry(
             session,
@@ -400,6 +434,7 @@ def test_second_overflow_is_a_visible_error(worker, llm, make_user, workspace):
 # --- stop -------------------------------------------------------------------------------------
 
 
+@pytest.mark.embedded
 def test_stop_mid_bash_kills_the_process_group(worker, asgi_server, llm, make_user, workspace):
     user = make_user()
     session = new_session(user, workspace)
@@ -422,7 +457,9 @@ def test_stop_mid_bash_kills_the_process_group(worker, asgi_server, llm, make_us
     assert [m["role"] for m in msgs] == ["user", "assistant", "toolResult", "assistant"]
     result = msgs[2]
     assert result["isError"] is True
-    assert result["content"][0]["text"] == "started\n\n\nCommand aborted"  # as pi: output + blank line
+    assert (
+        result["content"][0]["text"] == "started\n\n\nCommand aborted"
+    )  # as pi: output + blank line
     assert msgs[3]["stopReason"] == "aborted" and msgs[3]["content"] == []
     assert len(llm.requests) == 1  # no further model call after the abort
 
@@ -525,7 +562,9 @@ def test_user_bash_entries_and_context(worker, llm, make_user, workspace):
 def test_user_bash_invalid_utf8_never_crashes(worker, make_user, workspace):
     user = make_user()
     session = new_session(user, workspace)
-    assert send(client_for(user), session, r"!printf 'ok \xff\xfe bad \xe2\x82\n'").status_code == 200
+    assert (
+        send(client_for(user), session, r"!printf 'ok \xff\xfe bad \xe2\x82\n'").status_code == 200
+    )
     assert wait_run(session).status == "done"
     msg = messages(session)[-1]
     assert msg["output"] == "ok \ufffd\ufffd bad \ufffd\n"
@@ -538,6 +577,7 @@ def test_no_model_configured_chat_says_so_and_bash_still_works(worker, make_user
     response = send(client, session, "hello")
     assert response.status_code == 400
     assert b"PIWEB_LLM_BASE_URL" in response.content
+    tree.rename_session(session, "no model")  # (the review panel needs a leaf to render)
     page = client.get(f"/s/{session.pi_id}/")
     assert b"No model configured" in page.content
     assert send(client, session, "!echo still works").status_code == 200
@@ -594,7 +634,10 @@ def test_reconnect_mid_run_gets_the_current_state(worker, asgi_server, llm, make
     user = make_user()
     session = new_session(user, workspace)
     command = "for i in $(seq 1 40); do echo line$i; sleep 0.1; done"
-    llm.push(tool_call("bash", {"command": command}, text="Counting.", call_id="call_count"), text("done"))
+    llm.push(
+        tool_call("bash", {"command": command}, text="Counting.", call_id="call_count"),
+        text("done"),
+    )
     client = client_for(user)
     with EventLog(asgi_server, session, user) as first:
         assert send(client, session, "count").status_code == 200

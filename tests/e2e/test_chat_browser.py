@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from sessions_app.models import Job
 from sessions_app.services import tree
-from tests.e2e.test_agent_ws import messages, new_session, wait_run, wait_until
+from tests.e2e.test_agent_ws import messages, new_session, wait_run
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
@@ -40,7 +40,9 @@ def open_session(page_for, user, session):
     return page
 
 
-def test_type_watch_streamed_text_and_live_bash_then_stop(worker, page_for, llm, make_user, workspace):
+def test_type_watch_streamed_text_and_live_bash_then_stop(
+    worker, page_for, llm, make_user, workspace
+):
     user = make_user()
     session = new_session(user, workspace)
     llm.push(
@@ -104,4 +106,16 @@ def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make
     page.fill("#chat-input", "hello?")
     page.press("#chat-input", "Enter")
     expect(page.locator("#chat-notice")).to_contain_text("No model is configured")
-    assert wait_until(lambda: not Job.objects.filter(session=session).exists(), 1) is not None
+    assert not Job.objects.filter(session=session).exists()
+    # Pick a configured model in the panel; the next message goes to it.
+    page.select_option("#chat-model-select", "scripted")
+    page.click(".chat-model-form button")
+    expect(page.locator("#chat-notice")).to_contain_text("Model: scripted: scripted-model")
+    llm.push(text("hello from the model", chunk_size=4, delay_between_chunks=0.02))
+    page.fill("#chat-input", "hello again")
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-transcript")).to_contain_text("hello from the model", timeout=30000)
+    assert wait_run(session).status == "done"
+    session.refresh_from_db()
+    assert session.model_profile == "scripted"
+    assert any(e["type"] == "model_change" for e in tree.load_path(session))

@@ -57,9 +57,7 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     page = open_page(owner)
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    responses = []
-    page.on("response", lambda r: responses.append((r.status, r.url)))
-    page.on("console", lambda m: responses.append(("console", m.text)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
 
     # --- import through the upload form, see the report -----------------------------
     sid = str(uuid.uuid4())
@@ -108,13 +106,7 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     # --- hostile content stays inert -------------------------------------------------
     for node in ("e0000004", "e0000003", "e0000013", "e000000c"):
         page.click(f"#n-{node} .preview")
-        try:
-            page.wait_for_selector(f'#entry-pane [data-entry="{node}"]')
-        except Exception:
-            page.screenshot(path=str(artifact_dir / "debug.png"))
-            print("ERRORS", errors)
-            print("\n".join(map(str, responses[-15:])))
-            raise
+        page.wait_for_selector(f'#entry-pane [data-entry="{node}"]')
         assert_inert(page)
     assert page.locator("#entry-pane .ansi34").count() == 1  # ANSI colours kept, safely
 
@@ -161,11 +153,7 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     page.click("#n-e000000d .preview")
     page.wait_for_selector('#entry-pane [data-entry="e000000d"]')
     page.click("#entry-pane .act-navigate button")
-    try:
-        page.wait_for_selector("#entry-status .action-result.ok")
-    except Exception:
-        print("\n".join(map(str, responses[-15:])), page.inner_html("#entry-status"))
-        raise
+    page.wait_for_selector("#entry-status .action-result.ok")
     page.wait_for_selector("#n-e000000c.session-leaf")
     session.refresh_from_db()
     assert session.leaf.pi_id == "e000000c"
@@ -216,7 +204,7 @@ def test_continue_with_summary_runs_on_the_worker(open_page, make_user, workspac
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     again = page.request.post(
         f"/s/{session.pi_id}/e/e0000016/navigate/",
-        form={"summary": "1", "focus": "focus on the tests"},
+        form={"summary": "1", "focus": "focus on the tests", "old_leaf": "e0000014"},
         headers={"X-CSRFToken": token, "HX-Request": "true"},
     )
     assert again.ok

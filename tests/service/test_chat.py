@@ -71,7 +71,12 @@ def test_stale_running_job_is_failed_so_the_session_is_usable(session, owner, se
 
 
 def test_redelivered_running_job_is_marked_failed(session):
-    job = Job.objects.create(session=session, kind="agent_run", status="running", params={"mode": "bash", "command": "true"})
+    job = Job.objects.create(
+        session=session,
+        kind="agent_run",
+        status="running",
+        params={"mode": "bash", "command": "true"},
+    )
     assert chat.execute_run(str(job.pk)) is None
     job.refresh_from_db()
     assert job.status == "failed"
@@ -102,11 +107,69 @@ def test_run_state_round_trip(session):
     state = chat.RunState(session.pk, "run-1", "agent")
     state.apply("text_delta", {"run_id": "run-1", "delta": "Hel", "kind": "text"})
     state.apply("text_delta", {"run_id": "run-1", "delta": "lo", "kind": "text"})
-    state.apply("tool_start", {"run_id": "run-1", "tool_call_id": "t1", "name": "bash", "args": {"command": "ls"}})
-    state.apply("bash_snapshot", {"run_id": "run-1", "tool_call_id": "t1", "text": "a\n", "total_lines": 2})
+    state.apply(
+        "tool_start",
+        {"run_id": "run-1", "tool_call_id": "t1", "name": "bash", "args": {"command": "ls"}},
+    )
+    state.apply(
+        "bash_snapshot", {"run_id": "run-1", "tool_call_id": "t1", "text": "a\n", "total_lines": 2}
+    )
     state.flush(force=True)
     saved = chat.run_state(session)
     assert saved["text"] == "Hello"
     assert saved["tools"]["t1"]["snapshot"] == {"text": "a\n", "total_lines": 2}
     state.clear()
     assert chat.run_state(session) is None
+
+
+def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
+    from tests.support.scripted_llm import Reply
+
+    llm.push(Reply(thinking="Let me think.", text="Answer."))
+    job = chat.send_message(session, owner, "think")
+    assert chat.execute_run(str(job.pk)) == "done"
+    session.refresh_from_db()
+    message = tree.load_path(session)[-1]["message"]
+    assert message["content"] == [
+        {"type": "thinking", "thinking": "Let me think."},
+        {"type": "text", "text": "Answer."},
+    ]
+    # Thinking is not sent back to the model on the next turn.
+    llm.push(text("ok"))
+    job = chat.send_message(session, owner, "again")
+    chat.execute_run(str(job.pk))
+    assert "Let me think." not in str(llm.requests[-1]["messages"])
+
+
+def test_system_prompt_has_project_context_skills_date_and_cwd(workspace, settings, tmp_path):
+    (workspace / "AGENTS.md").write_text("Always run the tests.")
+    skill = workspace / ".pi" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: How to deploy this app\n---\nSteps."
+    )
+    settings.PIWEB_AGENT_DIR = tmp_path / "agent"
+    (tmp_path / "agent" / "skills" / "global-one").mkdir(parents=True)
+    (tmp_path / "agent" / "skills" / "global-one" / "SKILL.md").write_text(
+        "---\nname: global-one\ndescription: A global skill\n---\nBody."
+    )
+    prompt = chat.system_prompt_for(str(workspace))
+    assert f'<project_instructions path="{workspace}/AGENTS.md">' in prompt
+    assert "Always run the tests." in prompt
+    assert "<name>deploy</name>" in prompt and "<name>global-one</name>" in prompt
+    assert "- bash: Execute bash commands" in prompt
+    assert prompt.rstrip().endswith(f"Current working directory: {workspace}")
+    assert "Current date: " in prompt
+
+
+def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):
+    live = Job.objects.create(
+        session=session,
+        kind="agent_run",
+        status="running",
+        heartbeat_at=timezone.now(),
+        params={"mode": "bash", "command": "true"},
+    )
+    assert chat.execute_run(str(live.pk)) is None
+    live.refresh_from_db()
+    assert live.status == "running"  # e.g. redelivered after the visibility timeout

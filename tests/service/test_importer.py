@@ -410,3 +410,30 @@ def test_command_needs_an_owner(tmp_path, make_user):
     make_user("alice")
     call_command("import_pi_sessions", str(path), "--owner", "alice")
     assert Session.objects.get().owner.username == "alice"
+
+
+def test_big_session_path_walk_matches_the_recursive_query(owner, monkeypatch):
+    """Sessions above PATH_WALK_MIN entries walk parent links in Python: same results."""
+    head, entries = fixture(FIXTURES[0])
+    session = do_import(fixture_bytes(FIXTURES[0]), owner).session
+    some = leaves(entries) + [e["id"] for e in entries[::97]]
+    by_query = {leaf: tree.load_path(session, leaf) for leaf in some}
+    monkeypatch.setattr(tree, "PATH_WALK_MIN", 10)
+    for leaf in some:
+        assert tree.load_path(session, leaf) == by_query[leaf]
+    assert_context_matches_core(session, entries, some)
+
+
+def test_imported_and_grown_entries_are_searchable(owner):
+    from sessions_app.services.search import search
+
+    entries = chain(4)
+    entries[1]["message"]["content"][0]["text"] = "the zanzibarquux answer"
+    do_import(jsonl_text(header(), entries[:3]), owner)
+    hits = search(owner, "zanzibarquux").hits
+    assert [(h.session_pi_id, h.entry_pi_id) for h in hits] == [(header()["id"], "e0001")]
+    grown = entries + [message("e0004", "e0003", text="later flamingoquux", ts=9)]
+    report = do_import(jsonl_text(header(), grown), owner)
+    assert report.status == "updated" and report.search_seconds >= 0
+    assert [h.entry_pi_id for h in search(owner, "flamingoquux").hits] == ["e0004"]
+    assert len(search(owner, "zanzibarquux").hits) == 1  # not indexed twice

@@ -36,6 +36,13 @@ SUMMARY = "## Goal\nShip the thing.\n\n## Progress\n### Done\n- [x] looked at fi
 
 
 @pytest.fixture(autouse=True)
+def _no_worker_for_these_jobs(settings):
+    """These tests run jobs in this process (jobs.run_job); their tasks go to a queue no
+    worker consumes, so a worker started by another test module cannot race them."""
+    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
+
+
+@pytest.fixture(autouse=True)
 def _fast_retries(settings):
     settings.PIWEB_LLM_RETRY_BASE_DELAY = 0.05
     settings.PIWEB_LLM_RETRY_MAX_DELAY = 0.2

@@ -14,6 +14,13 @@ from tests.support.job_sessions import SMALL, make_session
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_worker_for_these_jobs(settings):
+    """These tests run jobs in this process (jobs.run_job); their tasks go to a queue no
+    worker consumes, so a worker started by another test module cannot race them."""
+    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
+
+
 def _client(user, **kw):
     client = Client(**kw)
     client.force_login(user)

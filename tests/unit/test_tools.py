@@ -109,7 +109,9 @@ def test_read_head_truncation_notice(ctx, ws):
     assert result.details["truncation"]["truncatedBy"] == "lines"
     (ws / "wide.txt").write_text(("x" * 100 + "\n") * 1000)
     result = run(ctx, "read", {"path": "wide.txt"})
-    assert result.text.endswith("[Showing lines 1-506 of 1001 (50.0KB limit). Use offset=507 to continue.]")
+    assert result.text.endswith(
+        "[Showing lines 1-506 of 1001 (50.0KB limit). Use offset=507 to continue.]"
+    )
 
 
 def test_read_first_line_too_long(ctx, ws):
@@ -210,11 +212,15 @@ def test_grep_caps_matches_and_cuts_long_lines(ctx, ws):
     (ws / "many.txt").write_text("hit\n" * 150 + "hit " + "z" * 600 + "\n")
     result = run(ctx, "grep", {"pattern": "hit"})
     assert result.text.count("\n") == 101  # 100 matches, a blank line, the notice
-    assert result.text.endswith("\n\n[100 matches limit reached. Use limit=200 for more, or refine pattern]")
+    assert result.text.endswith(
+        "\n\n[100 matches limit reached. Use limit=200 for more, or refine pattern]"
+    )
     assert result.details == {"matchLimitReached": 100}
     long = run(ctx, "grep", {"pattern": "z+", "limit": 5})
     assert long.text.startswith("many.txt:151: hit " + "z" * 496 + "... [truncated]")
-    assert long.text.endswith("[Some lines truncated to 500 chars. Use read tool to see full lines]")
+    assert long.text.endswith(
+        "[Some lines truncated to 500 chars. Use read tool to see full lines]"
+    )
 
 
 def test_find_glob_gitignore_and_cap(ctx, ws):
@@ -231,7 +237,9 @@ def test_find_glob_gitignore_and_cap(ctx, ws):
         (ws / f"f{i:04}.txt").write_text("")
     result = run(ctx, "find", {"pattern": "*.txt"})
     assert result.text.count("\n") == 1001
-    assert result.text.endswith("[1000 results limit reached. Use limit=2000 for more, or refine pattern]")
+    assert result.text.endswith(
+        "[1000 results limit reached. Use limit=2000 for more, or refine pattern]"
+    )
 
 
 def test_ls_sorted_dirs_marked_and_capped(ctx, ws):
@@ -276,7 +284,9 @@ def test_bash_exit_code_stderr_and_empty_output(ctx):
 
 def test_bash_timeout_kills_the_group(ctx, ws):
     started = time.monotonic()
-    result = run(ctx, "bash", {"command": "echo before; sleep 30 & echo $! > kid; wait", "timeout": 1})
+    result = run(
+        ctx, "bash", {"command": "echo before; sleep 30 & echo $! > kid; wait", "timeout": 1}
+    )
     assert time.monotonic() - started < 10
     assert result.is_error and result.text == "before\n\n\nCommand timed out after 1 seconds"
     kid = int((ws / "kid").read_text())
@@ -300,7 +310,9 @@ def test_bash_abort_kills_the_whole_process_group(ctx, ws):
     ctx.on_bash_snapshot = snapshots.append
     timer = threading.Timer(1.0, ctx.abort.trigger)
     timer.start()
-    result = run(ctx, "bash", {"command": "echo go; (sleep 40; echo late) & echo $! > kid; sleep 40"})
+    result = run(
+        ctx, "bash", {"command": "echo go; (sleep 40; echo late) & echo $! > kid; sleep 40"}
+    )
     assert result.is_error and result.text == "go\n\n\nCommand aborted"
     assert wait_dead(int((ws / "kid").read_text()))
     assert snapshots and snapshots[-1].content == "go\n"
@@ -373,7 +385,10 @@ def test_to_openai_messages_converts_pi_shapes():
     ]  # fmt: skip
     out = to_openai_messages("SYS", msgs)
     assert out[0] == {"role": "system", "content": "SYS"}
-    assert out[1]["content"][1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+    assert out[1]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,QUJD"},
+    }
     assert out[2]["content"] == "Reading."
     assert [c["id"] for c in out[2]["tool_calls"]] == ["c1", "c2"]
     assert json.loads(out[2]["tool_calls"][0]["function"]["arguments"]) == {"path": "a"}
@@ -394,6 +409,10 @@ def test_tool_result_images_follow_as_a_user_message():
         ], "isError": False},
     ]  # fmt: skip
     out = to_openai_messages("", msgs)
-    assert out[1] == {"role": "tool", "tool_call_id": "c1", "content": "Read image file [image/png]"}
+    assert out[1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "Read image file [image/png]",
+    }
     assert out[2]["role"] == "user"
     assert out[2]["content"][1]["image_url"]["url"] == "data:image/png;base64,QUJD"

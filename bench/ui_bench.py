@@ -1,0 +1,93 @@
+"""Server time of the session page and the tree partials for big sessions.
+
+Usage:  .venv/bin/python bench/ui_bench.py [--sizes 1000,10000,100000] [--repeat 5]
+
+Uses the configured database (DATABASE_URL; default SQLite under var/) but creates and
+drops its own test database (test_<name>), so it never touches real data. For each
+size it writes a session with a main chain plus side branches (10,000 entries ↔ 200
+branches, scaled for the other sizes), then times Django's test client (a real request
+through middleware, views, queries and templates, without a network) for:
+
+- the session page (everything on it: tree, chat transcript, jobs and review panels),
+- the tree partial alone (what live refreshes fetch),
+- the entry pane of the leaf, and one lazy expansion of a folded run.
+
+The goal: a 10,000-entry session with 200 branches opens in under 1 s of server time.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    fn()  # warm-up (template compilation, first connection)
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    import re
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from tests.support.tree_data import bulk_session
+
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        user = get_user_model().objects.create_user("bench", password="bench-only")
+        client = Client()
+        client.force_login(user)
+        print(f"database: {connection.vendor}; median of {args.repeat} runs after one warm-up")
+        print(f"{'entries':>8} {'branches':>8} {'page s':>8} {'tree s':>8} {'entry s':>8} {'run s':>8} {'rows':>6} {'page KB':>8} {'setup s':>8}")
+        for size in [int(s) for s in args.sizes.split(",") if s]:
+            branches = max(1, size // 50)
+            start = time.perf_counter()
+            session = bulk_session(user, "/tmp/bench-workspace", size, branches, name=f"bench {size}")
+            setup = time.perf_counter() - start
+            base = f"/s/{session.pi_id}/"
+            page_s, page = timed(lambda b=base: client.get(b), args.repeat)
+            assert page.status_code == 200, page.status_code
+            tree_s, tree = timed(lambda b=base: client.get(b + "tree/"), args.repeat)
+            html = tree.content.decode()
+            rows = html.count('class="tn ')
+            leaf = session.leaf.pi_id
+            entry_s, _ = timed(lambda b=base, leaf=leaf: client.get(f"{b}e/{leaf}/"), args.repeat)
+            fold = re.search(r'hx-get="([^"]*/tree/run/[^"]*)"', html)
+            run_s = float("nan")
+            if fold:
+                run_url = fold.group(1).replace("&amp;", "&")
+                run_s, _ = timed(lambda u=run_url: client.get(u), args.repeat)
+            print(
+                f"{size:>8} {branches:>8} {page_s:>8.3f} {tree_s:>8.3f} {entry_s:>8.3f} {run_s:>8.3f} {rows:>6} {len(page.content) / 1024:>8.0f} {setup:>8.1f}",
+                flush=True,
+            )
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
