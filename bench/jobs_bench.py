@@ -54,7 +54,9 @@ def setup_environment(args, tmp: Path):
         "PIWEB_CHANNEL_PREFIX": f"bench{queue}",
         "PIWEB_WORKSPACE_ROOTS": str(tmp / "workspaces"),
         "PIWEB_MODEL_PROFILES": (
-            '{"scripted": {"base_url": "' + llm.base_url + '", "api_key": "bench", "model": "scripted-model",'
+            '{"scripted": {"base_url": "'
+            + llm.base_url
+            + '", "api_key": "bench", "model": "scripted-model",'
             ' "context_window": 128000, "max_output": 4096}}'
         ),
         "PIWEB_LLM_BASE_URL": "",
@@ -174,7 +176,7 @@ def wait_done(job_ids, timeout=600):
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(pending)} jobs still active after {timeout}s")
-        time.sleep(0.002 if len(pending) == 1 else 0.02)
+        time.sleep(0.005 if len(pending) == 1 else 0.02)
 
 
 def percentile(values, p):

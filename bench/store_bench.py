@@ -1,6 +1,10 @@
 """Store benchmark: import a 100 MB / 100,000-entry pi session, load the context at a
 deep leaf, append 1,000 entries, on PostgreSQL and on SQLite.
 
+The generated session is a 100,000-entry main chain (the deep leaf is ~99,800 entries
+down) with short side branches and a compaction every 500 entries, as pi would make at
+a 128k-200k token window; the context at the leaf is what follows the last compaction.
+
 Run: .venv/bin/python bench/store_bench.py [--entries N] [--keep]
 Creates its own databases (PostgreSQL `piweb_store_bench` on 127.0.0.1:5432, or
 PIWEB_BENCH_PG_URL; a SQLite file under var/store-bench/) and drops them afterwards.
@@ -69,7 +73,9 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
             eid = f"{i:08x}"
             ts = f"2026-01-{1 + (i // 86400) % 28:02d}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"
             kind = i % 4
-            if i and i % 5000 == 0 and kept_since_compaction:
+            # pi compacts when the context nears the window: every ~500 entries here
+            # (~500 KB, ~125k tokens), keeping the last 40.
+            if i and i % 500 == 0 and kept_since_compaction:
                 entry = {
                     "type": "compaction",
                     "id": eid,

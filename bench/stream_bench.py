@@ -82,17 +82,22 @@ def pipe_ceiling(size: int) -> float:
 def bench_truncator(size: int, workdir: Path) -> dict:
     from sessions_app.agent.shell import run_shell
 
+    import resource
+
     snapshots = []
     sampler = PeakSampler({"bench": os.getpid()})
     sampler.start()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     outcome = run_shell(
         f"yes | head -c {size}",
         str(workdir),
         output_path=str(workdir / "truncator-full.log"),
         on_snapshot=lambda s: snapshots.append(s.total_bytes),
     )
+    after = resource.getrusage(resource.RUSAGE_SELF)
     sampler.stop.set()
     sampler.join()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     full = os.path.getsize(workdir / "truncator-full.log")
     os.unlink(workdir / "truncator-full.log")
     return {
@@ -104,6 +109,8 @@ def bench_truncator(size: int, workdir: Path) -> dict:
         "full_output_bytes": full,
         "peak_rss_growth_mb": (sampler.peak["bench"] - sampler.base["bench"]) / 1e6,
         "notice": outcome.result.notice,
+        "cpu_seconds": cpu,
+        "mb_per_cpu_s": size / 1e6 / cpu if cpu else float("inf"),
     }
 
 
@@ -267,6 +274,11 @@ def main() -> None:
             f"truncator (in process): {t['mb_per_s']:.0f} MB/s, {t['seconds']:.2f} s, "
             f"{t['snapshots']} snapshots ({t['snapshots_per_s']:.1f}/s), "
             f"peak RSS growth {t['peak_rss_growth_mb']:.1f} MB, full output file {t['full_output_bytes']} bytes"
+        )
+        print(
+            f"  truncator CPU cost: {t['cpu_seconds']:.2f} CPU-s = {t['mb_per_cpu_s']:.0f} MB per CPU-second "
+            "(read + count + full-output write + snapshots; the wall-clock rate above also "
+            "depends on the producer and on other load)"
         )
         print(f"  final notice: {t['notice']}")
         if not args.skip_e2e:

@@ -62,11 +62,15 @@ def main() -> None:
         client = Client()
         client.force_login(user)
         print(f"database: {connection.vendor}; median of {args.repeat} runs after one warm-up")
-        print(f"{'entries':>8} {'branches':>8} {'page s':>8} {'tree s':>8} {'entry s':>8} {'run s':>8} {'rows':>6} {'page KB':>8} {'setup s':>8}")
+        print(
+            f"{'entries':>8} {'branches':>8} {'page s':>8} {'tree s':>8} {'entry s':>8} {'run s':>8} {'rows':>6} {'page KB':>8} {'setup s':>8}"
+        )
         for size in [int(s) for s in args.sizes.split(",") if s]:
             branches = max(1, size // 50)
             start = time.perf_counter()
-            session = bulk_session(user, "/tmp/bench-workspace", size, branches, name=f"bench {size}")
+            session = bulk_session(
+                user, "/tmp/bench-workspace", size, branches, name=f"bench {size}"
+            )
             setup = time.perf_counter() - start
             base = f"/s/{session.pi_id}/"
             page_s, page = timed(lambda b=base: client.get(b), args.repeat)

@@ -478,6 +478,12 @@ class AgentRun:
 
     def run(self) -> str:
         """Run until the model stops; returns "done", "aborted" or "error"."""
+        try:
+            return self._run()
+        finally:
+            self.client.close()
+
+    def _run(self) -> str:
         overflow_retried = False
         for _turn in range(self.max_turns):
             if self.abort.is_set():

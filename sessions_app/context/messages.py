@@ -30,7 +30,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
-from .tree import UNSET, index_with_ids, path_to_root
+from .tree import UNSET, branch_of_list, index_with_ids, path_to_root
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -260,6 +260,10 @@ def build_session_context(
             context = _chain_context(entries)
             if context is not None:
                 return context
+        # A branched list: assemble the path from runs of consecutive entries.
+        path = branch_of_list(entries, leaf_id)
+        if path is not None:
+            return context_from_path(path)
         by_id, _ = index_with_ids(entries)
     leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
     if leaf is None:
@@ -362,13 +366,15 @@ def collect_messages(
     return out
 
 
-def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
+def _chain_context(entries: list[Entry], later_ids: list[Any] = ()) -> dict[str, Any] | None:
     """Context at the last entry when ``entries`` is itself the root-first path; else None.
 
     One pass that both verifies the chain (unique truthy ids, each parent is the
     previous entry, the first has no known parent) and collects the context, so each
-    entry is touched once.  Returns None (caller indexes and walks) when the list is
-    not such a chain or holds unusual shapes.
+    entry is touched once.  ``later_ids``: ids of further entries of the session
+    (other branches); none may repeat an id of the chain or be its first parent.
+    Returns None (caller indexes and walks) when the list is not such a chain or
+    holds unusual shapes.
     """
     seen: set[Any] = set()
     add = seen.add
@@ -416,7 +422,12 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     if len(seen) != len(entries):
         return None
     first_parent = entries[0].get("parentId")
-    if first_parent and first_parent in seen:
+    try:
+        if later_ids and not seen.isdisjoint(later_ids):
+            return None
+        if first_parent and (first_parent in seen or first_parent in later_ids):
+            return None
+    except TypeError:  # unhashable ids
         return None
 
     if compaction is not None:

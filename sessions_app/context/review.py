@@ -34,11 +34,15 @@ __all__ = [
 MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
 
 
-def tree_rows(entries: list[dict], branch_ids=()) -> list[dict[str, Any]]:
+def tree_rows(
+    entries: list[dict], branch_ids=(), labels: dict | None = None
+) -> list[dict[str, Any]]:
     """Pre-order rows ``{id, parentId, depth, type, role, preview, label, onBranch, children}``.
 
     Depth grows only where a node has more than one child, so a long linear session stays
     flat (like pi's tree view). Children are ordered by timestamp (pi's getTree).
+    ``entries`` may be light dicts (``id``, ``parentId``, ``timestamp``, ``type`` plus
+    precomputed ``_role`` / ``_preview``) with ``labels`` given as ``{id: label}``.
     """
     branch = set(branch_ids)
     tree = SessionTree(entries)
@@ -55,9 +59,12 @@ def tree_rows(entries: list[dict], branch_ids=()) -> list[dict[str, Any]]:
                 "parentId": entry.get("parentId"),
                 "depth": depth,
                 "type": entry.get("type"),
-                "role": entry_role(entry),
-                "preview": entry_preview(entry)[:120],
-                "label": node.get("label") or "",
+                "role": entry["_role"] if "_role" in entry else entry_role(entry),
+                "preview": (entry["_preview"] if "_preview" in entry else entry_preview(entry))[
+                    :120
+                ],
+                "label": (labels.get(entry.get("id")) if labels is not None else node.get("label"))
+                or "",
                 "onBranch": entry.get("id") in branch,
                 "children": len(children),
             }

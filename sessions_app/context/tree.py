@@ -25,8 +25,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from bisect import bisect_right
 from functools import cmp_to_key
-from operator import itemgetter
+from itertools import compress, islice
+from operator import itemgetter, ne
 from typing import Any
 
 __all__ = [
@@ -208,6 +210,69 @@ def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | 
     except (KeyError, TypeError):
         return {e.get("id"): e for e in entries}, None
     return dict(zip(ids, entries, strict=True)), ids
+
+
+def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | None:
+    """Root-first path to ``leaf_id`` without building an id index, or None.
+
+    Same result as ``path_to_root(index_by_id(entries), leaf)`` where ``leaf`` is
+    the entry with id ``leaf_id``, or the last entry when ``leaf_id`` is
+    ``UNSET``, falsy or unknown.  Returns None (the caller walks the index) when
+    this method does not apply: duplicate, falsy or unhashable ids, missing
+    keys, or a parent chain that loops.
+
+    A path is a few runs of consecutive entries (each entry's parent is the one
+    just before it) joined where the session branched, so it is assembled from
+    list slices: the runs are found by comparing the ``parentId`` and ``id``
+    columns at C speed and only the branch points cost a lookup.
+    """
+    n = len(entries)
+    if not n:
+        return None
+    try:
+        ids = list(map(_get_id, entries))
+        parents = list(map(_get_parent, entries))
+        known = set(ids)
+    except (KeyError, TypeError):
+        return None
+    if len(known) != n or not all(ids):
+        return None  # with unique truthy ids, parentId == ids[i - 1] means "parent is i - 1"
+    if leaf_id is not UNSET and leaf_id and leaf_id in known:
+        i = n - 1 - ids[::-1].index(leaf_id)  # leaves are usually recent: search from the end
+    else:
+        i = n - 1
+    breaks: list[int] | None = None  # positions whose parent is not the previous entry
+    positions: dict[Any, int] | None = None
+    runs: list[tuple[int, int]] = []
+    count = 0
+    try:
+        while True:
+            if i == 0 or (breaks is None and parents[1 : i + 1] == ids[:i]):
+                start = 0
+            else:
+                if breaks is None:
+                    breaks = list(compress(range(1, n), map(ne, islice(parents, 1, None), ids)))
+                k = bisect_right(breaks, i)
+                start = breaks[k - 1] if k else 0
+            runs.append((start, i + 1))
+            count += i + 1 - start
+            if count > n:
+                return None  # a loop: path_to_root reports it
+            parent = parents[start]
+            if not parent or parent not in known:
+                break
+            if len(runs) < 8:
+                i = ids.index(parent)  # a linear scan at C speed; few branch points
+            else:
+                if positions is None:
+                    positions = dict(zip(ids, range(n)))
+                i = positions[parent]
+    except TypeError:  # unhashable parentId
+        return None
+    path: list[Entry] = []
+    for start, stop in reversed(runs):
+        path += entries[start:stop]
+    return path
 
 
 def root_path_of_list(

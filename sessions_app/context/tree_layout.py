@@ -385,9 +385,7 @@ class Layout:
                 if self._is_key(node):
                     self._flush(run, depth, out)
                     if self._visible(node, structural=node.is_branch_point):
-                        out.append(
-                            self._row(node, depth, dimmed=not self._visible(node, False))
-                        )
+                        out.append(self._row(node, depth, dimmed=not self._visible(node, False)))
                 elif self._visible(node, structural=False):
                     run.append(node)
             self._flush(run, depth, out)

@@ -77,8 +77,27 @@ def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -
 
     `leaf_pi_id` UNSET means the session's leaf.
     """
-    entries = tree.load_all_entries(session)
-    by_id = {e.get("id"): e for e in entries}
+    # Light rows for the tree (no payloads): previews and labels are denormalized columns.
+    entries, labels = [], {}
+    for pi_id, parent, timestamp, kind, role, preview, label in (
+        Entry.objects.filter(session=session)
+        .order_by("seq")
+        .values_list("pi_id", "parent_pi_id", "timestamp", "type", "role", "preview", "label")
+        .iterator(chunk_size=5000)
+    ):
+        entries.append(
+            {
+                "id": pi_id,
+                "parentId": parent,
+                "timestamp": timestamp,
+                "type": kind,
+                "_role": role,
+                "_preview": preview,
+            }
+        )
+        if label:
+            labels[pi_id] = label
+    by_id = {e["id"]: e for e in entries}
     if leaf_pi_id is UNSET:
         leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
     if leaf_pi_id is not None and leaf_pi_id not in by_id:
@@ -99,7 +118,7 @@ def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -
         for e in path
     ]
     return {
-        "rows": tree_rows(entries, branch_ids),
+        "rows": tree_rows(entries, branch_ids, labels),
         "branch": items,
         "leaf": leaf_pi_id,
         "target": target_pi_id,

@@ -220,19 +220,33 @@ def _active_compaction(session_pk: int) -> Job | None:
 
 
 def _create_compaction(
-    session: Session, *, actor, focus: str | None, trigger: str, enqueue: bool
+    session: Session,
+    *,
+    actor,
+    focus: str | None,
+    trigger: str,
+    enqueue: bool,
+    leaf_pi_id: str | None = None,
 ) -> Job:
-    """Create (or return the active) compaction job; caller holds the session lock."""
+    """Create (or return the active) compaction job; caller holds the session lock.
+
+    `leaf_pi_id` (overflow recovery of a run): compact the run's branch at that entry
+    and append there, whatever the session's leaf is.
+    """
     existing = _active_compaction(session.pk)
     if existing is not None:
         return existing
     cfg = compaction_settings(session)
+    params = {"trigger": trigger, "focus": focus or None, "settings": cfg.to_dict()}
+    if leaf_pi_id is not None:
+        params["append_at"] = leaf_pi_id
+    prepared = leaf_pi_id or (session.leaf.pi_id if session.leaf_id else None)
     job = Job.objects.create(
         session=session,
         kind=Job.Kind.COMPACTION,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
-        prepared_leaf_pi_id=session.leaf.pi_id if session.leaf_id else None,
-        params={"trigger": trigger, "focus": focus or None, "settings": cfg.to_dict()},
+        prepared_leaf_pi_id=prepared,
+        params=params,
         progress={"phase": "queued"},
     )
     tree.record_activity(session, actor, "compaction_requested", job=str(job.id), trigger=trigger)
@@ -366,15 +380,22 @@ def maybe_compact_after_run(session: Session, *, actor=None) -> Job | None:
     return request_compaction(session, actor=actor, trigger="threshold")
 
 
-def compact_for_overflow(session: Session, *, actor=None, wait_timeout: float = 600) -> Job | None:
+def compact_for_overflow(
+    session: Session, *, actor=None, leaf_pi_id: str | None = None, wait_timeout: float = 600
+) -> Job | None:
     """Overflow recovery, synchronous (call it from the worker running the turn).
+
+    `leaf_pi_id`: the run's current position (its last entry). Pass it: the run's
+    branch is compacted and the compaction is appended there even if the user moved
+    the session's leaf elsewhere meanwhile (the leaf follows only if it was there).
+    Without it, the session's leaf is used.
 
     Returns None when compaction is disabled for this session (pi used to compact
     anyway; we do not): report the overflow to the user. Otherwise compacts now —
     taking over a queued compaction of this session, or waiting for a running one —
     and returns the finished job. Retry the turn ONCE, and only when
-    ``job.status == "done" and job.result_entry_id``; never compact again for a
-    second overflow.
+    ``job.status == "done" and job.result_entry_id`` (continue the run under
+    ``job.result_entry``); never compact again for a second overflow.
     """
     cfg = compaction_settings(Session.objects.get(pk=session.pk))
     if not cfg.enabled:
@@ -382,9 +403,47 @@ def compact_for_overflow(session: Session, *, actor=None, wait_timeout: float = 
     sweep_stale_jobs(session=session)
     with transaction.atomic():
         locked = tree.lock_session(session.pk)
-        if locked.leaf_id is None:
+        leaf_pi_id = leaf_pi_id or (locked.leaf.pi_id if locked.leaf_id else None)
+        if leaf_pi_id is None:
             return None
-        job = _create_compaction(locked, actor=actor, focus=None, trigger="overflow", enqueue=False)
+        leaf = Entry.objects.filter(session=locked, pi_id=leaf_pi_id).first()
+        if leaf is None:
+            raise JobError(f"No entry {leaf_pi_id} in this session.")
+        existing = _active_compaction(locked.pk)
+        if (
+            existing is not None
+            and existing.status == Status.QUEUED
+            and not (
+                existing.prepared_leaf_pi_id
+                and _is_ancestor_or_self(locked, existing.prepared_leaf_pi_id, leaf)
+            )
+        ):
+            # A queued compaction of another branch: ours is the urgent one.
+            _finish(
+                existing,
+                Status.SUPERSEDED,
+                phase="superseded",
+                note="Replaced by an overflow compaction of the branch being run.",
+            )
+        job = _create_compaction(
+            locked,
+            actor=actor,
+            focus=None,
+            trigger="overflow",
+            enqueue=False,
+            leaf_pi_id=leaf_pi_id,
+        )
+        if (job.params or {}).get("trigger") != "overflow":
+            # Taking over a threshold/manual compaction of this branch: it must not wait
+            # for the agent run calling us (its commit re-reads the params under lock),
+            # and it appends at the run's position.
+            job.params = {
+                **job.params,
+                "trigger": "overflow",
+                "first_trigger": job.params.get("trigger"),
+                "append_at": leaf_pi_id,
+            }
+            Job.objects.filter(pk=job.pk).update(params=job.params)
     run_job(job.id)
     deadline = time.monotonic() + wait_timeout
     job.refresh_from_db()
@@ -457,7 +516,12 @@ def _finish(job: Job, status: str, *, error: str = "", entry: Entry | None = Non
 
 def _claim(job_id) -> tuple[Job, int] | None:
     with transaction.atomic():
-        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        job = (
+            Job.objects.select_for_update(of=("self",))
+            .select_related("session")
+            .filter(pk=job_id)
+            .first()
+        )
         if job is None or job.status not in Job.ACTIVE:
             return None
         if job.status == Status.RUNNING and not _is_dead(job):
@@ -477,9 +541,12 @@ def _claim(job_id) -> tuple[Job, int] | None:
         job.heartbeat_at = now
         job.error = ""
         job.params = {**(job.params or {}), "worker": _worker_identity()}
-        job.progress = {"phase": "preparing", "attempt": job.attempts}
+        profile = resolve_profile(job.session.model_profile)
+        job.model = (profile.label if profile else "offline summarizer")[:200]
+        job.progress = {"phase": "summarizing", "attempt": job.attempts}
         job.save(
             update_fields=[
+                "model",
                 "status",
                 "attempts",
                 "started_at",
@@ -563,7 +630,6 @@ def _summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> 
     """Run model requests (None entries stay None) or the offline fallback."""
     profile = resolve_profile(job.session.model_profile)
     if profile is None:
-        _set_progress(job, attempt, model="offline summarizer", phase="summarizing")
         return offline(), {"offline": True}
     texts = []
     spent = 0.0
@@ -584,14 +650,8 @@ def _summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> 
                 last_error=message,
             )
 
-        _set_progress(
-            job,
-            attempt,
-            model=profile.label,
-            phase="summarizing",
-            step=len(texts) + 1,
-            steps=len(wanted),
-        )
+        if len(wanted) > 1:  # the claim already said "summarizing" for a single call
+            _set_progress(job, attempt, phase="summarizing", step=len(texts) + 1, steps=len(wanted))
         done = summarizer.complete(profile, request, on_retry=on_retry)
         spent += done.model_seconds
         calls += done.calls
@@ -748,7 +808,15 @@ def _complete_once(job: Job, attempt: int, payload: dict | None, *, note: str, m
             _finish(locked, Status.DONE, phase="done", note=note, **meta)
             return Status.DONE
         if locked.kind == Job.Kind.COMPACTION:
-            leaf = session.leaf
+            append_at = (locked.params or {}).get("append_at")
+            if append_at:  # overflow recovery: the run's position, wherever the leaf is
+                leaf = Entry.objects.filter(session=session, pi_id=append_at).first()
+                move = (
+                    session.leaf_id is not None and leaf is not None and session.leaf_id == leaf.pk
+                )
+            else:
+                leaf = session.leaf
+                move = True
             if locked.prepared_leaf_pi_id is None or not _is_ancestor_or_self(
                 session, locked.prepared_leaf_pi_id, leaf
             ):
@@ -761,7 +829,7 @@ def _complete_once(job: Job, attempt: int, payload: dict | None, *, note: str, m
                 )
                 return Status.SUPERSEDED
             entry = tree.append_entry(
-                session, payload, parent_pi_id=leaf.pi_id, actor=locked.created_by
+                session, payload, parent_pi_id=leaf.pi_id, move_leaf=move, actor=locked.created_by
             )
             tree.record_activity(
                 session, locked.created_by, "compacted", job=str(locked.pk), entry=entry.pi_id

@@ -57,7 +57,10 @@ def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationRe
         locked = lock_session(session.pk)
         rule = resolve_target(locked, target_pi_id)
         new_leaf = rule["leafId"]
-        if new_leaf is not None and not Entry.objects.filter(session=locked, pi_id=new_leaf).exists():
+        if (
+            new_leaf is not None
+            and not Entry.objects.filter(session=locked, pi_id=new_leaf).exists()
+        ):
             new_leaf = None  # the target's parent is dangling: "before the first entry"
         current = locked.leaf.pi_id if locked.leaf_id else None
         moved = current != new_leaf

@@ -329,17 +329,20 @@ def _payload_list(pks: list[int]) -> list[dict]:
     """Payloads of the given entries, in the given order."""
     table = Entry._meta.db_table
     found: dict[int, tuple] = {}
+    select = f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
     with connection.cursor() as cursor:
-        for start in range(0, len(pks), 10000):
-            chunk = pks[start : start + 10000]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
-                f"WHERE id IN ({marks})",
-                chunk,
-            )
+        if connection.vendor == "postgresql":
+            # One array parameter: no 100,000-placeholder statement to build and parse.
+            cursor.execute(select + "WHERE id = ANY(%s)", [list(pks)])
             for row in cursor.fetchall():
                 found[row[0]] = row[1:]
+        else:
+            for start in range(0, len(pks), 10000):
+                chunk = pks[start : start + 10000]
+                marks = ", ".join(["%s"] * len(chunk))
+                cursor.execute(select + f"WHERE id IN ({marks})", chunk)
+                for row in cursor.fetchall():
+                    found[row[0]] = row[1:]
     return _decode_rows([found[pk] for pk in pks])
 
 

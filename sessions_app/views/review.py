@@ -432,6 +432,30 @@ def search(request):
     return render(request, template, context, status=status)
 
 
+# --- teams ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def teams(request):
+    """The teams you are in, their members and what is shared with them (read-only:
+    membership is managed in the admin)."""
+    from sessions_app.models import Team
+
+    my_teams = (
+        Team.objects.filter(members=request.user).prefetch_related("members").order_by("name")
+    )
+    rows = []
+    for team in my_teams:
+        shared = (
+            SessionShare.objects.filter(team=team)
+            .select_related("session", "session__owner")
+            .order_by("-session__modified_at")[:50]
+        )
+        rows.append({"team": team, "members": list(team.members.all()), "shares": shared})
+    return render(request, "sessions_app/review/teams.html", {"rows": rows})
+
+
 # Every route of this module, with the right it needs (the permissions matrix reads this).
 ROUTE_RIGHTS = {
     "review_comments": VIEWER,
@@ -453,6 +477,7 @@ ROUTE_RIGHTS = {
     "compare_summary": VIEWER,
     "compare_job": VIEWER,
     "search": "login",
+    "teams": "login",
 }
 
 urlpatterns = [
@@ -491,4 +516,5 @@ urlpatterns = [
     path("l/<str:token>/", share_link, name="share_link"),
     path("l/<str:token>/export/<str:fmt>/", share_link_export, name="share_link_export"),
     path("search/", search, name="search"),
+    path("teams/", teams, name="teams"),
 ]

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
-from sessions_app.models import Entry, Session
+from sessions_app.models import Entry, Job, Session
 from sessions_app.rendering import full_output_path, render_entry, render_llm_message
 from sessions_app.services import navigation
 from sessions_app.services.access import EDITOR, VIEWER, check_access
@@ -118,9 +118,7 @@ def _get_entry(session: Session, entry_id: str) -> Entry:
     return entry
 
 
-def _message(
-    request, text: str, level: str = "info", status: int = 200, triggers=None, extra=None
-):
+def _message(request, text: str, level: str = "info", status: int = 200, triggers=None, extra=None):
     response = render(
         request,
         "sessions_app/tree/_action_result.html",
@@ -203,7 +201,9 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         from sessions_app.services.tree import path_entry_pks
 
         leaf_pk = (
-            Entry.objects.filter(session=session, pi_id=view_leaf).values_list("pk", flat=True).first()
+            Entry.objects.filter(session=session, pi_id=view_leaf)
+            .values_list("pk", flat=True)
+            .first()
         )
         on_path = bool(leaf_pk) and entry.pk in path_entry_pks(leaf_pk)
     children = list(
@@ -236,9 +236,7 @@ def entry_pane(request, session_id, entry_id):
     view_leaf = request.GET.get("leaf") or (
         access.session.leaf.pi_id if access.session.leaf_id else None
     )
-    return render(
-        request, "sessions_app/tree/_entry.html", entry_context(access, entry, view_leaf)
-    )
+    return render(request, "sessions_app/tree/_entry.html", entry_context(access, entry, view_leaf))
 
 
 def _allowed_roots() -> list[Path]:
@@ -266,7 +264,9 @@ def entry_output(request, session_id, entry_id):
     entry = _get_entry(access.session, entry_id)
     path_ = safe_output_path(full_output_path(entry.payload) or "")
     if path_ is None:
-        raise Http404("No full output file for this entry (or it is outside the allowed directories).")
+        raise Http404(
+            "No full output file for this entry (or it is outside the allowed directories)."
+        )
     response = FileResponse(path_.open("rb"), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="{path_.name}"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -299,7 +299,30 @@ def action_navigate(request, session_id, entry_id):
         focus = request.POST.get("focus", "").strip()[:4000] or None
         # The leaf the page showed when the form was drawn: a second submission (double
         # click, another tab) names the same old leaf, so the jobs service dedupes it.
-        old_leaf = request.POST.get("old_leaf") or (session.leaf.pi_id if session.leaf_id else None)
+        current_leaf = session.leaf.pi_id if session.leaf_id else None
+        old_leaf = request.POST.get("old_leaf", current_leaf or "") or None
+        if old_leaf != current_leaf:
+            done = (
+                Job.objects.filter(
+                    session=session,
+                    kind=Job.Kind.BRANCH_SUMMARY,
+                    prepared_leaf_pi_id=old_leaf,
+                    target_pi_id=entry_id,
+                )
+                .exclude(status__in=(Job.Status.FAILED, Job.Status.CANCELLED))
+                .order_by("-created_at")
+                .first()
+            )
+            if done is not None:  # a repeat of a request that already went through
+                return _message(request, "Already requested.", "info", extra={"job": done})
+            return _message(
+                request,
+                "The session moved on since this page was drawn; nothing was changed. "
+                "Look at the tree again and choose where to continue.",
+                "error",
+                409,
+                triggers={"piweb:tree-refresh": {"leaf": current_leaf, "entry": entry_id}},
+            )
         try:
             job = jobs.request_branch_summary(
                 session,

@@ -217,6 +217,7 @@ def test_provider_500_three_times_then_success(worker, make_user, llm):
     check_compacted_context(session, job, before, [SUMMARY])
 
 
+@pytest.mark.embedded
 def test_worker_killed_mid_job_completes_once(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)

@@ -57,7 +57,17 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     page = open_page(owner)
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    # console errors other than "Failed to load resource" (Chromium's /favicon.ico probe;
+    # real failed requests are caught by the response hook below)
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
 
     # --- import through the upload form, see the report -----------------------------
     sid = str(uuid.uuid4())
@@ -65,7 +75,13 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     page.locator("summary", has_text="Import pi session").click()
     page.set_input_files(
         "#import-form input[name=file]",
-        files=[{"name": "branched.jsonl", "mimeType": "application/jsonl", "buffer": branched_jsonl(str(workspace), session_id=sid)}],
+        files=[
+            {
+                "name": "branched.jsonl",
+                "mimeType": "application/jsonl",
+                "buffer": branched_jsonl(str(workspace), session_id=sid),
+            }
+        ],
     )
     page.click("#import-form button[type=submit]")
     page.wait_for_selector("#import-result .ok")
@@ -189,10 +205,16 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     assert not errors, errors
 
 
-def test_continue_with_summary_runs_on_the_worker(open_page, make_user, workspace, worker, llm, artifact_dir):
+def test_continue_with_summary_runs_on_the_worker(
+    open_page, make_user, workspace, worker, llm, artifact_dir
+):
     owner = make_user("tree-summary")
     session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
-    llm.push(text("## Goal\nFinish approach B.\n\n## Progress\n- [x] B works\n\n## Next Steps\n1. Ship it"))
+    llm.push(
+        text(
+            "## Goal\nFinish approach B.\n\n## Progress\n- [x] B works\n\n## Next Steps\n1. Ship it"
+        )
+    )
     page = open_page(owner)
     page.goto(f"/s/{session.pi_id}/?target=e0000016")
     page.wait_for_selector('#entry-pane [data-entry="e0000016"]')

@@ -567,3 +567,39 @@ def test_compaction_waits_for_an_active_agent_run_then_appends_after_it(make_use
     llm.push(text(SUMMARY))
     overflow = jobs.compact_for_overflow(session)
     assert overflow.status == "done" and overflow.result_entry_id
+
+
+def test_overflow_takes_over_a_pending_compaction_without_waiting_for_itself(make_user, llm):
+    """A threshold compaction is queued when the run hits an overflow: the run's overflow
+    recovery takes that job over inline and does not wait for the run (itself)."""
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    before = tree.load_path(session)
+    pending = jobs.request_compaction(session, actor=owner, trigger="threshold")
+    Job.objects.create(session=session, kind="agent_run", status="running")
+    llm.push(text(SUMMARY))
+    import time
+
+    started = time.monotonic()
+    job = jobs.compact_for_overflow(session)
+    assert time.monotonic() - started < 20
+    assert job.pk == pending.pk and job.status == "done" and job.result_entry_id
+    assert job.params["trigger"] == "overflow" and job.params["first_trigger"] == "threshold"
+    check_compacted_context(session, job, before, [SUMMARY])
+
+
+def test_overflow_compacts_the_runs_branch_even_if_the_user_looks_elsewhere(make_user, llm):
+    owner = make_user()
+    session = make_session(owner, turns=4, compaction=SMALL)
+    run_position = session.leaf.pi_id
+    before = tree.load_path(session)
+    elsewhere = entries_of_type(session, "message")[3]
+    tree.set_leaf(session, elsewhere.pi_id)  # the user browses an older node meanwhile
+    llm.push(text(SUMMARY))
+    job = jobs.compact_for_overflow(session, leaf_pi_id=run_position)
+    assert job.status == "done", job.error
+    assert job.result_entry.parent.pi_id == run_position
+    session.refresh_from_db()
+    assert session.leaf_id == elsewhere.pk  # not pulled away
+    tree.set_leaf(session, job.result_entry.pi_id)
+    check_compacted_context(session, job, before, [SUMMARY])

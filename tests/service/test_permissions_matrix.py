@@ -87,17 +87,22 @@ ROUTES: dict[str, Route] = {
     "review_comment_counts": Route("viewer", kwargs=S),
     "activity": Route("viewer", kwargs=S, htmx=True),
     "sharing": Route("owner", kwargs=S),
-    "sharing_team": Route("owner", "POST", ok=302, kwargs=S, data={"team": "team_pk", "role": "viewer"}),
+    "sharing_team": Route(
+        "owner", "POST", ok=302, kwargs=S, data={"team": "team_pk", "role": "viewer"}
+    ),
     "sharing_team_revoke": Route("owner", "POST", ok=302, kwargs={**S, "share_id": "share_pk"}),
     "sharing_link": Route("owner", "POST", kwargs=S),
     "sharing_link_revoke": Route("owner", "POST", ok=302, kwargs={**S, "link_id": "spare_link_pk"}),
     "export": Route("viewer", kwargs={**S, "fmt": "html"}),
     "compare": Route("viewer", kwargs=S, query={"a": "entry", "b": "other_leaf"}),
-    "compare_summary": Route("viewer", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True),
+    "compare_summary": Route(
+        "viewer", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True
+    ),
     "compare_job": Route("viewer", kwargs={**S, "job_id": "job_pk"}),
     "share_link": Route("link", kwargs={"token": "token"}),
     "share_link_export": Route("link", kwargs={"token": "token", "fmt": "md"}),
     "search": Route("login", query={"q": "zebrafish"}),
+    "teams": Route("login"),
 }
 
 
@@ -159,9 +164,13 @@ class World:
         self.token = self.link.token
         self.spare_link_pk = sharing.create_link(self.session, actor=owner, leaf_pi_id=None).pk
         self.job_pk = Job.objects.create(
-            session=self.session, kind=Job.Kind.COMPARE_SUMMARY, status="done",
-            prepared_leaf_pi_id=self.entry, target_pi_id=self.other_leaf,
-            params={"a": self.entry, "b": self.other_leaf}, progress={"summary": "s"},
+            session=self.session,
+            kind=Job.Kind.COMPARE_SUMMARY,
+            status="done",
+            prepared_leaf_pi_id=self.entry,
+            target_pi_id=self.other_leaf,
+            params={"a": self.entry, "b": self.other_leaf},
+            progress={"summary": "s"},
         ).pk
         self.secrets = [SECRET_NAME, SECRET_CWD, "zebrafish", *self.ids.values()]
 
@@ -290,11 +299,14 @@ def test_link_visitor_cannot_comment_or_act_even_when_logged_in(make_user):
     page = client.get(f"/l/{world.token}/")
     assert page.status_code == 200
     body = page.content.decode()
-    assert "rv-comment-form" not in body and 'data-comment-id' not in body
-    assert client.post(
-        f"/s/{world.sid}/review/comments/add/?share={world.token}",
-        {"entry": world.entry, "body": "x"},
-    ).status_code == 404
+    assert "rv-comment-form" not in body and "data-comment-id" not in body
+    assert (
+        client.post(
+            f"/s/{world.sid}/review/comments/add/?share={world.token}",
+            {"entry": world.entry, "body": "x"},
+        ).status_code
+        == 404
+    )
     assert Comment.objects.filter(body="x").count() == 0
 
 

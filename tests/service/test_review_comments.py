@@ -79,7 +79,8 @@ def test_comment_views_escape_and_review_list_deep_links(client, make_user):
     client.force_login(owner)
     base = f"/s/{data.session.pi_id}/review/comments/"
     response = client.post(
-        base + "add/", {"entry": data.ids["q2"], "body": "<img src=x onerror=alert(1)>"},
+        base + "add/",
+        {"entry": data.ids["q2"], "body": "<img src=x onerror=alert(1)>"},
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
@@ -88,9 +89,7 @@ def test_comment_views_escape_and_review_list_deep_links(client, make_user):
     assert client.post(base + "add/", {"entry": data.ids["q2"], "body": ""}).status_code == 400
     assert client.post(base + "add/", {"entry": "zzz", "body": "x"}).status_code == 404
     listing = client.get(f"/s/{data.session.pi_id}/review/").content.decode()
-    assert (
-        f"/s/{data.session.pi_id}/?leaf={data.ids['q2']}&amp;target={data.ids['q2']}" in listing
-    )
+    assert f"/s/{data.session.pi_id}/?leaf={data.ids['q2']}&amp;target={data.ids['q2']}" in listing
     comment = Comment.objects.get()
     resolved = client.post(f"{base}{comment.pk}/resolve/", HTTP_HX_REQUEST="true")
     assert resolved.status_code == 200 and "Reopen" in resolved.content.decode()

@@ -46,7 +46,9 @@ def test_compare_page(client, make_user):
     owner = make_user()
     data = build_branchy_session(owner)
     client.force_login(owner)
-    page = client.get(f"/s/{data.session.pi_id}/compare/", {"a": data.ids["a3"], "b": data.ids["b3"]})
+    page = client.get(
+        f"/s/{data.session.pi_id}/compare/", {"a": data.ids["a3"], "b": data.ids["b3"]}
+    )
     assert page.status_code == 200
     body = page.content.decode()
     assert f"<code>{data.ids['r1']}</code>" in body
@@ -62,7 +64,9 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     owner = make_user()
     data = build_branchy_session(owner)
     job = compare.request_compare_summary(data.session, data.ids["a3"], data.ids["b3"], actor=owner)
-    again = compare.request_compare_summary(data.session, data.ids["a3"], data.ids["b3"], actor=owner)
+    again = compare.request_compare_summary(
+        data.session, data.ids["a3"], data.ids["b3"], actor=owner
+    )
     assert again.pk == job.pk or Job.objects.get(pk=job.pk).status == "done"
     assert wait_for(lambda: Job.objects.get(pk=job.pk).status == "done")
     job.refresh_from_db()
@@ -77,7 +81,9 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     data.session.model_profile = "scripted"
     data.session.save(update_fields=["model_profile"])
     llm.push(text("Branch A fixed the bug; branch B gave up after a failing test."))
-    job2 = compare.request_compare_summary(data.session, data.ids["a3"], data.ids["b3"], actor=owner)
+    job2 = compare.request_compare_summary(
+        data.session, data.ids["a3"], data.ids["b3"], actor=owner
+    )
     assert job2.pk != job.pk
     assert wait_for(lambda: Job.objects.get(pk=job2.pk).status in ("done", "failed"))
     job2.refresh_from_db()

@@ -13,7 +13,9 @@ from tests.support.review_data import build_branchy_session, user
 
 pytestmark = pytest.mark.django_db
 
-EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|@import|url\(\s*["']?(?:https?:)?//""", re.I)
+EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|@import|url\(\s*["']?(?:https?:)?//""", re.I
+)
 
 
 @pytest.mark.embedded
@@ -22,14 +24,18 @@ def test_html_export_is_self_contained_and_shows_the_branch(make_user):
     data = build_branchy_session(owner)
     tree.append_entry(
         data.session,
-        user('Look: <script>alert(1)</script> and ![x](https://evil.example/i.png) [link](https://example.com)'),
+        user(
+            "Look: <script>alert(1)</script> and ![x](https://evil.example/i.png) [link](https://example.com)"
+        ),
         parent_pi_id=data.ids["a3"],
     )
     leaf = data.session.entries.order_by("-seq").first().pi_id
     html = exports.export_html(data.session, leaf)
     assert "<script>alert(1)</script>" not in html
-    assert not EXTERNAL.search(html.replace('href="https://example.com"', "")), EXTERNAL.search(html)
-    assert "<link" not in html and "<img src=\"http" not in html
+    assert not EXTERNAL.search(html.replace('href="https://example.com"', "")), EXTERNAL.search(
+        html
+    )
+    assert "<link" not in html and '<img src="http' not in html
     assert "Fixed the parser. All tests pass." in html
     assert f'id="e-{data.ids["b3"]}"' not in html  # other branch: only in the tree sidebar
     assert f'data-entry-id="{data.ids["b3"]}"' in html
@@ -51,7 +57,16 @@ def test_markdown_and_jsonl(make_user, tmp_path):
         data.session.entries.order_by("seq").values_list("pi_id", flat=True)
     )
     out = tmp_path / "s.html"
-    call_command("export_session", data.session.pi_id, "--format", "html", "--leaf", data.ids["a3"], "-o", str(out))
+    call_command(
+        "export_session",
+        data.session.pi_id,
+        "--format",
+        "html",
+        "--leaf",
+        data.ids["a3"],
+        "-o",
+        str(out),
+    )
     assert "Fixed the parser" in out.read_text()
     call_command("export_session", data.session.pi_id, "--format", "md", "-o", str(tmp_path))
     assert list(tmp_path.glob("*.md"))

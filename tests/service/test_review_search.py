@@ -51,9 +51,7 @@ def test_never_returns_sessions_the_user_cannot_see(people):
     owner, member, stranger, team = people
     data = build_branchy_session(owner)
     other = build_branchy_session(stranger, cwd="/elsewhere", name="Stranger's")
-    assert {h.session_pi_id for h in search.search(owner, "zebrafish").hits} == {
-        data.session.pi_id
-    }
+    assert {h.session_pi_id for h in search.search(owner, "zebrafish").hits} == {data.session.pi_id}
     assert search.search(member, "zebrafish").hits == []
     SessionShare.objects.create(session=data.session, team=team, role="viewer")
     assert {h.session_pi_id for h in search.search(member, "zebrafish").hits} == {
@@ -98,7 +96,15 @@ def test_filters_role_tool_cwd_label_and_date(people):
 def test_hostile_queries_are_quoted_not_executed(people):
     owner, *_ = people
     build_branchy_session(owner)
-    for query in ['"', "NEAR(a b)", "a AND OR", "col:zebrafish", "*", "'; DROP TABLE x; --", "(((("]:
+    for query in [
+        '"',
+        "NEAR(a b)",
+        "a AND OR",
+        "col:zebrafish",
+        "*",
+        "'; DROP TABLE x; --",
+        "((((",
+    ]:
         search.search(owner, query)  # no database error
     with pytest.raises(SearchError):
         search.search(owner, "-only -negative")
@@ -137,7 +143,9 @@ def test_index_follows_appends_bulk_indexing_and_reindex(people):
     assert search.search(owner, "ocelot").hits == []
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM sessions_app_searchfts WHERE sessions_app_searchfts MATCH 'ocelot'")
+            cursor.execute(
+                "SELECT count(*) FROM sessions_app_searchfts WHERE sessions_app_searchfts MATCH 'ocelot'"
+            )
             assert cursor.fetchone()[0] == 0
 
 
@@ -160,7 +168,9 @@ def test_search_page_view(client, people):
     response = client.get("/search/", {"q": "zebrafish"})
     assert response.status_code == 200
     body = response.content.decode()
-    assert f'href="/s/{data.session.pi_id}/?leaf={data.ids["q2"]}&amp;target={data.ids["q2"]}"' in body
+    assert (
+        f'href="/s/{data.session.pi_id}/?leaf={data.ids["q2"]}&amp;target={data.ids["q2"]}"' in body
+    )
     client.force_login(member)
     body = client.get("/search/", {"q": "zebrafish"}).content.decode()
     assert data.session.pi_id not in body and "No matches" in body

@@ -62,7 +62,10 @@ def test_link_page_shows_live_branch_and_dies_when_revoked_or_expired(client, se
     assert "Fixed the parser. All tests pass." in body  # branch A is shown
     assert f'id="e-{ids["b3"]}"' not in body  # branch B's entries are not (only tree rows)
     assert f'data-entry-id="{ids["b3"]}"' in body
-    assert f'id="e-{ids["a2"]}"' in body and "rv-entry rv-type-message rv-role-assistant rv-target" in body
+    assert (
+        f'id="e-{ids["a2"]}"' in body
+        and "rv-entry rv-type-message rv-role-assistant rv-target" in body
+    )
     assert f'data-piweb-share="{link.token}"' in body
     assert "rv-comment-form" not in body and "Share…" not in body
     # live, not a copy: an entry appended after the link was made shows up
@@ -119,3 +122,14 @@ def test_link_validation_and_owner_only_management(client, setup):
     assert link.revoked_at is not None
     bad = client.post(f"/s/{data.session.pi_id}/sharing/team/", {"team": team.pk, "role": "god"})
     assert bad.status_code == 400
+
+
+def test_teams_page_lists_members_and_shared_sessions(client, setup, make_user):
+    owner, member, team, data = setup
+    sharing.share_with_team(data.session, team.pk, "editor", actor=owner)
+    client.force_login(member)
+    body = client.get("/teams/").content.decode()
+    assert "core" in body and "owner" in body and data.session.pi_id in body and "Editor" in body
+    client.force_login(make_user("loner"))
+    body = client.get("/teams/").content.decode()
+    assert "You are not in any team" in body and data.session.pi_id not in body

@@ -1,14 +1,14 @@
 """A small branchy session for the review tests (real services, no mocks).
 
-    u1 user "Please fix the parser bug in tokenizer.py"
-    └ a1 assistant: reads src/tokenizer.py
-      └ r1 toolResult read
-        ├ a2 assistant: edits src/tokenizer.py          (branch A)
-        │ └ r2 toolResult edit
-        │   └ a3 assistant "Fixed the parser. All tests pass."
-        └ b2 assistant: runs pytest via bash            (branch B)
-          └ q2 toolResult bash, isError "FAILED … zebrafish"
-            └ b3 assistant "The tests fail; giving up." (session leaf)
+u1 user "Please fix the parser bug in tokenizer.py"
+└ a1 assistant: reads src/tokenizer.py
+  └ r1 toolResult read
+    ├ a2 assistant: edits src/tokenizer.py          (branch A)
+    │ └ r2 toolResult edit
+    │   └ a3 assistant "Fixed the parser. All tests pass."
+    └ b2 assistant: runs pytest via bash            (branch B)
+      └ q2 toolResult bash, isError "FAILED … zebrafish"
+        └ b3 assistant "The tests fail; giving up." (session leaf)
 """
 
 from dataclasses import dataclass
@@ -75,7 +75,11 @@ def build_branchy_session(owner, cwd="/work/project-alpha", name="Parser fix") -
     add("u1", user("Please fix the parser bug in tokenizer.py"))
     add("a1", assistant("Reading the file.", [("c1", "read", {"path": "src/tokenizer.py"})], 500))
     add("r1", tool_result("c1", "read", "def tokenize(text):\n    return text.split()"))
-    add("a2", assistant("I will edit it.", [("c2", "edit", {"path": "src/tokenizer.py"})], 700), "r1")
+    add(
+        "a2",
+        assistant("I will edit it.", [("c2", "edit", {"path": "src/tokenizer.py"})], 700),
+        "r1",
+    )
     add("r2", tool_result("c2", "edit", "Edited src/tokenizer.py"))
     add("a3", assistant("Fixed the parser. All tests pass.", total=1200))
     add("b2", assistant("Running tests.", [("c3", "bash", {"command": "pytest"})], 300), "r1")

@@ -26,9 +26,7 @@ Shape (ids are pi-style 8 hex chars; `*` = the leaf, the last line of the file):
 import json
 
 SESSION_ID = "7a1e0000-0000-4000-8000-00000000tree"
-PNG_1PX = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def _ts(n: int) -> str:
@@ -36,7 +34,13 @@ def _ts(n: int) -> str:
 
 
 def _msg(eid, parent, n, message):
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": _ts(n), "message": message}
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": _ts(n),
+        "message": message,
+    }
 
 
 def _user(eid, parent, n, text, images=False):
@@ -57,7 +61,13 @@ def _assistant(eid, parent, n, blocks, stop="stop"):
             "content": blocks,
             "provider": "scripted",
             "model": "scripted-model",
-            "usage": {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120},
+            "usage": {
+                "input": 100,
+                "output": 20,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 120,
+            },
             "stopReason": stop,
             "timestamp": n,
         },
@@ -74,7 +84,12 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
             2,
             [
                 {"type": "text", "text": "I'll look around first."},
-                {"type": "toolCall", "id": "call_r1", "name": "read", "arguments": {"path": "README.md"}},
+                {
+                    "type": "toolCall",
+                    "id": "call_r1",
+                    "name": "read",
+                    "arguments": {"path": "README.md"},
+                },
             ],
             stop="toolUse",
         )
@@ -88,7 +103,9 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
                 "role": "toolResult",
                 "toolCallId": "call_r1",
                 "toolName": "read",
-                "content": [{"type": "text", "text": "# Readme\n<script>window.__pwned = 1</script>"}],
+                "content": [
+                    {"type": "text", "text": "# Readme\n<script>window.__pwned = 1</script>"}
+                ],
                 "isError": False,
                 "timestamp": 3,
             },
@@ -103,7 +120,7 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
                 {
                     "type": "text",
                     "text": "The readme is short. [click me](javascript:window.__pwned=2) "
-                    "<script>window.__pwned = 3</script> <img src=x onerror=\"window.__pwned=4\">",
+                    '<script>window.__pwned = 3</script> <img src=x onerror="window.__pwned=4">',
                 }
             ],
         )
@@ -136,7 +153,9 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
         )
     )
     e.append(_user("e000000d", "e000000c", 8, "A looks wrong"))
-    e.append(_assistant("e000000e", "e000000d", 9, [{"type": "text", "text": "Approach A failed."}]))
+    e.append(
+        _assistant("e000000e", "e000000d", 9, [{"type": "text", "text": "Approach A failed."}])
+    )
     e.append(
         {
             "type": "label",
@@ -160,7 +179,9 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
         }
     )
     e.append(_user("e0000015", "e0000b51", 12, "Try approach C"))
-    e.append(_assistant("e0000016", "e0000015", 13, [{"type": "text", "text": "Approach C is fine."}]))
+    e.append(
+        _assistant("e0000016", "e0000015", 13, [{"type": "text", "text": "Approach C is fine."}])
+    )
     # branch B, with a compaction
     e.append(_user("e0000010", "e0000004", 14, "Try approach B"))
     e.append(
@@ -191,7 +212,14 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
             "e0000012",
             "e00000c1",
             17,
-            [{"type": "toolCall", "id": "call_b1", "name": "bash", "arguments": {"command": "make test"}}],
+            [
+                {
+                    "type": "toolCall",
+                    "id": "call_b1",
+                    "name": "bash",
+                    "arguments": {"command": "make test"},
+                }
+            ],
             stop="toolUse",
         )
     )
@@ -204,9 +232,19 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
                 "role": "toolResult",
                 "toolCallId": "call_b1",
                 "toolName": "bash",
-                "content": [{"type": "text", "text": "ok <img src=x onerror=\"window.__pwned=5\">\nall passed"}],
+                "content": [
+                    {
+                        "type": "text",
+                        "text": 'ok <img src=x onerror="window.__pwned=5">\nall passed',
+                    }
+                ],
                 "details": {
-                    "truncation": {"truncated": True, "truncatedBy": "lines", "outputLines": 2, "totalLines": 5000},
+                    "truncation": {
+                        "truncated": True,
+                        "truncatedBy": "lines",
+                        "outputLines": 2,
+                        "totalLines": 5000,
+                    },
                     "fullOutputPath": full_output_path,
                 },
                 "isError": False,
@@ -218,7 +256,13 @@ def branched_entries(full_output_path: str = "/nonexistent/full-output.log") -> 
     return e
 
 
-def branched_jsonl(cwd: str, full_output_path: str = "/nonexistent/full-output.log", *, session_id=SESSION_ID, bad_line=True) -> bytes:
+def branched_jsonl(
+    cwd: str,
+    full_output_path: str = "/nonexistent/full-output.log",
+    *,
+    session_id=SESSION_ID,
+    bad_line=True,
+) -> bytes:
     header = {"type": "session", "version": 3, "id": session_id, "timestamp": _ts(0), "cwd": cwd}
     lines = [json.dumps(header)]
     entries = branched_entries(full_output_path)
@@ -229,7 +273,14 @@ def branched_jsonl(cwd: str, full_output_path: str = "/nonexistent/full-output.l
     return ("\n".join(lines) + "\n").encode()
 
 
-def import_branched(owner, cwd: str, full_output_path: str = "/nonexistent/full-output.log", *, session_id=SESSION_ID, model_profile="scripted"):
+def import_branched(
+    owner,
+    cwd: str,
+    full_output_path: str = "/nonexistent/full-output.log",
+    *,
+    session_id=SESSION_ID,
+    model_profile="scripted",
+):
     """Import the branched session through the store's importer; returns the Session."""
     import io
 
@@ -269,7 +320,13 @@ def bulk_session(owner, cwd: str, entries: int, branches: int, *, name: str = "b
     main_ids = [f"m{i:07x}" for i in range(main_len)]
     for i, pid in enumerate(main_ids):
         role = roles[i % 4]
-        payloads.append((pid, main_ids[i - 1] if i else None, payload(i, role, f"main message {i} about topic {i % 37}")))
+        payloads.append(
+            (
+                pid,
+                main_ids[i - 1] if i else None,
+                payload(i, role, f"main message {i} about topic {i % 37}"),
+            )
+        )
     step = max(1, main_len // (branches + 1)) if branches else 0
     for b in range(branches):
         at = main_ids[min(main_len - 2, (b + 1) * step)]
@@ -280,8 +337,23 @@ def bulk_session(owner, cwd: str, entries: int, branches: int, *, name: str = "b
             parent = pid
     objs = []
     for seq, (pid, parent, body) in enumerate(payloads):
-        full = {"type": body["type"], "id": pid, "parentId": parent, "timestamp": _ts(seq % 3600), **{k: v for k, v in body.items() if k != "type"}}
-        objs.append(Entry(session=session, pi_id=pid, parent_pi_id=parent, seq=seq, payload=full, **tree_service.entry_columns(full)))
+        full = {
+            "type": body["type"],
+            "id": pid,
+            "parentId": parent,
+            "timestamp": _ts(seq % 3600),
+            **{k: v for k, v in body.items() if k != "type"},
+        }
+        objs.append(
+            Entry(
+                session=session,
+                pi_id=pid,
+                parent_pi_id=parent,
+                seq=seq,
+                payload=full,
+                **tree_service.entry_columns(full),
+            )
+        )
     Entry.objects.bulk_create(objs, batch_size=2000)
     by_pi = dict(Entry.objects.filter(session=session).values_list("pi_id", "pk"))
     for obj in objs:
@@ -289,7 +361,10 @@ def bulk_session(owner, cwd: str, entries: int, branches: int, *, name: str = "b
         obj.parent_id = by_pi.get(obj.parent_pi_id)
     Entry.objects.bulk_update(objs, ["parent"], batch_size=2000)
     Session.objects.filter(pk=session.pk).update(
-        leaf_id=by_pi[main_ids[-1]], next_seq=len(objs), entry_count=len(objs), first_message=objs[0].preview
+        leaf_id=by_pi[main_ids[-1]],
+        next_seq=len(objs),
+        entry_count=len(objs),
+        first_message=objs[0].preview,
     )
     session.refresh_from_db()
     return session

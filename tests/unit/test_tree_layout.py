@@ -1,0 +1,133 @@
+"""context/tree_layout.py: the drawn shape of a session tree (pure, no database)."""
+
+from sessions_app.context import tree_layout
+from sessions_app.context.tree_layout import Layout, TreeIndex, format_tokens
+
+
+def rows_for(spec):
+    """spec: list of (id, parent_id, type, role, tool, preview, label)."""
+    pks = {eid: i + 1 for i, (eid, *_rest) in enumerate(spec)}
+    out = []
+    for i, (eid, parent, etype, role, tool, preview, label) in enumerate(spec):
+        out.append((pks[eid], eid, pks.get(parent), etype, role, tool, preview, label, 3, i))
+    return out
+
+
+def msg(eid, parent, role, preview="", tool="", label=""):
+    return (eid, parent, "message", role, tool, preview or eid, label)
+
+
+SPEC = [
+    msg("u1", None, "user"),
+    msg("a1", "u1", "assistant"),
+    msg("u2", "a1", "user"),  # branch 1 (oldest)
+    msg("a2", "u2", "assistant"),
+    msg("u3", "a1", "user"),  # branch 2
+    msg("a3", "u3", "assistant", "bash({})", tool="bash"),  # tool-only
+    msg("t3", "a3", "toolResult", "ok", tool="bash"),
+    msg("a4", "t3", "assistant", "done"),
+    ("l1", "a4", "label", "", "", "", ""),
+    ("c1", "a1", "compaction", "", "", "summary", ""),
+]
+
+
+def ids(rows, kind="node"):
+    return [r.node.id for r in rows if r.kind == kind]
+
+
+def test_mainline_follows_the_view_leaf_and_side_branches_indent():
+    index = TreeIndex(rows_for(SPEC))
+    layout = Layout(index, view_leaf="a4", session_leaf="a4")
+    rows = layout.rows()
+    drawn = ids(rows)
+    # u3 (leads to the leaf) continues at depth 0; u2 and c1 are indented side branches
+    depth = {r.node.id: r.depth for r in rows if r.kind == "node"}
+    assert depth["u1"] == depth["a1"] == depth["u3"] == depth["a4"] == 0
+    assert depth["u2"] == depth["c1"] == 1 and depth["a2"] == 1
+    assert drawn.index("u2") < drawn.index("u3")  # side branches right under the fork
+    on_path = {r.node.id for r in rows if r.kind == "node" and r.on_path}
+    assert on_path == {"u1", "a1", "u3", "t3", "a4"}
+    # default filter: label entry and tool-only assistant hidden
+    assert "l1" not in drawn and "a3" not in drawn
+    # groups are balanced
+    assert sum(r.kind == "gopen" for r in rows) == sum(r.kind == "gclose" for r in rows)
+
+
+def test_filter_modes():
+    index = TreeIndex(rows_for(SPEC))
+
+    def drawn(mode):
+        return set(ids(Layout(index, view_leaf="a4", session_leaf="a4", mode=mode).rows()))
+
+    assert {"l1", "a3"} <= drawn("all")
+    no_tools = drawn("no-tools")
+    assert "t3" not in no_tools and "a4" in no_tools
+    user_only = drawn("user-only")
+    assert {"u2", "u3"} <= user_only and "a2" not in user_only
+    assert "a1" in user_only  # a branch point stays (dimmed) to keep the shape
+    labeled = Layout(
+        TreeIndex(rows_for([*SPEC[:-1], msg("x1", "a1", "user", label="keep")])),
+        view_leaf="a4",
+        session_leaf="a4",
+        mode="labeled-only",
+    ).rows()
+    assert "x1" in ids(labeled)
+
+
+def test_search_marks_matches_and_opens_their_branch(monkeypatch):
+    monkeypatch.setattr(tree_layout, "SMALL_SESSION", 0)  # behave like a big session
+    index = TreeIndex(rows_for(SPEC))
+    rows = Layout(index, view_leaf="a4", session_leaf="a4", query="A2").rows()
+    assert [r.node.id for r in rows if r.kind == "node" and r.is_match] == ["a2"]
+    assert "a2" in ids(rows)  # its side branch is expanded
+    rows = Layout(index, view_leaf="a4", session_leaf="a4").rows()
+    assert "a2" not in ids(rows) and any(r.kind == "more" and r.node.id == "u2" for r in rows)
+
+
+def test_long_runs_fold_and_expand_lazily(monkeypatch):
+    spec = [msg("r0", None, "user")]
+    for i in range(1, 60):
+        spec.append(msg(f"r{i}", f"r{i - 1}", "assistant" if i % 2 else "user"))
+    index = TreeIndex(rows_for(spec))
+    layout = Layout(index, view_leaf="r59", session_leaf="r59")
+    rows = layout.rows()
+    folds = [r for r in rows if r.kind == "fold"]
+    assert len(folds) == 1 and folds[0].count == 60 - 1 - tree_layout.TAIL_KEEP
+    assert len(ids(rows)) == 1 + tree_layout.TAIL_KEEP
+    expanded = layout.run_rows(folds[0].node.id, folds[0].last.id, 0)
+    assert [r.node.id for r in expanded] == [f"r{i}" for i in range(1, 60 - tree_layout.TAIL_KEEP)]
+    # asked to keep it open (live refresh): not folded again
+    again = Layout(index, view_leaf="r59", session_leaf="r59", expand=[folds[0].node.id]).rows()
+    assert not [r for r in again if r.kind == "fold"]
+
+
+def test_deep_chain_and_many_branches_do_not_recurse():
+    spec = [msg("n0", None, "user")]
+    for i in range(1, 20000):
+        spec.append(msg(f"n{i}", f"n{i - 1}", "user"))
+    for b in range(300):  # nested side branches: each hangs off the previous one
+        parent = "n100" if b == 0 else f"s{b - 1}"
+        spec.append(msg(f"s{b}", parent, "user"))
+        spec.append(msg(f"s{b}x", f"s{b}", "assistant"))
+    layout = Layout(
+        TreeIndex(rows_for(spec)), view_leaf="n19999", session_leaf="n19999", target="s299x"
+    )
+    rows = layout.rows()
+    assert "s299x" in ids(rows)
+    # the way to the target continues each fork at the same depth: no drift to the right
+    assert max(r.depth for r in rows) <= 2
+
+
+def test_cycle_in_parents_does_not_hang():
+    rows = [
+        (1, "a", 2, "message", "user", "", "a", "", 1, 0),
+        (2, "b", 1, "message", "user", "", "b", "", 1, 1),
+    ]
+    index = TreeIndex(rows)
+    assert index.path_pks(index.by_id["a"]) in ([2, 1], [1, 2])
+
+
+def test_format_tokens():
+    assert format_tokens(999) == "999"
+    assert format_tokens(1234) == "1.2k"
+    assert format_tokens(250000) == "250k"
