@@ -2,7 +2,8 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/core_bench.py
+    .venv/bin/python bench/core_bench.py            # everything
+    .venv/bin/python bench/core_bench.py context    # only bench_context (also: truncation, streaming)
 
 ``main()`` runs every ``bench_*`` function defined in this module, in
 definition order; each prints its own table and returns its rows.  Add new
@@ -29,6 +30,23 @@ from sessions_app.context.truncate import (  # noqa: E402
 )
 
 MB = 1024 * 1024
+
+# pi (JavaScript, Node) on this machine, for comparison.  Keys: (bench row name, size).
+PI_REFERENCE_MS: dict[tuple[str, str], float] = {
+    ("truncate_tail", "100 MB"): 600.0,  # tail truncation of 100 MB (shape not recorded)
+    ("build_session_context(path)", "100,000"): 800.0,
+    ("build_session_context(tree, leaf)", "100,000"): 800.0,
+    ("find_cut_point(keep=all)", "100,000"): 14.0,  # a pi-like JS loop over the whole path
+    ("find_cut_point(keep=10**9)", "100,000"): 14.0,
+}
+
+
+def _pi_columns(name: str, size: str, seconds: float) -> list[str]:
+    """``[pi time, pi / ours]`` cells ("-" when there is no reference figure)."""
+    ref = PI_REFERENCE_MS.get((name, size))
+    if ref is None:
+        return ["-", "-"]
+    return [f"{ref:,.0f} ms", f"{ref / (seconds * 1000):.1f}x"]
 
 
 def _best_of(fn: Callable[[], object], repeat: int = 3) -> float:
@@ -87,12 +105,13 @@ def bench_truncation() -> list[list[str]]:
                         f"{size_mb / seconds:,.0f} MB/s",
                         f"{result.output_lines} lines / {result.output_bytes} B",
                         str(result.truncated_by),
+                        *_pi_columns(name, f"{size_mb} MB", seconds),
                     ]
                 )
             del text
     _print_table(
-        "Truncation (best of 3)",
-        ["function", "input", "size", "time", "throughput", "kept", "by"],
+        "Truncation (best of 3; pi = Node figure, shape not recorded)",
+        ["function", "input", "size", "time", "throughput", "kept", "by", "pi", "pi/ours"],
         rows,
     )
     return rows
@@ -203,10 +222,22 @@ def _ctx_path(n: int) -> list[dict]:
     return entries
 
 
+def _best_of_both(fn: Callable[[], object], repeat: int = 5) -> tuple[float, float]:
+    """(best wall-clock seconds, best CPU seconds): CPU time is steadier on a busy machine."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+        best_wall = min(best_wall, time.perf_counter() - wall)
+    return best_wall, best_cpu
+
+
 def bench_context() -> list[list[str]]:
-    """build_session_context / find_cut_point on 10k and 100k-entry paths (best of 5)."""
+    """Context building, token estimates and cut points on 10k / 100k-entry paths (best of 5)."""
     from sessions_app.context.compaction import find_cut_point, prepare_compaction
     from sessions_app.context.messages import build_session_context, context_from_path
+    from sessions_app.context.tokens import estimate_tokens
     from sessions_app.context.tree import SessionTree
 
     rows = []
@@ -222,17 +253,31 @@ def bench_context() -> list[list[str]]:
         ]
         tree_entries = entries + side  # a branched session: the leaf is not the last entry
         leaf = entries[-1]["id"]
+        side_leaf = side[-1]["id"]  # the newest branch: its path jumps at entry n // 2
+        messages = [e["message"] for e in entries]
         cases = [
             ("build_session_context(path)", lambda e=entries: build_session_context(e)),
             (
                 "build_session_context(tree, leaf)",
                 lambda t=tree_entries, lf=leaf: build_session_context(t, lf),
             ),
+            (
+                "build_session_context(tree, side leaf)",
+                lambda t=tree_entries, lf=side_leaf: build_session_context(t, lf),
+            ),
             ("context_from_path(path)", lambda e=entries: context_from_path(e)),
+            (
+                "estimate_tokens(every message)",
+                lambda m=messages: [estimate_tokens(x) for x in m],
+            ),
             ("find_cut_point(keep=20000)", lambda e=entries: find_cut_point(e, 0, len(e), 20_000)),
             (
                 "find_cut_point(keep=all)",
                 lambda e=entries: find_cut_point(e, 0, len(e), float("inf")),
+            ),
+            (
+                "find_cut_point(keep=10**9)",
+                lambda e=entries: find_cut_point(e, 0, len(e), 10**9),
             ),
             ("prepare_compaction(defaults)", lambda e=entries: prepare_compaction(e)),
             (
@@ -241,24 +286,35 @@ def bench_context() -> list[list[str]]:
             ),
         ]
         for name, fn in cases:
-            seconds = _best_of(fn, repeat=5)
+            wall, cpu = _best_of_both(fn, repeat=5)
+            size = f"{n:,}"
             rows.append(
-                [name, f"{n:,}", f"{seconds * 1000:.1f} ms", f"{seconds / n * 1e9:,.0f} ns/entry"]
+                [
+                    name,
+                    size,
+                    f"{wall * 1000:.1f} ms",
+                    f"{cpu * 1000:.1f} ms",
+                    f"{wall / n * 1e9:,.0f} ns",
+                    *_pi_columns(name, size, wall),
+                ]
             )
-        del entries, side, tree_entries
+        del entries, side, tree_entries, messages
     _print_table(
-        "Context building and cut points (best of 5)",
-        ["function", "path entries", "time", "per entry"],
+        "Context building, token estimates and cut points (best of 5; pi = Node figure)",
+        ["function", "path entries", "wall", "CPU", "wall/entry", "pi", "pi/ours"],
         rows,
     )
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Run every ``bench_*`` function, or only those named: ``core_bench.py context``."""
+    wanted = set(sys.argv[1:] if argv is None else argv)
     module = sys.modules[__name__]
     for name, value in list(vars(module).items()):
         if name.startswith("bench_") and callable(value):
-            value()
+            if not wanted or name.removeprefix("bench_") in wanted:
+                value()
 
 
 if __name__ == "__main__":

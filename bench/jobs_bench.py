@@ -179,6 +179,24 @@ def wait_done(job_ids, timeout=600):
         time.sleep(0.005 if len(pending) == 1 else 0.02)
 
 
+def worker_cpu_seconds(procs) -> float:
+    """CPU time (user + system) of the worker processes and their pool children."""
+    try:
+        import psutil
+    except ImportError:
+        return float("nan")
+    total = 0.0
+    for proc in procs:
+        try:
+            parent = psutil.Process(proc.pid)
+            for p in [parent, *parent.children(recursive=True)]:
+                t = p.cpu_times()
+                total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 def percentile(values, p):
     values = sorted(values)
     k = max(0, min(len(values) - 1, round(p / 100 * (len(values) - 1))))
@@ -231,14 +249,20 @@ def main():
         overheads, totals, model_ms = [], [], []
         pickup, work, request_ms = [], [], []
         llm.push(*[text("## Goal\nbench summary")] * args.jobs)
+        cpu_workers = 0.0
+        cpu_request = 0.0
         for i in range(args.jobs):
             add_turn(session, 10 + i, filler=300)
             session.refresh_from_db()
+            cpu_before = worker_cpu_seconds(workers)
             started = time.perf_counter()
+            own_before = time.process_time()
             job = jobs.request_compaction(session, actor=owner)
+            cpu_request += time.process_time() - own_before
             request_ms.append((time.perf_counter() - started) * 1000)
             wait_done([job.pk], timeout=60)
             elapsed = (time.perf_counter() - started) * 1000
+            cpu_workers += worker_cpu_seconds(workers) - cpu_before
             job.refresh_from_db()
             assert job.status == "done", (job.status, job.error)
             model = float(job.progress.get("model_ms", 0.0))
@@ -262,6 +286,12 @@ def main():
             f"   breakdown (medians): request call {statistics.median(request_ms):.1f} ms · "
             f"queue pickup {statistics.median(pickup):.1f} ms · job work without model "
             f"{statistics.median(work):.1f} ms"
+        )
+        load = os.getloadavg()[0]
+        print(
+            f"   CPU per job: request {cpu_request / args.jobs * 1000:.1f} ms + workers "
+            f"{cpu_workers / args.jobs * 1000:.1f} ms (incl. the scripted reply parsing); "
+            f"load average {load:.1f} on {os.cpu_count()} CPUs"
         )
 
         # 2. Throughput.

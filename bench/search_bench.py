@@ -87,6 +87,10 @@ def _pool(rng: random.Random, words: list[str]) -> list[str]:
 
 
 def _fresh_database(backend: str, args) -> str:
+    if args.reuse:
+        if backend == "postgresql":
+            return args.pg_url.rsplit("/", 1)[0] + "/" + args.pg_db
+        return f"sqlite:///{VAR / 'search_bench.sqlite3'}"
     if backend == "postgresql":
         import dj_database_url
         import psycopg
@@ -384,7 +388,27 @@ def child(backend: str, args) -> None:
     from sessions_app.services.access import visible_sessions
 
     call_command("migrate", verbosity=0)
-    loaded = _load(args, connection.vendor)
+    if args.reuse:
+        from django.contrib.auth import get_user_model
+
+        from sessions_app.models import SearchDocument
+
+        if SearchDocument.objects.count() != args.entries:
+            raise SystemExit(
+                "--reuse: the bench database does not hold this corpus; run without it"
+            )
+        rng = random.Random(SEED)
+        words = _words(rng)
+        users = get_user_model().objects
+        loaded = {
+            "words": words,
+            "pool": _pool(rng, words),
+            "member": users.get(username="user0"),
+            "lead": users.get(username="lead"),
+            "load_seconds": 0.0,
+        }
+    else:
+        loaded = _load(args, connection.vendor)
     rng = random.Random(SEED + 1)
     queries = _queries(rng, loaded["words"], loaded["pool"])
     report = {
@@ -417,6 +441,9 @@ def main() -> int:
         default=os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/postgres"),
     )
     parser.add_argument("--pg-db", default="review_search_bench")
+    parser.add_argument(
+        "--reuse", action="store_true", help="query the corpus left by the previous run"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     VAR.mkdir(parents=True, exist_ok=True)
@@ -432,7 +459,8 @@ def main() -> int:
             print(f"{backend}: skipped ({exc.__class__.__name__}: {exc})")
             continue
         print(
-            f"== {backend}: loading {args.entries:,} entries in {args.sessions:,} sessions …",
+            f"== {backend}: {'reusing' if args.reuse else 'loading'} {args.entries:,} entries "
+            f"in {args.sessions:,} sessions …",
             flush=True,
         )
         proc = subprocess.run(
@@ -445,7 +473,8 @@ def main() -> int:
                 str(args.sessions),
                 "--entries",
                 str(args.entries),
-            ],
+            ]
+            + (["--reuse"] if args.reuse else []),
             env=env,
             capture_output=True,
             text=True,

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from .jsutil import js_sorted
-from .messages import collect_messages, context_from_path
+from .messages import build_session_context, collect_messages, path_view
 from .tokens import (
     estimate_context_tokens,
     estimate_tokens,
     get_assistant_usage,
 )
-from .tree import UNSET, root_path_of_list
+from .tree import UNSET
 
 __all__ = [
     "CompactionPreparation",
@@ -148,6 +149,47 @@ def extract_file_ops_from_message(message: Message, file_ops: FileOps) -> None:
         bucket = _FILE_TOOLS.get(block.get("name"))
         if bucket is not None:
             getattr(file_ops, bucket)[path] = None
+
+
+def _add_file_ops(messages: list[Message], file_ops: FileOps) -> None:
+    """``extract_file_ops_from_message`` over many messages, with the lookups hoisted."""
+    buckets = {"read": file_ops.read, "write": file_ops.written, "edit": file_ops.edited}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "toolCall":
+                continue
+            if "arguments" not in block or "name" not in block:
+                continue
+            args = block["arguments"]
+            if not isinstance(args, dict):
+                continue
+            path = args.get("path")
+            if not isinstance(path, str) or not path:
+                continue
+            bucket = buckets.get(block["name"])
+            if bucket is not None:
+                bucket[path] = None
+
+
+def _position_of_id(entries: list[Entry], entry_id: Any, default: int) -> int:
+    """Index of the first entry whose ``id`` equals ``entry_id`` (``default`` if none)."""
+    if entry_id is not UNSET and entry_id is not None:
+        try:
+            # dict.get gives None for a missing id, which cannot equal entry_id here.
+            return list(map(dict.get, entries, repeat("id"))).index(entry_id)
+        except ValueError:
+            return default
+        except TypeError:  # not all dicts
+            pass
+    for i, e in enumerate(entries):
+        if e.get("id", UNSET) == entry_id:
+            return i
+    return default
 
 
 def compute_file_lists(file_ops: FileOps) -> dict[str, list[str]]:
@@ -344,11 +386,20 @@ def prepare_compaction(
     if not path_entries or path_entries[-1].get("type") == "compaction":
         return None
 
+    # One types column for the whole path, shared by the steps below.
+    view = path_view(path_entries)
     prev_idx = -1
-    for i in range(len(path_entries) - 1, -1, -1):
-        if path_entries[i].get("type") == "compaction":
-            prev_idx = i
-            break
+    if view is not None:
+        types = view.types
+        for i in reversed(view.specials):  # the non-"message" positions
+            if types[i] == "compaction":
+                prev_idx = i
+                break
+    else:
+        for i in range(len(path_entries) - 1, -1, -1):
+            if path_entries[i].get("type") == "compaction":
+                prev_idx = i
+                break
 
     previous_summary = None
     boundary_start = 0
@@ -357,15 +408,11 @@ def prepare_compaction(
         summary = prev.get("summary")
         previous_summary = summary if summary is not None else None
         kept_id = prev.get("firstKeptEntryId", UNSET)
-        boundary_start = prev_idx + 1
-        for i, e in enumerate(path_entries):
-            if e.get("id", UNSET) == kept_id:
-                boundary_start = i
-                break
+        boundary_start = _position_of_id(path_entries, kept_id, prev_idx + 1)
     boundary_end = len(path_entries)
 
     # pi builds the context with the last entry as leaf over the whole list.
-    context = context_from_path(root_path_of_list(path_entries))
+    context = build_session_context(path_entries)
     tokens_before = estimate_context_tokens(context["messages"])["tokens"]
 
     cut = find_cut_point(
@@ -380,10 +427,16 @@ def prepare_compaction(
         return None
 
     history_end = cut["turnStartIndex"] if cut["isSplitTurn"] else cut["firstKeptEntryIndex"]
-    to_summarize = collect_messages(path_entries, boundary_start, history_end, "compaction")
+    to_summarize = collect_messages(
+        path_entries, boundary_start, history_end, "compaction", view=view
+    )
     turn_prefix = (
         collect_messages(
-            path_entries, cut["turnStartIndex"], cut["firstKeptEntryIndex"], "compaction"
+            path_entries,
+            cut["turnStartIndex"],
+            cut["firstKeptEntryIndex"],
+            "compaction",
+            view=view,
         )
         if cut["isSplitTurn"]
         else []
@@ -394,12 +447,8 @@ def prepare_compaction(
         prev = path_entries[prev_idx]
         if not prev.get("fromHook") and prev.get("details"):
             file_ops.add_details(prev.get("details"))
-    for msg in to_summarize:
-        if msg.get("role") == "assistant":
-            extract_file_ops_from_message(msg, file_ops)
-    for msg in turn_prefix:
-        if msg.get("role") == "assistant":
-            extract_file_ops_from_message(msg, file_ops)
+    _add_file_ops(to_summarize, file_ops)
+    _add_file_ops(turn_prefix, file_ops)
 
     return CompactionPreparation(
         first_kept_entry_id=first_kept["id"],

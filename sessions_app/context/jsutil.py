@@ -250,6 +250,13 @@ def _fix_surrogates(match: re.Match[str]) -> str:
     return f"\\u{ord(text):04x}"
 
 
+# ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
+# without building a new encoder object on every call.
+_compact_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False
+).encode
+
+
 def js_json_dumps(obj: Any) -> str:
     """``JSON.stringify(obj)`` for JSON-like Python values.
 
@@ -260,7 +267,7 @@ def js_json_dumps(obj: Any) -> str:
     """
     prepared = _Prepared()
     value = prepared.walk(obj)
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _compact_encode(value)
     if prepared.nonce is not None:
         nonce = prepared.nonce
         numbers = prepared.numbers

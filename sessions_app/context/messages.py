@@ -9,7 +9,8 @@ Public API
   ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
 - ``context_from_path(path)`` -> same result for an already root-first path
   (what the service layer should call after loading a path from the database)
-- ``collect_messages(path, start, end, mode)`` -> messages of a slice of a path
+- ``collect_messages(path, start, end, mode, view=None)`` -> messages of a slice of a path
+  (``view=path_view(path)`` shares one scan of the entry types between calls)
 - ``convert_to_llm(messages)`` -> list of user / assistant / toolResult messages
 - ``bash_execution_to_text(msg)``
 - ``message_from_entry(entry)`` (entry -> agent message or ``None``)
@@ -339,18 +340,32 @@ def _append_special(out: list[Message], entry: Entry, mode: str) -> None:
         out.append(_compaction_summary_from_entry(entry))
 
 
+def path_view(path: list[Entry]) -> _PathView | None:
+    """Types and special positions of ``path``, to share between calls; None for odd shapes."""
+    try:
+        return _PathView(path)
+    except (KeyError, TypeError):
+        return None
+
+
 def collect_messages(
-    path: list[Entry], start: int = 0, end: int | None = None, mode: str = "compaction"
+    path: list[Entry],
+    start: int = 0,
+    end: int | None = None,
+    mode: str = "compaction",
+    *,
+    view: _PathView | None = None,
 ) -> list[Message]:
-    """Messages contributed by ``path[start:end]`` (see ``_PathView.collect`` for modes)."""
+    """Messages contributed by ``path[start:end]`` (see ``_PathView.collect`` for modes).
+
+    ``view``: ``path_view(path)`` when the caller already has it (saves a pass).
+    """
     end = len(path) if end is None else end
     out: list[Message] = []
     if start >= end:
         return out
-    try:
-        view = _PathView(path)
-    except (KeyError, TypeError):
-        view = None
+    if view is None or view.path is not path:
+        view = path_view(path)
     if view is not None:
         try:
             view.collect(out, start, end, mode)
@@ -366,15 +381,13 @@ def collect_messages(
     return out
 
 
-def _chain_context(entries: list[Entry], later_ids: list[Any] = ()) -> dict[str, Any] | None:
+def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     """Context at the last entry when ``entries`` is itself the root-first path; else None.
 
     One pass that both verifies the chain (unique truthy ids, each parent is the
     previous entry, the first has no known parent) and collects the context, so each
-    entry is touched once.  ``later_ids``: ids of further entries of the session
-    (other branches); none may repeat an id of the chain or be its first parent.
-    Returns None (caller indexes and walks) when the list is not such a chain or
-    holds unusual shapes.
+    entry is touched once.  Returns None (caller indexes and walks) when the list is
+    not such a chain or holds unusual shapes.
     """
     seen: set[Any] = set()
     add = seen.add
@@ -422,12 +435,7 @@ def _chain_context(entries: list[Entry], later_ids: list[Any] = ()) -> dict[str,
     if len(seen) != len(entries):
         return None
     first_parent = entries[0].get("parentId")
-    try:
-        if later_ids and not seen.isdisjoint(later_ids):
-            return None
-        if first_parent and (first_parent in seen or first_parent in later_ids):
-            return None
-    except TypeError:  # unhashable ids
+    if first_parent and first_parent in seen:
         return None
 
     if compaction is not None:

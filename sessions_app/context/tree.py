@@ -8,6 +8,8 @@ Public API
 ----------
 - ``UNSET`` sentinel (JS ``undefined`` for optional arguments)
 - ``index_by_id(entries)``, ``path_to_root(by_id, leaf)``
+- ``branch_of_list(entries, leaf_id)`` -> the same path assembled from list slices
+  (no index; None when it does not apply)
 - ``validate_entries(entries)`` -> list of ``TreeProblem`` (duplicates, dangling
   parents, cycles, multiple roots, missing ids)
 - ``SessionTree(entries)`` with ``leaf_id``, ``get_entry``, ``get_children``,
@@ -25,9 +27,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from bisect import bisect_right
 from functools import cmp_to_key
-from itertools import compress, islice
+from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
@@ -212,8 +213,12 @@ def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | 
     return dict(zip(ids, entries, strict=True)), ids
 
 
+_RUN_WINDOW = 256  # first window of _run_start (doubles each step)
+_MAX_RUNS = 64  # branch_of_list gives up on paths with more branch points
+
+
 def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | None:
-    """Root-first path to ``leaf_id`` without building an id index, or None.
+    """Root-first path to ``leaf_id`` without walking an id index, or None.
 
     Same result as ``path_to_root(index_by_id(entries), leaf)`` where ``leaf`` is
     the entry with id ``leaf_id``, or the last entry when ``leaf_id`` is
@@ -223,15 +228,14 @@ def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | 
 
     A path is a few runs of consecutive entries (each entry's parent is the one
     just before it) joined where the session branched, so it is assembled from
-    list slices: the runs are found by comparing the ``parentId`` and ``id``
-    columns at C speed and only the branch points cost a lookup.
+    list slices: runs are found by comparing ``parentId`` and ``id`` columns at C
+    speed, and only the branch points cost a lookup.
     """
     n = len(entries)
     if not n:
         return None
     try:
         ids = list(map(_get_id, entries))
-        parents = list(map(_get_parent, entries))
         known = set(ids)
     except (KeyError, TypeError):
         return None
@@ -241,38 +245,54 @@ def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | 
         i = n - 1 - ids[::-1].index(leaf_id)  # leaves are usually recent: search from the end
     else:
         i = n - 1
-    breaks: list[int] | None = None  # positions whose parent is not the previous entry
     positions: dict[Any, int] | None = None
     runs: list[tuple[int, int]] = []
     count = 0
     try:
         while True:
-            if i == 0 or (breaks is None and parents[1 : i + 1] == ids[:i]):
-                start = 0
-            else:
-                if breaks is None:
-                    breaks = list(compress(range(1, n), map(ne, islice(parents, 1, None), ids)))
-                k = bisect_right(breaks, i)
-                start = breaks[k - 1] if k else 0
+            start = _run_start(entries, ids, i)
             runs.append((start, i + 1))
             count += i + 1 - start
-            if count > n:
-                return None  # a loop: path_to_root reports it
-            parent = parents[start]
+            if count > n or len(runs) > _MAX_RUNS:
+                # A loop (path_to_root reports it) or a path of many short runs,
+                # which the plain walk handles better.
+                return None
+            parent = entries[start]["parentId"]
             if not parent or parent not in known:
                 break
-            if len(runs) < 8:
+            if len(runs) <= 4:
                 i = ids.index(parent)  # a linear scan at C speed; few branch points
             else:
                 if positions is None:
-                    positions = dict(zip(ids, range(n)))
+                    positions = dict(zip(ids, range(n), strict=True))
                 i = positions[parent]
-    except TypeError:  # unhashable parentId
+    except (KeyError, TypeError):  # a missing or unhashable parentId
         return None
     path: list[Entry] = []
     for start, stop in reversed(runs):
         path += entries[start:stop]
     return path
+
+
+def _run_start(entries: list[Entry], ids: list[Any], i: int) -> int:
+    """First index of the run of parent links ending at ``i``.
+
+    Galloping backwards in growing windows, each checked by one list comparison,
+    reads about as many ``parentId`` values as the run is long.
+    """
+    hi = i  # entries hi..i are linked
+    width = _RUN_WINDOW
+    while hi > 0:
+        lo = max(hi - width, 0)
+        window = list(map(_get_parent, entries[lo + 1 : hi + 1]))  # parents of lo+1..hi
+        expected = ids[lo:hi]
+        if window == expected:
+            hi = lo
+            width *= 2
+            continue
+        # The last position in the window whose parent is not the previous entry.
+        return list(compress(range(lo + 1, hi + 1), map(ne, window, expected)))[-1]
+    return 0
 
 
 def root_path_of_list(

@@ -40,7 +40,11 @@ Guarantees
   (the prepared leaf is an ancestor of, or equal to, the current leaf), the compaction
   is appended at the current leaf, which keeps every turn that arrived meanwhile
   (they sit after firstKeptEntryId). When the leaf is on another branch the job is
-  marked superseded and nothing is written.
+  marked superseded and nothing is written. Sending a message while a compaction runs
+  therefore just proceeds; if an agent run of the session is queued or running when
+  the summary is ready, the compaction waits for it to end before it attaches, so it
+  never lands between a run's own entries (overflow recovery, called from inside the
+  run, does not wait and appends at the run's position).
 - Branch summary: appended as a child of the navigation position, always; the leaf
   moves onto it only when the leaf is still at that position.
 - A run claims the job (queued -> running, ``attempts += 1``) and heartbeats every
@@ -296,19 +300,19 @@ def request_branch_summary(
     sweep_stale_jobs(session=session)
     with transaction.atomic():
         locked = tree.lock_session(session.pk)
-        duplicate = (
-            Job.objects.filter(
-                session=locked,
-                kind=Job.Kind.BRANCH_SUMMARY,
-                status__in=Job.ACTIVE,
-                prepared_leaf_pi_id=old_leaf_pi_id,
-                target_pi_id=target_pi_id,
-            )
-            .order_by("created_at")
-            .first()
-        )
-        if duplicate is not None:
-            return duplicate
+        # Dedupe on (session, kind, old leaf, target) among active jobs. A second click
+        # computed from the server's leaf has the first job's position as its "old leaf".
+        for active in Job.objects.filter(
+            session=locked,
+            kind=Job.Kind.BRANCH_SUMMARY,
+            status__in=Job.ACTIVE,
+            target_pi_id=target_pi_id,
+        ).order_by("created_at"):
+            if old_leaf_pi_id in (
+                active.prepared_leaf_pi_id,
+                (active.params or {}).get("position"),
+            ):
+                return active
         target = Entry.objects.filter(session=locked, pi_id=target_pi_id).first()
         if target is None:
             raise JobError(f"No entry {target_pi_id} in this session.")

@@ -44,6 +44,9 @@ ENTRY = Entry._meta.db_table
 SESSION = Session._meta.db_table
 
 
+LIKE_ESCAPE = " ESCAPE '\\'"  # our LIKE patterns escape %, _ and \ with a backslash
+
+
 class SearchError(ValueError):
     """Bad search input, with a message fit for the user."""
 
@@ -257,12 +260,6 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
     joins: list[str] = []
     source = f"{DOC} d"
     order = "d.entry_id DESC"
-    if query and vendor == "postgresql" and _match_fraction(query) < COMMON_FRACTION:
-        # "+ 0" hides the primary-key order from the planner: it starts from the GIN index
-        # and sorts the matches, instead of walking every row newest-first hoping to meet
-        # 50 matches soon (its choice under LIMIT, ruinous when it overestimates a term
-        # or a phrase). Common terms keep the newest-first walk, which stops early.
-        order = "d.entry_id + 0 DESC"
 
     if query:
         if vendor == "postgresql":
@@ -278,8 +275,8 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         else:
             for op, text in parse_query(query):
                 if op != "or":
-                    where.append(("NOT " if op == "not" else "") + "d.text LIKE %s")
-                    params.append(f"%{text}%")
+                    where.append(("NOT " if op == "not" else "") + f"d.text LIKE %s{LIKE_ESCAPE}")
+                    params.append(f"%{_escape_like(text)}%")
     if filters.role:
         where.append("d.role = %s")
         params.append(filters.role)
@@ -287,7 +284,7 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         where.append("d.tool_name = %s")
         params.append(filters.tool)
     if filters.cwd:
-        where.append(f"d.session_id IN (SELECT id FROM {SESSION} WHERE cwd LIKE %s)")
+        where.append(f"d.session_id IN (SELECT id FROM {SESSION} WHERE cwd LIKE %s{LIKE_ESCAPE})")
         params.append(_like_prefix(filters.cwd))
     if filters.date_from:
         where.append("d.date >= %s")
@@ -297,44 +294,52 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         params.append(datetime.combine(filters.date_to, time.max, tzinfo=UTC))
     if filters.label:
         joins.append(f"JOIN {ENTRY} le ON le.id = d.entry_id")
-        where.append("LOWER(le.label) LIKE %s")
+        where.append(f"LOWER(le.label) LIKE %s{LIKE_ESCAPE}")
         params.append("%" + _escape_like(filters.label.lower()) + "%")
 
-    escape = " ESCAPE '\\'" if vendor == "sqlite" else ""
-    where_sql = " AND ".join(w + (escape if "LIKE" in w else "") for w in where)
-    sql = (
-        f"SELECT d.entry_id FROM {source} {' '.join(joins)} WHERE {where_sql} "
-        f"ORDER BY {order} LIMIT %s OFFSET %s"
-    )
-    params += [PAGE_SIZE + 1, (page - 1) * PAGE_SIZE]
+    where_sql = " AND ".join(where)
+    select = f"SELECT d.entry_id FROM {source} {' '.join(joins)} WHERE {where_sql}"
+    need, offset = PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        ids = [row[0] for row in cursor.fetchall()]
+        ids = None
+        if query and vendor == "postgresql":
+            ids = _postgres_windowed(cursor, select, params, need, offset)
+        if ids is None:
+            cursor.execute(f"{select} ORDER BY {order} LIMIT %s OFFSET %s", [*params, need, offset])
+            ids = [row[0] for row in cursor.fetchall()]
     has_next = len(ids) > PAGE_SIZE
     ids = ids[:PAGE_SIZE]
     return SearchResult(hits=_hits(ids, query), page=page, has_next=has_next)
 
 
-COMMON_FRACTION = 0.05
+RECENT_WINDOW = 50_000
 
 
-def _match_fraction(query: str) -> float:
-    """PostgreSQL's estimate of the share of documents a query matches (from its stats)."""
-    import json
+def _postgres_windowed(cursor, select: str, params: list, need: int, offset: int):
+    """Newest-first text search on PostgreSQL in two bounded steps.
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {DOC} "
-            "WHERE tsv @@ websearch_to_tsquery('simple'::regconfig, %s)",
-            [query],
-        )
-        plan = cursor.fetchone()[0]
-        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [DOC])
-        total = cursor.fetchone()[0]
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    rows = plan[0]["Plan"].get("Plan Rows", 0)
-    return rows / total if total and total > 0 else 0.0
+    A text query has two good plans and the planner cannot tell which applies (its
+    estimates for phrases and for the visibility filter are poor): walking the newest
+    rows until enough match (great for common terms, a full scan for rare ones), or
+    reading the GIN matches and sorting them (great for rare terms, slow for common
+    ones). So: first look only at the newest RECENT_WINDOW documents; enough matches
+    there are the answer, as everything outside is older. Otherwise the term is rare
+    among recent rows, and the GIN plan ("+ 0" hides the key order from the planner)
+    finishes the job. Returns the ids, never None.
+    """
+    cursor.execute(f"SELECT max(entry_id) FROM {DOC}")
+    newest = cursor.fetchone()[0] or 0
+    cursor.execute(
+        f"{select} AND d.entry_id > %s ORDER BY d.entry_id DESC LIMIT %s OFFSET %s",
+        [*params, newest - RECENT_WINDOW, need, offset],
+    )
+    ids = [row[0] for row in cursor.fetchall()]
+    if len(ids) >= need or newest <= RECENT_WINDOW:
+        return ids
+    cursor.execute(
+        f"{select} ORDER BY d.entry_id + 0 DESC LIMIT %s OFFSET %s", [*params, need, offset]
+    )
+    return [row[0] for row in cursor.fetchall()]
 
 
 def _escape_like(text: str) -> str:

@@ -7,7 +7,9 @@ saw leaf L pass `parent_pi_id=L` and make a branch at L; no entry is ever lost.
 
 import json
 import secrets
+import threading
 import uuid
+from collections import OrderedDict
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
@@ -259,12 +261,42 @@ def _large(session: Session) -> bool:
     return session.entry_count > PATH_WALK_MIN
 
 
-def _walk_pks(session: Session, leaf_pk: int) -> list[int]:
-    """Primary keys root→leaf, walking (id, parent_id) pairs in Python."""
+# Parent links of big sessions, per process: entries are append-only and never change
+# parent once committed, and a session's writers are serialized by its row lock, so new
+# rows always have higher ids; each load fetches only the rows added since the last one.
+_PARENT_CACHE: OrderedDict[tuple, tuple[int, dict[int, int | None]]] = OrderedDict()
+_PARENT_CACHE_SESSIONS = 8
+_parent_cache_lock = threading.Lock()
+
+
+def _parent_map(session: Session) -> dict[int, int | None]:
+    key = (session.pk, session.pi_id, session.created_at)
+    with _parent_cache_lock:
+        cached = _PARENT_CACHE.get(key)
+    since, known = cached if cached else (0, {})
     table = Entry._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, parent_id FROM {table} WHERE session_id = %s", [session.pk])
-        parent_of = dict(cursor.fetchall())
+        cursor.execute(
+            f"SELECT id, parent_id FROM {table} WHERE session_id = %s AND id > %s",
+            [session.pk, since],
+        )
+        rows = cursor.fetchall()
+    if rows:
+        known = {**known, **dict(rows)} if known else dict(rows)
+        since = max(since, max(row[0] for row in rows))
+    if connection.in_atomic_block:
+        return known  # may hold uncommitted rows: not for other transactions' eyes
+    with _parent_cache_lock:
+        _PARENT_CACHE[key] = (since, known)
+        _PARENT_CACHE.move_to_end(key)
+        while len(_PARENT_CACHE) > _PARENT_CACHE_SESSIONS:
+            _PARENT_CACHE.popitem(last=False)
+    return known
+
+
+def _walk_pks(session: Session, leaf_pk: int) -> list[int]:
+    """Primary keys root→leaf, walking (id, parent_id) pairs in Python."""
+    parent_of = _parent_map(session)
     path = []
     current = leaf_pk if leaf_pk in parent_of else None
     while current is not None and len(path) <= len(parent_of):

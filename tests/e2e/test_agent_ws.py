@@ -676,7 +676,12 @@ def test_200_mb_of_bash_output_streams_with_bounded_memory(
     user = make_user()
     session = new_session(user, workspace)
     command = f"yes abcdefghij | head -c {size}"
-    llm.push(tool_call("bash", {"command": command}, call_id="call_big"), text("big"))
+    llm.push(
+        text("warm-up"), tool_call("bash", {"command": command}, call_id="call_big"), text("big")
+    )
+    # Warm the worker up first: its first agent run imports the agent code.
+    assert send(client_for(user), session, "warm up").status_code == 200
+    wait_run(session)
     peak = {"rss": _worker_rss(worker)}
     baseline = peak["rss"]
     sampling = threading.Event()

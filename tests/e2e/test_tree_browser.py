@@ -96,7 +96,6 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     assert page.locator("#n-e00000c1.k-compaction").count() == 1
     assert page.locator("#n-e0000b51.k-branch_summary").count() == 1
     assert page.locator("#n-e00000f1").count() == 0  # label entries hidden by default
-    page.screenshot(path=str(artifact_dir / "session_page.png"), full_page=False)
 
     # --- keyboard: up/down along the tree, left/right between siblings, Enter opens --
     page.click("#n-e0000014 .preview")
@@ -187,6 +186,11 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
     inspector = page.inner_text("#inspector-pane")
     assert "hidden behind the compaction summary" in inspector
     assert page.locator("#inspector-pane .ctx-msg").count() == 6  # summary + 5 kept/after
+    page.click("#n-e00000c1 .preview")  # the compaction node opens with its summary and files
+    page.wait_for_selector('#entry-pane [data-entry="e00000c1"]')
+    page.click("#entry-pane button:has-text('Inspect context here')")
+    page.wait_for_selector('#inspector-pane .inspector[data-leaf="e00000c1"]')
+    page.screenshot(path=str(artifact_dir / "session_page.png"), full_page=False)
 
     # --- fork with each scope ------------------------------------------------------------
     for scope in ("path", "path_and_siblings", "up_to_depth"):
@@ -248,3 +252,24 @@ def test_continue_with_summary_runs_on_the_worker(
     page.wait_for_selector(f'#entry-pane [data-entry="{summary.pi_id}"]')
     assert "Finish approach B" in page.inner_text("#entry-pane")
     page.screenshot(path=str(artifact_dir / "session_page_summary.png"))
+
+    # --- compact now, with a focus: queued from the toolbar, written by the worker -----
+    from sessions_app.services.jobs import update_compaction_settings
+
+    # keep almost nothing, so this small session has something to compact
+    update_compaction_settings(
+        session, actor=owner, enabled=True, reserve_tokens=16384, keep_recent_tokens=1
+    )
+    llm.push(text("## Goal\nShip B.\n\n## Progress\n### Done\n- [x] B"), text("## Turn\nprefix"))
+    page.click("#tree-panel .compact-now summary")
+    page.fill("#tree-panel .compact-now textarea[name=focus]", "keep the test results")
+    page.click("#tree-panel .compact-now button[type=submit]")
+    page.wait_for_selector("#tree-status .action-result")
+    job = wait_db(
+        lambda: Job.objects.filter(session=session, kind="compaction", status="done").first(),
+        60,
+        "the compaction job",
+    )
+    assert job.result_entry.type == "compaction"
+    assert "keep the test results" in str(llm.requests)
+    page.wait_for_selector(f"#n-{job.result_entry.pi_id}.k-compaction", timeout=20000)

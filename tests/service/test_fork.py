@@ -60,10 +60,7 @@ def test_path_fork_matches_pi_create_branched_session(owner, make_user):
         assert _rename_new_labels(stored, old_ids) == expected["entries"]
         leaf = _rename_new_labels(stored, old_ids)[-1]["id"] if stored else None
         assert leaf == expected["leafId"]
-        assert (
-            build_session_context(tree.load_path(fork), fork.leaf.pi_id)
-            == expected["context"]
-        )
+        assert build_session_context(tree.load_path(fork), fork.leaf.pi_id) == expected["context"]
         assert fork.source == Session.Source.FORK and fork.parent_id == source.pk
         assert fork.owner == actor and fork.parent_session_ref == source.pi_id
         assert fork.header()["parentSession"] == source.pi_id

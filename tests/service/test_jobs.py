@@ -359,6 +359,14 @@ def test_branch_summary_dedupes_double_clicks(make_user, llm):
         t.join()
     assert len(set(results)) == 1 and len(results) == 4
     assert Job.objects.filter(session=session, kind="branch_summary").count() == 1
+    # The tree view computes the old leaf from the server's leaf: a second click then
+    # names the first job's position as its old leaf. Still the same job.
+    session.refresh_from_db()
+    assert session.leaf.pi_id == answer1
+    again = jobs.request_branch_summary(
+        session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id=answer1, actor=owner
+    )
+    assert again.pk == results[0]
     llm.push(text("ONE"))
     jobs.run_job(results[0])
     assert len(entries_of_type(session, "branch_summary")) == 1

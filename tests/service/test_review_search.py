@@ -149,8 +149,12 @@ def test_index_follows_appends_bulk_indexing_and_reindex(people):
             assert cursor.fetchone()[0] == 0
 
 
-def test_pagination_newest_first(people):
+@pytest.mark.parametrize("window", [50_000, 3, 70])
+def test_pagination_newest_first(people, monkeypatch, window):
+    """Also with a tiny recent window, so PostgreSQL's fallback (GIN) step runs too."""
+    monkeypatch.setattr(search, "RECENT_WINDOW", window)
     owner, *_ = people
+    tree.append_entry(tree.create_session(owner=owner, cwd="/q"), user("no match here"))
     session = tree.create_session(owner=owner, cwd="/p")
     made = [tree.append_entry(session, assistant(f"kiwi number {i}")).pi_id for i in range(60)]
     first = search.search(owner, "kiwi")

@@ -168,3 +168,23 @@ def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
     assert not errors, errors
     session.refresh_from_db()
     assert len(tree.load_path(session)) == writers * per_writer == session.entry_count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_big_session_walk_with_the_parent_cache_sees_new_entries(make_user, monkeypatch):
+    """Outside a transaction big sessions cache their parent links; appends and branches
+    made afterwards are still seen."""
+    monkeypatch.setattr(tree, "PATH_WALK_MIN", 3)
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/w")
+    first = [tree.append_entry(session, user(f"m{i}", i)) for i in range(6)]
+    assert [e["id"] for e in tree.load_path(session)] == [e.pi_id for e in first]
+    tree.set_leaf(session, first[2].pi_id)
+    branch = tree.append_entry(session, assistant("branch"))
+    more = tree.append_entry(session, user("more"))
+    session.refresh_from_db()
+    expected = [e.pi_id for e in first[:3]] + [branch.pi_id, more.pi_id]
+    assert [e["id"] for e in tree.load_path(session)] == expected
+    assert [e["id"] for e in tree.load_path(session, first[-1].pi_id)] == [e.pi_id for e in first]
+    entries = tree.load_all_entries(session)
+    assert tree.load_context(session) == build_session_context(entries, more.pi_id)

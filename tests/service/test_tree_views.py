@@ -317,3 +317,36 @@ def test_sessions_list_search_import_and_new(owner, client_for, workspace):
     response = c.post(reverse("sessions_app:session_new"), {"cwd": str(workspace), "name": "Fresh"})
     assert response.status_code == 302
     assert Session.objects.filter(owner=owner, name="Fresh", source="live").exists()
+
+
+def test_summary_request_from_a_stale_page_changes_nothing(session, owner, client_for):
+    """A page drawn before the leaf moved (another tab) must not summarize the wrong branch."""
+    c = client_for(owner)
+    leaf = Session.objects.get(pk=session.pk).leaf_id
+    response = c.post(
+        url("entry_navigate", session, "e0000016"),
+        {"summary": "1", "old_leaf": "e000000e"},  # not the session's leaf any more
+    )
+    assert response.status_code == 409
+    assert "moved on since this page was drawn" in response.content.decode()
+    assert Session.objects.get(pk=session.pk).leaf_id == leaf
+    from sessions_app.models import Job
+
+    assert not Job.objects.filter(session=session).exists()
+
+
+def test_inspector_lists_project_context_and_skills(owner, client_for, workspace):
+    (workspace / "AGENTS.md").write_text("Always run the tests.\n")
+    skill = workspace / ".pi" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Ship the app safely.\n---\nSteps.\n"
+    )
+    s = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
+    html = client_for(owner).get(url("inspector", s), {"leaf": "e0000004"}).content.decode()
+    assert str(workspace / "AGENTS.md") in html
+    assert "Always run the tests." in html
+    assert "deploy" in html and "Ship the app safely." in html
+    # no compaction on this path: nothing hidden, messages are the path's messages
+    assert "hidden behind the compaction summary" not in html
+    assert html.count('class="ctx-msg ') == 4
