@@ -46,7 +46,7 @@ def _pi_columns(name: str, size: str, seconds: float) -> list[str]:
     ref = PI_REFERENCE_MS.get((name, size))
     if ref is None:
         return ["-", "-"]
-    return [f"{ref:,.0f} ms", f"{ref / (seconds * 1000):.1f}x"]
+    return [f"{ref:,.0f} ms", f"{ref / (seconds * 1000):.2g}x"]
 
 
 def _best_of(fn: Callable[[], object], repeat: int = 3) -> float:

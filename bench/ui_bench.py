@@ -10,7 +10,8 @@ through middleware, views, queries and templates, without a network) for:
 
 - the session page (everything on it: tree, chat transcript, jobs and review panels),
 - the tree partial alone (what live refreshes fetch),
-- the entry pane of the leaf, and one lazy expansion of a folded run.
+- the entry pane of the leaf, and one lazy expansion of a folded run,
+- the chat panel's transcript partial (the chat area's; most of the rest of the page).
 
 The goal: a 10,000-entry session with 200 branches opens in under 1 s of server time.
 """
@@ -63,7 +64,7 @@ def main() -> None:
         client.force_login(user)
         print(f"database: {connection.vendor}; median of {args.repeat} runs after one warm-up")
         print(
-            f"{'entries':>8} {'branches':>8} {'page s':>8} {'tree s':>8} {'entry s':>8} {'run s':>8} {'rows':>6} {'page KB':>8} {'setup s':>8}"
+            f"{'entries':>8} {'branches':>8} {'page s':>8} {'tree s':>8} {'entry s':>8} {'run s':>8} {'chat s':>8} {'rows':>6} {'page KB':>8} {'setup s':>8}"
         )
         for size in [int(s) for s in args.sizes.split(",") if s]:
             branches = max(1, size // 50)
@@ -85,8 +86,12 @@ def main() -> None:
             if fold:
                 run_url = fold.group(1).replace("&amp;", "&")
                 run_s, _ = timed(lambda u=run_url: client.get(u), args.repeat)
+            # the chat panel's transcript (another area), for the page-time breakdown
+            chat_s = float("nan")
+            if client.get(base + "chat/transcript/").status_code == 200:
+                chat_s, _ = timed(lambda b=base: client.get(b + "chat/transcript/"), args.repeat)
             print(
-                f"{size:>8} {branches:>8} {page_s:>8.3f} {tree_s:>8.3f} {entry_s:>8.3f} {run_s:>8.3f} {rows:>6} {len(page.content) / 1024:>8.0f} {setup:>8.1f}",
+                f"{size:>8} {branches:>8} {page_s:>8.3f} {tree_s:>8.3f} {entry_s:>8.3f} {run_s:>8.3f} {chat_s:>8.3f} {rows:>6} {len(page.content) / 1024:>8.0f} {setup:>8.1f}",
                 flush=True,
             )
     finally:
