@@ -239,13 +239,34 @@ def _iter_objects(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, 
 # --- importing ------------------------------------------------------------------------
 
 
+# Ids end up in URLs and (for sessions) in directory names: pi writes UUIDs for headers
+# and 8 hex digits for entries; anything with a slash, a space or a lone dot is refused.
+_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def valid_id(value: object) -> bool:
+    """True for an id we accept for a session or an entry (and its parentId)."""
+    return (
+        isinstance(value, str) and value not in (".", "..") and _ID_RE.fullmatch(value) is not None
+    )
+
+
+def _id_problem(what: str, value: str) -> str | None:
+    if len(value) > 64:
+        return f"{what} is longer than 64 characters"
+    if not valid_id(value):
+        return (
+            f"{what} {value[:64]!r} is not a valid id (letters, digits and . _ : - only, "
+            "not '.' or '..')"
+        )
+    return None
+
+
 def _header_problem(value: dict) -> str | None:
     if value.get("type") != "session":
         return f"the first valid line is a {value.get('type')!r} entry, not a session header"
     if not isinstance(value.get("id"), str) or not value["id"]:
         return "the session header has no id"
-    if len(value["id"]) > 64:
-        return "the session header id is longer than 64 characters"
     return None
 
 
@@ -258,13 +279,14 @@ def _entry_problem(value: dict) -> str | None:
     eid = value.get("id")
     if not isinstance(eid, str) or not eid:
         return "entry has no id"
-    if len(eid) > 64:
-        return "entry id is longer than 64 characters"
+    problem = _id_problem("entry id", eid)
+    if problem:
+        return problem
     pid = value.get("parentId")
     if pid is not None and not isinstance(pid, str):
         return "entry parentId is neither a string nor null"
-    if isinstance(pid, str) and len(pid) > 64:
-        return "entry parentId is longer than 64 characters"
+    if isinstance(pid, str):
+        return _id_problem("entry parentId", pid)
     return None
 
 
@@ -615,6 +637,9 @@ def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Impo
     problem = _header_problem(header)
     if problem:
         raise SessionImportError(f"line {line_no}: {problem}; pi cannot load this file either")
+    problem = _id_problem("the session header id", header["id"])
+    if problem:
+        raise SessionImportError(f"line {line_no}: {problem}; the file was not imported")
     version = header.get("version")
     job = _Import(owner, report, batch_size)
     if isinstance(version, (int, float)) and not isinstance(version, bool) and version >= 3:

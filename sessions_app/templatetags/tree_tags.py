@@ -3,6 +3,8 @@
 import re
 from html import escape as _esc
 
+from urllib.parse import quote
+
 from django import template
 from django.utils.html import escape
 from django.utils.http import urlencode
@@ -11,6 +13,13 @@ from django.utils.safestring import mark_safe
 from sessions_app.context.tree_layout import format_tokens
 
 register = template.Library()
+
+_FIRST, _LAST, _HEAD = "~first~", "~last~", "~head~"
+
+
+def _seg(entry_id: str) -> str:
+    """An entry id as one URL path segment (ids stored before validation may hold '/')."""
+    return quote(entry_id, safe="")
 
 KIND_ICONS = {
     "user": ("U", "User message"),
@@ -105,8 +114,9 @@ class _RowContext:
         self.page_url = context.get("page_url") or reverse(
             "sessions_app:session_detail", args=[sid]
         )
-        self.run_url = reverse("sessions_app:tree_run", args=[sid, "FIRST", "LAST"])
-        self.branch_url = reverse("sessions_app:tree_branch", args=[sid, "HEAD"])
+        # Placeholders with "~", which no valid id contains (ids are [A-Za-z0-9._:-]).
+        self.run_url = reverse("sessions_app:tree_run", args=[sid, _FIRST, _LAST])
+        self.branch_url = reverse("sessions_app:tree_branch", args=[sid, _HEAD])
         self.query = escape(state_query(self.state))
         self._marker = comment_marker
         self._marker_ctx = {"request": context.get("request"), "access": context.get("access")}
@@ -211,7 +221,7 @@ def render_row(row, rc: _RowContext) -> str:
     if kind == "gclose":
         return "</div></div>"
     if kind == "fold":
-        url = rc.run_url.replace("FIRST", n.id).replace("LAST", row.last.id)
+        url = rc.run_url.replace(_FIRST, _seg(n.id)).replace(_LAST, _seg(row.last.id))
         noun = "entry" if row.count == 1 else "entries"
         return (
             f'<div class="tn fold" role="treeitem" tabindex="-1" style="--d:{row.depth}" '
@@ -220,7 +230,7 @@ def render_row(row, rc: _RowContext) -> str:
             f'<span class="guides"></span><span class="fold-text">⋯ {row.count} {noun} folded'
             "</span></div>"
         )
-    url = rc.branch_url.replace("HEAD", n.id)
+    url = rc.branch_url.replace(_HEAD, _seg(n.id))
     noun = "entry" if row.count == 1 else "entries"
     ends = "end" if row.leaves == 1 else "ends"
     return (

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Activity, Entry, Job, SessionShare, ShareLink
@@ -20,6 +21,7 @@ from sessions_app.services import compare as compare_service
 from sessions_app.services import exports, sharing
 from sessions_app.services import search as search_service
 from sessions_app.services.access import (
+    EDITOR,
     OWNER,
     VIEWER,
     check_access,
@@ -366,9 +368,8 @@ def compare(request, session_id):
 @login_required
 @require_POST
 def compare_summary(request, session_id):
-    access = check_access(request.user, session_id, VIEWER)
-    if not access.can_comment:
-        raise PermissionDenied("Share-link visitors cannot start jobs.")
+    # A summary is a paid LLM job: editors and owners only.
+    access = check_access(request.user, session_id, EDITOR)
     a, b = request.POST.get("a", ""), request.POST.get("b", "")
     try:
         job = compare_service.request_compare_summary(access.session, a, b, actor=request.user)
@@ -380,7 +381,9 @@ def compare_summary(request, session_id):
             "sessions_app/review/_compare_job.html",
             {"session": access.session, "job": job},
         )
-    return redirect(reverse("sessions_app:compare", args=[session_id]) + f"?a={a}&b={b}")
+    return redirect(
+        reverse("sessions_app:compare", args=[session_id]) + "?" + urlencode({"a": a, "b": b})
+    )
 
 
 @login_required
