@@ -7,6 +7,7 @@ same code. See README "Configuration" for the full list.
 
 import os
 import secrets
+import time
 from pathlib import Path
 
 import dj_database_url
@@ -32,10 +33,20 @@ def _secret_key() -> str:
     if os.environ.get("SECRET_KEY"):
         return os.environ["SECRET_KEY"]
     key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    try:
+        # Created 0600 from the start, and only if nobody else created it first.
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(50))
+    for _ in range(50):  # another process may have created it and still be writing
+        key = key_file.read_text().strip()
+        if key:
+            return key
+        time.sleep(0.02)
+    raise RuntimeError(f"{key_file} is empty: delete it or set SECRET_KEY.")
 
 
 SECRET_KEY = _secret_key()
@@ -158,6 +169,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -9,3 +9,5 @@ class SessionsAppConfig(AppConfig):
     def ready(self):
         # Search indexing hooks (post_save on Entry): see services/search.py.
         from sessions_app.services import search  # noqa: F401
+        # access_changed on deletes of shares, links, team memberships: services/sharing.py.
+        from sessions_app.services import sharing  # noqa: F401

@@ -3,8 +3,16 @@
 It joins the session's channel-layer group and forwards every event published there
 (entries appended, leaf moves, streamed text and bash snapshots, job progress), so
 every tab and every viewer sees the same stream, across web processes.
+
+Access is not only checked at connect: on `access_changed` (published by the sharing
+services when a link is revoked, a team share or a member removed…) the socket re-runs
+check_access with the same user and share token and closes with 4403 once the access is
+gone; a link visitor's socket also re-checks at most every ACCESS_RECHECK_SECONDS as
+events arrive (an expired link). A link visitor only gets LINK_EVENTS, and only for
+entries of the link's branch: no streamed text, tool arguments or bash output.
 """
 
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -13,12 +21,21 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from sessions_app.services import chat
+from sessions_app.services import chat, sharing
 from sessions_app.services.access import check_access
 from sessions_app.services.events import session_group
 
+ACCESS_RECHECK_SECONDS = 60
+# What a share-link visitor's socket forwards: notices that the link's branch grew (the
+# share page offers a reload). Streams (text_delta, tool_start, bash_snapshot, tool_end),
+# run and job events may concern any branch, so a link visitor never gets them.
+LINK_EVENTS = frozenset({"entry_appended"})
+
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
+    access = None
+    closing = False
+
     async def connect(self):
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
         user = self.scope.get("user")
@@ -35,26 +52,82 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         except (Http404, PermissionDenied):
             await self.close(code=4404)
             return
-        self.access = access  # receive handlers: act only when self.access.can_edit
+        # Kept for the re-checks: the same user and token as at connect.
+        self.session_id, self.share_token = session_id, share_token
+        self.user = user or AnonymousUser()
+        self._set_access(access)  # receive handlers: act only when self.access.can_edit
         self.group = session_group(access.session.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.send_json(
             {"event": "hello", "data": {"session": session_id, "role": access.role}}
         )
-        state = await database_sync_to_async(_current_run)(access.session)
-        await self.send_json({"event": "run_state", "data": state})
+        if not access.via_link:  # the live run's text and tools: members only
+            state = await database_sync_to_async(_current_run)(access.session)
+            await self.send_json({"event": "run_state", "data": state})
+
+    def _set_access(self, access) -> None:
+        link = access.share_link
+        if link is None:
+            self.link_branch = set()
+        elif self.access is None or getattr(self.access.share_link, "pk", None) != link.pk:
+            # Ids known to be the link's leaf or below it: appends there need no query.
+            self.link_branch = {link.leaf_pi_id}
+        self.access = access
+        self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
+
+    async def _recheck_access(self) -> bool:
+        """check_access again as at connect; close with 4403 when the access is gone."""
+        try:
+            access = await database_sync_to_async(check_access)(
+                self.user, self.session_id, share_token=self.share_token
+            )
+        except (Http404, PermissionDenied):
+            self.closing = True
+            await self.close(code=4403)
+            return False
+        self._set_access(access)
+        return True
+
+    async def _link_notice(self, event: str, data: dict) -> dict | None:
+        """The part of an event a link visitor may see, or None."""
+        if event not in LINK_EVENTS:
+            return None
+        pi_id, parent = data.get("id"), data.get("parentId")
+        if parent not in self.link_branch and not await database_sync_to_async(
+            sharing.link_covers_new_entry
+        )(self.access.share_link, pi_id):
+            return None  # appended on another branch
+        self.link_branch.add(pi_id)
+        return {"id": pi_id, "parentId": parent, "type": data.get("type")}
 
     async def disconnect(self, code):
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content, **kwargs):
+        if not isinstance(content, dict):  # e.g. `[]` or `1`: ignore, do not crash
+            return
         if content.get("type") == "ping":
             await self.send_json({"event": "pong", "data": {}})
 
     async def session_event(self, message):
-        await self.send_json({"event": message["event"], "data": message["data"]})
+        if self.closing or self.access is None:
+            return
+        event, data = message["event"], message["data"]
+        if event == "access_changed":  # re-check first; the payload is never forwarded
+            if await self._recheck_access():
+                await self.send_json({"event": event, "data": {"role": self.access.role}})
+            return
+        if self.access.via_link:
+            if time.monotonic() >= self.recheck_at and not await self._recheck_access():
+                return
+            if self.access.via_link:  # (a re-check may have found a membership instead)
+                notice = await self._link_notice(event, data)
+                if notice is not None:
+                    await self.send_json({"event": event, "data": notice})
+                return
+        await self.send_json({"event": event, "data": data})
 
 
 def _current_run(session) -> dict:

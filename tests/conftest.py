@@ -274,13 +274,40 @@ def make_user(db):
 
 
 @pytest.fixture
-def workspace(settings, tmp_path):
-    """A fresh workspace directory inside an allowed root."""
+def workspace(settings, tmp_path, request):
+    """A fresh workspace directory inside an allowed root.
+
+    Sessions may only run in their owner's folder of a root (``<root>/<owner pk>/``): when
+    the test has an ``owner`` fixture the workspace is made there; otherwise give it to the
+    session's owner with ``place_workspace(user, workspace)`` before creating the session.
+    """
     root = Path(settings.PIWEB_WORKSPACE_ROOTS[0])
+    if "owner" in request.fixturenames:
+        root = root / str(request.getfixturevalue("owner").pk)
     path = root / f"ws-{uuid.uuid4().hex[:8]}"
     path.mkdir(parents=True)
     yield path
+    if path.is_symlink():  # moved by place_workspace
+        real = path.resolve()
+        path.unlink()
+        path = real
     shutil.rmtree(path, ignore_errors=True)
+
+
+def place_workspace(user, path: Path) -> Path:
+    """Move a test workspace into ``user``'s folder of its root and return the new real
+    path; a symlink is left at the old path so the test's ``workspace / "x"`` still works."""
+    from django.conf import settings
+
+    area = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(user.pk)
+    real = Path(os.path.realpath(path))
+    if area in real.parents:
+        return real
+    area.mkdir(parents=True, exist_ok=True)
+    target = area / real.name
+    shutil.move(str(real), str(target))
+    os.symlink(target, path)
+    return target
 
 
 def session_cookie_for(user) -> dict:

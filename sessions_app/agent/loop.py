@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import httpx
@@ -51,7 +51,7 @@ _OVERFLOW_PATTERNS = re.compile(
 class LLMConfig:
     base_url: str
     model: str
-    api_key: str = ""
+    api_key: str = field(default="", repr=False)
     provider: str = "openai-compatible"
     max_output: int = 16384
     timeout: float = 120.0

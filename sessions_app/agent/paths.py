@@ -8,7 +8,7 @@ inside the real path of the workspace root. Anything else is refused with a clea
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class WorkspaceError(ValueError):
@@ -27,17 +27,64 @@ def is_within(path: str, root: str) -> bool:
     return path.startswith(prefix)
 
 
-def check_cwd(cwd: str, roots: Iterable[str | os.PathLike[str]]) -> str:
-    """The real path of ``cwd`` when it lies inside one of ``roots``; else WorkspaceError."""
+def output_file_factory(directory: str, prefix: str) -> Callable[[], str]:
+    """A callable giving a fresh ``<directory>/<prefix>-<random hex>.log`` path (the one
+    naming rule for full-output files of the agent's and the user's bash runs)."""
+
+    def make() -> str:
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, f"{prefix}-{os.urandom(8).hex()}.log")
+
+    return make
+
+
+def user_areas(roots: Iterable[str | os.PathLike[str]], owner_key: str) -> list[str]:
+    """Each root's folder for one user (``<root>/<owner_key>``): users never share one."""
+    key = str(owner_key)
+    if not key or key in (".", "..") or os.sep in key or (os.altsep and os.altsep in key):
+        raise WorkspaceError(f"Invalid workspace owner key {key!r}.")
+    return [os.path.join(_real(os.fspath(r)), key) for r in roots]
+
+
+def check_cwd(
+    cwd: str,
+    roots: Iterable[str | os.PathLike[str]],
+    *,
+    owner_key: str | None = None,
+    create: bool = False,
+) -> str:
+    """The real path of ``cwd`` when it lies inside one of ``roots``; else WorkspaceError.
+
+    With ``owner_key`` (the session owner's pk) the cwd must lie inside that user's own
+    folder of a root (``<root>/<owner_key>/...``), never another user's nor the root itself.
+    With ``create`` a missing cwd inside the allowed area is created.
+    """
     if not cwd:
         raise WorkspaceError("This session has no working directory.")
+    if not os.path.isabs(cwd):
+        raise WorkspaceError(f"The working directory must be an absolute path, not {cwd!r}.")
     real = _real(cwd)
+    roots = list(roots)
     real_roots = [_real(os.fspath(r)) for r in roots]
+    areas = [_real(a) for a in user_areas(roots, owner_key)] if owner_key is not None else []
+    where = (
+        f"; it must be inside a workspace root's folder for the session owner "
+        f"({', '.join(areas)})"
+        if areas
+        else ""
+    )
     if not any(is_within(real, r) for r in real_roots):
         raise WorkspaceError(
             f"Working directory {cwd} is outside the allowed workspace roots "
-            f"({', '.join(real_roots) or 'none configured'})."
+            f"({', '.join(real_roots) or 'none configured'}){where}."
         )
+    if owner_key is not None and not any(is_within(real, a) for a in areas):
+        raise WorkspaceError(
+            f"Working directory {cwd} is outside your workspace area{where}: one user's "
+            "session never runs in another user's folder nor in the root itself."
+        )
+    if create and not os.path.exists(real):
+        os.makedirs(real, exist_ok=True)
     if not os.path.isdir(real):
         raise WorkspaceError(f"Working directory does not exist: {cwd}")
     return real

@@ -73,7 +73,8 @@ def snapshot_event(snap: StreamSnapshot) -> dict:
         "total_lines": total,
         "total_bytes": snap.total_bytes,
         "truncated": tr.truncated,
-        "full_output_path": snap.full_output_path,
+        # Never the server path itself: browsers only learn that a full file exists.
+        "has_full_output": bool(snap.full_output_path),
     }
 
 

@@ -42,7 +42,7 @@ from sessions_app.context.truncate import (
     truncate_line,
 )
 
-from .paths import Workspace, WorkspaceError
+from .paths import Workspace, WorkspaceError, output_file_factory
 from .shell import run_shell
 from .signals import AbortSignal
 
@@ -86,11 +86,7 @@ class ToolContext:
             raise ToolError("Operation aborted")
 
     def output_file(self, prefix: str = "bash") -> Callable[[], str]:
-        def make() -> str:
-            os.makedirs(self.artifact_dir, exist_ok=True)
-            return os.path.join(self.artifact_dir, f"{prefix}-{os.urandom(8).hex()}.log")
-
-        return make
+        return output_file_factory(self.artifact_dir, prefix)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from sessions_app.agent.loop import AgentRun, LLMConfig, now_ms
-from sessions_app.agent.paths import Workspace, WorkspaceError, check_cwd
+from sessions_app.agent.paths import Workspace, WorkspaceError, output_file_factory
 from sessions_app.agent.shell import run_shell, shell_env, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import ALL_TOOLS, ToolContext
@@ -42,7 +42,7 @@ from sessions_app.context.messages import build_session_context, convert_to_llm
 from sessions_app.context.skills import load_skills
 from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
 from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, tree
+from sessions_app.services import events, llm, tree, workspaces
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,11 @@ class ChatError(Exception):
 class RunBusy(ChatError):
     code = "busy"
     status = 409
+
+
+class ChatUnavailable(ChatError):
+    code = "unavailable"
+    status = 503
 
 
 # ----------------------------------------------------------------------------- redis
@@ -176,7 +181,7 @@ def send_message(session: Session, user, text: str) -> Job:
     if parsed.mode == "agent" and profile is None:
         raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
     try:
-        check_cwd(session.cwd, settings.PIWEB_WORKSPACE_ROOTS)
+        workspaces.check_session_cwd(session.cwd, session.owner_id)
     except WorkspaceError as exc:
         raise ChatError(str(exc), "workspace") from None
     try:
@@ -256,7 +261,14 @@ def stop_run(session: Session, user) -> Job | None:
     if cancelled:
         events.publish_now(session.pk, "run_end", {"run_id": str(job.pk), "status": "cancelled"})
     else:
-        redis_client().set(_key("abort", job.pk), "1", ex=ABORT_TTL)
+        try:
+            redis_client().set(_key("abort", job.pk), "1", ex=ABORT_TTL)
+        except redis.RedisError as exc:
+            log.warning("could not signal stop of run %s: %s", job.pk, exc)
+            raise ChatUnavailable(
+                "Could not reach Redis to stop the run; it is still running. Try again in a "
+                "moment."
+            ) from None
     tree.record_activity(session, user, "chat_stopped", job=str(job.pk))
     return job
 
@@ -478,7 +490,7 @@ def system_prompt_for(cwd: str) -> str:
 
 
 def _artifact_dir(session: Session) -> str:
-    return os.path.join(os.fspath(settings.PIWEB_ARTIFACT_DIR), session.pi_id)
+    return workspaces.artifact_dir(session)
 
 
 def _claim(job_id: str) -> Job | None:
@@ -545,7 +557,7 @@ def execute_run(job_id: str) -> str | None:
     hooks = _Hooks(session, job, state, job.params.get("parent"))
     status, error = "error", ""
     try:
-        cwd = check_cwd(session.cwd, settings.PIWEB_WORKSPACE_ROOTS)
+        cwd = workspaces.check_session_cwd(session.cwd, session.owner_id)
         if mode == "bash":
             status = _run_user_bash(job, hooks, cwd, abort)
         else:
@@ -658,16 +670,10 @@ def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str
             "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
         )
 
-    artifact_dir = _artifact_dir(job.session)
-
-    def output_file() -> str:
-        os.makedirs(artifact_dir, exist_ok=True)
-        return os.path.join(artifact_dir, f"user-bash-{os.urandom(8).hex()}.log")
-
     outcome = run_shell(
         command,
         cwd,
-        output_path=output_file,
+        output_path=output_file_factory(_artifact_dir(job.session), "user-bash"),
         timeout=USER_BASH_TIMEOUT or None,
         abort=abort,
         on_snapshot=on_snapshot,

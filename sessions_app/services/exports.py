@@ -72,10 +72,14 @@ def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
     return branch_markdown(session.header(), path, title=str(session))
 
 
-def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -> dict:
+def branch_view(
+    session: Session, leaf_pi_id, target_pi_id: str | None = None, visible: set | None = None
+) -> dict:
     """What the static pages (share link, HTML export) show: tree rows and the branch.
 
-    `leaf_pi_id` UNSET means the session's leaf.
+    `leaf_pi_id` UNSET means the session's leaf. `visible` (a share link's entry ids,
+    sharing.link_visible_entry_ids) limits the tree to those entries; the caller checks
+    that the leaf is one of them.
     """
     # Light rows for the tree (no payloads): previews and labels are denormalized columns.
     entries, labels = [], {}
@@ -85,6 +89,8 @@ def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -
         .values_list("pi_id", "parent_pi_id", "timestamp", "type", "role", "preview", "label")
         .iterator(chunk_size=5000)
     ):
+        if visible is not None and pi_id not in visible:
+            continue
         entries.append(
             {
                 "id": pi_id,
@@ -98,10 +104,10 @@ def branch_view(session: Session, leaf_pi_id, target_pi_id: str | None = None) -
         if label:
             labels[pi_id] = label
     by_id = {e["id"]: e for e in entries}
-    if leaf_pi_id is UNSET:
+    if leaf_pi_id is UNSET or (leaf_pi_id is not None and leaf_pi_id not in by_id):
         leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
-    if leaf_pi_id is not None and leaf_pi_id not in by_id:
-        leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
+        if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
+            leaf_pi_id = None
     path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
@@ -140,9 +146,9 @@ def _review_css() -> str:
     return Path(found).read_text() if found else ""
 
 
-def export_html(session: Session, leaf_pi_id: str | None = None) -> str:
+def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    view = branch_view(session, leaf, leaf)
+    view = branch_view(session, leaf, leaf, visible)
     return render_to_string(
         "sessions_app/review/export.html",
         {
@@ -156,14 +162,16 @@ def export_html(session: Session, leaf_pi_id: str | None = None) -> str:
 
 
 def export_session(
-    session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None
+    session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None, visible=None
 ) -> Export:
+    """`visible`: a share link's entry ids; the HTML tree then shows only those (the
+    caller refuses JSONL and checks the leaf for links)."""
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
         content = export_jsonl(session)
     elif fmt == "html":
-        content = export_html(session, leaf_pi_id)
+        content = export_html(session, leaf_pi_id, visible)
     else:
         content = export_markdown(session, leaf_pi_id)
     if actor is not None:

@@ -3,15 +3,28 @@
 Only the owner shares (views check OWNER through access.check_access). Links are
 random 256-bit tokens, revocable, with an optional expiry; a link always shows the
 session as it is now (nothing is copied).
+
+What a link shows (`link_visible_entry_ids`): the path root → the link's leaf, plus every
+entry appended below that leaf since (the branch growing). Other branches stay hidden,
+on the link page, in its exports and on its websocket.
+
+Every change that can take access away (link revoked or deleted, team share removed or
+its role changed, team member removed) publishes `access_changed` on the session group:
+open websockets re-run check_access and close (4403) when their access is gone.
 """
 
 import secrets
+from collections import defaultdict
+from collections.abc import Iterable
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
-from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team
+from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.services import events
 from sessions_app.services.tree import lock_session, record_activity
 
 MAX_LINK_DAYS = 365
@@ -36,15 +49,18 @@ def share_with_team(session: Session, team_pk: int, role: str, *, actor) -> Sess
     if team is None:
         raise SharingError("You can only share with a team you belong to.")
     locked = lock_session(session.pk)
-    share, _ = SessionShare.objects.update_or_create(
+    share, created = SessionShare.objects.update_or_create(
         session=locked, team=team, defaults={"role": role}
     )
     record_activity(locked, actor, "shared", team=team.name, role=role)
+    if not created:  # editor → viewer: open sockets must drop their edit rights
+        publish_access_changed(locked.pk, "team share changed")
     return share
 
 
 @transaction.atomic
 def unshare_team(session: Session, share_pk: int, *, actor) -> None:
+    """Remove a team share (the pre_delete receiver below publishes `access_changed`)."""
     locked = lock_session(session.pk)
     share = SessionShare.objects.filter(pk=share_pk, session=locked).select_related("team").first()
     if share is None:
@@ -74,6 +90,10 @@ def create_link(
     for pi_id in (leaf_pi_id, target_pi_id):
         if not _entry_exists(locked, pi_id):
             raise SharingError(f"No entry {pi_id!r} in this session.")
+    if target_pi_id != leaf_pi_id and target_pi_id not in visible_ids(
+        _parent_pairs(locked.pk), leaf_pi_id
+    ):
+        raise SharingError("The focused entry must be on the shared branch.")
     expires_at = None
     if expires_in_days:
         if not 1 <= int(expires_in_days) <= MAX_LINK_DAYS:
@@ -103,6 +123,7 @@ def revoke_link(session: Session, link_pk: int, *, actor) -> ShareLink:
         link.revoked_at = timezone.now()
         link.save(update_fields=["revoked_at"])
         record_activity(locked, actor, "revoked share link", link=link.pk)
+        publish_access_changed(locked.pk, "share link revoked")
     return link
 
 
@@ -112,3 +133,106 @@ def link_state(link: ShareLink) -> str:
     if link.expires_at and link.expires_at <= timezone.now():
         return "expired"
     return "active"
+
+
+# --- what a link shows -------------------------------------------------------------------
+
+
+def visible_ids(pairs: Iterable[tuple[str, str | None]], leaf_pi_id: str | None) -> set[str]:
+    """The ids a link to `leaf_pi_id` shows, from (id, parentId) pairs: the path root → leaf
+    and every entry below the leaf. A link made on an empty session (no leaf) shows all."""
+    parent_of = dict(pairs)
+    if leaf_pi_id is None:
+        return set(parent_of)
+    if leaf_pi_id not in parent_of:
+        return set()
+    seen: set[str] = set()
+    node = leaf_pi_id
+    while node is not None and node in parent_of and node not in seen:
+        seen.add(node)
+        node = parent_of[node]
+    children = defaultdict(list)
+    for pi_id, parent in parent_of.items():
+        children[parent].append(pi_id)
+    stack = list(children.get(leaf_pi_id, ()))
+    while stack:
+        node = stack.pop()
+        if node not in seen:  # (a cycle in bad data must not loop forever)
+            seen.add(node)
+            stack.extend(children.get(node, ()))
+    return seen
+
+
+def _parent_pairs(session_pk: int):
+    return (
+        Entry.objects.filter(session_id=session_pk)
+        .values_list("pi_id", "parent_pi_id")
+        .iterator(chunk_size=5000)
+    )
+
+
+def link_visible_entry_ids(link: ShareLink) -> set[str]:
+    """Every entry id the link's page, exports and websocket may show (one light query)."""
+    return visible_ids(_parent_pairs(link.session_id), link.leaf_pi_id)
+
+
+def link_covers_new_entry(link: ShareLink, pi_id: str) -> bool:
+    """Whether `pi_id` is the link's leaf or below it: the part of a link's branch that grows.
+
+    For the websocket's check of an appended entry. One query that walks up the parent
+    links only while entries are newer than the link's leaf (a child is always appended
+    after its parent), so an entry on another branch costs a short walk too.
+    """
+    if link.leaf_pi_id is None:
+        return Entry.objects.filter(session_id=link.session_id, pi_id=pi_id).exists()
+    leaf = (
+        Entry.objects.filter(session_id=link.session_id, pi_id=link.leaf_pi_id)
+        .values_list("pk", "seq")
+        .first()
+    )
+    if leaf is None:
+        return False
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE up(id, parent_id, seq) AS (
+            SELECT id, parent_id, seq FROM {table} WHERE session_id = %s AND pi_id = %s
+            UNION
+            SELECT e.id, e.parent_id, e.seq FROM {table} e JOIN up ON e.id = up.parent_id
+            WHERE up.seq > %s
+        )
+        SELECT 1 FROM up WHERE id = %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [link.session_id, pi_id, leaf[1], leaf[0]])
+        return cursor.fetchone() is not None
+
+
+# --- telling open websockets that access changed ---------------------------------------
+
+
+def publish_access_changed(session_pk: int, reason: str) -> None:
+    """After commit, ask the session's open websockets to re-check their access. The event
+    carries no content: each socket re-runs check_access and closes (4403) if it lost it."""
+    events.publish(session_pk, "access_changed", {"reason": reason})
+
+
+# Deletes can come from the services above, the admin, or cascades (a team, a user or a
+# session deleted): pre_delete sees the rows before they go (post_delete would find a
+# team's shares already gone) and the event still waits for the commit.
+@receiver(pre_delete, sender=SessionShare, dispatch_uid="piweb_share_deleted")
+def _share_deleted(sender, instance, **kwargs):
+    publish_access_changed(instance.session_id, "team share removed")
+
+
+@receiver(pre_delete, sender=ShareLink, dispatch_uid="piweb_link_deleted")
+def _link_deleted(sender, instance, **kwargs):
+    publish_access_changed(instance.session_id, "share link deleted")
+
+
+@receiver(pre_delete, sender=TeamMembership, dispatch_uid="piweb_member_removed")
+def _member_removed(sender, instance, **kwargs):
+    shared = SessionShare.objects.filter(team_id=instance.team_id).values_list(
+        "session_id", flat=True
+    )
+    for session_pk in shared:
+        publish_access_changed(session_pk, "team member removed")

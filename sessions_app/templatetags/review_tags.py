@@ -12,6 +12,20 @@ from sessions_app.services.comments import open_comment_counts_by_pi_id
 register = template.Library()
 
 
+@register.simple_tag(takes_context=True)
+def review_panel_ids(context) -> dict[str, str]:
+    """{"selected", "leaf"} for the review panel: the query's target/leaf, else the
+    session's leaf, else "" (a session with no entries has no leaf)."""
+    request = context.get("request")
+    session = context.get("session")
+    leaf_id = session.leaf.pi_id if session is not None and session.leaf_id else ""
+    query = request.GET if request is not None else {}
+    return {
+        "selected": query.get("target") or leaf_id,
+        "leaf": query.get("leaf") or leaf_id,
+    }
+
+
 def _counts(context, session) -> dict[str, int]:
     request = context.get("request")
     cache = getattr(request, "_piweb_comment_counts", None) if request is not None else None

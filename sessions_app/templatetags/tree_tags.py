@@ -2,7 +2,6 @@
 
 import re
 from html import escape as _esc
-
 from urllib.parse import quote
 
 from django import template

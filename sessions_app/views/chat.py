@@ -35,7 +35,10 @@ def send(request, session_id):
 @require_POST
 def stop(request, session_id):
     access = check_access(request.user, session_id, need=EDITOR)
-    job = chat.stop_run(access.session, request.user)
+    try:
+        job = chat.stop_run(access.session, request.user)
+    except chat.ChatError as exc:
+        return _notice(request, str(exc), kind="error", status=exc.status, code=exc.code)
     if job is None:
         return _notice(request, "Nothing is running.", kind="info")
     return _notice(request, "Stopping…", kind="ok", run_id=str(job.pk))

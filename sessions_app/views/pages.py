@@ -3,20 +3,21 @@
 Thin: they ask services and render. The tree itself is laid out in views/tree.py.
 """
 
-import os
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import path
 from django.views.decorators.http import require_POST
 
+from sessions_app.agent.paths import WorkspaceError, user_areas
 from sessions_app.models import Entry, Session
 from sessions_app.services import tree as tree_service
+from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access, visible_sessions
 from sessions_app.services.llm import model_profiles
 from sessions_app.views.tree import entry_context, tree_context, tree_state
@@ -47,7 +48,10 @@ def _list_context(request, **extra) -> dict:
         "source": source,
         "sources": Session.Source.choices,
         "profiles": sorted(model_profiles()),
-        "workspace_roots": [str(p) for p in settings.PIWEB_WORKSPACE_ROOTS],
+        # The user's own folders of the workspace roots: new sessions must live inside one.
+        "workspace_roots": [
+            str(p) for p in user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(request.user.pk))
+        ],
         **extra,
     }
 
@@ -85,37 +89,33 @@ def import_session(request):
     return render(request, template, context, status=status)
 
 
-def _cwd_problem(cwd: str) -> str | None:
-    if not cwd:
-        return "Give the working directory for the session."
-    if not os.path.isabs(cwd):
-        return "The working directory must be an absolute path."
-    real = os.path.realpath(cwd)
-    for root in settings.PIWEB_WORKSPACE_ROOTS:
-        root_real = os.path.realpath(root)
-        if real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep):
-            return None
-    roots = ", ".join(str(r) for r in settings.PIWEB_WORKSPACE_ROOTS)
-    return f"The working directory must be inside a workspace root ({roots})."
-
-
 @login_required
 @require_POST
 def new_session(request):
     cwd = request.POST.get("cwd", "").strip()
     name = request.POST.get("name", "").strip()[:500]
     profile = request.POST.get("model_profile", "").strip()
-    problem = _cwd_problem(cwd)
+    problem = None if cwd else "Give the working directory for the session."
     if profile and profile not in model_profiles():
         problem = problem or f"Unknown model profile {profile!r}."
+    real_cwd = ""
+    if not problem:
+        # Inside the user's own folder of a workspace root (created on demand), never
+        # another user's: the same rule chat and the worker apply before running tools.
+        workspaces.user_workspace(request.user)
+        try:
+            real_cwd = workspaces.check_session_cwd(cwd, request.user, create=True)
+        except WorkspaceError as exc:
+            problem = str(exc)
     if problem:
         context = _list_context(request, new_error=problem, new_values=request.POST)
         return render(request, "sessions_app/session_list.html", context, status=400)
-    session = tree_service.create_session(
-        owner=request.user, cwd=os.path.realpath(cwd), name=name, model_profile=profile
-    )
-    if name:
-        tree_service.rename_session(session, name, actor=request.user)
+    with transaction.atomic():
+        session = tree_service.create_session(
+            owner=request.user, cwd=real_cwd, name=name, model_profile=profile
+        )
+        if name:
+            tree_service.rename_session(session, name, actor=request.user)
     messages.success(request, "Session created.")
     return redirect("sessions_app:session_detail", session_id=session.pi_id)
 

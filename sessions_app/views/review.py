@@ -293,12 +293,23 @@ def _link_access(request, token: str):
     return access, link
 
 
+def _link_entry(request, name: str, visible: set[str]) -> str | None:
+    """?leaf= / ?target= on a link page: only entries the link shows (else 404)."""
+    value = request.GET.get(name) or None
+    if value is not None and value not in visible:
+        raise Http404("That entry is not on the shared branch.")
+    return value
+
+
 @require_GET
 def share_link(request, token):
     access, link = _link_access(request, token)
-    leaf = request.GET.get("leaf") or link.leaf_pi_id
-    target = request.GET.get("target") or (link.target_pi_id if leaf == link.leaf_pi_id else leaf)
-    view = exports.branch_view(access.session, leaf if leaf else UNSET, target)
+    visible = sharing.link_visible_entry_ids(link)
+    leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
+    target = _link_entry(request, "target", visible) or (
+        link.target_pi_id if leaf == link.leaf_pi_id else leaf
+    )
+    view = exports.branch_view(access.session, leaf if leaf else UNSET, target, visible)
     response = render(
         request,
         "sessions_app/review/share_page.html",
@@ -316,19 +327,32 @@ def share_link(request, token):
     return response
 
 
+LINK_JSONL_REFUSED = (
+    "A share link exports its branch as HTML or Markdown only: a pi JSONL file of one "
+    "branch would be a fork, not the session. Ask the owner for access to the session."
+)
+
+
 @require_GET
 def share_link_export(request, token, fmt):
     access, link = _link_access(request, token)
-    leaf = request.GET.get("leaf") or link.leaf_pi_id
-    return _export_response(request, access, fmt, leaf)
+    if fmt == "jsonl":
+        return HttpResponse(
+            LINK_JSONL_REFUSED, status=403, content_type="text/plain; charset=utf-8"
+        )
+    visible = sharing.link_visible_entry_ids(link)
+    leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
+    return _export_response(request, access, fmt, leaf, visible)
 
 
 # --- exports ----------------------------------------------------------------------------
 
 
-def _export_response(request, access, fmt: str, leaf: str | None):
+def _export_response(request, access, fmt: str, leaf: str | None, visible: set | None = None):
     try:
-        export = exports.export_session(access.session, fmt, leaf, actor=request.user)
+        export = exports.export_session(
+            access.session, fmt, leaf, actor=request.user, visible=visible
+        )
     except exports.ExportError as exc:
         return _bad_request(request, str(exc))
     response = HttpResponse(export.content, content_type=export.content_type)
@@ -477,7 +501,7 @@ ROUTE_RIGHTS = {
     "share_link_export": "link",
     "export": VIEWER,
     "compare": VIEWER,
-    "compare_summary": VIEWER,
+    "compare_summary": EDITOR,  # a paid LLM job
     "compare_job": VIEWER,
     "search": "login",
     "teams": "login",

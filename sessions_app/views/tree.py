@@ -6,10 +6,8 @@ laid out from one `values_list()` query of light columns (never payloads) by
 """
 
 import json
-import os
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpResponseBadRequest
 from django.shortcuts import render
@@ -20,8 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Job, Session
 from sessions_app.rendering import full_output_path, render_entry, render_llm_message
-from sessions_app.services import navigation
+from sessions_app.services import jobs, navigation, workspaces
 from sessions_app.services.access import EDITOR, VIEWER, check_access
+from sessions_app.services.fork import fork_session
 
 TREE_COLUMNS = (
     "pk",
@@ -119,12 +118,16 @@ def _get_entry(session: Session, entry_id: str) -> Entry:
 
 
 def _message(request, text: str, level: str = "info", status: int = 200, triggers=None, extra=None):
+    # htmx does not swap 4xx/5xx responses: an HTMX caller gets 200 with the message
+    # (and the real status in X-Piweb-Status) so the person sees why nothing happened.
+    shown = 200 if request.htmx and status >= 400 else status
     response = render(
         request,
         "sessions_app/tree/_action_result.html",
         {"text": text, "level": level, **(extra or {})},
-        status=status,
+        status=shown,
     )
+    response["X-Piweb-Status"] = str(status)
     if triggers:
         response["HX-Trigger"] = json.dumps(triggers)
     return response
@@ -216,7 +219,7 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "access": access,
         "session": session,
         "entry": entry,
-        "parts": render_entry(entry.payload),
+        "parts": _entry_parts(session, entry.payload),
         "children": children,
         "link": node_link(session, entry.pi_id, view_leaf, on_path),
         "view_leaf": view_leaf,
@@ -239,21 +242,24 @@ def entry_pane(request, session_id, entry_id):
     return render(request, "sessions_app/tree/_entry.html", entry_context(access, entry, view_leaf))
 
 
-def _allowed_roots() -> list[Path]:
-    roots = [Path(settings.PIWEB_ARTIFACT_DIR)]
-    roots.extend(Path(p) for p in settings.PIWEB_WORKSPACE_ROOTS)
-    return [Path(os.path.realpath(r)) for r in roots]
+def safe_output_path(session: Session, raw: str | None) -> Path | None:
+    """The real path of a full-output file if it lies in THIS session's artifact directory.
+
+    The path comes from the entry payload (attacker-controlled for imported sessions), so
+    only files our own runs wrote for this very session are ever served.
+    """
+    return workspaces.session_artifact_file(session, raw)
 
 
-def safe_output_path(raw: str) -> Path | None:
-    """The real path of a full-output file if it lies inside an allowed directory."""
-    if not raw or "\x00" in raw:
-        return None
-    real = Path(os.path.realpath(raw))
-    for root in _allowed_roots():
-        if real == root or root in real.parents:
-            return real if real.is_file() else None
-    return None
+def _entry_parts(session: Session, payload: dict) -> list:
+    """render_entry, with the full-output link dropped when we cannot serve the file."""
+    parts = render_entry(payload)
+    if any(p.extra.get("full_output") for p in parts):
+        if safe_output_path(session, full_output_path(payload)) is None:
+            for p in parts:
+                if p.extra.get("full_output"):
+                    p.extra["full_output"] = None
+    return parts
 
 
 @login_required
@@ -262,11 +268,9 @@ def entry_output(request, session_id, entry_id):
     """The full output file an entry points at, as plain text, never outside our dirs."""
     access = check_access(request.user, session_id, VIEWER)
     entry = _get_entry(access.session, entry_id)
-    path_ = safe_output_path(full_output_path(entry.payload) or "")
+    path_ = safe_output_path(access.session, full_output_path(entry.payload))
     if path_ is None:
-        raise Http404(
-            "No full output file for this entry (or it is outside the allowed directories)."
-        )
+        raise Http404("No full output file of this session for this entry.")
     response = FileResponse(path_.open("rb"), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="{path_.name}"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -277,14 +281,6 @@ def entry_output(request, session_id, entry_id):
 # --- actions ------------------------------------------------------------------------
 
 
-def _jobs_service():
-    try:
-        from sessions_app.services import jobs
-    except ImportError:
-        return None
-    return jobs
-
-
 @login_required
 @require_POST
 def action_navigate(request, session_id, entry_id):
@@ -293,9 +289,6 @@ def action_navigate(request, session_id, entry_id):
     session = access.session
     _get_entry(session, entry_id)
     if request.POST.get("summary"):
-        jobs = _jobs_service()
-        if jobs is None or not hasattr(jobs, "request_branch_summary"):
-            return _message(request, "Branch summaries are not available yet.", "error", 503)
         focus = request.POST.get("focus", "").strip()[:4000] or None
         # The leaf the page showed when the form was drawn: a second submission (double
         # click, another tab) names the same old leaf, so the jobs service dedupes it.
@@ -386,10 +379,6 @@ def action_fork(request, session_id, entry_id):
     if scope not in FORK_SCOPES:
         return HttpResponseBadRequest("Unknown fork scope.")
     try:
-        from sessions_app.services.fork import fork_session
-    except ImportError:
-        return _message(request, "Forking is not available yet.", "error", 503)
-    try:
         new = fork_session(access.session, entry_id, scope, request.user)
     except ValueError as exc:
         return _message(request, str(exc), "error", 400)
@@ -403,9 +392,6 @@ def action_fork(request, session_id, entry_id):
 @require_POST
 def action_compact(request, session_id):
     access = check_access(request.user, session_id, EDITOR)
-    jobs = _jobs_service()
-    if jobs is None or not hasattr(jobs, "request_compaction"):
-        return _message(request, "Compaction is not available yet.", "error", 503)
     focus = request.POST.get("focus", "").strip()[:4000] or None
     try:
         job = jobs.request_compaction(access.session, actor=request.user, focus=focus)

@@ -69,4 +69,9 @@
   }
   document.addEventListener("piweb:entry_appended", changed);
   document.addEventListener("piweb:leaf_moved", changed);
+  // The server closes a link visitor's socket with 4403 when the link is revoked/expired.
+  document.addEventListener("piweb:ws-closed", function (ev) {
+    var note = document.querySelector(".rv-share-page .rv-link-gone");
+    if (note && ev.detail && ev.detail.code === 4403) note.hidden = false;
+  });
 })();

@@ -373,7 +373,7 @@
   document.addEventListener("piweb:leaf_moved", function () { scheduleRefresh(); });
   document.addEventListener("piweb:job_progress", function (ev) {
     var d = ev.detail || {};
-    var box = document.getElementById("tree-status");
+    var box = document.getElementById("tree-job-status");
     if (box) {
       var phase = d.progress && d.progress.phase ? " (" + d.progress.phase + ")" : "";
       var text = (d.kind || "job").replace("_", " ") + ": " + d.status + phase;

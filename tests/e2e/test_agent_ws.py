@@ -17,7 +17,7 @@ from django.test import Client
 
 from sessions_app.models import Job
 from sessions_app.services import tree
-from tests.conftest import session_cookie_for
+from tests.conftest import place_workspace, session_cookie_for
 from tests.support.scripted_llm import (
     context_overflow,
     error,
@@ -44,7 +44,8 @@ def wait_until(predicate, timeout=30.0, interval=0.1):
 
 
 def new_session(user, workspace, profile="scripted"):
-    return tree.create_session(owner=user, cwd=str(workspace), model_profile=profile)
+    cwd = place_workspace(user, workspace)  # sessions run only in their owner's folder
+    return tree.create_session(owner=user, cwd=str(cwd), model_profile=profile)
 
 
 def client_for(user):
@@ -303,7 +304,7 @@ def test_path_escape_and_invalid_arguments_come_back_as_tool_errors(
     assert texts[4].startswith('Validation failed for tool "read"') and "path" in texts[4]
     assert texts[5] == "Tool nosuchtool not found"
     assert texts[6].startswith("Invalid JSON in tool arguments")
-    assert not (workspace.parent / "outside.txt").exists()
+    assert not (workspace.resolve().parent / "outside.txt").exists()
     assert msgs[-1]["content"] == [{"type": "text", "text": "I could not read those."}]
 
 
@@ -706,7 +707,9 @@ def test_200_mb_of_bash_output_streams_with_bounded_memory(
     path = details["fullOutputPath"]
     from django.conf import settings
 
-    assert path.startswith(os.path.join(str(settings.PIWEB_ARTIFACT_DIR), session.pi_id))
+    assert path.startswith(
+        os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk)) + os.sep
+    )
     expected = hashlib.sha256()
     line = b"abcdefghij\n"
     chunk = line * 100_000

@@ -220,6 +220,10 @@ def test_continue_with_summary_runs_on_the_worker(
         )
     )
     page = open_page(owner)
+    failures = []
+    page.on(
+        "response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None
+    )
     page.goto(f"/s/{session.pi_id}/?target=e0000016")
     page.wait_for_selector('#entry-pane [data-entry="e0000016"]')
     page.click("#entry-pane .act-summary summary")
@@ -265,6 +269,7 @@ def test_continue_with_summary_runs_on_the_worker(
     page.fill("#tree-panel .compact-now textarea[name=focus]", "keep the test results")
     page.click("#tree-panel .compact-now button[type=submit]")
     page.wait_for_selector("#tree-status .action-result")
+    assert "Compaction queued" in page.inner_text("#tree-status")
     job = wait_db(
         lambda: Job.objects.filter(session=session, kind="compaction", status="done").first(),
         60,
@@ -273,3 +278,4 @@ def test_continue_with_summary_runs_on_the_worker(
     assert job.result_entry.type == "compaction"
     assert "keep the test results" in str(llm.requests)
     page.wait_for_selector(f"#n-{job.result_entry.pi_id}.k-compaction", timeout=20000)
+    assert not failures, failures

@@ -95,8 +95,8 @@ ROUTES: dict[str, Route] = {
     "sharing_link_revoke": Route("owner", "POST", ok=302, kwargs={**S, "link_id": "spare_link_pk"}),
     "export": Route("viewer", kwargs={**S, "fmt": "html"}),
     "compare": Route("viewer", kwargs=S, query={"a": "entry", "b": "other_leaf"}),
-    "compare_summary": Route(
-        "viewer", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True
+    "compare_summary": Route(  # a paid LLM job: editors and owners only
+        "editor", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True
     ),
     "compare_job": Route("viewer", kwargs={**S, "job_id": "job_pk"}),
     "share_link": Route("link", kwargs={"token": "token"}),

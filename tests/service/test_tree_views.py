@@ -2,6 +2,7 @@
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -136,10 +137,20 @@ def test_entry_pane_renders_safely(session, owner, client_for):
 
 
 def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, settings, tmp_path):
-    inside = workspace / "out.log"
-    inside.write_text("the full output\n")
-    s = import_branched(owner, str(workspace), str(inside), session_id=str(uuid.uuid4()))
+    from sessions_app.services.workspaces import artifact_dir
+
+    # Only files in the session's own artifact directory are served (not workspace files).
+    in_workspace = workspace / "out.log"
+    in_workspace.write_text("a workspace file\n")
+    s = import_branched(owner, str(workspace), str(in_workspace), session_id=str(uuid.uuid4()))
     c = client_for(owner)
+    assert c.get(url("entry_output", s, "e0000013")).status_code == 404
+    inside = Path(artifact_dir(s)) / "bash-0123.log"
+    inside.parent.mkdir(parents=True, exist_ok=True)
+    inside.write_text("the full output\n")
+    entry = Entry.objects.get(session=s, pi_id="e0000013")
+    entry.payload["message"]["details"]["fullOutputPath"] = str(inside)
+    entry.save(update_fields=["payload"])
     response = c.get(url("entry_output", s, "e0000013"))
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"the full output\n"
@@ -330,6 +341,14 @@ def test_summary_request_from_a_stale_page_changes_nothing(session, owner, clien
     assert response.status_code == 409
     assert "moved on since this page was drawn" in response.content.decode()
     assert Session.objects.get(pk=session.pk).leaf_id == leaf
+    # from HTMX the refusal comes as 200 (htmx swaps only 2xx) with the real status aside
+    htmx = c.post(
+        url("entry_navigate", session, "e0000016"),
+        {"summary": "1", "old_leaf": "e000000e"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert htmx.status_code == 200 and htmx["X-Piweb-Status"] == "409"
+    assert 'class="action-result error"' in htmx.content.decode()
     from sessions_app.models import Job
 
     assert not Job.objects.filter(session=session).exists()
