@@ -7,7 +7,6 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Search indexing hooks (post_save on Entry): see services/search.py.
-        from sessions_app.services import search  # noqa: F401
-        # access_changed on deletes of shares, links, team memberships: services/sharing.py.
-        from sessions_app.services import sharing  # noqa: F401
+        # Search indexing hooks (post_save on Entry): see services/search.py; access_changed
+        # on deletes of team shares, links and team memberships: see services/sharing.py.
+        from sessions_app.services import search, sharing  # noqa: F401

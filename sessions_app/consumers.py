@@ -119,14 +119,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             if await self._recheck_access():
                 await self.send_json({"event": event, "data": {"role": self.access.role}})
             return
-        if self.access.via_link:
-            if time.monotonic() >= self.recheck_at and not await self._recheck_access():
+        if self.access.via_link and time.monotonic() >= self.recheck_at:
+            if not await self._recheck_access():  # e.g. the link expired
                 return
-            if self.access.via_link:  # (a re-check may have found a membership instead)
-                notice = await self._link_notice(event, data)
-                if notice is not None:
-                    await self.send_json({"event": event, "data": notice})
-                return
+        if self.access.via_link:  # (a re-check may have found a membership instead)
+            notice = await self._link_notice(event, data)
+            if notice is not None:
+                await self.send_json({"event": event, "data": notice})
+            return
         await self.send_json({"event": event, "data": data})
 
 

@@ -67,12 +67,9 @@ def check_cwd(
     roots = list(roots)
     real_roots = [_real(os.fspath(r)) for r in roots]
     areas = [_real(a) for a in user_areas(roots, owner_key)] if owner_key is not None else []
-    where = (
-        f"; it must be inside a workspace root's folder for the session owner "
-        f"({', '.join(areas)})"
-        if areas
-        else ""
-    )
+    owner_dirs = ", ".join(areas)
+    where = f"; it must be inside a workspace root's folder for the session owner ({owner_dirs})"
+    where = where if areas else ""
     if not any(is_within(real, r) for r in real_roots):
         raise WorkspaceError(
             f"Working directory {cwd} is outside the allowed workspace roots "

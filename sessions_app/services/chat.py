@@ -266,8 +266,7 @@ def stop_run(session: Session, user) -> Job | None:
         except redis.RedisError as exc:
             log.warning("could not signal stop of run %s: %s", job.pk, exc)
             raise ChatUnavailable(
-                "Could not reach Redis to stop the run; it is still running. Try again in a "
-                "moment."
+                "Could not reach Redis to stop the run; it is still running. Try again soon."
             ) from None
     tree.record_activity(session, user, "chat_stopped", job=str(job.pk))
     return job

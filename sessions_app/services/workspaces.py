@@ -32,9 +32,7 @@ def user_workspace(owner, *, create: bool = True) -> Path:
 
 def check_session_cwd(cwd: str, owner, *, create: bool = False) -> str:
     """Real path of ``cwd`` if it lies in the owner's workspace area, else WorkspaceError."""
-    return check_cwd(
-        cwd, settings.PIWEB_WORKSPACE_ROOTS, owner_key=owner_key(owner), create=create
-    )
+    return check_cwd(cwd, settings.PIWEB_WORKSPACE_ROOTS, owner_key=owner_key(owner), create=create)
 
 
 def artifact_dir(session) -> str:

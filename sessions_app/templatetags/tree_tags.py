@@ -20,6 +20,7 @@ def _seg(entry_id: str) -> str:
     """An entry id as one URL path segment (ids stored before validation may hold '/')."""
     return quote(entry_id, safe="")
 
+
 KIND_ICONS = {
     "user": ("U", "User message"),
     "assistant": ("A", "Assistant message"),

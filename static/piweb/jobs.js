@@ -41,7 +41,10 @@
     if (status) status.textContent = data.status;
     var progress = row.querySelector(".job-progress");
     var phase = (data.progress && data.progress.phase) || data.status;
-    if (progress) progress.textContent = (data.progress && data.progress.note) || PHASES[phase] || phase;
+    if (progress) {
+      var label = (data.progress && data.progress.note) || PHASES[phase] || phase;
+      progress.textContent = label === data.status ? "" : label;
+    }
     if (data.error) {
       var err = row.querySelector(".job-error");
       if (!err) {

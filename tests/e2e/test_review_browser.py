@@ -63,26 +63,40 @@ def test_share_a_branch_link_and_open_it_logged_out(open_page, make_user, artifa
     assert visitor.locator(f"#e-{ids['b3']}").count() == 0
     # read-only: no comment box, no actions
     assert visitor.locator("textarea, .rv-comment-form, #chat-panel").count() == 0
-    # the websocket opens with the token and the page notices when the session changes
+    # only the shared branch: no row of branch B in the tree
+    assert visitor.locator(f".rv-node[data-entry-id='{ids['b3']}']").count() == 0
+    # the websocket opens with the token and the page notices when the branch grows
     visitor.wait_for_function("document.body.dataset.ws === 'open'")
     # (from another thread: Playwright's loop runs in this one, and publishing uses async_to_sync)
-    worker_thread = threading.Thread(
-        target=tree.append_entry,
-        args=(data.session, assistant("Live update after sharing.")),
-        kwargs={"actor": owner},
-    )
+    appended = {}
+
+    def grow():
+        tree.append_entry(data.session, assistant("On branch B, not shared."), actor=owner)
+        appended["entry"] = tree.append_entry(
+            data.session,
+            assistant("Live update after sharing."),
+            parent_pi_id=ids["a3"],
+            actor=owner,
+        )
+
+    worker_thread = threading.Thread(target=grow)
     worker_thread.start()
     worker_thread.join(30)
     expect(visitor.locator(".rv-changed")).to_be_visible()
     visitor.screenshot(path=str(artifact_dir / "review-share-link.png"))
-    # other branches are a click away in the tree
-    visitor.click(f".rv-node[data-entry-id='{ids['b3']}'] a")
-    expect(visitor.locator(f"#e-{ids['b3']}")).to_contain_text("giving up")
+    # what grew below the shared entry is a click away in the tree; branch B is not
+    new_id = appended["entry"].pi_id
+    visitor.reload()
+    visitor.click(f".rv-node[data-entry-id='{new_id}'] a")
+    expect(visitor.locator(f"#e-{new_id}")).to_contain_text("Live update after sharing.")
+    assert visitor.locator("text=On branch B, not shared.").count() == 0
+    visitor.wait_for_function("document.body.dataset.ws === 'open'")
 
-    # revoked: gone
+    # revoked: the open page is told at once (socket closed 4403), and the link is gone
     page.goto(f"/s/{data.session.pi_id}/sharing/")
     page.click(".rv-links-table button:has-text('Revoke')")
     wait_db(lambda: ShareLink.objects.get(pk=link.pk).revoked_at)
+    expect(visitor.locator(".rv-link-gone")).to_be_visible()
     response = visitor.goto(link_url)
     assert response.status == 404
 

@@ -60,8 +60,8 @@ def test_link_page_shows_live_branch_and_dies_when_revoked_or_expired(client, se
     body = response.content.decode()
     assert "as it is <em>now</em>" in body
     assert "Fixed the parser. All tests pass." in body  # branch A is shown
-    assert f'id="e-{ids["b3"]}"' not in body  # branch B's entries are not (only tree rows)
-    assert f'data-entry-id="{ids["b3"]}"' in body
+    assert f'id="e-{ids["b3"]}"' not in body  # branch B is not shown at all (not in the tree)
+    assert f'data-entry-id="{ids["b3"]}"' not in body
     assert (
         f'id="e-{ids["a2"]}"' in body
         and "rv-entry rv-type-message rv-role-assistant rv-target" in body

@@ -19,7 +19,7 @@ from django.urls import resolve, reverse
 from sessions_app.models import Entry, Job, Session, SessionShare, Team, TeamMembership
 from sessions_app.services import chat, tree
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
-from tests.support.tree_data import branched_jsonl, import_branched
+from tests.support.tree_data import import_branched
 
 pytestmark = [pytest.mark.django_db]
 
@@ -57,9 +57,7 @@ def jsonl(header_id: str, entries: list[dict]) -> io.BytesIO:
 def message(eid, parent, n, role="user", text="hello"):
     msg = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": n}
     if role == "assistant":
-        msg.update(
-            api="openai-completions", provider="x", model="m", usage=None, stopReason="stop"
-        )
+        msg.update(api="openai-completions", provider="x", model="m", usage=None, stopReason="stop")
     return {
         "type": "message",
         "id": eid,
@@ -72,9 +70,7 @@ def message(eid, parent, n, role="user", text="hello"):
 # --- C1: full-output download only from this session's artifact directory --------------
 
 
-def test_c1_imported_full_output_path_into_another_users_workspace_is_refused(
-    make_user, settings
-):
+def test_c1_imported_full_output_path_into_another_users_workspace_is_refused(make_user, settings):
     victim, attacker = make_user(), make_user()
     secret = area_of(settings, victim) / "proj" / ".env"
     secret.parent.mkdir(parents=True, exist_ok=True)
