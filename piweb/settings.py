@@ -170,6 +170,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
+# Serve straight from static/ and app folders, so `make run` needs no collectstatic;
+# a production deployment may still collect into STATIC_ROOT.
+WHITENOISE_USE_FINDERS = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

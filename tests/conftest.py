@@ -21,6 +21,10 @@ import pytest
 
 from tests.support.scripted_llm import ScriptedLLM
 
+# Playwright's sync API keeps an event loop running in the main thread once a browser
+# has started; Django then refuses ORM calls from that thread unless told otherwise.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("PIWEB_CHROMIUM", "/usr/bin/chromium")

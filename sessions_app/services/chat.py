@@ -43,6 +43,7 @@ from sessions_app.context.skills import load_skills
 from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
 from sessions_app.models import Job, Session
 from sessions_app.services import events, llm, tree, workspaces
+from sessions_app.services import jobs as jobs_service
 
 log = logging.getLogger(__name__)
 
@@ -440,16 +441,9 @@ class _Hooks:
         )
 
     def compact_for_overflow(self) -> bool:
-        try:
-            from sessions_app.services import jobs as jobs_service
-        except ImportError:
-            return False
-        compact = getattr(jobs_service, "compact_for_overflow", None)
-        if compact is None:
-            return False
         self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})
         try:
-            result = compact(self.session)
+            result = jobs_service.compact_for_overflow(self.session, leaf_pi_id=self.parent)
         except Exception as exc:
             log.warning("overflow compaction failed: %s", exc)
             return False
@@ -591,15 +585,8 @@ def execute_run(job_id: str) -> str | None:
 
 def _after_run(session: Session) -> None:
     try:
-        from sessions_app.services import jobs as jobs_service
-    except ImportError:
-        return
-    hook = getattr(jobs_service, "maybe_compact_after_run", None)
-    if hook is None:
-        return
-    try:
         session.refresh_from_db()
-        hook(session)
+        jobs_service.maybe_compact_after_run(session)
     except Exception:
         log.exception("post-run compaction check failed for session %s", session.pk)
 
