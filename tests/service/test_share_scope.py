@@ -45,6 +45,7 @@ def test_visible_ids_is_the_path_plus_everything_below_the_leaf():
     assert sharing.visible_ids([("c", "d"), ("d", "c")], "c") == {"c", "d"}  # cycles end
 
 
+@pytest.mark.embedded  # (raw recursive SQL: PostgreSQL and SQLite)
 def test_link_visible_entry_ids_and_new_entry_check(shared):
     owner, data, link = shared
     ids = data.ids
