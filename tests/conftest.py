@@ -334,8 +334,11 @@ def browser_available() -> bool:
     return Path(CHROMIUM).exists()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Headless Chromium for one test module. Module scope on purpose: Playwright's sync
+    API runs an event loop in the main thread while it is open, and later tests that call
+    asyncio.run() (the websocket tests) need that loop gone."""
     if not browser_available():
         if os.environ.get("PIWEB_REQUIRE_BROWSER") == "1":
             pytest.fail(f"PIWEB_REQUIRE_BROWSER=1 but no Chromium at {CHROMIUM}")

@@ -1,10 +1,7 @@
 """The chat in a real browser: type a request, watch the text stream and the bash output
 go by live, stop the run."""
 
-import os
-
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from sessions_app.models import Job
@@ -13,22 +10,6 @@ from tests.e2e.test_agent_ws import messages, new_session, wait_run
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
-
-
-# Playwright's sync API keeps an event loop in this thread; our ORM calls here are
-# plain blocking test code, not async code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-
-
-@pytest.fixture(scope="session")
-def chat_static(django_db_blocker):
-    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before the page loads."""
-    call_command("collectstatic", "--noinput", verbosity=0)
-
-
-@pytest.fixture
-def page_for(chat_static, page_for):
-    return page_for
 
 
 def open_session(page_for, user, session):

@@ -1,10 +1,7 @@
 """The jobs panel in headless Chromium: every kind of job shows queued, running, done
 and failed without a reload (websocket job_progress, with htmx polling as fallback)."""
 
-import os
-
 import pytest
-from django.core.management import call_command
 
 from sessions_app.services import jobs
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
@@ -15,22 +12,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.worker,
 ]
-
-
-# Playwright's sync API keeps an event loop running in this thread for the rest of the
-# session (the browser fixture is session-scoped), and our ORM calls here are sync.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-
-
-@pytest.fixture(scope="session")
-def jobs_static(django_db_blocker):
-    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before the page loads."""
-    call_command("collectstatic", "--noinput", verbosity=0)
-
-
-@pytest.fixture
-def page_for(jobs_static, page_for):
-    return page_for
 
 
 def off_loop(fn, *args, **kwargs):

@@ -2,12 +2,10 @@
 resolve; search and land on the node; compare two branches (summary by the real worker);
 download the HTML export and open it offline with the network blocked."""
 
-import os
 import threading
 import time
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from sessions_app.models import Comment, SessionShare, ShareLink, Team, TeamMembership
@@ -15,21 +13,6 @@ from sessions_app.services import tree
 from tests.support.review_data import assistant, build_branchy_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# Playwright's sync API keeps an event loop in this thread; the ORM calls between browser
-# steps are ordinary blocking test code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-
-
-@pytest.fixture(scope="session")
-def review_static(django_db_blocker):
-    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before the pages load."""
-    call_command("collectstatic", "--noinput", verbosity=0)
-
-
-@pytest.fixture
-def open_page(review_static, page_for):
-    return page_for
 
 
 def wait_db(predicate, timeout=30.0):
@@ -42,18 +25,18 @@ def wait_db(predicate, timeout=30.0):
     raise AssertionError("timed out waiting for the database")
 
 
-def test_share_a_branch_link_and_open_it_logged_out(open_page, make_user, artifact_dir):
+def test_share_a_branch_link_and_open_it_logged_out(page_for, make_user, artifact_dir):
     owner = make_user("owner")
     data = build_branchy_session(owner)
     ids = data.ids
-    page = open_page(owner)
+    page = page_for(owner)
     page.goto(f"/s/{data.session.pi_id}/sharing/?leaf={ids['a3']}&target={ids['a2']}")
     page.click("#rv-create-link")
     link_url = page.input_value("#rv-new-link")
     link = ShareLink.objects.get()
     assert link.leaf_pi_id == ids["a3"] and link.target_pi_id == ids["a2"]
 
-    visitor = open_page(None)  # logged out
+    visitor = page_for(None)  # logged out
     visitor.goto(link_url)
     expect(visitor.locator(".rv-live-note")).to_contain_text("as it is now")
     expect(visitor.locator(f"#e-{ids['a3']}")).to_contain_text("Fixed the parser")
@@ -101,14 +84,14 @@ def test_share_a_branch_link_and_open_it_logged_out(open_page, make_user, artifa
     assert response.status == 404
 
 
-def test_comment_and_resolve(open_page, make_user):
+def test_comment_and_resolve(page_for, make_user):
     owner, reviewer = make_user("owner"), make_user("reviewer")
     data = build_branchy_session(owner)
     team = Team.objects.create(name="review")
     TeamMembership.objects.create(team=team, user=reviewer)
     SessionShare.objects.create(session=data.session, team=team, role="viewer")
     q2 = data.ids["q2"]
-    page = open_page(reviewer)
+    page = page_for(reviewer)
     page.goto(f"/s/{data.session.pi_id}/?leaf={q2}&target={q2}")
     form = page.locator("#review-comments .rv-comment-form")
     form.locator("textarea").fill("Why does test_zebrafish fail here?")
@@ -137,11 +120,11 @@ def test_comment_and_resolve(open_page, make_user):
     expect(page.locator(".rv-review-list")).to_contain_text("No open comments")
 
 
-def test_search_and_land_on_the_node(open_page, make_user):
+def test_search_and_land_on_the_node(page_for, make_user):
     owner = make_user("owner")
     data = build_branchy_session(owner)
     build_branchy_session(make_user("someone-else"), name="Not yours")
-    page = open_page(owner)
+    page = page_for(owner)
     page.goto("/search/")
     page.fill("input[name=q]", "zebrafish")
     page.select_option("select[name=role]", "toolResult")
@@ -157,11 +140,11 @@ def test_search_and_land_on_the_node(open_page, make_user):
 
 
 @pytest.mark.worker
-def test_compare_two_branches(open_page, make_user, worker):
+def test_compare_two_branches(page_for, make_user, worker):
     owner = make_user("owner")
     data = build_branchy_session(owner)
     ids = data.ids
-    page = open_page(owner)
+    page = page_for(owner)
     page.goto(f"/s/{data.session.pi_id}/compare/")
     page.fill("input[name=a]", ids["a3"])
     page.fill("input[name=b]", ids["b3"])
@@ -176,10 +159,10 @@ def test_compare_two_branches(open_page, make_user, worker):
     expect(page.locator("#rv-compare-job")).to_contain_text("offline summary")
 
 
-def test_download_html_export_and_open_it_offline(open_page, make_user, browser, tmp_path):
+def test_download_html_export_and_open_it_offline(page_for, make_user, browser, tmp_path):
     owner = make_user("owner")
     data = build_branchy_session(owner)
-    page = open_page(owner)
+    page = page_for(owner)
     page.goto(f"/s/{data.session.pi_id}/?leaf={data.ids['a3']}&target={data.ids['a3']}")
     with page.expect_download() as info:
         page.click("#rv-panel a.rv-export[data-format=html]")

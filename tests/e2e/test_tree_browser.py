@@ -2,12 +2,10 @@
 navigate (plain and with a summary, real worker + scripted model), fork, and that
 hostile model output stays inert."""
 
-import os
 import time
 import uuid
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from sessions_app.models import Entry, Job, Session
@@ -15,21 +13,6 @@ from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# Playwright's sync API keeps an event loop running in this thread; the ORM calls the
-# test makes between browser steps are ordinary blocking calls, which is fine here.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-
-
-@pytest.fixture(scope="session")
-def static_collected(django_db_blocker):
-    """WhiteNoise serves STATIC_ROOT (DEBUG off): collect before daphne starts."""
-    call_command("collectstatic", "--noinput", verbosity=0)
-
-
-@pytest.fixture
-def open_page(static_collected, page_for):
-    return page_for
 
 
 def wait_db(predicate, timeout=30.0, what="condition"):
@@ -52,9 +35,9 @@ def assert_inert(page):
     assert page.locator("#entry-pane script, #tree-panel script").count() == 0
 
 
-def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
+def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
     owner = make_user("tree-owner")
-    page = open_page(owner)
+    page = page_for(owner)
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # console errors other than "Failed to load resource" (Chromium's /favicon.ico probe;
@@ -210,7 +193,7 @@ def test_tree_page_end_to_end(open_page, make_user, workspace, artifact_dir):
 
 
 def test_continue_with_summary_runs_on_the_worker(
-    open_page, make_user, workspace, worker, llm, artifact_dir
+    page_for, make_user, workspace, worker, llm, artifact_dir
 ):
     owner = make_user("tree-summary")
     session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
@@ -219,7 +202,7 @@ def test_continue_with_summary_runs_on_the_worker(
             "## Goal\nFinish approach B.\n\n## Progress\n- [x] B works\n\n## Next Steps\n1. Ship it"
         )
     )
-    page = open_page(owner)
+    page = page_for(owner)
     failures = []
     page.on(
         "response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None
