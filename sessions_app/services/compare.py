@@ -20,7 +20,8 @@ from sessions_app.context.messages import convert_to_llm, message_from_entry
 from sessions_app.context.review import compare_branches, offline_difference_summary
 from sessions_app.context.summaries import serialize_conversation
 from sessions_app.models import Entry, Job, Session
-from sessions_app.services import events, summarizer, tree
+from sessions_app.services import summarizer, tree
+from sessions_app.services.jobs import publish_progress
 from sessions_app.services.llm import resolve_profile
 
 log = logging.getLogger(__name__)
@@ -60,21 +61,6 @@ def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = Fals
 # --- the summarize-the-difference job ---------------------------------------------------
 
 
-def job_event_data(job: Job) -> dict:
-    return {
-        "job_id": str(job.id),
-        "kind": job.kind,
-        "status": job.status,
-        "progress": job.progress or {},
-        "error": job.error,
-        "result_entry": None,
-    }
-
-
-def _publish(job: Job) -> None:
-    events.publish(job.session_id, "job_progress", job_event_data(job))
-
-
 def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, actor) -> Job:
     """Queue a summary of the difference (an identical active request returns that job)."""
     compare(session, a_pi_id, b_pi_id)  # validates both nodes
@@ -105,7 +91,7 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
         tree.record_activity(
             locked, actor, "compare_requested", job=str(job.id), a=a_pi_id, b=b_pi_id
         )
-        _publish(job)
+        publish_progress(job)
         job_id = str(job.id)
 
         def enqueue():
@@ -149,7 +135,7 @@ def _claim(job_id) -> Job | None:
         job.heartbeat_at = now
         job.progress = {"phase": "running"}
         job.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "progress"])
-        _publish(job)
+        publish_progress(job)
         return job
 
 
@@ -214,5 +200,5 @@ def run_compare_summary(job_id) -> str | None:
         locked.model = model[:200]
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "error", "progress", "model", "finished_at"])
-        _publish(locked)
+        publish_progress(locked)
     return status

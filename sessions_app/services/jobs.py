@@ -180,7 +180,8 @@ def job_event_data(job: Job) -> dict:
     }
 
 
-def _publish(job: Job) -> None:
+def publish_progress(job: Job) -> None:
+    """Tell every page on the session where `job` stands (after commit)."""
     events.publish(job.session_id, "job_progress", job_event_data(job))
 
 
@@ -254,7 +255,7 @@ def _create_compaction(
         progress={"phase": "queued"},
     )
     tree.record_activity(session, actor, "compaction_requested", job=str(job.id), trigger=trigger)
-    _publish(job)
+    publish_progress(job)
     if enqueue:
         _enqueue(job)
     return job
@@ -349,7 +350,7 @@ def request_branch_summary(
         tree.record_activity(
             locked, actor, "branch_summary_requested", job=str(job.id), target=target_pi_id
         )
-        _publish(job)
+        publish_progress(job)
         _enqueue(job)
     session.refresh_from_db()
     return job
@@ -515,7 +516,7 @@ def _finish(job: Job, status: str, *, error: str = "", entry: Entry | None = Non
     job.save(
         update_fields=["status", "error", "finished_at", "progress", "result_entry", "heartbeat_at"]
     )
-    _publish(job)
+    publish_progress(job)
 
 
 def _claim(job_id) -> tuple[Job, int] | None:
@@ -560,7 +561,7 @@ def _claim(job_id) -> tuple[Job, int] | None:
                 "progress",
             ]
         )
-        _publish(job)
+        publish_progress(job)
         return job, job.attempts
 
 
@@ -912,7 +913,7 @@ def sweep_stale_jobs(session: Session | None = None) -> list[str]:
                     "note": "The worker running this stopped; it was queued again.",
                 }
                 job.save(update_fields=["status", "heartbeat_at", "progress"])
-                _publish(job)
+                publish_progress(job)
                 _enqueue(job)
             swept.append(str(job.pk))
     if swept:

@@ -200,6 +200,12 @@ def rename_session(session: Session, name: str, *, actor=None) -> Entry:
 
 def path_entry_pks(leaf_pk: int) -> list[int]:
     """Primary keys root→leaf in one recursive query."""
+    return [row[0] for row in _path_query(leaf_pk, "path.id")]
+
+
+def _path_query(leaf_pk: int, columns: str) -> list[tuple]:
+    """Run one recursive query from the leaf up; `columns` (over `path` and the entry
+    row `e`) come back root first."""
     table = Entry._meta.db_table
     sql = f"""
         WITH RECURSIVE path(id, parent_id, depth) AS (
@@ -209,11 +215,11 @@ def path_entry_pks(leaf_pk: int) -> list[int]:
             FROM {table} e JOIN path p ON e.id = p.parent_id
             WHERE p.depth < %s
         )
-        SELECT id FROM path ORDER BY depth DESC
+        SELECT {columns} FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
-        return [row[0] for row in cursor.fetchall()]
+        return cursor.fetchall()
 
 
 def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
@@ -234,24 +240,9 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
         leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
     if leaf_pk is None:
         return []
-    table = Entry._meta.db_table
     if _large(session):
         return _payload_list(_walk_pks(session, leaf_pk))
-    sql = f"""
-        WITH RECURSIVE path(id, parent_id, depth) AS (
-            SELECT id, parent_id, 0 FROM {table} WHERE id = %s
-            UNION ALL
-            SELECT e.id, e.parent_id, p.depth + 1
-            FROM {table} e JOIN path p ON e.id = p.parent_id
-            WHERE p.depth < %s
-        )
-        SELECT e.line, CASE WHEN e.line = '' THEN e.payload END
-        FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
-        rows = cursor.fetchall()
-    return _decode_rows(rows)
+    return _decode_rows(_path_query(leaf_pk, "e.line, CASE WHEN e.line = '' THEN e.payload END"))
 
 
 PATH_WALK_MIN = 5000
@@ -392,21 +383,7 @@ def _decode_rows(rows) -> list[dict]:
 
 def _path_rows(leaf_pk: int) -> list[tuple]:
     """(pk, pi id, type, role) root→leaf, without payloads, in one recursive query."""
-    table = Entry._meta.db_table
-    sql = f"""
-        WITH RECURSIVE path(id, parent_id, depth) AS (
-            SELECT id, parent_id, 0 FROM {table} WHERE id = %s
-            UNION ALL
-            SELECT e.id, e.parent_id, p.depth + 1
-            FROM {table} e JOIN path p ON e.id = p.parent_id
-            WHERE p.depth < %s
-        )
-        SELECT e.id, e.pi_id, e.type, e.role
-        FROM path JOIN {table} e ON e.id = path.id ORDER BY path.depth DESC
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [leaf_pk, MAX_PATH_DEPTH])
-        return cursor.fetchall()
+    return _path_query(leaf_pk, "e.id, e.pi_id, e.type, e.role")
 
 
 def _payloads(pks: list[int]) -> dict[int, dict]:

@@ -24,6 +24,15 @@ from tests.support.tree_data import import_branched
 pytestmark = [pytest.mark.django_db]
 
 
+@pytest.fixture(autouse=True)
+def fresh_workspace_root(settings, tmp_path):
+    """A workspace root of this test's own: user pks repeat across test databases."""
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    settings.PIWEB_WORKSPACE_ROOTS = [root.resolve()]
+    return root
+
+
 def client_for(user) -> Client:
     c = Client()
     c.force_login(user)
