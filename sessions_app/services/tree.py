@@ -443,6 +443,21 @@ def load_context(session: Session, leaf_pi_id=UNSET) -> dict:
     return context_from_path(load_context_path(session, leaf_pi_id))
 
 
+def load_path_tail(session: Session, limit: int) -> tuple[int, list[dict]]:
+    """The last `limit` payloads of the path root→leaf, and how many come before them.
+
+    Only ids are walked for the whole path; payloads are read for the tail alone, so a
+    page showing the recent conversation of a huge session stays cheap.
+    """
+    if session.leaf_id is None:
+        return 0, []
+    pks = (
+        _walk_pks(session, session.leaf_id) if _large(session) else path_entry_pks(session.leaf_id)
+    )
+    hidden = max(0, len(pks) - limit)
+    return hidden, _payload_list(pks[hidden:])
+
+
 def load_all_entries(session: Session) -> list[dict]:
     """Every payload of the session in append order (what pi's getEntries() returns)."""
     table = Entry._meta.db_table

@@ -59,8 +59,7 @@ def switch_model(request, session_id):
 
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
-    path = tree.load_path(session)
-    hidden = max(0, len(path) - limit)
+    hidden, tail = tree.load_path_tail(session, limit)
     entries = [
         {
             "payload": p,
@@ -69,7 +68,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
             "role": (p.get("message") or {}).get("role", ""),
             "parts": render_entry(p),
         }
-        for p in path[hidden:]
+        for p in tail
         if p.get("type") not in ("label", "session_info", "custom")
     ]
     return {"entries": entries, "hidden": hidden}

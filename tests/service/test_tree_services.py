@@ -188,3 +188,20 @@ def test_big_session_walk_with_the_parent_cache_sees_new_entries(make_user, monk
     assert [e["id"] for e in tree.load_path(session, first[-1].pi_id)] == [e.pi_id for e in first]
     entries = tree.load_all_entries(session)
     assert tree.load_context(session) == build_session_context(entries, more.pi_id)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("walk_min", [5000, 3])
+def test_load_path_tail_is_the_end_of_the_path(make_user, monkeypatch, walk_min):
+    monkeypatch.setattr(tree, "PATH_WALK_MIN", walk_min)
+    session = tree.create_session(owner=make_user(), cwd="/w")
+    assert tree.load_path_tail(session, 3) == (0, [])
+    first = tree.append_entry(session, user("root"))
+    for i in range(6):
+        tree.append_entry(session, assistant(f"a{i}") if i % 2 else user(f"u{i}"))
+    tree.set_leaf(session, first.pi_id)
+    tree.append_entry(session, assistant("branch"))
+    session.refresh_from_db()
+    path = tree.load_path(session)
+    assert tree.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
+    assert tree.load_path_tail(session, 50) == (0, path)
