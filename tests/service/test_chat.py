@@ -13,6 +13,15 @@ from tests.support.scripted_llm import text, tool_call
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture(autouse=True)
+def _tasks_stay_in_process(monkeypatch):
+    """These tests run the job here. A worker started by another test module may still
+    be alive: send its tasks to a queue nobody consumes so it cannot claim them first."""
+    from piweb.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+
+
 @pytest.fixture
 def owner(make_user):
     return make_user()

@@ -14,12 +14,16 @@ from piweb import embedded
 
 
 class Command(BaseCommand):
-    help = "Run the ASGI server and a Celery worker (and the embedded Redis when REDIS_URL is unset)."
+    help = (
+        "Run the ASGI server and a Celery worker (and the embedded Redis when REDIS_URL is unset)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--concurrency", type=int, default=int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4")))
+        parser.add_argument(
+            "--concurrency", type=int, default=int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4"))
+        )
 
     def handle(self, *args, host, port, concurrency, **options):
         children: list[subprocess.Popen] = []
@@ -31,23 +35,48 @@ class Command(BaseCommand):
         env = dict(os.environ)
         children.append(
             subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "warning",
-                 "-c", str(concurrency), "-Q", settings.CELERY_TASK_DEFAULT_QUEUE],
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "piweb",
+                    "worker",
+                    "-l",
+                    "warning",
+                    "-c",
+                    str(concurrency),
+                    "-Q",
+                    settings.CELERY_TASK_DEFAULT_QUEUE,
+                ],
                 env=env,
             )
         )
         children.append(
             subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    host,
+                    "-p",
+                    str(port),
+                    "piweb.asgi:application",
+                ],
                 env=env,
             )
         )
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
         if not get_user_model().objects.exists():
-            self.stdout.write("No users yet: create one with `make createsuperuser` (in another terminal).")
+            self.stdout.write(
+                "No users yet: create one with `make createsuperuser` (in another terminal)."
+            )
         if not settings.PIWEB_LLM_BASE_URL and not settings.PIWEB_MODEL_PROFILES_JSON:
-            self.stdout.write("No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see README).")
+            self.stdout.write(
+                "No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see README)."
+            )
 
         stopping = False
 
@@ -61,7 +90,9 @@ class Command(BaseCommand):
             while not stopping:
                 for child in children:
                     if child.poll() is not None:
-                        self.stderr.write(f"{child.args[0]} exited with {child.returncode}; stopping.")
+                        self.stderr.write(
+                            f"{child.args[0]} exited with {child.returncode}; stopping."
+                        )
                         stopping = True
                 time.sleep(0.5)
         finally:
