@@ -142,7 +142,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
 
     from piweb import embedded
     from sessions_app.models import Job
-    from sessions_app.services import chat, tree
+    from sessions_app.services import chat, tree, workspaces
 
     redis_proc = (
         embedded.start(settings.EMBEDDED_REDIS_SOCKET) if settings.USES_EMBEDDED_REDIS else None
@@ -151,7 +151,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
     from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", password="x")
-    workspace = Path(settings.PIWEB_WORKSPACE_ROOTS[0]) / "bench"
+    workspace = workspaces.user_workspace(user) / "bench"
     workspace.mkdir(parents=True, exist_ok=True)
     session = tree.create_session(owner=user, cwd=str(workspace))
     client = Client()
