@@ -1,14 +1,20 @@
 """The session tree in the database.
 
 A Session is a pi session header plus a leaf pointer; an Entry is one pi entry, kept
-verbatim in `payload` (so export writes back exactly what was imported) with a few
+verbatim as its JSONL `line` (so export writes back exactly what was imported) with a few
 denormalized columns for the pages and search. Writes go through `services/`.
 """
 
+import json
 import uuid
 
 from django.conf import settings
 from django.db import models
+
+from sessions_app.context.jsonl import serialize_entry
+
+# Entry types the context builder finds by type (services/tree.py, large sessions).
+CONTEXT_MARKER_TYPES = ("compaction", "thinking_level_change", "model_change")
 
 
 class Team(models.Model):
@@ -106,10 +112,34 @@ class SessionShare(models.Model):
 
 
 class Entry(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    """One pi entry. `line` is the single stored copy of it; `payload` is that line parsed.
+
+    The entry is stored once, as text: PostgreSQL's jsonb would not keep key order (export
+    must write back exactly what was imported), and a second, parsed copy doubled what an
+    import writes. No query looks inside the JSON; the columns below are what SQL filters.
+    """
+
+    # Neither link below has a database-level constraint: PostgreSQL checks one with a
+    # lookup per row at commit, and for a 100,000-entry import each check costs about a
+    # fifth of the import. The services are the only writers, always inside one session
+    # under its row lock (the importer refuses cycles and keeps dangling parentIds as
+    # roots), and deletes cascade in Django. The unique (session, pi_id) and
+    # (session, seq) indexes serve lookups by session.
+    session = models.ForeignKey(
+        Session,
+        on_delete=models.CASCADE,
+        related_name="entries",
+        db_index=False,
+        db_constraint=False,
+    )
     pi_id = models.CharField(max_length=64)
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="children",
+        db_constraint=False,
     )
     # The parentId as written, kept even when it points nowhere (parent is then null).
     parent_pi_id = models.CharField(max_length=64, null=True, blank=True)
@@ -121,11 +151,8 @@ class Entry(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
-    payload = models.JSONField()
-    # The entry as one JSONL line (JSON.stringify form, no newline), so export writes back
-    # exactly what was imported (PostgreSQL's jsonb does not keep key order). Blank when a
-    # writer did not fill it: export then serializes `payload`.
-    line = models.TextField(blank=True, default="")
+    # The entry as one JSONL line: JSON.stringify's form, no newline.
+    line = models.TextField()
 
     class Meta:
         constraints = [
@@ -133,14 +160,38 @@ class Entry(models.Model):
             models.UniqueConstraint(fields=["session", "seq"], name="unique_entry_seq"),
         ]
         indexes = [
-            models.Index(fields=["session", "parent"]),
-            models.Index(fields=["session", "type"]),
-            models.Index(fields=["session", "label"]),
+            # With the id (PostgreSQL: INCLUDE; SQLite: the rowid is in every index), the
+            # parent links of a big session are read from this index alone.
+            models.Index(fields=["session", "parent"], include=["id"], name="entry_session_parent"),
+            # Only the few entries the context builder looks up by type, and labelled
+            # ones, are indexed: a full index on either column slows every import.
+            models.Index(
+                fields=["session", "type"],
+                condition=models.Q(type__in=CONTEXT_MARKER_TYPES),
+                name="entry_context_marker",
+            ),
+            models.Index(
+                fields=["session", "label"], condition=~models.Q(label=""), name="entry_labelled"
+            ),
         ]
         verbose_name_plural = "entries"
 
     def __str__(self):
         return f"{self.type} {self.pi_id}"
+
+    @property
+    def payload(self) -> dict:
+        """The entry as a dict (parsed from `line` once per line value)."""
+        cached = self.__dict__.get("_payload")
+        if cached is None or cached[0] is not self.line:
+            cached = (self.line, json.loads(self.line))
+            self.__dict__["_payload"] = cached
+        return cached[1]
+
+    @payload.setter
+    def payload(self, value: dict) -> None:
+        self.line = serialize_entry(value)
+        self.__dict__["_payload"] = (self.line, value)
 
 
 class Job(models.Model):

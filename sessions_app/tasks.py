@@ -38,6 +38,14 @@ def _connect_job_sweeper():
 _connect_job_sweeper()
 
 
+@shared_task(name="piweb.finish_import", acks_late=True)
+def finish_import(session_pk: int, from_seq: int) -> int:
+    """What follows an import's commit: search indexing (idempotent; see the service)."""
+    from sessions_app.services.importer import finish_import as finish
+
+    return finish(session_pk, from_seq)
+
+
 @shared_task(name="piweb.compare_summary", acks_late=True)
 def run_compare_summary_job(job_id: str):
     """Summarize the difference of two branches (review area; services/compare.py)."""

@@ -32,6 +32,7 @@ __all__ = [
     "iter_export_lines",
     "iter_session_lines",
     "migrate_session_entries",
+    "parse_session_line",
     "parse_session_entries",
     "read_session",
     "serialize_entry",
@@ -129,17 +130,25 @@ def iter_session_lines(lines: Iterable[str | bytes]) -> Iterator[SessionLine]:
         number += 1
         if number == 1 and line.startswith("\ufeff"):
             line = line[1:]
+        value, error = parse_session_line(line)
+        if error is not None:
+            yield SessionLine(number, error=error)
+        elif value is not None:
+            yield SessionLine(number, value=value)
+
+
+def parse_session_line(line: str) -> tuple[dict[str, Any] | None, str | None]:
+    """One line of a session file: (object, None), (None, why it is skipped), or
+    (None, None) for a blank line."""
+    try:
+        value = _js_json_parse(line)
+    except ValueError as exc:
         if not line.strip(_JS_WHITESPACE):
-            continue
-        try:
-            value = _js_json_parse(line)
-        except ValueError as exc:
-            yield SessionLine(number, error=_describe_json_error(exc))
-            continue
-        if not isinstance(value, dict):
-            yield SessionLine(number, error=f"not a JSON object (got {_js_type(value)})")
-            continue
-        yield SessionLine(number, value=value)
+            return None, None
+        return None, _describe_json_error(exc)
+    if not isinstance(value, dict):
+        return None, f"not a JSON object (got {_js_type(value)})"
+    return value, None
 
 
 def _js_type(value: Any) -> str:

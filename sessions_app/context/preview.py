@@ -10,55 +10,97 @@ import math
 PREVIEW_CHARS = 300
 
 
-def _blocks_text(content, *, with_thinking: bool = True) -> str:
+def _blocks_text(content) -> str:
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
+    if isinstance(content, list):
+        return _blocks_texts(content)[0]
+    return ""
+
+
+def entry_digest(entry: dict) -> tuple[str, str, str, int]:
+    """(role, tool name, preview, token count) of an entry, in one pass over its content.
+
+    The role is a message's role. The tool name is the tool a toolResult answers, "bash"
+    for a bashExecution, or the first tool an assistant calls. The preview is one line
+    for the tree: the text without thinking, whitespace folded. The token count is a
+    cheap figure for the tree: the characters of `entry_text` / 4, like pi's estimate.
+    An import computes this for every entry, hence the single pass.
+    """
+    if entry.get("type") != "message":
+        text = entry_text(entry)
+        return "", "", _folded_prefix(text, PREVIEW_CHARS), math.ceil(len(text) / 4)
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        message = {}
+    role = message.get("role")
+    tool = ""
+    if role == "bashExecution":
+        visible = f"$ {message.get('command', '')}"
+        full = f"{visible}\n{message.get('output', '')}"
+        tool = "bash"
+    else:
+        if role == "toolResult":
+            tool = str(message.get("toolName", ""))
+        content = message.get("content")
+        if isinstance(content, list):
+            full, visible, first_tool = _blocks_texts(content)
+            if role == "assistant" and first_tool is not None:
+                tool = first_tool
+        else:
+            full = visible = content if isinstance(content, str) else ""
+    role = "" if role is None else str(role)
+    return role, tool, _folded_prefix(visible, PREVIEW_CHARS), math.ceil(len(full) / 4)
+
+
+def _blocks_texts(content: list) -> tuple[str, str, str | None]:
+    """(text with thinking, text without it, first tool called) of content blocks."""
+    parts: list[str] = []
+    visible: list[str] = []
+    first_tool = None
     for block in content:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "thinking" and with_thinking:
-            parts.append(str(block.get("thinking", "")))
+            part = str(block.get("text", ""))
+        elif kind == "thinking":
+            part = str(block.get("thinking", ""))
+            if part:
+                parts.append(part)
+            continue
         elif kind == "toolCall":
+            name = str(block.get("name", ""))
+            if first_tool is None:
+                first_tool = name
             args = json.dumps(block.get("arguments", {}), ensure_ascii=False)
-            parts.append(f"{block.get('name', '')}({args})")
+            part = f"{name}({args})"
         elif kind == "image":
-            parts.append("[image]")
-    return "\n".join(p for p in parts if p)
+            part = "[image]"
+        else:
+            continue
+        if part:
+            parts.append(part)
+            visible.append(part)
+    return "\n".join(parts), "\n".join(visible), first_tool
 
 
 def entry_role(entry: dict) -> str:
-    if entry.get("type") == "message":
-        return str((entry.get("message") or {}).get("role", ""))
-    return ""
+    return entry_digest(entry)[0]
 
 
 def entry_tool_name(entry: dict) -> str:
     """The tool a toolResult answers, or the first tool an assistant calls."""
-    message = entry.get("message") or {}
-    if entry.get("type") != "message":
-        return ""
-    if message.get("role") == "toolResult":
-        return str(message.get("toolName", ""))
-    if message.get("role") == "bashExecution":
-        return "bash"
-    if message.get("role") == "assistant" and isinstance(message.get("content"), list):
-        for block in message["content"]:
-            if isinstance(block, dict) and block.get("type") == "toolCall":
-                return str(block.get("name", ""))
-    return ""
+    return entry_digest(entry)[1]
 
 
 def entry_text(entry: dict) -> str:
     """All the human-readable text of an entry (for search and token estimates)."""
     kind = entry.get("type")
     if kind == "message":
-        message = entry.get("message") or {}
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            return ""
         role = message.get("role")
         if role == "bashExecution":
             return f"$ {message.get('command', '')}\n{message.get('output', '')}"
@@ -82,21 +124,21 @@ def entry_text(entry: dict) -> str:
 
 def entry_preview(entry: dict) -> str:
     """One line for the tree: the text without thinking, whitespace folded."""
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message") or {}
-        if message.get("role") == "bashExecution":
-            text = f"$ {message.get('command', '')}"
-        else:
-            text = _blocks_text(message.get("content"), with_thinking=False)
-    else:
-        text = entry_text(entry)
-    return _folded_prefix(text, PREVIEW_CHARS)
+    return entry_digest(entry)[2]
 
 
 def _folded_prefix(text: str, limit: int) -> str:
-    """``" ".join(text.split())[:limit]`` without splitting all of a huge text."""
-    size = limit * 4
+    """``" ".join(text.split())[:limit]`` without splitting all of a huge text.
+
+    Folding a prefix of the text gives a prefix of the folded text, so once a folded
+    prefix is longer than `limit` its start is the answer. Most texts need no folding
+    at their start: printable (so no whitespace but the ASCII space), no double space,
+    no leading space.
+    """
+    head = text[: limit + 1]
+    if head.isprintable() and "  " not in head and head[:1] != " ":
+        return head[:limit] if len(text) > limit else head.rstrip(" ")
+    size = limit + limit // 4
     while size < len(text):
         folded = " ".join(text[:size].split())
         if len(folded) > limit:
@@ -107,4 +149,4 @@ def _folded_prefix(text: str, limit: int) -> str:
 
 def rough_token_count(entry: dict) -> int:
     """A cheap per-entry token figure for the tree (chars / 4, like pi's estimate)."""
-    return math.ceil(len(entry_text(entry)) / 4)
+    return entry_digest(entry)[3]

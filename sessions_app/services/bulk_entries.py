@@ -1,31 +1,33 @@
 """Fast, batch-wise insertion of many pi entries into one session (import and fork).
 
-Rows are written with raw SQL (COPY on PostgreSQL, executemany on SQLite) rather than
-Entry.objects.bulk_create, because at 100,000 entries the model machinery (and the
-second JSON encoding JSONField does) costs more than the database. Primary keys are
-reserved before the batch is written, so a child can point at a parent in the same
-batch without a second UPDATE pass.
+Rows are written with raw SQL rather than Entry.objects.bulk_create, because at 100,000
+entries the model machinery costs more than the database:
+- PostgreSQL: one binary COPY stays open while rows are added, so the server stores
+  rows while Python parses the next ones (two processes, two cores);
+- SQLite: executemany every `batch_size` rows.
+Primary keys are reserved before rows are written (`new_pk`, `reserve_ids`), so a child
+can point at a parent in the same batch without a second UPDATE pass.
 
 Callers must be inside `transaction.atomic()` and hold the session's row lock; on
 SQLite the write lock is already ours (the connection begins IMMEDIATE transactions),
-which is what makes reading the next id from `sqlite_sequence` safe.
+which is what makes reading the next id from `sqlite_sequence` safe. Use the writer
+as a context manager (an exception then cancels an open COPY, so the transaction can
+roll back) and call `close()` before running other queries on the connection: nothing
+else can run during a COPY.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from types import SimpleNamespace
+from contextlib import ExitStack
 
 from django.db import connection
 
+from sessions_app.context.preview import entry_digest
 from sessions_app.models import Entry, Session
-from sessions_app.services.tree import entry_columns
 
-# Characters PostgreSQL text/jsonb refuse and Python cannot encode to UTF-8.
+# Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
 _BAD_TEXT_RE = re.compile("[\x00\ud800-\udfff]")
-# JSON escapes jsonb refuses: \u0000 and (possibly lone) surrogates.
-_BAD_JSON_ESCAPE_RE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 _KNOWN_COLUMNS = (
     "id",
@@ -41,9 +43,22 @@ _KNOWN_COLUMNS = (
     "preview",
     "label",
     "token_count",
-    "payload",
     "line",
 )
+# Ids reserved at a time by new_pk(): the block grows, so a small session reserves few
+# and a big one seldom stops its COPY to reserve more (unused ids only leave gaps).
+_FIRST_ID_BLOCK = 256
+_MAX_ID_BLOCK = 65536
+
+
+def _field_name(column: str) -> str:
+    return next(f.name for f in Entry._meta.concrete_fields if f.column == column)
+
+
+def _copy_type(field) -> str:
+    """The PostgreSQL type name psycopg dumps a column's values as in a binary COPY."""
+    base = field.db_type(connection).split("(")[0].strip()
+    return {"bigint": "int8", "integer": "int4", "varchar": "text"}.get(base, base)
 
 
 def clean_text(value: str) -> str:
@@ -53,31 +68,23 @@ def clean_text(value: str) -> str:
     return _BAD_TEXT_RE.sub("\ufffd", value)
 
 
-def _clean_value(value):
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_text(k): _clean_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean_value(v) for v in value]
-    return value
-
-
-def payload_text_for_db(line: str, payload: dict) -> str:
-    """The text stored in the `payload` column for an entry whose exact JSON is `line`.
-
-    Usually `line` itself. jsonb cannot hold \\u0000 or lone surrogates: then the
-    payload column gets a cleaned copy (those characters as U+FFFD) while `line` keeps
-    the exact text, which is what load_path and export read.
-    """
-    if connection.vendor == "postgresql" and "\\u" in line and _BAD_JSON_ESCAPE_RE.search(line):
-        cleaned = _clean_value(payload)
-        return json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
-    return line
+def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int]:
+    """(type, timestamp, role, tool name, preview, token count): the denormalized
+    columns of an entry, cut to their column sizes and safe for any database."""
+    role, tool, preview, tokens = entry_digest(payload)
+    etype = payload.get("type", "")
+    etype = (etype if isinstance(etype, str) else str(etype))[:32]
+    stamp = payload.get("timestamp", "")
+    stamp = (stamp if isinstance(stamp, str) else str(stamp))[:40]
+    role, tool = role[:32], tool[:100]
+    joined = etype + stamp + role + tool + preview
+    if not joined.isascii() or "\x00" in joined:
+        etype, stamp, role, tool, preview = map(clean_text, (etype, stamp, role, tool, preview))
+    return etype, stamp, role, tool, preview, tokens
 
 
 class EntryWriter:
-    """Buffers entry rows for one session and writes them in batches."""
+    """Writes entry rows for one session in batches (see the module doc)."""
 
     def __init__(self, session: Session, *, batch_size: int = 2000, index_search: bool = True):
         self.session = session
@@ -85,7 +92,7 @@ class EntryWriter:
         self.batch_size = batch_size
         self.table = Entry._meta.db_table
         self.rows: list[list] = []
-        self.payloads: list[dict] = []
+        self.payloads: list[dict] = []  # kept only for search indexing
         self.written = 0
         extra = [
             f
@@ -93,23 +100,40 @@ class EntryWriter:
             if f.column not in _KNOWN_COLUMNS and not f.primary_key
         ]
         # Fields other areas may add later: written with their defaults.
-        self.extra_columns = [f.column for f in extra]
         self.extra_values = [
             f.get_db_prep_save(f.get_default(), connection) if f.has_default() else None
             for f in extra
         ]
-        self.columns = list(_KNOWN_COLUMNS) + self.extra_columns
-        self._next_ids: list[int] = []
+        self.columns = list(_KNOWN_COLUMNS) + [f.column for f in extra]
+        self._sequence: str | None = None
+        self._sqlite_last_id = 0
+        self._id_pool: list[int] = []
+        self._id_block = _FIRST_ID_BLOCK
+        self._copy = None
+        self._copy_stack: ExitStack | None = None
 
     # -- ids -------------------------------------------------------------------------
 
+    def new_pk(self) -> int:
+        """A fresh primary key for the next row."""
+        if not self._id_pool:
+            self._id_pool = self.reserve_ids(self._id_block)
+            self._id_pool.reverse()
+            self._id_block = min(self._id_block * 4, _MAX_ID_BLOCK)
+        return self._id_pool.pop()
+
     def reserve_ids(self, count: int) -> list[int]:
         """`count` fresh primary keys for rows we are about to insert."""
+        self._end_copy()
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
+                if self._sequence is None:
+                    # Looked up once: per row, the lookup costs more than nextval itself.
+                    cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [self.table])
+                    self._sequence = cursor.fetchone()[0]
                 cursor.execute(
-                    "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                    [self.table, count],
+                    "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
+                    [self._sequence, count],
                 )
                 return [row[0] for row in cursor.fetchall()]
             if connection.vendor == "sqlite":
@@ -118,13 +142,10 @@ class EntryWriter:
                     f" COALESCE((SELECT MAX(id) FROM {self.table}), 0))",
                     [self.table],
                 )
-                start = (cursor.fetchone()[0] or 0) + 1
                 # Written rows raise sqlite_sequence; until then we remember our range.
-                if self._next_ids and self._next_ids[-1] >= start:
-                    start = self._next_ids[-1] + 1
-                ids = list(range(start, start + count))
-                self._next_ids = ids[-1:]
-                return ids
+                start = max(cursor.fetchone()[0] or 0, self._sqlite_last_id) + 1
+                self._sqlite_last_id = start + count - 1
+                return list(range(start, start + count))
         raise NotImplementedError(f"bulk entry writes are not supported on {connection.vendor}")
 
     # -- rows ------------------------------------------------------------------------
@@ -141,8 +162,10 @@ class EntryWriter:
         line: str,
         label: str = "",
     ) -> None:
-        cols = entry_columns(payload)
-        self.payloads.append(payload)
+        """Queue one row; written when the batch is full (and by close())."""
+        etype, stamp, role, tool, preview, tokens = entry_row_columns(payload)
+        if self.index_search:
+            self.payloads.append(payload)
         self.rows.append(
             [
                 pk,
@@ -151,67 +174,82 @@ class EntryWriter:
                 parent_pk,
                 parent_pi_id,
                 seq,
-                clean_text(cols["type"]),
-                clean_text(cols["timestamp"]),
-                clean_text(cols["role"]),
-                clean_text(cols["tool_name"]),
-                clean_text(cols["preview"]),
-                clean_text(label),
-                cols["token_count"],
-                payload_text_for_db(line, payload),
+                etype,
+                stamp,
+                role,
+                tool,
+                preview,
+                clean_text(label)[:200] if label else "",
+                tokens,
                 line,
                 *self.extra_values,
             ]
         )
+        if len(self.rows) >= self.batch_size:
+            self.flush()
 
     def flush(self) -> int:
-        """Write the buffered rows; returns how many."""
+        """Send the queued rows to the database; returns how many."""
         rows, self.rows = self.rows, []
-        payloads, self.payloads = self.payloads, []
         if not rows:
             return 0
-        column_sql = ", ".join(connection.ops.quote_name(c) for c in self.columns)
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                raw = cursor.cursor  # the psycopg cursor under Django's wrapper
-                with raw.copy(f"COPY {self.table} ({column_sql}) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row(row)
-            else:
-                marks = ", ".join(["%s"] * len(self.columns))
+        if connection.vendor == "postgresql":
+            copy = self._open_copy()
+            for row in rows:
+                copy.write_row(row)
+        else:
+            column_sql = ", ".join(connection.ops.quote_name(c) for c in self.columns)
+            marks = ", ".join(["%s"] * len(self.columns))
+            with connection.cursor() as cursor:
                 cursor.executemany(
                     f"INSERT INTO {self.table} ({column_sql}) VALUES ({marks})", rows
                 )
         self.written += len(rows)
         if self.index_search:
-            _index_for_search(rows, payloads)
+            payloads, self.payloads = self.payloads, []
+            self._end_copy()
+            from sessions_app.services.search import EntryText, index_entries
+
+            index_entries(
+                EntryText(*row[:2], *row[6:10], payload)
+                for row, payload in zip(rows, payloads, strict=True)
+            )
         return len(rows)
 
+    def close(self) -> int:
+        """Write everything queued and end the COPY; returns the rows written in all."""
+        self.flush()
+        self._end_copy()
+        return self.written
 
-def _index_for_search(rows: list[list], payloads: list[dict]) -> None:
-    """Rows written with raw SQL get no post_save: index them for search here."""
-    try:
-        from sessions_app.services.search import index_entries
-    except ImportError:  # search not installed
-        return
-    # Light stand-ins for Entry (the indexer reads these attributes only): building
-    # 100,000 model instances would cost more than the index itself.
-    index_entries(
-        SimpleNamespace(
-            pk=row[0],
-            id=row[0],
-            session_id=row[1],
-            pi_id=row[2],
-            type=row[6],
-            timestamp=row[7],
-            role=row[8],
-            tool_name=row[9],
-            payload=_clean_value(payload)
-            if "\\u" in row[14] and _BAD_JSON_ESCAPE_RE.search(row[14])
-            else payload,
-        )
-        for row, payload in zip(rows, payloads, strict=True)
-    )
+    def __enter__(self) -> EntryWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.close()
+        elif self._copy_stack is not None:
+            stack, self._copy_stack, self._copy = self._copy_stack, None, None
+            stack.__exit__(exc_type, exc, traceback)  # psycopg cancels the COPY
+
+    def _open_copy(self):
+        if self._copy is None:
+            column_sql = ", ".join(connection.ops.quote_name(c) for c in self.columns)
+            self._copy_stack = ExitStack()
+            cursor = self._copy_stack.enter_context(connection.cursor()).cursor
+            self._copy = self._copy_stack.enter_context(
+                cursor.copy(f"COPY {self.table} ({column_sql}) FROM STDIN (FORMAT BINARY)")
+            )
+            # Binary rows: nothing to escape on either side.
+            self._copy.set_types(
+                [_copy_type(Entry._meta.get_field(_field_name(c))) for c in self.columns]
+            )
+        return self._copy
+
+    def _end_copy(self) -> None:
+        if self._copy_stack is not None:
+            stack, self._copy_stack, self._copy = self._copy_stack, None, None
+            stack.close()
 
 
 def set_parents(pairs: list[tuple[int, int]]) -> None:
@@ -236,54 +274,3 @@ def apply_labels(session: Session, labels: dict[str, str]) -> None:
             f"UPDATE {table} SET label = %s WHERE session_id = %s AND pi_id = %s",
             [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
         )
-
-
-def index_stored_entries(session: Session, from_seq: int = 0, batch_size: int = 2000) -> int:
-    """Index a session's entries with seq >= from_seq for search, batch by batch.
-
-    The importer runs this after its transaction has committed: the search index is
-    derived data (idempotent, rebuilt by `manage.py reindex_search`), so the import
-    itself does not wait for it. Returns the number of entries read.
-    """
-    table = Entry._meta.db_table
-    last = from_seq - 1
-    done = 0
-    while True:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, seq, pi_id, type, timestamp, role, tool_name, line, "
-                f"CASE WHEN line = '' THEN payload END FROM {table} "
-                f"WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                [session.pk, last, batch_size],
-            )
-            rows = cursor.fetchall()
-        if not rows:
-            return done
-        field = Entry._meta.get_field("payload")
-        batch_rows, payloads = [], []
-        for pk, _seq, pi_id, etype, ts, role, tool, line, payload in rows:
-            value = json.loads(line) if line else field.from_db_value(payload, None, connection)
-            # the row layout _index_for_search reads (see EntryWriter.add)
-            batch_rows.append(
-                [
-                    pk,
-                    session.pk,
-                    pi_id,
-                    None,
-                    None,
-                    None,
-                    etype,
-                    ts,
-                    role,
-                    tool,
-                    None,
-                    None,
-                    None,
-                    None,
-                    line,
-                ]
-            )
-            payloads.append(value)
-        _index_for_search(batch_rows, payloads)
-        done += len(rows)
-        last = rows[-1][1]

@@ -1,8 +1,8 @@
 """Export a session as a pi session file (JSONL) that pi itself loads.
 
 The header line first, then every entry in append (seq) order, each as JSON.stringify
-writes it: no spaces, non-ASCII kept. Imported entries are written back byte for byte
-(their stored `line`); entries written without one are serialized from `payload`.
+writes it: no spaces, non-ASCII kept. Every entry is written back byte for byte as
+stored (its `line`), so an imported session exports exactly as it came in.
 Streams with `.iterator()`, so a 100,000-entry session never sits in memory.
 """
 
@@ -26,13 +26,10 @@ def iter_session_lines(session: Session) -> Iterator[str]:
     rows = (
         Entry.objects.filter(session=session)
         .order_by("seq")
-        .values_list("line", "pk")
+        .values_list("line", flat=True)
         .iterator(chunk_size=CHUNK)
     )
-    for line, pk in rows:
-        if not line:
-            payload = Entry.objects.values_list("payload", flat=True).get(pk=pk)
-            line = serialize_entry(payload)
+    for line in rows:
         yield line + "\n"
 
 

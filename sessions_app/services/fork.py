@@ -51,22 +51,13 @@ def _load(pks: list[int]) -> dict[int, tuple[dict, str]]:
     """pk -> (payload, line) for the given entries."""
     out: dict[int, tuple[dict, str]] = {}
     table = Entry._meta.db_table
-    field = Entry._meta.get_field("payload")
     with connection.cursor() as cursor:
         for start in range(0, len(pks), 2000):
             chunk = pks[start : start + 2000]
             marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
-                f"WHERE id IN ({marks})",
-                chunk,
-            )
-            for pk, line, payload in cursor.fetchall():
-                if line:
-                    out[pk] = (json.loads(line), line)
-                else:
-                    value = field.from_db_value(payload, None, connection)
-                    out[pk] = (value, serialize_entry(value))
+            cursor.execute(f"SELECT id, line FROM {table} WHERE id IN ({marks})", chunk)
+            for pk, line in cursor.fetchall():
+                out[pk] = (json.loads(line), line)
     return out
 
 
@@ -199,26 +190,23 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
             first_message=clean_text(first_message)[:300],
             model_profile=source.model_profile,
         )
-        writer = EntryWriter(new)
-        ids = writer.reserve_ids(len(entries)) if entries else []
-        pk_of = {entry.get("id"): pk for entry, pk in zip(entries, ids, strict=True)}
         labels: dict[str, str] = {}
-        for seq, (entry, pk) in enumerate(zip(entries, ids, strict=True)):
-            parent_id = entry.get("parentId")
-            if entry.get("type") == "label":
-                labels[entry.get("targetId")] = entry.get("label") or ""
-            writer.add(
-                pk=pk,
-                pi_id=entry["id"],
-                parent_pk=pk_of.get(parent_id) if parent_id else None,
-                parent_pi_id=parent_id,
-                seq=seq,
-                payload=entry,
-                line=line_of.get(id(entry)) or serialize_entry(entry),
-            )
-            if len(writer.rows) >= writer.batch_size:
-                writer.flush()
-        writer.flush()
+        with EntryWriter(new) as writer:
+            ids = writer.reserve_ids(len(entries)) if entries else []
+            pk_of = {entry.get("id"): pk for entry, pk in zip(entries, ids, strict=True)}
+            for seq, (entry, pk) in enumerate(zip(entries, ids, strict=True)):
+                parent_id = entry.get("parentId")
+                if entry.get("type") == "label":
+                    labels[entry.get("targetId")] = entry.get("label") or ""
+                writer.add(
+                    pk=pk,
+                    pi_id=entry["id"],
+                    parent_pk=pk_of.get(parent_id) if parent_id else None,
+                    parent_pi_id=parent_id,
+                    seq=seq,
+                    payload=entry,
+                    line=line_of.get(id(entry)) or serialize_entry(entry),
+                )
         if labels:
             apply_labels(new, {t: lab for t, lab in labels.items() if t in pk_of})
         new.leaf_id = pk_of.get(leaf_id)

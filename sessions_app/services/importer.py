@@ -30,42 +30,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from sessions_app.context.jsonl import (
     CURRENT_SESSION_VERSION,
-    iter_session_lines,
     migrate_session_entries,
+    parse_session_line,
     serialize_entry,
 )
 from sessions_app.context.preview import entry_preview
 from sessions_app.models import Entry, Session
 from sessions_app.services import events, tree
-from sessions_app.services.bulk_entries import (
-    EntryWriter,
-    apply_labels,
-    clean_text,
-    index_stored_entries,
-    set_parents,
-)
+from sessions_app.services.bulk_entries import EntryWriter, apply_labels, clean_text, set_parents
+from sessions_app.services.search import index_stored_entries
+
+log = logging.getLogger(__name__)
 
 BATCH_SIZE = 2000
 READ_CHUNK = 1 << 20
 # A single line larger than this is skipped (reported) without being held in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 MAX_LISTED = 1000  # skipped lines / warnings listed in a report (the counts are exact)
-
-# When a line equals Python's compact json text of its value, it is JSON.stringify's
-# text too, except for numbers in exponent form (Python writes 1e-05, JS 0.00001), which
-# Python always writes with a signed exponent. (Integers above 2**53 and integer-like
-# keys out of order, which only non-JS writers produce, are kept as written.)
-_EXPONENT_RE = re.compile(r"[0-9]e[+-][0-9]")
 
 
 class SessionImportError(ValueError):
@@ -90,7 +81,8 @@ class ImportReport:
     bytes_read: int = 0
     first_new_seq: int = 0
     import_seconds: float = 0.0
-    search_seconds: float = 0.0  # indexing the new entries for search, after the commit
+    after_commit_seconds: float = 0.0  # finish_import (VACUUM, search index), after commit
+    after_commit_queued: bool = False  # finish_import was handed to a worker
 
     def skip(self, line_no: int, reason: str) -> None:
         self.skipped_count += 1
@@ -180,44 +172,13 @@ def _decode(raw: bytes, line_no: int, report: ImportReport) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
-def _parse(text: str) -> tuple[dict | None, str | None]:
-    """(object, None), (None, reason), or (None, None) for a blank line."""
-    for parsed in iter_session_lines((text,)):
-        if parsed.ok:
-            return parsed.value, None
-        return None, parsed.error
-    return None, None
-
-
-def _canonical_line(text: str, value: dict) -> str:
-    """The text stored for an entry: the line itself when it is compact JSON as pi writes
-    it, else JSON.stringify's text of `value`.
-
-    A line without `": "`, `", "`, `\\u` escapes, exponents or surrounding whitespace is
-    kept verbatim (pi-written lines always are; checking costs a few substring searches,
-    not an encode); anything else is compared with Python's compact encoding and, when
-    that differs, serialized the JS way.
-    """
-    if (
-        text[:1] == "{"
-        and text[-1:] == "}"
-        and '": ' not in text
-        and '", ' not in text
-        and "\\u" not in text
-        and not (("e+" in text or "e-" in text) and _EXPONENT_RE.search(text))
-    ):
-        return text
-    fast = _compact_dumps(value)
-    if fast == text and not (("e+" in text or "e-" in text) and _EXPONENT_RE.search(text)):
+def _stored_line(text: str, value: dict) -> str:
+    """The text stored for an entry: the line as written when it is one JSON object with
+    nothing around it (pi's lines always are), so export gives back exactly what was
+    imported; else (a CR before the newline, padding) JSON.stringify's text of it."""
+    if text[:1] == "{" and text[-1:] == "}":
         return text
     return serialize_entry(value)
-
-
-def _compact_dumps(value: Any) -> str | None:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        return None
 
 
 def _iter_objects(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, dict, str]]:
@@ -227,7 +188,7 @@ def _iter_objects(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, 
         del raw
         if line_no == 1 and text.startswith("\ufeff"):
             text = text[1:]
-        value, error = _parse(text)
+        value, error = parse_session_line(text)
         if error is not None:
             report.skip(line_no, error)
             continue
@@ -252,6 +213,8 @@ def valid_id(value: object) -> bool:
 
 
 def _id_problem(what: str, value: str) -> str | None:
+    if _ID_RE.fullmatch(value) is not None and value not in (".", ".."):
+        return None
     if len(value) > 64:
         return f"{what} is longer than 64 characters"
     if not valid_id(value):
@@ -296,18 +259,16 @@ class _Import:
         self.report = report
         self.batch_size = batch_size
         self.session: Session | None = None
-        self.writer: EntryWriter | None = None
         self.pks: dict[str, int] = {}  # pi id -> pk (ids only, never payloads)
         self.lines: dict[str, int] = {}  # pi id -> line number (new entries)
         self.parent_of: dict[str, str] = {}  # for the cycle check of forward references
         self.forward: list[tuple[int, str, int, str]] = []  # (pk, pi id, line, parent pi id)
-        self.pending: list[tuple[int, dict, str]] = []
         self.labels: dict[str, str] = {}
         self.name: str | None = None
         self.first_message = ""
         self.last_pi_id: str | None = None
         self.next_seq = 0
-        self.existing: Iterator[tuple[str, str, Any]] | None = None
+        self.existing: Iterator[tuple[str, str]] | None = None
         self.existing_left = 0
 
     # -- header ----------------------------------------------------------------------
@@ -329,6 +290,7 @@ class _Import:
                     "refusing to merge two different sessions"
                 )
         self.session = existing
+        self._start_writer()
         self.report.status = "unchanged"
         self.next_seq = existing.next_seq
         self.report.first_new_seq = existing.next_seq
@@ -356,10 +318,15 @@ class _Import:
             raise SessionImportError(
                 f"session {header['id']} is being imported by someone else right now; try again"
             ) from exc
+        self._start_writer()
         self.report.status = "created"
 
-    def _iter_existing(self, session: Session) -> Iterator[tuple[str, str, Any]]:
-        """(pi id, line, payload) of the stored entries in seq order, page by page."""
+    def _start_writer(self) -> None:
+        # Search indexing runs after the commit (import_jsonl_stream).
+        self.writer = EntryWriter(self.session, batch_size=self.batch_size, index_search=False)
+
+    def _iter_existing(self, session: Session) -> Iterator[tuple[str, str]]:
+        """(pi id, line) of the stored entries in seq order, page by page."""
         last = -1
         while True:
             page = list(
@@ -371,10 +338,7 @@ class _Import:
                 return
             for _seq, pk, pi_id, line in page:
                 self.pks[pi_id] = pk
-                payload = None
-                if not line:  # written without its line: compare the payload
-                    payload = Entry.objects.values_list("payload", flat=True).get(pk=pk)
-                yield pi_id, line, payload
+                yield pi_id, line
             last = page[-1][0]
 
     # -- entries ---------------------------------------------------------------------
@@ -384,7 +348,7 @@ class _Import:
         if problem:
             self.report.skip(line_no, problem)
             return
-        line = _canonical_line(text, value) if text is not None else serialize_entry(value)
+        line = _stored_line(text, value) if text is not None else serialize_entry(value)
         if self.existing_left:
             self._compare(line_no, value, line)
             return
@@ -396,16 +360,14 @@ class _Import:
                 f"line {line_no}: duplicate entry id {eid!r} (first used on {where})"
             )
         self.lines[eid] = line_no
-        self.pks[eid] = 0  # reserved below, with the batch
-        self.pending.append((line_no, value, line))
-        if len(self.pending) >= self.batch_size:
-            self.flush()
+        self._write(line_no, eid, value, line)
 
     def _compare(self, line_no: int, value: dict, line: str) -> None:
-        stored_id, stored_line, stored_payload = next(self.existing)
+        stored_id, stored_line = next(self.existing)
         self.existing_left -= 1
+        # The same entry written differently (spaces, escapes) is still the same entry.
         same = value.get("id") == stored_id and (
-            stored_line == line if stored_line else stored_payload == value
+            stored_line == line or json.loads(stored_line) == value
         )
         if not same:
             raise SessionImportError(
@@ -417,45 +379,35 @@ class _Import:
             for _ in self.existing:  # let the pager finish filling self.pks
                 pass
 
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        if self.writer is None:
-            # Search indexing runs after the commit (import_jsonl_stream).
-            self.writer = EntryWriter(self.session, batch_size=self.batch_size, index_search=False)
-        ids = self.writer.reserve_ids(len(self.pending))
-        pks = self.pks
-        for pk, (line_no, value, line) in zip(ids, self.pending, strict=True):
-            eid = value["id"]
-            pks[eid] = pk
-            pid = value.get("parentId")
-            if pid == eid:
-                raise SessionImportError(
-                    f"line {line_no}: parentId cycle: entry {eid!r} is its own parent; "
-                    "a session tree cannot loop, so nothing was imported"
-                )
-            parent_pk = None
-            if pid:
-                parent_pk = pks.get(pid) or None
-                self.parent_of[eid] = pid
-                if parent_pk is None:
-                    # Not seen yet (a forward reference) or nowhere: settled at the end.
-                    self.forward.append((pk, eid, line_no, pid))
-            self._side_effects(value)
-            self.writer.add(
-                pk=pk,
-                pi_id=eid,
-                parent_pk=parent_pk,
-                parent_pi_id=pid,
-                seq=self.next_seq,
-                payload=value,
-                line=line,
+    def _write(self, line_no: int, eid: str, value: dict, line: str) -> None:
+        pk = self.writer.new_pk()
+        self.pks[eid] = pk
+        pid = value.get("parentId")
+        if pid == eid:
+            raise SessionImportError(
+                f"line {line_no}: parentId cycle: entry {eid!r} is its own parent; "
+                "a session tree cannot loop, so nothing was imported"
             )
-            self.next_seq += 1
-            self.last_pi_id = eid
-        self.report.entries_added += len(self.pending)
-        self.pending = []
-        self.writer.flush()
+        parent_pk = None
+        if pid:
+            parent_pk = self.pks.get(pid)
+            self.parent_of[eid] = pid
+            if parent_pk is None:
+                # Not seen yet (a forward reference) or nowhere: settled at the end.
+                self.forward.append((pk, eid, line_no, pid))
+        self._side_effects(value)
+        self.writer.add(
+            pk=pk,
+            pi_id=eid,
+            parent_pk=parent_pk,
+            parent_pi_id=pid,
+            seq=self.next_seq,
+            payload=value,
+            line=line,
+        )
+        self.next_seq += 1
+        self.last_pi_id = eid
+        self.report.entries_added += 1
 
     def _side_effects(self, value: dict) -> None:
         etype = value.get("type")
@@ -482,7 +434,7 @@ class _Import:
                 "that are not in this file (it was changed after the import, or the file is "
                 "older); nothing was imported"
             )
-        self.flush()
+        self.writer.close()
         self._settle_forward_references()
         session = self.session
         if self.report.entries_added:
@@ -573,13 +525,19 @@ def _file_sha256(fileobj) -> str | None:
 
 
 def import_jsonl_stream(
-    fileobj, owner, *, filename: str = "", batch_size: int = BATCH_SIZE, index_search: bool = True
+    fileobj,
+    owner,
+    *,
+    filename: str = "",
+    batch_size: int = BATCH_SIZE,
+    after_commit: str = "inline",
 ) -> ImportReport:
     """Import one pi session file from a binary (or text) file object. See the module doc.
 
-    The import is one transaction. After it commits, the new entries are indexed for
-    search (`index_search`; derived data, idempotent): `report.import_seconds` and
-    `report.search_seconds` time the two steps.
+    The import is one transaction; `finish_import` follows its commit (search indexing,
+    derived data): `after_commit="inline"` runs it here, `"worker"` hands it to a Celery
+    worker (here again when no broker answers), `"off"` leaves it to the caller.
+    `report.import_seconds` and `report.after_commit_seconds` time the two steps.
     """
     started = time.perf_counter()
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "upload")
@@ -616,11 +574,39 @@ def import_jsonl_stream(
             raise SessionImportError(str(exc), filename=report.filename) from exc
         raise
     report.import_seconds = time.perf_counter() - started
-    if index_search and report.entries_added:
-        started = time.perf_counter()
-        index_stored_entries(report.session, report.first_new_seq)
-        report.search_seconds = time.perf_counter() - started
+    if report.entries_added and after_commit != "off":
+        if after_commit == "worker" and _queue_finish_import(report):
+            report.after_commit_queued = True
+        else:
+            started = time.perf_counter()
+            finish_import(report.session.pk, report.first_new_seq)
+            report.after_commit_seconds = time.perf_counter() - started
     return report
+
+
+def finish_import(session_pk: int, from_seq: int) -> int:
+    """The work that follows an import's commit. None of it is needed to open the session,
+    and all of it is idempotent: on PostgreSQL, VACUUM marks the new rows all-visible, so
+    the parent links of a big session are then read from an index alone; then the new
+    entries are indexed for search. Returns the number of entries indexed."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
+        except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
+            log.warning("could not vacuum the entries after an import: %s", exc)
+    return index_stored_entries(session_pk, from_seq)
+
+
+def _queue_finish_import(report: ImportReport) -> bool:
+    from sessions_app.tasks import finish_import as finish_import_task
+
+    try:
+        finish_import_task.apply_async(args=[report.session.pk, report.first_new_seq])
+    except Exception as exc:  # the broker is down: the caller does it inline instead
+        log.warning("could not queue the end of the import of %s: %s", report.session.pi_id, exc)
+        return False
+    return True
 
 
 def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Import | None:
@@ -643,11 +629,13 @@ def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Impo
     version = header.get("version")
     job = _Import(owner, report, batch_size)
     if isinstance(version, (int, float)) and not isinstance(version, bool) and version >= 3:
-        header_line = _canonical_line(header_text, header)
+        header_line = _stored_line(header_text, header)
         # The sha is known only at the end: start with a placeholder, set it in finish().
         job.start(header, header_line, "")
-        for line_no, value, text in objects:
-            job.add(line_no, value, text)
+        with job.writer:
+            for line_no, value, text in objects:
+                job.add(line_no, value, text)
+            job.finish(hasher.hexdigest())
     else:
         # v1/v2: pi's migration needs the whole list (v1 compactions point by index).
         items = [header]
@@ -658,9 +646,9 @@ def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Impo
         report.migrated_from = version if isinstance(version, int) else 1
         migrate_session_entries(items)
         job.start(header, serialize_entry(header), "")
-        for n, value in zip(numbers[1:], items[1:], strict=True):
-            job.add(n, value, None)
-    report.session = job.session
-    job.finish(hasher.hexdigest())
+        with job.writer:
+            for n, value in zip(numbers[1:], items[1:], strict=True):
+                job.add(n, value, None)
+            job.finish(hasher.hexdigest())
     report.session = job.session
     return job

@@ -41,14 +41,10 @@ def blocking_job(session: Session) -> Job | None:
 
 def resolve_target(session: Session, target_pi_id: str) -> dict:
     """Where the leaf goes for `target_pi_id`: {"leafId", "editorText"} (core rule)."""
-    payload = (
-        Entry.objects.filter(session=session, pi_id=target_pi_id)
-        .values_list("payload", flat=True)
-        .first()
-    )
-    if payload is None:
+    entry = Entry.objects.filter(session=session, pi_id=target_pi_id).only("line").first()
+    if entry is None:
         raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
-    return SessionTree([payload]).navigate_target(target_pi_id)
+    return SessionTree([entry.payload]).navigate_target(target_pi_id)
 
 
 def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationResult:

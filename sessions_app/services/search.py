@@ -19,6 +19,7 @@ Index maintenance: a post_save receiver indexes every entry created one by one (
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
@@ -31,6 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 from sessions_app.context.preview import entry_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services.access import visible_sessions
+from sessions_app.services.bulk_entries import clean_text
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
 INDEXED_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
@@ -64,11 +66,25 @@ def _parse_date(timestamp: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def document_for(entry: Entry) -> SearchDocument | None:
+@dataclass(slots=True)
+class EntryText:
+    """What the indexer reads of an entry: bulk writers pass these instead of building
+    100,000 Entry instances, which would cost more than the index itself."""
+
+    pk: int
+    session_id: int
+    type: str
+    timestamp: str
+    role: str
+    tool_name: str
+    payload: dict
+
+
+def document_for(entry: Entry | EntryText) -> SearchDocument | None:
     """The search row for one entry, or None when it has nothing to search."""
     if entry.type not in INDEXED_TYPES:
         return None
-    text = entry_text(entry.payload or {}).replace("\x00", "")
+    text = clean_text(entry_text(entry.payload or {}))
     if not text.strip():
         return None
     return SearchDocument(
@@ -104,6 +120,32 @@ def index_entries(entries, batch_size: int = 2000) -> int:
 def _write(batch: list[SearchDocument]) -> int:
     SearchDocument.objects.bulk_create(batch, ignore_conflicts=True)
     return len(batch)
+
+
+def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2000) -> int:
+    """Index a session's entries with seq >= from_seq, batch by batch; idempotent.
+
+    Imports call this after their transaction has committed (inline, or in a worker
+    through tasks.index_session_search): the index is derived data, so the import does
+    not wait for it. Returns the number of entries read (0 for a session now gone).
+    """
+    last = from_seq - 1
+    done = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, session_id, seq, type, timestamp, role, tool_name, line "
+                f"FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                [session_pk, last, batch_size],
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            return done
+        index_entries(
+            EntryText(pk, sid, *columns, json.loads(line)) for pk, sid, _seq, *columns, line in rows
+        )
+        done += len(rows)
+        last = rows[-1][2]
 
 
 def index_session(session: Session) -> int:

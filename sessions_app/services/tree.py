@@ -14,15 +14,9 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-from sessions_app.context.jsonl import serialize_entry
-from sessions_app.context.preview import (
-    entry_preview,
-    entry_role,
-    entry_tool_name,
-    rough_token_count,
-)
-from sessions_app.models import Activity, Entry, Session
+from sessions_app.models import CONTEXT_MARKER_TYPES, Activity, Entry, Session
 from sessions_app.services import events
+from sessions_app.services.bulk_entries import entry_row_columns
 
 UNSET = object()
 MAX_PATH_DEPTH = 10_000_000
@@ -42,14 +36,8 @@ def new_entry_id(existing: set[str] | None = None) -> str:
 
 def entry_columns(payload: dict) -> dict:
     """The denormalized columns of an Entry, derived from its pi payload."""
-    return {
-        "type": str(payload.get("type", ""))[:32],
-        "timestamp": str(payload.get("timestamp", ""))[:40],
-        "role": entry_role(payload)[:32],
-        "tool_name": entry_tool_name(payload)[:100],
-        "preview": entry_preview(payload),
-        "token_count": rough_token_count(payload),
-    }
+    names = ("type", "timestamp", "role", "tool_name", "preview", "token_count")
+    return dict(zip(names, entry_row_columns(payload), strict=True))
 
 
 def lock_session(session_pk: int) -> Session:
@@ -140,7 +128,6 @@ def append_entry(
             parent_pi_id=parent.pi_id if parent else None,
             seq=locked.next_seq,
             payload=full,
-            line=serialize_entry(full),
             **entry_columns(full),
         )
         locked.next_seq += 1
@@ -225,10 +212,8 @@ def _path_query(leaf_pk: int, columns: str) -> list[tuple]:
 def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
     """The pi payloads on the path root→leaf (default: the session's leaf).
 
-    One recursive query for ordinary sessions. Reads each entry's exact JSON text
-    (`line`; `payload` for rows written without it) and decodes it with json.loads:
-    cheaper than the JSONField round trip, and exact where jsonb is not (key order, NUL,
-    lone surrogates). Sessions with more than PATH_WALK_MIN entries walk the parent
+    One recursive query for ordinary sessions, reading each entry's `line` and decoding
+    them all with one json.loads. Sessions with more than PATH_WALK_MIN entries walk the parent
     links in Python over (id, parent_id) pairs instead: a 100,000-deep recursive query
     costs seconds, the walk milliseconds.
     """
@@ -242,7 +227,7 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
         return []
     if _large(session):
         return _payload_list(_walk_pks(session, leaf_pk))
-    return _decode_rows(_path_query(leaf_pk, "e.line, CASE WHEN e.line = '' THEN e.payload END"))
+    return _decode_lines([row[0] for row in _path_query(leaf_pk, "e.line")])
 
 
 PATH_WALK_MIN = 5000
@@ -311,9 +296,8 @@ def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
     """load_context_path for big sessions: only ids travel until the needed rows are known."""
     pks = _walk_pks(session, leaf_pk)
     position = {pk: i for i, pk in enumerate(pks)}
-    specials = _rows_of(
-        session, "type IN ('compaction', 'thinking_level_change', 'model_change')", []
-    )
+    marker_types = ", ".join(f"'{kind}'" for kind in CONTEXT_MARKER_TYPES)
+    specials = _rows_of(session, f"type IN ({marker_types})", [])
     on_path = sorted((position[row[0]], row) for row in specials if row[0] in position)
     compactions = [item for item in on_path if item[1][2] == "compaction"]
     if not compactions:
@@ -351,34 +335,26 @@ def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
 def _payload_list(pks: list[int]) -> list[dict]:
     """Payloads of the given entries, in the given order."""
     table = Entry._meta.db_table
-    found: dict[int, tuple] = {}
-    select = f"SELECT id, line, CASE WHEN line = '' THEN payload END FROM {table} "
+    found: dict[int, str] = {}
+    select = f"SELECT id, line FROM {table} "
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # One array parameter: no 100,000-placeholder statement to build and parse.
             cursor.execute(select + "WHERE id = ANY(%s)", [list(pks)])
-            for row in cursor.fetchall():
-                found[row[0]] = row[1:]
+            found.update(cursor.fetchall())
         else:
             for start in range(0, len(pks), 10000):
                 chunk = pks[start : start + 10000]
                 marks = ", ".join(["%s"] * len(chunk))
                 cursor.execute(select + f"WHERE id IN ({marks})", chunk)
-                for row in cursor.fetchall():
-                    found[row[0]] = row[1:]
-    return _decode_rows([found[pk] for pk in pks])
+                found.update(cursor.fetchall())
+    return _decode_lines([found[pk] for pk in pks])
 
 
-def _decode_rows(rows) -> list[dict]:
-    loads = json.loads
-    if all(line for line, _ in rows):
-        # One C-level parse of the whole path is faster than one call per entry.
-        return loads("[" + ",".join(line for line, _ in rows) + "]")
-    field = Entry._meta.get_field("payload")
-    return [
-        loads(line) if line else field.from_db_value(payload, None, connection)
-        for line, payload in rows
-    ]
+def _decode_lines(lines: list[str]) -> list[dict]:
+    """Entries from their stored lines: one C-level parse of the whole list is faster
+    than one json.loads call per entry."""
+    return json.loads("[" + ",".join(lines) + "]")
 
 
 def _path_rows(leaf_pk: int) -> list[tuple]:
@@ -462,9 +438,5 @@ def load_all_entries(session: Session) -> list[dict]:
     """Every payload of the session in append order (what pi's getEntries() returns)."""
     table = Entry._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT line, CASE WHEN line = '' THEN payload END FROM {table} "
-            "WHERE session_id = %s ORDER BY seq",
-            [session.pk],
-        )
-        return _decode_rows(cursor.fetchall())
+        cursor.execute(f"SELECT line FROM {table} WHERE session_id = %s ORDER BY seq", [session.pk])
+        return _decode_lines([row[0] for row in cursor.fetchall()])

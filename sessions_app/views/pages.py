@@ -75,7 +75,9 @@ def import_session(request):
         context["import_error"] = "That file is too large to import here."
     else:
         try:
-            report = import_jsonl_stream(upload.file, request.user, filename=upload.name)
+            report = import_jsonl_stream(
+                upload.file, request.user, filename=upload.name, after_commit="worker"
+            )
         except SessionImportError as exc:
             context["import_error"] = str(exc)
         else:

@@ -434,6 +434,41 @@ def test_imported_and_grown_entries_are_searchable(owner):
     assert [(h.session_pi_id, h.entry_pi_id) for h in hits] == [(header()["id"], "e0001")]
     grown = entries + [message("e0004", "e0003", text="later flamingoquux", ts=9)]
     report = do_import(jsonl_text(header(), grown), owner)
-    assert report.status == "updated" and report.search_seconds >= 0
+    assert report.status == "updated" and report.after_commit_seconds > 0
     assert [h.entry_pi_id for h in search(owner, "flamingoquux").hits] == ["e0004"]
     assert len(search(owner, "zanzibarquux").hits) == 1  # not indexed twice
+
+
+def test_id_blocks_run_out_mid_file_and_links_stay_right(owner, monkeypatch):
+    """Primary keys are reserved a block at a time (on PostgreSQL each new block ends the
+    running COPY): tiny blocks make a 40-entry file cross many of them."""
+    from sessions_app.services import bulk_entries
+
+    monkeypatch.setattr(bulk_entries, "_FIRST_ID_BLOCK", 1)
+    monkeypatch.setattr(bulk_entries, "_MAX_ID_BLOCK", 3)
+    entries = chain(40)
+    entries.insert(5, entries.pop(20))  # a forward reference across blocks
+    report = do_import(jsonl_text(header(), entries), owner, batch_size=4)
+    assert report.entries_added == 40 and not report.warnings
+    stored = {e.pi_id: e for e in Entry.objects.filter(session=report.session)}
+    assert len({e.pk for e in stored.values()}) == 40
+    for e in entries:
+        parent = stored[e["id"]].parent
+        assert (parent.pi_id if parent else None) == e["parentId"]
+    assert export_bytes(report.session) == jsonl_text(header(), entries).encode()
+    assert_context_matches_core(report.session, entries, [entries[-1]["id"]])
+
+
+def test_the_work_after_the_commit_can_be_left_to_the_caller(owner):
+    from sessions_app.models import SearchDocument
+    from sessions_app.services.importer import finish_import
+    from sessions_app.services.search import search
+
+    entries = chain(2) + [message("e0002", "e0001", text="a quetzalquux reply", ts=3)]
+    report = do_import(jsonl_text(header(), entries), owner, after_commit="off")
+    assert report.entries_added == 3 and report.after_commit_seconds == 0
+    assert not SearchDocument.objects.exists() and search(owner, "quetzalquux").hits == []
+    assert finish_import(report.session.pk, 0) == 3
+    assert finish_import(report.session.pk, 0) == 3  # again: nothing twice
+    assert SearchDocument.objects.count() == 3
+    assert [h.entry_pi_id for h in search(owner, "quetzalquux").hits] == ["e0002"]

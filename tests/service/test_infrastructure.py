@@ -81,3 +81,55 @@ def test_websocket_refuses_foreign_origin_and_strangers(asgi_server, make_user):
     assert asyncio.run(attempt(owner_cookie, "http://evil.example")) is not None
     assert asyncio.run(attempt(stranger_cookie, asgi_server.url)) is not None
     assert asyncio.run(attempt(owner_cookie, asgi_server.url)) is None
+
+
+def _upload(user, name: str, data: bytes):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.test import Client
+    from django.urls import reverse
+
+    client = Client()
+    client.force_login(user)
+    return client.post(
+        reverse("sessions_app:session_import"),
+        {"file": SimpleUploadedFile(name, data)},
+        HTTP_HX_REQUEST="true",
+    )
+
+
+def _searchable_session(word: str) -> tuple[str, bytes]:
+    import uuid
+
+    from tests.support.pi_files import header, jsonl_text, message
+
+    head = {**header(), "id": str(uuid.uuid4())}
+    entries = [message("a0", None, text="hello"), message("a1", "a0", "assistant", word, 2)]
+    return head["id"], jsonl_text(head, entries).encode()
+
+
+def test_an_uploaded_session_is_indexed_for_search_by_the_worker(worker, make_user):
+    from sessions_app.models import SearchDocument
+    from sessions_app.services.search import search
+
+    owner = make_user()
+    session_id, data = _searchable_session("the okapiquux answer")
+    response = _upload(owner, "s.jsonl", data)
+    assert response.status_code == 200 and "created" in response.content.decode()
+    assert wait_until(lambda: SearchDocument.objects.filter(session__pi_id=session_id).exists())
+    assert [h.entry_pi_id for h in search(owner, "okapiquux").hits] == ["a1"]
+
+
+def test_an_upload_is_indexed_at_once_when_no_broker_answers(make_user, monkeypatch):
+    from piweb.celery import app
+    from sessions_app.services.search import search
+
+    # A broker address where nothing listens, and no retries: sending fails fast.
+    monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")
+    monkeypatch.setitem(app.conf, "task_publish_retry", False)
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
+    owner = make_user()
+    _session_id, data = _searchable_session("the narwhalquux answer")
+    response = _upload(owner, "s.jsonl", data)
+    assert response.status_code == 200 and "created" in response.content.decode()
+    assert [h.entry_pi_id for h in search(owner, "narwhalquux").hits] == ["a1"]

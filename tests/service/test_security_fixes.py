@@ -97,8 +97,10 @@ def test_c1_imported_full_output_path_into_another_users_workspace_is_refused(ma
     other.parent.mkdir(parents=True, exist_ok=True)
     other.write_text("someone else's output")
     entry = Entry.objects.get(session=s, pi_id="e0000013")
-    entry.payload["message"]["details"]["fullOutputPath"] = str(other)
-    entry.save(update_fields=["payload"])
+    payload = entry.payload
+    payload["message"]["details"]["fullOutputPath"] = str(other)
+    entry.payload = payload
+    entry.save(update_fields=["line"])
     response = c.get(reverse("sessions_app:entry_output", args=[s.pi_id, "e0000013"]))
     assert response.status_code == 404
 

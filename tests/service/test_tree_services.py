@@ -205,3 +205,24 @@ def test_load_path_tail_is_the_end_of_the_path(make_user, monkeypatch, walk_min)
     path = tree.load_path(session)
     assert tree.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
     assert tree.load_path_tail(session, 50) == (0, path)
+
+
+@pytest.mark.django_db
+def test_an_entry_is_stored_once_as_its_line(make_user):
+    """`line` is the only stored copy: `payload` is parsed from it, and setting the
+    payload rewrites the line in JSON.stringify form."""
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/w")
+    entry = tree.append_entry(session, user("stored once"))
+    assert "payload" not in {f.column for f in Entry._meta.concrete_fields}
+    stored = Entry.objects.get(pk=entry.pk)
+    assert stored.line == serialize_entry(stored.payload)
+    assert stored.payload["message"]["content"] == "stored once"
+    changed = {**stored.payload, "message": {**stored.payload["message"], "content": "x y"}}
+    stored.payload = changed
+    assert stored.line == serialize_entry(changed)
+    stored.save(update_fields=["line"])
+    again = Entry.objects.get(pk=entry.pk)
+    assert again.payload["message"]["content"] == "x y"
+    again.line = serialize_entry({**changed, "type": "custom"})  # a new line, a new payload
+    assert again.payload["type"] == "custom"

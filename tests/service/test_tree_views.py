@@ -149,8 +149,10 @@ def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, se
     inside.parent.mkdir(parents=True, exist_ok=True)
     inside.write_text("the full output\n")
     entry = Entry.objects.get(session=s, pi_id="e0000013")
-    entry.payload["message"]["details"]["fullOutputPath"] = str(inside)
-    entry.save(update_fields=["payload"])
+    payload = entry.payload
+    payload["message"]["details"]["fullOutputPath"] = str(inside)
+    entry.payload = payload
+    entry.save(update_fields=["line"])
     response = c.get(url("entry_output", s, "e0000013"))
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"the full output\n"
