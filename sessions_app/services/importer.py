@@ -11,8 +11,8 @@ Behaviour (pi's, see SPEC §3):
   and reported with their line number and reason, like pi skips them;
 - v1/v2 files are migrated to v3 with the pure core (`context.jsonl`); that migration
   needs the whole list (v1 compactions point at entries by index), so old files are
-  read into memory. v3 files stream: line by line, rows written in batches, only ids
-  and primary keys kept between batches;
+  read into memory. v3 files stream: line by line into the database (EntryWriter), only
+  ids and primary keys kept; each entry is stored as its line, as written;
 - entries keep file order (`seq`); the leaf is the last entry, as pi does after loading;
 - a parentId that points nowhere is stored (parent NULL, parent_pi_id kept) and
   reported as a warning; a parentId cycle or a duplicate entry id rejects the file;
@@ -24,6 +24,8 @@ Behaviour (pi's, see SPEC §3):
 - re-import (same header id): the same content is "unchanged"; a file that grew (pi
   appends) adds only the new entries ("updated"); anything else is a conflict error,
   never a second session.
+After the commit, `finish_import` does the derived work (search index; VACUUM on
+PostgreSQL), inline or in a worker.
 """
 
 from __future__ import annotations
@@ -322,7 +324,7 @@ class _Import:
         self.report.status = "created"
 
     def _start_writer(self) -> None:
-        # Search indexing runs after the commit (import_jsonl_stream).
+        # Search indexing waits for the commit (finish_import).
         self.writer = EntryWriter(self.session, batch_size=self.batch_size, index_search=False)
 
     def _iter_existing(self, session: Session) -> Iterator[tuple[str, str]]:
