@@ -124,43 +124,33 @@ def _read_chunks(fileobj) -> Iterator[bytes]:
 
 
 def _iter_raw_lines(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes without the newline); overlong lines are reported and dropped."""
+    """(line number, bytes without the newline); overlong lines are reported and dropped
+    without being held in memory."""
     number = 0
-    parts: list[bytes] = []
-    size = 0
-    overlong = False
-    for chunk in _read_chunks(fileobj):
-        report.bytes_read += len(chunk)
-        hasher.update(chunk)
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            end = len(chunk) if nl < 0 else nl
-            piece = chunk[start:end]
-            if not overlong:
-                size += len(piece)
-                if size > MAX_LINE_BYTES:
-                    overlong = True
-                    parts = []
-                else:
-                    parts.append(piece)
-            else:
-                size += len(piece)
-            if nl < 0:
-                break
-            number += 1
-            if overlong:
-                report.skip(number, f"line too long ({size} bytes; the limit is {MAX_LINE_BYTES})")
-            else:
-                yield number, parts[0] if len(parts) == 1 else b"".join(parts)
-            parts, size, overlong = [], 0, False
-            start = nl + 1
-    if parts or overlong:
+    while True:
+        raw = fileobj.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogatepass")
+        report.bytes_read += len(raw)
+        hasher.update(raw)
         number += 1
-        if overlong:
-            report.skip(number, f"line too long ({size} bytes; the limit is {MAX_LINE_BYTES})")
+        if raw[-1:] == b"\n":
+            yield number, raw[:-1]
+        elif len(raw) <= MAX_LINE_BYTES:
+            yield number, raw  # the last line, without a newline
         else:
-            yield number, b"".join(parts)
+            size = len(raw)
+            while raw and raw[-1:] != b"\n":  # drop the rest of the line, chunk by chunk
+                raw = fileobj.readline(READ_CHUNK)
+                if isinstance(raw, str):
+                    raw = raw.encode("utf-8", "surrogatepass")
+                report.bytes_read += len(raw)
+                hasher.update(raw)
+                size += len(raw)
+            size -= raw[-1:] == b"\n"
+            report.skip(number, f"line too long ({size} bytes; the limit is {MAX_LINE_BYTES})")
 
 
 def _decode(raw: bytes, line_no: int, report: ImportReport) -> str:

@@ -472,3 +472,25 @@ def test_the_work_after_the_commit_can_be_left_to_the_caller(owner):
     assert finish_import(report.session.pk, 0) == 3  # again: nothing twice
     assert SearchDocument.objects.count() == 3
     assert [h.entry_pi_id for h in search(owner, "quetzalquux").hits] == ["e0002"]
+
+
+def test_an_overlong_line_is_skipped_without_holding_it(owner, monkeypatch):
+    """A line over MAX_LINE_BYTES is reported with its size and dropped; the lines after
+    it keep their numbers and import (here with a tiny limit, as a 256 MB line would)."""
+    from sessions_app.services import importer
+
+    monkeypatch.setattr(importer, "MAX_LINE_BYTES", 300)
+    monkeypatch.setattr(importer, "READ_CHUNK", 64)
+    entries = chain(3)
+    big = serialize_entry(message("zz", "e0000", text="x" * 1000))
+    lines = jsonl_text(header(), entries).splitlines()
+    data = "\n".join([*lines[:2], big, *lines[2:]])  # no newline after the last line
+    report = do_import(data, owner)
+    assert report.entries_added == 3
+    assert report.skipped == [(3, f"line too long ({len(big)} bytes; the limit is 300)")]
+    assert report.bytes_read == len(data)
+    assert [e.pi_id for e in Entry.objects.filter(session=report.session).order_by("seq")] == [
+        "e0000",
+        "e0001",
+        "e0002",
+    ]
