@@ -80,21 +80,25 @@ class EntryText:
     payload: dict
 
 
-def document_for(entry: Entry | EntryText) -> SearchDocument | None:
-    """The search row for one entry, or None when it has nothing to search."""
+def document_for(entry: Entry | EntryText) -> tuple | None:
+    """The search row for one entry, in DOC_COLUMNS order, or None when it has nothing
+    to search."""
     if entry.type not in INDEXED_TYPES:
         return None
     text = clean_text(entry_text(entry.payload or {}))
     if not text.strip():
         return None
-    return SearchDocument(
-        entry_id=entry.pk,
-        session_id=entry.session_id,
-        role=(entry.role or entry.type)[:32],
-        tool_name=entry.tool_name[:100],
-        date=_parse_date(entry.timestamp),
-        text=text[:MAX_TEXT_CHARS],
+    return (
+        entry.pk,
+        entry.session_id,
+        (entry.role or entry.type)[:32],
+        entry.tool_name[:100],
+        _parse_date(entry.timestamp),
+        text[:MAX_TEXT_CHARS],
     )
+
+
+DOC_COLUMNS = ("entry_id", "session_id", "role", "tool_name", "date", "text")
 
 
 def index_entries(entries, batch_size: int = 2000) -> int:
@@ -102,7 +106,7 @@ def index_entries(entries, batch_size: int = 2000) -> int:
 
     The importer calls this after bulk-creating a session's entries.
     """
-    batch: list[SearchDocument] = []
+    batch: list[tuple] = []
     written = 0
     for entry in entries:
         doc = document_for(entry)
@@ -117,8 +121,29 @@ def index_entries(entries, batch_size: int = 2000) -> int:
     return written
 
 
-def _write(batch: list[SearchDocument]) -> int:
-    SearchDocument.objects.bulk_create(batch, ignore_conflicts=True)
+def _write(batch: list[tuple]) -> int:
+    """Insert search rows, skipping entries already indexed, in one statement per batch
+    (the ORM's bulk_create cost more than the database for an import's 100,000 rows)."""
+    columns = ", ".join(DOC_COLUMNS)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"INSERT INTO {DOC} ({columns}) SELECT * FROM unnest(%s::bigint[], "
+                "%s::bigint[], %s::text[], %s::text[], %s::timestamptz[], %s::text[]) "
+                "ON CONFLICT (entry_id) DO NOTHING",
+                [list(column) for column in zip(*batch, strict=True)],
+            )
+        elif connection.vendor == "sqlite":
+            adapt = connection.ops.adapt_datetimefield_value
+            cursor.executemany(
+                f"INSERT OR IGNORE INTO {DOC} ({columns}) VALUES (%s, %s, %s, %s, %s, %s)",
+                [(*row[:4], adapt(row[4]), row[5]) for row in batch],
+            )
+        else:
+            SearchDocument.objects.bulk_create(
+                [SearchDocument(**dict(zip(DOC_COLUMNS, row, strict=True))) for row in batch],
+                ignore_conflicts=True,
+            )
     return len(batch)
 
 
