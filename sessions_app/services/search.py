@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
@@ -125,7 +125,8 @@ def _write(batch: list[tuple]) -> int:
     """Insert search rows, skipping entries already indexed, in one statement per batch
     (the ORM's bulk_create cost more than the database for an import's 100,000 rows)."""
     columns = ", ".join(DOC_COLUMNS)
-    with connection.cursor() as cursor:
+    # One transaction per batch: outside one, SQLite would commit every row.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
                 f"INSERT INTO {DOC} ({columns}) SELECT * FROM unnest(%s::bigint[], "
