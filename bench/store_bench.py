@@ -452,7 +452,7 @@ def main() -> int:
         print(
             f"  {name}: import {imported['mb_per_s']} MB/s ({'ok' if fast else 'MISSED'} >= 20), "
             f"peak RSS {imported['peak_rss_mb']} MB ({'ok' if lean else 'MISSED'} < 300); "
-            f"then finish_import (search index; VACUUM on PostgreSQL) {imported['finish_import_s']} s "
+            f"then finish_import (search index; VACUUM on PostgreSQL, log checkpoint on SQLite) {imported['finish_import_s']} s "
             f"({imported['with_finish_import_mb_per_s']} MB/s counting both)"
         )
         if name == "postgresql":

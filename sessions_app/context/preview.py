@@ -6,8 +6,11 @@ parse payloads in bulk.
 
 import json
 import math
+import re
 
 PREVIEW_CHARS = 300
+# Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
+_BAD_TEXT_RE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _blocks_text(content) -> str:
@@ -150,3 +153,25 @@ def _folded_prefix(text: str, limit: int) -> str:
 def rough_token_count(entry: dict) -> int:
     """A cheap per-entry token figure for the tree (chars / 4, like pi's estimate)."""
     return entry_digest(entry)[3]
+
+
+def clean_text(value: str) -> str:
+    """A string any database column accepts: NUL and lone surrogates become U+FFFD."""
+    if value.isascii():
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    return _BAD_TEXT_RE.sub("\ufffd", value)
+
+
+def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int]:
+    """(type, timestamp, role, tool name, preview, token count): the denormalized
+    columns of an entry, cut to their column sizes and safe for any database."""
+    role, tool, preview, tokens = entry_digest(payload)
+    etype = payload.get("type", "")
+    etype = (etype if isinstance(etype, str) else str(etype))[:32]
+    stamp = payload.get("timestamp", "")
+    stamp = (stamp if isinstance(stamp, str) else str(stamp))[:40]
+    role, tool = role[:32], tool[:100]
+    joined = etype + stamp + role + tool + preview
+    if not joined.isascii() or "\x00" in joined:
+        etype, stamp, role, tool, preview = map(clean_text, (etype, stamp, role, tool, preview))
+    return etype, stamp, role, tool, preview, tokens

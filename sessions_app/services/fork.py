@@ -25,11 +25,11 @@ import uuid
 from django.db import connection, transaction
 
 from sessions_app.context.jsonl import serialize_entry
-from sessions_app.context.preview import entry_preview
+from sessions_app.context.preview import clean_text, entry_preview, entry_row_columns
 from sessions_app.context.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.models import Entry, Session
 from sessions_app.services import tree
-from sessions_app.services.bulk_entries import EntryWriter, apply_labels, clean_text
+from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
 
@@ -204,8 +204,9 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
                     parent_pk=pk_of.get(parent_id) if parent_id else None,
                     parent_pi_id=parent_id,
                     seq=seq,
-                    payload=entry,
                     line=line_of.get(id(entry)) or serialize_entry(entry),
+                    columns=entry_row_columns(entry),
+                    payload=entry,
                 )
         if labels:
             apply_labels(new, {t: lab for t, lab in labels.items() if t in pk_of})

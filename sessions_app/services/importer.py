@@ -11,8 +11,9 @@ Behaviour (pi's, see SPEC §3):
   and reported with their line number and reason, like pi skips them;
 - v1/v2 files are migrated to v3 with the pure core (`context.jsonl`); that migration
   needs the whole list (v1 compactions point at entries by index), so old files are
-  read into memory. v3 files stream: line by line into the database (EntryWriter), only
-  ids and primary keys kept; each entry is stored as its line, as written;
+  read into memory. v3 files stream: each line is parsed and checked by the pure core
+  (`context.import_lines`) and written to the database (EntryWriter), only ids and
+  primary keys kept; each entry is stored as its line, as written;
 - entries keep file order (`seq`); the leaf is the last entry, as pi does after loading;
 - a parentId that points nowhere is stored (parent NULL, parent_pi_id kept) and
   reported as a warning; a parentId cycle or a duplicate entry id rejects the file;
@@ -25,13 +26,12 @@ Behaviour (pi's, see SPEC §3):
   appends) adds only the new entries ("updated"); anything else is a conflict error,
   never a second session.
 After the commit, `finish_import` does the derived work (search index; VACUUM on
-PostgreSQL), inline or in a worker.
+PostgreSQL, the write-ahead log checkpoint on SQLite), inline or in a worker.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import time
@@ -40,24 +40,40 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
+from sessions_app.context.import_lines import (
+    MAX_LINE_BYTES,
+    LinePreparer,
+    PreparedEntry,
+    RawObject,
+    Skip,
+    Warn,
+    header_problem,
+    id_problem,
+    is_current_header,
+    prepare_entry,
+    stored_line,
+)
 from sessions_app.context.jsonl import (
     CURRENT_SESSION_VERSION,
     migrate_session_entries,
     parse_session_line,
     serialize_entry,
 )
-from sessions_app.context.preview import entry_preview
+from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session
 from sessions_app.services import events, tree
-from sessions_app.services.bulk_entries import EntryWriter, apply_labels, clean_text, set_parents
+from sessions_app.services.bulk_entries import (
+    EntryWriter,
+    apply_labels,
+    deferred_wal_checkpoint,
+    set_parents,
+)
 from sessions_app.services.search import index_stored_entries
 
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 2000
 READ_CHUNK = 1 << 20
-# A single line larger than this is skipped (reported) without being held in memory.
-MAX_LINE_BYTES = 256 * 1024 * 1024
 MAX_LISTED = 1000  # skipped lines / warnings listed in a report (the counts are exact)
 
 
@@ -123,126 +139,17 @@ def _read_chunks(fileobj) -> Iterator[bytes]:
         yield chunk
 
 
-def _iter_raw_lines(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes without the newline); overlong lines are reported and dropped
-    without being held in memory."""
-    number = 0
-    while True:
-        raw = fileobj.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "surrogatepass")
-        report.bytes_read += len(raw)
-        hasher.update(raw)
-        number += 1
-        if raw[-1:] == b"\n":
-            yield number, raw[:-1]
-        elif len(raw) <= MAX_LINE_BYTES:
-            yield number, raw  # the last line, without a newline
-        else:
-            size = len(raw)
-            while raw and raw[-1:] != b"\n":  # drop the rest of the line, chunk by chunk
-                raw = fileobj.readline(READ_CHUNK)
-                if isinstance(raw, str):
-                    raw = raw.encode("utf-8", "surrogatepass")
-                report.bytes_read += len(raw)
-                hasher.update(raw)
-                size += len(raw)
-            size -= raw[-1:] == b"\n"
-            report.skip(number, f"line too long ({size} bytes; the limit is {MAX_LINE_BYTES})")
-
-
-def _decode(raw: bytes, line_no: int, report: ImportReport) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.warn(
-            f"line {line_no}: bytes that are not UTF-8 at byte {exc.start + 1} of the line "
-            "were replaced with U+FFFD (as pi reads them)"
-        )
-        return raw.decode("utf-8", errors="replace")
-
-
-def _stored_line(text: str, value: dict) -> str:
-    """The text stored for an entry: the line as written when it is one JSON object with
-    nothing around it (pi's lines always are), so export gives back exactly what was
-    imported; else (a CR before the newline, padding) JSON.stringify's text of it."""
-    if text[:1] == "{" and text[-1:] == "}":
-        return text
-    return serialize_entry(value)
-
-
-def _iter_objects(fileobj, report: ImportReport, hasher) -> Iterator[tuple[int, dict, str]]:
-    """(line number, object, its text) for every line that parses; others reported."""
-    for line_no, raw in _iter_raw_lines(fileobj, report, hasher):
-        text = _decode(raw, line_no, report)
-        del raw
-        if line_no == 1 and text.startswith("\ufeff"):
-            text = text[1:]
-        value, error = parse_session_line(text)
-        if error is not None:
-            report.skip(line_no, error)
-            continue
-        if value is None:
-            continue
-        yield line_no, value, text
+def _records(fileobj, report: ImportReport, hasher) -> Iterator:
+    """The file's records (see `context.import_lines`), in file order."""
+    preparer = LinePreparer(MAX_LINE_BYTES)
+    for chunk in _read_chunks(fileobj):
+        report.bytes_read += len(chunk)
+        hasher.update(chunk)
+        yield from preparer.feed(chunk)
+    yield from preparer.end()
 
 
 # --- importing ------------------------------------------------------------------------
-
-
-# Ids end up in URLs and (for sessions) in directory names: pi writes UUIDs for headers
-# and 8 hex digits for entries; anything with a slash, a space or a lone dot is refused.
-_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-def valid_id(value: object) -> bool:
-    """True for an id we accept for a session or an entry (and its parentId)."""
-    return (
-        isinstance(value, str) and value not in (".", "..") and _ID_RE.fullmatch(value) is not None
-    )
-
-
-def _id_problem(what: str, value: str) -> str | None:
-    if _ID_RE.fullmatch(value) is not None and value not in (".", ".."):
-        return None
-    if len(value) > 64:
-        return f"{what} is longer than 64 characters"
-    if not valid_id(value):
-        return (
-            f"{what} {value[:64]!r} is not a valid id (letters, digits and . _ : - only, "
-            "not '.' or '..')"
-        )
-    return None
-
-
-def _header_problem(value: dict) -> str | None:
-    if value.get("type") != "session":
-        return f"the first valid line is a {value.get('type')!r} entry, not a session header"
-    if not isinstance(value.get("id"), str) or not value["id"]:
-        return "the session header has no id"
-    return None
-
-
-def _entry_problem(value: dict) -> str | None:
-    etype = value.get("type")
-    if etype == "session":
-        return "a second session header"
-    if not isinstance(etype, str) or not etype:
-        return "entry has no type"
-    eid = value.get("id")
-    if not isinstance(eid, str) or not eid:
-        return "entry has no id"
-    problem = _id_problem("entry id", eid)
-    if problem:
-        return problem
-    pid = value.get("parentId")
-    if pid is not None and not isinstance(pid, str):
-        return "entry parentId is neither a string nor null"
-    if isinstance(pid, str):
-        return _id_problem("entry parentId", pid)
-    return None
 
 
 class _Import:
@@ -335,35 +242,31 @@ class _Import:
 
     # -- entries ---------------------------------------------------------------------
 
-    def add(self, line_no: int, value: dict, text: str | None) -> None:
-        problem = _entry_problem(value)
-        if problem:
-            self.report.skip(line_no, problem)
-            return
-        line = _stored_line(text, value) if text is not None else serialize_entry(value)
+    def add(self, entry: PreparedEntry) -> None:
         if self.existing_left:
-            self._compare(line_no, value, line)
+            self._compare(entry)
             return
-        eid = value["id"]
+        eid = entry.eid
         if eid in self.lines or eid in self.pks:
             first = self.lines.get(eid)
             where = f"line {first}" if first else "an entry already stored"
             raise SessionImportError(
-                f"line {line_no}: duplicate entry id {eid!r} (first used on {where})"
+                f"line {entry.number}: duplicate entry id {eid!r} (first used on {where})"
             )
-        self.lines[eid] = line_no
-        self._write(line_no, eid, value, line)
+        self.lines[eid] = entry.number
+        self._write(entry)
 
-    def _compare(self, line_no: int, value: dict, line: str) -> None:
+    def _compare(self, entry: PreparedEntry) -> None:
         stored_id, stored_line = next(self.existing)
         self.existing_left -= 1
         # The same entry written differently (spaces, escapes) is still the same entry.
-        same = value.get("id") == stored_id and (
-            stored_line == line or json.loads(stored_line) == value
+        same = entry.eid == stored_id and (
+            stored_line == entry.line
+            or parse_session_line(stored_line)[0] == parse_session_line(entry.line)[0]
         )
         if not same:
             raise SessionImportError(
-                f"line {line_no}: entry {value.get('id')!r} differs from the stored session "
+                f"line {entry.number}: entry {entry.eid!r} differs from the stored session "
                 f"{self.session.pi_id} (stored entry {stored_id!r} at that position); the file "
                 "is not the stored session nor a longer version of it, so nothing was imported"
             )
@@ -371,13 +274,13 @@ class _Import:
             for _ in self.existing:  # let the pager finish filling self.pks
                 pass
 
-    def _write(self, line_no: int, eid: str, value: dict, line: str) -> None:
+    def _write(self, entry: PreparedEntry) -> None:
+        eid, pid = entry.eid, entry.pid
         pk = self.writer.new_pk()
         self.pks[eid] = pk
-        pid = value.get("parentId")
         if pid == eid:
             raise SessionImportError(
-                f"line {line_no}: parentId cycle: entry {eid!r} is its own parent; "
+                f"line {entry.number}: parentId cycle: entry {eid!r} is its own parent; "
                 "a session tree cannot loop, so nothing was imported"
             )
         parent_pk = None
@@ -386,36 +289,30 @@ class _Import:
             self.parent_of[eid] = pid
             if parent_pk is None:
                 # Not seen yet (a forward reference) or nowhere: settled at the end.
-                self.forward.append((pk, eid, line_no, pid))
-        self._side_effects(value)
+                self.forward.append((pk, eid, entry.number, pid))
+        if entry.effect is not None:
+            self._apply_effect(entry)
         self.writer.add(
             pk=pk,
             pi_id=eid,
             parent_pk=parent_pk,
             parent_pi_id=pid,
             seq=self.next_seq,
-            payload=value,
-            line=line,
+            line=entry.line,
+            columns=entry.columns,
         )
         self.next_seq += 1
         self.last_pi_id = eid
         self.report.entries_added += 1
 
-    def _side_effects(self, value: dict) -> None:
-        etype = value.get("type")
-        if etype == "label":
-            target = value.get("targetId")
-            if isinstance(target, str):
-                label = value.get("label")
-                self.labels[target] = label if isinstance(label, str) and label else ""
-        elif etype == "session_info":
-            name = value.get("name")
-            if isinstance(name, str) and name:
-                self.name = name
-        elif etype == "message" and not self.first_message:
-            message = value.get("message")
-            if isinstance(message, dict) and message.get("role") == "user":
-                self.first_message = entry_preview(value)
+    def _apply_effect(self, entry: PreparedEntry) -> None:
+        kind = entry.effect[0]
+        if kind == "label":
+            self.labels[entry.effect[1]] = entry.effect[2]
+        elif kind == "name":
+            self.name = entry.effect[1]
+        elif kind == "user" and not self.first_message:
+            self.first_message = entry.columns[4]  # the preview
 
     # -- the end ---------------------------------------------------------------------
 
@@ -546,9 +443,9 @@ def import_jsonl_stream(
             return report
     hasher = hashlib.sha256()
     try:
-        with transaction.atomic():
+        with deferred_wal_checkpoint(), transaction.atomic():
             job = _run(fileobj, owner, report, hasher, batch_size)
-            if job is not None and report.status in ("created", "updated"):
+            if report.status in ("created", "updated"):
                 tree.record_activity(
                     job.session,
                     owner,
@@ -579,14 +476,19 @@ def import_jsonl_stream(
 def finish_import(session_pk: int, from_seq: int) -> int:
     """The work that follows an import's commit. None of it is needed to open the session,
     and all of it is idempotent: on PostgreSQL, VACUUM marks the new rows all-visible, so
-    the parent links of a big session are then read from an index alone; then the new
-    entries are indexed for search. Returns the number of entries indexed."""
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+    the parent links of a big session are then read from an index alone; on SQLite, the
+    pages the import left in the write-ahead log are copied into the database file (the
+    import's commit skipped that); then the new entries are indexed for search. Returns
+    the number of entries indexed."""
+    if not connection.in_atomic_block:
         try:
             with connection.cursor() as cursor:
-                cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
+                if connection.vendor == "postgresql":
+                    cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
+                elif connection.vendor == "sqlite":
+                    cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
         except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
-            log.warning("could not vacuum the entries after an import: %s", exc)
+            log.warning("could not tidy the entries table after an import: %s", exc)
     return index_stored_entries(session_pk, from_seq)
 
 
@@ -601,46 +503,68 @@ def _queue_finish_import(report: ImportReport) -> bool:
     return True
 
 
-def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Import | None:
-    objects = _iter_objects(fileobj, report, hasher)
-    first = next(objects, None)
-    if first is None:
-        if report.bytes_read == 0 or not report.skipped_count:
-            raise SessionImportError("the file is empty: no session header")
-        reasons = "; ".join(f"line {n}: {r}" for n, r in report.skipped[:3])
-        raise SessionImportError(
-            f"no line could be read ({report.skipped_count} malformed: {reasons})"
-        )
-    line_no, header, header_text = first
-    problem = _header_problem(header)
+def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Import:
+    records = _records(fileobj, report, hasher)
+    for record in records:
+        if isinstance(record, RawObject):
+            return _import_from_header(record, records, owner, report, hasher, batch_size)
+        _note(record, report)
+    if report.bytes_read == 0 or not report.skipped_count:
+        raise SessionImportError("the file is empty: no session header")
+    reasons = "; ".join(f"line {n}: {r}" for n, r in report.skipped[:3])
+    raise SessionImportError(f"no line could be read ({report.skipped_count} malformed: {reasons})")
+
+
+def _note(record: Skip | Warn, report: ImportReport) -> None:
+    if isinstance(record, Skip):
+        report.skip(record.number, record.reason)
+    else:
+        report.warn(record.message)
+
+
+def _import_from_header(
+    first: RawObject, records: Iterator, owner, report: ImportReport, hasher, batch_size: int
+) -> _Import:
+    """The import once the first object (the header) is read; `records` is the rest."""
+    header = first.value
+    problem = header_problem(header)
     if problem:
-        raise SessionImportError(f"line {line_no}: {problem}; pi cannot load this file either")
-    problem = _id_problem("the session header id", header["id"])
+        raise SessionImportError(f"line {first.number}: {problem}; pi cannot load this file either")
+    problem = id_problem("the session header id", header["id"])
     if problem:
-        raise SessionImportError(f"line {line_no}: {problem}; the file was not imported")
-    version = header.get("version")
+        raise SessionImportError(f"line {first.number}: {problem}; the file was not imported")
     job = _Import(owner, report, batch_size)
-    if isinstance(version, (int, float)) and not isinstance(version, bool) and version >= 3:
-        header_line = _stored_line(header_text, header)
+    if is_current_header(header):
         # The sha is known only at the end: start with a placeholder, set it in finish().
-        job.start(header, header_line, "")
+        job.start(header, stored_line(first.text, header), "")
         with job.writer:
-            for line_no, value, text in objects:
-                job.add(line_no, value, text)
+            for record in records:
+                if isinstance(record, PreparedEntry):
+                    job.add(record)
+                else:
+                    _note(record, report)
             job.finish(hasher.hexdigest())
     else:
         # v1/v2: pi's migration needs the whole list (v1 compactions point by index).
         items = [header]
-        numbers = [line_no]
-        for n, value, _text in objects:
-            items.append(value)
-            numbers.append(n)
+        numbers = [first.number]
+        for record in records:
+            if isinstance(record, RawObject):
+                items.append(record.value)
+                numbers.append(record.number)
+            else:
+                _note(record, report)
+        version = header.get("version")
         report.migrated_from = version if isinstance(version, int) else 1
         migrate_session_entries(items)
         job.start(header, serialize_entry(header), "")
         with job.writer:
-            for n, value in zip(numbers[1:], items[1:], strict=True):
-                job.add(n, value, None)
+            for number, value in zip(numbers[1:], items[1:], strict=True):
+                entry = prepare_entry(number, value, None)
+                if isinstance(entry, Skip):
+                    _note(entry, report)
+                else:
+                    job.add(entry)
             job.finish(hasher.hexdigest())
     report.session = job.session
     return job

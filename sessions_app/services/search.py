@@ -29,10 +29,9 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from sessions_app.context.preview import entry_text
+from sessions_app.context.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services.access import visible_sessions
-from sessions_app.services.bulk_entries import clean_text
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
 INDEXED_TYPES = {"message", "compaction", "branch_summary", "custom_message"}

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
+from sessions_app.context.preview import entry_row_columns
 from sessions_app.models import CONTEXT_MARKER_TYPES, Activity, Entry, Session
 from sessions_app.services import events
-from sessions_app.services.bulk_entries import entry_row_columns
 
 UNSET = object()
 MAX_PATH_DEPTH = 10_000_000

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from sessions_app.context.jsonl import serialize_entry
@@ -494,3 +496,38 @@ def test_an_overlong_line_is_skipped_without_holding_it(owner, monkeypatch):
         "e0001",
         "e0002",
     ]
+
+
+@pytest.mark.skipif(
+    "sqlite" not in settings.DATABASES["default"]["ENGINE"], reason="SQLite's write-ahead log"
+)
+@pytest.mark.django_db(transaction=True)
+def test_on_sqlite_the_import_commits_to_the_log_and_finish_import_checkpoints(owner):
+    """The import's commit leaves its pages in the write-ahead log (the checkpoint that
+    would copy them into the database file is finish_import's job), and the connection's
+    automatic checkpoints come back afterwards, after a failed import too."""
+    from django.db import connection
+
+    from sessions_app.services.importer import finish_import
+
+    def autocheckpoint() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint")
+            return cursor.fetchone()[0]
+
+    database_file = connection.settings_dict["NAME"]
+    pages_before = autocheckpoint()
+    assert pages_before > 0
+    entries = chain(6000)
+    for entry in entries:
+        entry["message"]["content"] = "w" * 1000  # 6 MB: more than 1000 pages of log
+    size_before = os.path.getsize(database_file)
+    report = do_import(jsonl_text(header(), entries), owner, after_commit="off")
+    assert report.entries_added == 6000 and autocheckpoint() == pages_before
+    assert os.path.getsize(database_file) - size_before < 1_000_000
+    with pytest.raises(SessionImportError, match="duplicate entry id"):
+        do_import(jsonl_text(header("s-dup"), [*chain(2), chain(1)[0]]), owner)
+    assert autocheckpoint() == pages_before
+    finish_import(report.session.pk, 0)
+    assert os.path.getsize(database_file) - size_before > 6_000_000
+    assert tree.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000

@@ -172,7 +172,7 @@ def test_c4_bad_entry_id_is_a_reported_malformed_line(make_user):
 
 
 def test_c4_pi_fixture_ids_stay_valid(make_user):
-    from sessions_app.services.importer import valid_id
+    from sessions_app.context.import_lines import valid_id
 
     assert valid_id(str(uuid.uuid4())) and valid_id("e0000013") and valid_id("a1b2c3d4")
     s = import_branched(make_user(), "/tmp/x", session_id=str(uuid.uuid4()))

@@ -1,0 +1,238 @@
+"""The per-line half of importing a pi session file: bytes in, records out, no database.
+
+`LinePreparer` takes the bytes of a session file in chunks of any size and returns, in
+file order, one record per line that matters:
+- `Skip(number, reason)`: a line pi would skip (malformed JSON, not an object, an entry
+  without a usable id, a line over the size limit);
+- `Warn(number, message)`: a line that was read with a repair (bytes that are not UTF-8);
+- `RawObject(number, value, text)`: the first object (the header, checked by the
+  importer), and every object of a v1/v2 file (migrated as a whole by the importer);
+- `PreparedEntry`: an entry of a v3 file, with everything the database row needs.
+
+How the bytes are cut into chunks does not change the records (a line can span any
+number of chunks), and a line over the size limit is counted, never held in memory.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from .jsonl import parse_session_line, serialize_entry
+from .preview import entry_row_columns
+
+# A single line larger than this is skipped (reported) without being held in memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+# Ids end up in URLs and (for sessions) in directory names: pi writes UUIDs for headers
+# and 8 hex digits for entries; anything with a slash, a space or a lone dot is refused.
+_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+class Skip(NamedTuple):
+    number: int
+    reason: str
+
+
+class Warn(NamedTuple):
+    number: int
+    message: str
+
+
+class RawObject(NamedTuple):
+    number: int
+    value: dict
+    text: str
+
+
+class PreparedEntry(NamedTuple):
+    number: int
+    eid: str
+    pid: str | None
+    line: str  # the text stored for the entry (see stored_line)
+    columns: tuple  # entry_row_columns(entry)
+    # What the entry changes besides itself: ("label", target id, label or ""),
+    # ("name", session name) or ("user",) for a user message; else None.
+    effect: tuple | None
+
+
+def valid_id(value: object) -> bool:
+    """True for an id we accept for a session or an entry (and its parentId)."""
+    return (
+        isinstance(value, str) and value not in (".", "..") and _ID_RE.fullmatch(value) is not None
+    )
+
+
+def id_problem(what: str, value: str) -> str | None:
+    """Why `value` is not a valid id (None when it is)."""
+    if _ID_RE.fullmatch(value) is not None and value not in (".", ".."):
+        return None
+    if len(value) > 64:
+        return f"{what} is longer than 64 characters"
+    return (
+        f"{what} {value[:64]!r} is not a valid id (letters, digits and . _ : - only, "
+        "not '.' or '..')"
+    )
+
+
+def header_problem(value: dict) -> str | None:
+    if value.get("type") != "session":
+        return f"the first valid line is a {value.get('type')!r} entry, not a session header"
+    if not isinstance(value.get("id"), str) or not value["id"]:
+        return "the session header has no id"
+    return None
+
+
+def is_current_header(header: dict) -> bool:
+    """A v3 header: its entries are imported as they stream in, without migration."""
+    version = header.get("version")
+    return (
+        header.get("type") == "session"
+        and isinstance(version, (int, float))
+        and not isinstance(version, bool)
+        and version >= 3
+    )
+
+
+def entry_problem(value: dict) -> str | None:
+    """Why an object cannot be stored as an entry (None when it can)."""
+    etype = value.get("type")
+    if etype == "session":
+        return "a second session header"
+    if not isinstance(etype, str) or not etype:
+        return "entry has no type"
+    eid = value.get("id")
+    if not isinstance(eid, str) or not eid:
+        return "entry has no id"
+    problem = id_problem("entry id", eid)
+    if problem:
+        return problem
+    pid = value.get("parentId")
+    if pid is not None and not isinstance(pid, str):
+        return "entry parentId is neither a string nor null"
+    if isinstance(pid, str):
+        return id_problem("entry parentId", pid)
+    return None
+
+
+def stored_line(text: str, value: dict) -> str:
+    """The text stored for an entry: the line as written when it is one JSON object with
+    nothing around it (pi's lines always are), so export gives back exactly what was
+    imported; else (a CR before the newline, padding) JSON.stringify's text of it."""
+    if text[:1] == "{" and text[-1:] == "}":
+        return text
+    return serialize_entry(value)
+
+
+def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry | Skip:
+    """The record for one entry object; `text` is its line (None for a migrated entry)."""
+    problem = entry_problem(value)
+    if problem:
+        return Skip(number, problem)
+    etype = value["type"]
+    effect = None
+    if etype == "label":
+        target = value.get("targetId")
+        if isinstance(target, str):
+            label = value.get("label")
+            effect = ("label", target, label if isinstance(label, str) and label else "")
+    elif etype == "session_info":
+        name = value.get("name")
+        if isinstance(name, str) and name:
+            effect = ("name", name)
+    elif etype == "message":
+        message = value.get("message")
+        if isinstance(message, dict) and message.get("role") == "user":
+            effect = ("user",)
+    return PreparedEntry(
+        number,
+        value["id"],
+        value.get("parentId"),
+        stored_line(text, value) if text is not None else serialize_entry(value),
+        entry_row_columns(value),
+        effect,
+    )
+
+
+class LinePreparer:
+    """Splits a session file fed in chunks into lines and turns each into a record."""
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+        self.max_line_bytes = max_line_bytes
+        self.number = 0  # lines seen
+        self._held: list[bytes] = []  # the start of a line that continues in a later chunk
+        self._held_size = 0
+        self._overlong: int | None = None  # bytes of an overlong line being dropped
+        self._mode: str | None = None  # after the first object: "entries" or "objects"
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Records for the lines that end in this chunk."""
+        out: list[Any] = []
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        for index, raw in enumerate(lines):
+            if index == 0 and (self._held or self._overlong is not None):
+                raw = self._release(raw)
+            self._line(raw, out)
+        if rest:
+            self._hold(rest)
+        return out
+
+    def end(self) -> list[Any]:
+        """Records for a last line without a newline."""
+        out: list[Any] = []
+        if self._held or self._overlong is not None:
+            self._line(self._release(b""), out)
+        return out
+
+    def _hold(self, piece: bytes) -> None:
+        if self._overlong is not None:
+            self._overlong += len(piece)
+            return
+        self._held.append(piece)
+        self._held_size += len(piece)
+        if self._held_size > self.max_line_bytes:
+            self._overlong, self._held, self._held_size = self._held_size, [], 0
+
+    def _release(self, last: bytes) -> bytes | int:
+        """The whole held line, or its size when it was too long to keep."""
+        if self._overlong is not None:
+            size, self._overlong = self._overlong + len(last), None
+            return size
+        self._held.append(last)
+        raw, self._held, self._held_size = b"".join(self._held), [], 0
+        return raw
+
+    def _line(self, raw: bytes | int, out: list[Any]) -> None:
+        self.number += 1
+        number = self.number
+        if isinstance(raw, int) or len(raw) > self.max_line_bytes:
+            size = raw if isinstance(raw, int) else len(raw)
+            out.append(
+                Skip(number, f"line too long ({size} bytes; the limit is {self.max_line_bytes})")
+            )
+            return
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out.append(
+                Warn(
+                    number,
+                    f"line {number}: bytes that are not UTF-8 at byte {exc.start + 1} of the "
+                    "line were replaced with U+FFFD (as pi reads them)",
+                )
+            )
+            text = raw.decode("utf-8", errors="replace")
+        if number == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        value, error = parse_session_line(text)
+        if error is not None:
+            out.append(Skip(number, error))
+        elif value is None:
+            return
+        elif self._mode == "entries":
+            out.append(prepare_entry(number, value, text))
+        else:
+            out.append(RawObject(number, value, text))
+            if self._mode is None:
+                self._mode = "entries" if is_current_header(value) else "objects"
