@@ -364,8 +364,11 @@ def browser():
 
 @pytest.fixture
 def page_for(browser, asgi_server):
-    """Open a browser page logged in as a user: `page = page_for(user)`."""
+    """Open a browser page logged in as a user: `page = page_for(user)`. Anything the
+    Content-Security-Policy blocks on the page fails the test (`page.csp_violations`
+    lists it, for a test that provokes one on purpose and then clears the list)."""
     contexts = []
+    pages = []
 
     def open_page(user=None):
         context = browser.new_context(
@@ -377,11 +380,23 @@ def page_for(browser, asgi_server):
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15000)
+        page.csp_violations = []
+        page.on(
+            "console",
+            lambda message: (
+                page.csp_violations.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        pages.append(page)
         return page
 
     yield open_page
+    violations = [text for page in pages for text in page.csp_violations]
     for context in contexts:
         context.close()
+    assert not violations, f"the page broke its Content-Security-Policy: {violations}"
 
 
 @pytest.fixture

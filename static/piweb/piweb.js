@@ -37,6 +37,12 @@
   }
   window.piweb = window.piweb || {};
   window.piweb.connect = connect;
+  // Read-only link boxes select all their text when focused or clicked, ready to copy.
+  function selectAll(ev) {
+    if (ev.target.matches && ev.target.matches("input[data-select-all]")) ev.target.select();
+  }
+  document.addEventListener("focusin", selectAll);
+  document.addEventListener("click", selectAll);
   document.addEventListener("DOMContentLoaded", function () {
     var el = document.querySelector("[data-piweb-session]");
     if (el) window.piweb.socket = connect(el.dataset.piwebSession, el.dataset.piwebShare);

@@ -268,6 +268,11 @@
   // --- wiring ---------------------------------------------------------------------------
 
   document.addEventListener("click", function (ev) {
+    var close = ev.target.closest(".inspector-close");
+    if (close) {
+      close.closest(".inspector").remove();
+      return;
+    }
     var link = ev.target.closest(".copy-link, .copy-entry-link");
     if (link) {
       ev.preventDefault();

@@ -17,7 +17,7 @@ def open_session(page_for, user, session):
     tree.rename_session(session, "chat browser test", actor=user)
     page = page_for(user)
     page.goto(f"/s/{session.pi_id}/")
-    page.wait_for_function("document.body.dataset.ws === 'open'", timeout=30000)
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     return page
 
 
@@ -67,7 +67,7 @@ def test_reload_mid_run_shows_the_run_and_bang_command(worker, page_for, llm, ma
     page.click("#chat-send")
     expect(page.locator("#chat-live-tools pre")).to_contain_text("row5", timeout=20000)
     page.reload()
-    page.wait_for_function("document.body.dataset.ws === 'open'", timeout=30000)
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     # After the reload the run is shown from the saved state, then keeps streaming.
     expect(page.locator("#chat-live-tools pre")).to_contain_text("row", timeout=5000)
     expect(page.locator("#chat-transcript")).to_contain_text("row80", timeout=30000)

@@ -54,7 +54,7 @@ def test_jobs_show_every_status_live(worker, page_for, make_user, llm):
     session.refresh_from_db()
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
-    page.wait_for_function("document.body.dataset.ws === 'open'")
+    page.wait_for_function("() => document.body.dataset.ws === 'open'")
     page.evaluate("window.__noReload = 'still here'")
 
     # Compaction: queued (both worker slots busy) -> running -> done.
@@ -114,7 +114,7 @@ def test_compact_now_button_with_focus(worker, page_for, make_user, llm):
     session = make_session(owner, turns=3, compaction=SMALL)
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
-    page.wait_for_function("document.body.dataset.ws === 'open'")
+    page.wait_for_function("() => document.body.dataset.ws === 'open'")
     llm.push(text("FROM THE BUTTON", delay_before=1))
     page.fill("#jobs-focus", "the flaky test")
     page.click("#jobs-compact-button")

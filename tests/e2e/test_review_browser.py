@@ -49,7 +49,7 @@ def test_share_a_branch_link_and_open_it_logged_out(page_for, make_user, artifac
     # only the shared branch: no row of branch B in the tree
     assert visitor.locator(f".rv-node[data-entry-id='{ids['b3']}']").count() == 0
     # the websocket opens with the token and the page notices when the branch grows
-    visitor.wait_for_function("document.body.dataset.ws === 'open'")
+    visitor.wait_for_function("() => document.body.dataset.ws === 'open'")
     # (from another thread: Playwright's loop runs in this one, and publishing uses async_to_sync)
     appended = {}
 
@@ -73,7 +73,7 @@ def test_share_a_branch_link_and_open_it_logged_out(page_for, make_user, artifac
     visitor.click(f".rv-node[data-entry-id='{new_id}'] a")
     expect(visitor.locator(f"#e-{new_id}")).to_contain_text("Live update after sharing.")
     assert visitor.locator("text=On branch B, not shared.").count() == 0
-    visitor.wait_for_function("document.body.dataset.ws === 'open'")
+    visitor.wait_for_function("() => document.body.dataset.ws === 'open'")
 
     # revoked: the open page is told at once (socket closed 4403), and the link is gone
     page.goto(f"/s/{data.session.pi_id}/sharing/")

@@ -391,3 +391,44 @@ def test_l5_new_session_with_name_is_created_with_its_name(make_user, settings):
     session = Session.objects.get(owner=owner)
     assert session.name == "Named"
     assert session.entries.filter(type="session_info").count() == 1
+
+
+# --- Content-Security-Policy -------------------------------------------------------------
+
+
+def test_every_page_carries_a_policy_that_allows_only_our_own_scripts(
+    make_user, settings, fresh_workspace_root
+):
+    owner = make_user("csp-owner", is_staff=True, is_superuser=True)
+    session = import_branched(owner, str(fresh_workspace_root))
+    signed_in = client_for(owner)
+    pages = [
+        (Client(), "/login/"),
+        (signed_in, "/"),
+        (signed_in, f"/s/{session.pi_id}/"),
+        (signed_in, "/admin/"),
+        (signed_in, "/no-such-page/"),
+    ]
+    for client, url in pages:
+        response = client.get(url)
+        assert response["Content-Security-Policy"] == settings.PIWEB_CSP, url
+    directives = dict(
+        (part.split()[0], part.split()[1:]) for part in settings.PIWEB_CSP.split("; ")
+    )
+    assert directives["script-src"] == ["'self'"]  # no inline scripts, handlers or eval
+    assert directives["object-src"] == ["'none'"] and directives["frame-ancestors"] == ["'none'"]
+    # No page or partial relies on an inline script or handler (the policy blocks them).
+    from sessions_app.services import sharing
+
+    sharing.create_link(session, actor=owner, leaf_pi_id="e0000014")
+    for url in (
+        f"/s/{session.pi_id}/sharing/",
+        f"/s/{session.pi_id}/",
+        f"/s/{session.pi_id}/tree/",
+        f"/s/{session.pi_id}/e/e0000014/",
+        f"/s/{session.pi_id}/inspect/?leaf=e0000014",
+    ):
+        page = signed_in.get(url).content.decode()
+        assert "data-select-all" in page or not url.endswith(("/e/e0000014/", "/sharing/"))
+        assert not re.search(r'<script(?![^>]*(\bsrc=|type="application/json"))[^>]*>', page)
+        assert not re.search(r"<[a-zA-Z][^<>]*\son[a-z]+=", page), url  # not escaped text
