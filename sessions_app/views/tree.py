@@ -388,24 +388,6 @@ def action_fork(request, session_id, entry_id):
     return response
 
 
-@login_required
-@require_POST
-def action_compact(request, session_id):
-    access = check_access(request.user, session_id, EDITOR)
-    focus = request.POST.get("focus", "").strip()[:4000] or None
-    try:
-        job = jobs.request_compaction(access.session, actor=request.user, focus=focus)
-    except ValueError as exc:
-        return _message(request, str(exc), "error", 409)
-    return _message(
-        request,
-        "Compaction queued.",
-        "info",
-        triggers={"piweb:job-queued": {"job_id": str(job.pk), "kind": job.kind}},
-        extra={"job": job},
-    )
-
-
 # --- context inspector ----------------------------------------------------------------
 
 
@@ -439,6 +421,5 @@ urlpatterns = [
     path("s/<str:session_id>/e/<str:entry_id>/navigate/", action_navigate, name="entry_navigate"),
     path("s/<str:session_id>/e/<str:entry_id>/label/", action_label, name="entry_label"),
     path("s/<str:session_id>/e/<str:entry_id>/fork/", action_fork, name="entry_fork"),
-    path("s/<str:session_id>/compact/", action_compact, name="session_compact"),
     path("s/<str:session_id>/inspect/", inspector, name="inspector"),
 ]

@@ -248,7 +248,7 @@ def test_continue_with_summary_runs_on_the_worker(
     assert "Finish approach B" in page.inner_text("#entry-pane")
     page.screenshot(path=str(artifact_dir / "session_page_summary.png"))
 
-    # --- compact now, with a focus: queued from the toolbar, written by the worker -----
+    # --- compact now, with a focus: queued from the jobs panel, written by the worker --
     from sessions_app.services.jobs import update_compaction_settings
 
     # keep almost nothing, so this small session has something to compact
@@ -256,11 +256,9 @@ def test_continue_with_summary_runs_on_the_worker(
         session, actor=owner, enabled=True, reserve_tokens=16384, keep_recent_tokens=1
     )
     llm.push(text("## Goal\nShip B.\n\n## Progress\n### Done\n- [x] B"), text("## Turn\nprefix"))
-    page.click("#tree-panel .compact-now summary")
-    page.fill("#tree-panel .compact-now textarea[name=focus]", "keep the test results")
-    page.click("#tree-panel .compact-now button[type=submit]")
-    page.wait_for_selector("#tree-status .action-result")
-    assert "Compaction queued" in page.inner_text("#tree-status")
+    page.fill("#jobs-focus", "keep the test results")
+    page.click("#jobs-compact-button")
+    expect(page.locator("#jobs")).to_contain_text("Compaction queued.")
     job = wait_db(
         lambda: Job.objects.filter(session=session, kind="compaction", status="done").first(),
         60,

@@ -60,7 +60,6 @@ ROUTES: dict[str, Route] = {
     "entry_navigate": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
     "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
-    "session_compact": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
     "inspector": Route("viewer", kwargs=S),
     # chat
     "chat_send": Route("editor", "POST", ok=400, kwargs=S, htmx=True),  # empty message

@@ -231,7 +231,7 @@ def test_strangers_get_404_everywhere(session, make_user, client_for):
         c.post(url("entry_navigate", session, "e0000004")),
         c.post(url("entry_label", session, "e0000004"), {"label": "x"}),
         c.post(url("entry_fork", session, "e0000004"), {"scope": "path"}),
-        c.post(url("session_compact", session)),
+        c.post(url("jobs_compact", session)),
     ):
         assert response.status_code == 404
 
@@ -250,7 +250,7 @@ def test_viewer_reads_but_cannot_mutate(session, make_user, client_for):
         c.post(url("entry_navigate", session, "e0000004")),
         c.post(url("entry_label", session, "e0000004"), {"label": "x"}),
         c.post(url("entry_fork", session, "e0000004"), {"scope": "path"}),
-        c.post(url("session_compact", session)),
+        c.post(url("jobs_compact", session)),
     ):
         assert response.status_code == 403
     assert Session.objects.get(pk=session.pk).leaf_id == leaf
