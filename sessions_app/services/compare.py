@@ -21,7 +21,7 @@ from sessions_app.context.review import compare_branches, offline_difference_sum
 from sessions_app.context.summaries import serialize_conversation
 from sessions_app.models import Entry, Job, Session
 from sessions_app.services import summarizer, tree
-from sessions_app.services.jobs import publish_progress
+from sessions_app.services.jobs import Heartbeat, enqueue_job, publish_progress
 from sessions_app.services.llm import resolve_profile
 
 log = logging.getLogger(__name__)
@@ -92,14 +92,7 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
             locked, actor, "compare_requested", job=str(job.id), a=a_pi_id, b=b_pi_id
         )
         publish_progress(job)
-        job_id = str(job.id)
-
-        def enqueue():
-            from sessions_app.tasks import run_compare_summary_job
-
-            run_compare_summary_job.apply_async(args=[job_id])
-
-        transaction.on_commit(enqueue)
+        enqueue_job(job)
     return job
 
 
@@ -177,7 +170,9 @@ def run_compare_summary(job_id) -> str | None:
         if profile is None:
             text, offline, model = offline_difference_summary(comparison), True, "offline"
         else:
-            text = summarizer.complete(profile, _request(comparison)).text
+            # A model call can outlast PIWEB_JOB_STALE_SECONDS: the heartbeat says we live.
+            with Heartbeat(job.pk, attempt):
+                text = summarizer.complete(profile, _request(comparison)).text
             offline, model = False, profile.label
         status, error, progress = (
             Status.DONE,

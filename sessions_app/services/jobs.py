@@ -87,6 +87,8 @@ log = logging.getLogger(__name__)
 
 Status = Job.Status
 SUMMARY_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
+# The jobs the sweeper looks after (agent runs have their own recovery, in chat.py).
+SWEPT_KINDS = (*SUMMARY_KINDS, Job.Kind.COMPARE_SUMMARY)
 TRIGGERS = ("manual", "threshold", "overflow")
 FOCUS_MAX_CHARS = 4000
 
@@ -196,17 +198,19 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
 # --- requesting -------------------------------------------------------------------------
 
 
-def _enqueue(job: Job) -> None:
-    """Send the task after commit. A broker that is down does not fail the request: the
-    job stays queued, flagged, and the next sweep sends it again."""
-    from sessions_app.tasks import run_summary_job
+def enqueue_job(job: Job) -> None:
+    """Send the job's task after commit (a compaction, a branch summary or a compare
+    summary). A broker that is down does not fail the request: the job stays queued,
+    flagged, and the next sweep sends it again."""
+    from sessions_app.tasks import run_compare_summary_job, run_summary_job
 
+    task = run_compare_summary_job if job.kind == Job.Kind.COMPARE_SUMMARY else run_summary_job
     job_id = str(job.id)
     queue = getattr(settings, "PIWEB_JOBS_QUEUE", "") or None
 
     def send():
         try:
-            run_summary_job.apply_async(args=[job_id], queue=queue)
+            task.apply_async(args=[job_id], queue=queue)
         except Exception as exc:
             log.warning("could not enqueue job %s: %s", job_id, exc)
             Job.objects.filter(pk=job_id, status=Status.QUEUED).update(
@@ -257,7 +261,7 @@ def _create_compaction(
     tree.record_activity(session, actor, "compaction_requested", job=str(job.id), trigger=trigger)
     publish_progress(job)
     if enqueue:
-        _enqueue(job)
+        enqueue_job(job)
     return job
 
 
@@ -351,7 +355,7 @@ def request_branch_summary(
             locked, actor, "branch_summary_requested", job=str(job.id), target=target_pi_id
         )
         publish_progress(job)
-        _enqueue(job)
+        enqueue_job(job)
     session.refresh_from_db()
     return job
 
@@ -565,7 +569,7 @@ def _claim(job_id) -> tuple[Job, int] | None:
         return job, job.attempts
 
 
-class _Heartbeat:
+class Heartbeat:
     """Touch heartbeat_at every few seconds while the job runs (own DB connection)."""
 
     def __init__(self, job_pk, attempt: int):
@@ -609,7 +613,7 @@ def run_job(job_id) -> str | None:
         return None
     job, attempt = claimed
     try:
-        with _Heartbeat(job.pk, attempt):
+        with Heartbeat(job.pk, attempt):
             if job.kind == Job.Kind.COMPACTION:
                 return _run_compaction(job, attempt)
             if job.kind == Job.Kind.BRANCH_SUMMARY:
@@ -873,7 +877,7 @@ def sweep_stale_jobs(session: Session | None = None) -> list[str]:
     """
     now = timezone.now()
     stale = timedelta(seconds=_stale_seconds())
-    qs = Job.objects.filter(kind__in=SUMMARY_KINDS, status__in=Job.ACTIVE)
+    qs = Job.objects.filter(kind__in=SWEPT_KINDS, status__in=Job.ACTIVE)
     if session is not None:
         qs = qs.filter(session_id=session.pk)
     candidates = list(qs.values_list("pk", "status", "created_at", "progress"))
@@ -914,7 +918,7 @@ def sweep_stale_jobs(session: Session | None = None) -> list[str]:
                 }
                 job.save(update_fields=["status", "heartbeat_at", "progress"])
                 publish_progress(job)
-                _enqueue(job)
+                enqueue_job(job)
             swept.append(str(job.pk))
     if swept:
         log.warning("swept %d stale job(s): %s", len(swept), ", ".join(swept))

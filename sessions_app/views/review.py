@@ -27,6 +27,7 @@ from sessions_app.services.access import (
     check_access,
     share_link_session_id,
 )
+from sessions_app.services.jobs import sweep_stale_jobs
 from sessions_app.services.tree import UNSET
 
 ACTIVITY_LIMIT = 100
@@ -414,6 +415,7 @@ def compare_summary(request, session_id):
 @require_GET
 def compare_job(request, session_id, job_id):
     access = check_access(request.user, session_id, VIEWER)
+    sweep_stale_jobs(session=access.session)  # a job whose worker died is queued again
     job = Job.objects.filter(
         pk=job_id, session=access.session, kind=Job.Kind.COMPARE_SUMMARY
     ).first()

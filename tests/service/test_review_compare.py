@@ -98,3 +98,82 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     client.force_login(owner)
     partial = client.get(f"/s/{data.session.pi_id}/compare/summary/{job2.pk}/")
     assert "branch B gave up" in partial.content.decode()
+
+
+def _running_compare_job(data, **fields) -> Job:
+    """A compare-summary job as a worker would have left it after claiming it."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    values = {
+        "status": Job.Status.RUNNING,
+        "attempts": 1,
+        "started_at": now,
+        "heartbeat_at": now,
+        "progress": {"phase": "running"},
+        **fields,
+    }
+    return Job.objects.create(
+        session=data.session,
+        kind=Job.Kind.COMPARE_SUMMARY,
+        prepared_leaf_pi_id=data.ids["a3"],
+        target_pi_id=data.ids["b3"],
+        params={"a": data.ids["a3"], "b": data.ids["b3"]},
+        **values,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_model_call_keeps_its_job_alive(make_user, llm, settings):
+    """The job heartbeats while the model thinks, so no sweep or redelivery takes it over
+    once PIWEB_JOB_STALE_SECONDS have passed."""
+    import threading
+
+    from sessions_app.services.jobs import sweep_stale_jobs
+    from tests.support.scripted_llm import hang, text
+
+    settings.PIWEB_JOB_STALE_SECONDS = 2
+    settings.PIWEB_JOB_HEARTBEAT_SECONDS = 0.3
+    data = build_branchy_session(make_user())
+    data.session.model_profile = "scripted"
+    data.session.save(update_fields=["model_profile"])
+    job = _running_compare_job(data, status=Job.Status.QUEUED, attempts=0, heartbeat_at=None)
+    llm.push(hang(4), text("A got further than B."))
+    results = []
+    runner = threading.Thread(target=lambda: results.append(compare.run_compare_summary(job.pk)))
+    runner.start()
+    time.sleep(3)  # past the stale limit, still inside the model call
+    assert Job.objects.get(pk=job.pk).status == Job.Status.RUNNING
+    assert sweep_stale_jobs(session=data.session) == []
+    assert compare._claim(job.pk) is None  # a redelivered task would leave it alone
+    runner.join(30)
+    job.refresh_from_db()
+    assert results == [Job.Status.DONE] and job.attempts == 1
+    assert job.progress["summary"] == "A got further than B."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_compare_job_whose_worker_died_is_run_again_or_given_up(
+    worker, make_user, client, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    data = build_branchy_session(make_user())
+    silent_since = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 60)
+    orphan = _running_compare_job(data, heartbeat_at=silent_since)
+    # The page polling the job sweeps: the job is queued again and a live worker runs it.
+    client.force_login(data.session.owner)
+    client.get(f"/s/{data.session.pi_id}/compare/summary/{orphan.pk}/")
+    assert wait_for(lambda: Job.objects.get(pk=orphan.pk).status == Job.Status.DONE)
+    orphan.refresh_from_db()
+    assert orphan.attempts == 2 and "Offline comparison" in orphan.progress["summary"]
+    # Out of attempts: it fails with a reason instead of spinning for ever.
+    exhausted = _running_compare_job(
+        data, attempts=settings.PIWEB_JOB_MAX_ATTEMPTS, heartbeat_at=silent_since
+    )
+    partial = client.get(f"/s/{data.session.pi_id}/compare/summary/{exhausted.pk}/")
+    exhausted.refresh_from_db()
+    assert exhausted.status == Job.Status.FAILED and "Gave up after" in exhausted.error
+    assert "Gave up after" in partial.content.decode()
