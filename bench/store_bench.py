@@ -4,6 +4,7 @@ deep leaf, append 1,000 entries, on PostgreSQL and on SQLite.
 The generated session is a 100,000-entry main chain (the deep leaf is ~99,800 entries
 down) with short side branches and a compaction every 500 entries, as pi would make at
 a 128k-200k token window; the context at the leaf is what follows the last compaction.
+Entry ids are random 8-hex-digit strings, as pi writes them.
 
 Run: .venv/bin/python bench/store_bench.py [--entries N] [--keep]
 Creates its own databases (PostgreSQL `piweb_store_bench` on 127.0.0.1:5432, or
@@ -62,6 +63,8 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
         "timestamp": "2026-01-01T00:00:00.000Z",
         "cwd": "/bench/project",
     }
+    # Entry ids as pi makes them: 8 random hex digits (so index inserts land anywhere).
+    ids = [f"{n:08x}" for n in rng.sample(range(1 << 32), entries)]
     written = 0
     main_parent = None
     deep_leaf = None
@@ -70,7 +73,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
         fh.write(serialize_entry(header) + "\n")
         i = 0
         while i < entries:
-            eid = f"{i:08x}"
+            eid = ids[i]
             ts = f"2026-01-{1 + (i // 86400) % 28:02d}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"
             kind = i % 4
             # pi compacts when the context nears the window: every ~500 entries here
@@ -136,7 +139,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                     "timestamp": ts,
                     "message": {
                         "role": "toolResult",
-                        "toolCallId": f"call_{i - 1:08x}",
+                        "toolCallId": f"call_{ids[i - 1]}",
                         "toolName": "bash",
                         "content": [{"type": "text", "text": _text(rng, per_entry * 2)}],
                         "isError": False,
@@ -167,9 +170,9 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
             i += 1
             # A short side branch every 997 entries (somebody went back and retried).
             if i % 997 == 0 and i + 2 < entries:
-                side_parent = f"{i - 3:08x}"
+                side_parent = ids[i - 3]
                 for _ in range(2):
-                    sid = f"{i:08x}"
+                    sid = ids[i]
                     side = {
                         "type": "message",
                         "id": sid,
