@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: run test install migrate createsuperuser lint format bench
+.PHONY: run test install pi-reference migrate createsuperuser lint format bench
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,13 +14,16 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
+pi-reference: install
+	bash bin/install-pi-reference
+
 migrate: install
 	$(PY) manage.py migrate --noinput
 
 run: migrate
 	$(PY) manage.py runpiweb
 
-test: install
+test: install pi-reference
 	bash bin/run-tests
 
 createsuperuser: migrate
