@@ -108,3 +108,26 @@ def test_system_messages_compaction_system_message_and_own_first_kept_id():
     entries[3]["firstKeptEntryId"] = "c1"  # pi 1.6.0 writes this when nothing is kept
     messages = build_session_context(entries)["messages"]
     assert [m["role"] for m in messages] == ["system", "compactionSummary", "user"]
+
+
+@pytest.mark.parametrize("name", session_names())
+def test_compaction_and_branch_summaries_take_pi_1_x_entries(name):
+    """The seed's algorithms (pi 0.80.2) run over pi 1.x files without stumbling."""
+    from sessions_app.context.compaction import find_cut_point, prepare_compaction
+    from sessions_app.context.summaries import prepare_branch_entries, serialize_conversation
+    from sessions_app.context.tree import SessionTree
+
+    _, entries, record = session(name)
+    tree = SessionTree(entries)
+    nodes = [c["leafId"] for c in record["contexts"]]
+    for leaf in nodes:
+        path = tree.get_branch(leaf)
+        cut = find_cut_point(path, 0, len(path), 2_000)
+        assert 0 <= cut["firstKeptEntryIndex"] <= len(path)
+        plan = prepare_compaction(path, {"keepRecentTokens": 2_000})
+        if plan is not None:
+            assert plan.first_kept_entry_id in {e["id"] for e in path}
+            serialize_conversation(convert_to_llm(plan.messages_to_summarize))
+        left = tree.collect_entries_for_branch_summary(leaf, nodes[0])["entries"]
+        prepared = prepare_branch_entries(left, 10_000)
+        serialize_conversation(convert_to_llm(prepared.messages))
