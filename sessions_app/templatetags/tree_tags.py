@@ -177,7 +177,11 @@ def _node_html(row, rc: _RowContext) -> str:
         out.append(f'<span class="label-chip">{_esc(n.label)}</span>')
     out.append(rc.marker(n.id))
     out.append('<span class="preview">')
-    prefix = _PREFIX.get(n.type) or _PREFIX.get(kind) or (n.tool_name or "tool" if kind == "toolResult" else "")
+    prefix = (
+        _PREFIX.get(n.type)
+        or _PREFIX.get(kind)
+        or (n.tool_name or "tool" if kind == "toolResult" else "")
+    )
     if not prefix and kind not in KIND_ICONS:
         prefix = kind  # an entry type (or message role) newer than piweb: show its name
     if prefix:
