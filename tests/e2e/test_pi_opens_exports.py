@@ -16,6 +16,7 @@ import pytest
 from sessions_app.models import Entry, Session
 from sessions_app.services import exports, fork, jobs, navigation, tree
 from sessions_app.services.exporter import LEAF_MARKER_TYPE
+from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
 from tests.support.pi_reference import open_in_pi, pi_or_skip
 from tests.support.scripted_llm import text
@@ -32,12 +33,16 @@ class Exported:
         self.expected: dict[str, tuple[str | None, list]] = {}
         self.texts: dict[str, str] = {}
 
-    def add(self, name: str, session: Session) -> str:
+    def add(self, name: str, session: Session, *, context: bool = True) -> str:
+        """Export `session`; pi must open it at its leaf, and (with `context`) build
+        the context piweb builds there."""
         session = Session.objects.get(pk=session.pk)
         content = exports.export_session(session, "jsonl").content
         (self.directory / f"{name}.jsonl").write_text(content, encoding="utf-8")
         leaf = session.leaf.pi_id if session.leaf_id else None
-        messages = json.loads(json.dumps(tree.load_context(session)["messages"]))
+        messages = None
+        if context:
+            messages = json.loads(json.dumps(tree.load_context(session)["messages"]))
         self.expected[f"{name}.jsonl"] = (leaf, messages)
         self.texts[name] = content
         return content
@@ -56,8 +61,29 @@ class Exported:
                     assert got["leafId"] == marker["id"], where
                 else:
                     assert got["leafId"] == leaf, f"{where}: leaf"
-                assert got["context"]["messages"] == messages, f"{where}: context"
+                if messages is not None:
+                    assert got["context"]["messages"] == messages, f"{where}: context"
         return results
+
+
+PI_160_DIR = Path(__file__).resolve().parents[3] / "shared" / "sessions-pi-1.6.0"
+if not PI_160_DIR.is_dir():  # the worktree layout (/work/wt/<name>) sits one level deeper
+    PI_160_DIR = Path(__file__).resolve().parents[4] / "shared" / "sessions-pi-1.6.0"
+
+
+def _pi1_only(path: list[dict]) -> bool:
+    """Whether a path holds what only pi 1.x builds a context from (context edits, system
+    messages, a compaction's systemMessage or self-referring firstKeptEntryId)."""
+    for entry in path:
+        if entry.get("type") == "context_edit":
+            return True
+        if entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "system":
+            return True
+        if entry.get("type") == "compaction" and (
+            "systemMessage" in entry or entry.get("firstKeptEntryId") == entry.get("id")
+        ):
+            return True
+    return False
 
 
 def _last_line_id(content: str) -> str:
@@ -109,6 +135,26 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
         for scope in fork.SCOPES:
             forked = fork.fork_session(session, target, scope, actor=owner)
             out.add(f"fork-{scope}-{target}", forked)
+
+    # Files pi 1.6.0 wrote, with the leaf moved to an entry that has children. Their
+    # context is compared where pi 0.80 and 1.x build it alike (the pure core's 1.x
+    # context building is checked against pi's expected.json elsewhere); the leaf always.
+    for path in sorted(PI_160_DIR.glob("session-*.jsonl"))[:6]:
+        imported = import_jsonl_stream(path.open("rb"), owner, filename=path.name).session
+        parents = set(Entry.objects.filter(session=imported).values_list("parent_pi_id", flat=True))
+        inner = list(
+            Entry.objects.filter(session=imported, pi_id__in=parents, type="message")
+            .exclude(role="user")
+            .order_by("seq")
+            .values_list("pi_id", flat=True)
+        )
+        target = inner[len(inner) // 2]
+        tree.set_leaf(imported, target, actor=owner)
+        out.add(
+            f"pi160-{path.stem}",
+            imported,
+            context=not _pi1_only(tree.load_path(Session.objects.get(pk=imported.pk))),
+        )
 
     results = out.check(tmp_path / "pi")
     # The checks above compared something: pi's contexts are not empty on these files.
