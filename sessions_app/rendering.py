@@ -339,6 +339,11 @@ def _render_entry(payload: dict) -> list[Part]:
                 if isinstance(b, dict) and b.get("type") == "image"
             ]
             lines = text.count("\n") + 1 if text else 0
+            usage = (
+                [Part("usage", title="Usage", extra=usage_figures(message))]
+                if isinstance(message.get("usage"), dict)
+                else []
+            )
             return [
                 Part(
                     "tool_result",
@@ -354,6 +359,7 @@ def _render_entry(payload: dict) -> list[Part]:
                     },
                 ),
                 *images,
+                *usage,
             ]
         if role == "bashExecution":
             output = str(message.get("output") or "")
@@ -388,6 +394,8 @@ def _render_entry(payload: dict) -> list[Part]:
                 extra={
                     "tokens_before": payload.get("tokensBefore"),
                     "first_kept": payload.get("firstKeptEntryId"),
+                    "keeps_nothing": kind == "compaction"
+                    and payload.get("firstKeptEntryId") == payload.get("id"),
                     "from_id": payload.get("fromId"),
                     "from_hook": payload.get("fromHook"),
                 },
@@ -398,6 +406,10 @@ def _render_entry(payload: dict) -> list[Part]:
             parts.append(files)
         if isinstance(payload.get("systemMessage"), dict):
             parts.insert(0, system_part(payload["systemMessage"], "System message (re-stated)"))
+        if isinstance(payload.get("usage"), dict):
+            parts.append(
+                Part("usage", title="Usage of the summary call", extra=usage_figures(payload))
+            )
         return parts
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))

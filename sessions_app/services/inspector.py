@@ -136,7 +136,13 @@ def _emitted_entries(path: list[dict]) -> tuple[list[dict], list[dict], str | No
     first_kept = compaction.get("firstKeptEntryId")
     ids = [e.get("id") for e in path[:compaction_idx]]
     start = ids.index(first_kept) if first_kept in ids else compaction_idx
-    emitted = [compaction, *path[start:compaction_idx], *path[compaction_idx + 1 :]]
+    # pi 1.x leaves system messages of the kept range out: the compaction re-states them.
+    kept = [
+        e
+        for e in path[start:compaction_idx]
+        if not (e.get("type") == "message" and (e.get("message") or {}).get("role") == "system")
+    ]
+    emitted = [compaction, *kept, *path[compaction_idx + 1 :]]
     return emitted, path[:start], compaction.get("id")
 
 

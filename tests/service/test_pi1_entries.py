@@ -54,6 +54,29 @@ def test_inspector_lists_what_each_edit_does_and_the_system_changes(session):
 
 
 @pytest.mark.embedded
+def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, owner):
+    report = inspect_context(session, "b0000005")
+    assert [h["id"] for h in report.hidden] == ["b0000001", "b0000002"]
+    [restated] = report.system_changes
+    assert restated["id"] == "b00000c1" and restated["entry_type"] == "compaction"
+    assert restated["sections"] == [("rules", "<rules>Restated rules</rules>")]
+    pane = (
+        _client(owner)
+        .get(reverse("sessions_app:entry_pane", args=[session.pi_id, "b00000c1"]))
+        .content.decode()
+    )
+    assert "keeps nothing before it" in pane
+    assert "System message (re-stated)" in pane and "Restated prompt" in pane
+    assert "Usage of the summary call" in pane and "$0.0081" in pane
+    pane = (
+        _client(owner)
+        .get(reverse("sessions_app:entry_pane", args=[session.pi_id, "b0000003"]))
+        .content.decode()
+    )
+    assert "usage-table" in pane  # a tool result's own usage (pi 1.x)
+
+
+@pytest.mark.embedded
 def test_inspector_page_shows_edits_and_system_changes(session, owner):
     url = reverse("sessions_app:inspector", args=[session.pi_id]) + "?leaf=b0000004"
     html = _client(owner).get(url).content.decode()

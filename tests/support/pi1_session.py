@@ -59,7 +59,7 @@ def entries() -> list[dict]:
             model="claude-sonnet-4-5",
             usage=usage,
             stopReason="toolUse",
-        ),  # fmt: skip
+        ),
         message(
             "b0000003",
             "b0000002",
@@ -69,7 +69,8 @@ def entries() -> list[dict]:
             toolName="read",
             content=[{"type": "text", "text": "def test_flaky():\n    time.sleep(0.01)\n" * 40}],
             isError=False,
-        ),  # fmt: skip
+            usage=usage,
+        ),
         entry(
             "b00000u1",
             "b0000003",
@@ -80,7 +81,7 @@ def entries() -> list[dict]:
             model="claude-haiku-4-5",
             usage=usage,
             note=USAGE_NOTE,
-        ),  # fmt: skip
+        ),
         message(
             "b00000s1",
             "b00000u1",
@@ -96,7 +97,7 @@ def entries() -> list[dict]:
                 }
             ],
             toolsRemoved=[{"name": "grep", "description": "Search file contents"}],
-        ),  # fmt: skip
+        ),
         entry(
             "b00000e1",
             "b00000s1",
@@ -104,7 +105,7 @@ def entries() -> list[dict]:
             "context_edit",
             targetId="b0000003",
             replacement={"content": [{"type": "text", "text": "first replacement"}]},
-        ),  # fmt: skip
+        ),
         entry("b00000e2", "b00000e1", 7, "context_edit", targetId="b0000001", replacement=None),
         entry(
             "b00000e3",
@@ -113,8 +114,25 @@ def entries() -> list[dict]:
             "context_edit",
             targetId="b0000003",
             replacement={"content": [{"type": "text", "text": REPLACEMENT}]},
-        ),  # fmt: skip
+        ),
         entry("b00000x1", "b00000e3", 9, "hologram", payload={"beam": "violet-octopus"}),
+        entry(
+            "b00000c1",
+            "b0000002",
+            11,
+            "compaction",
+            summary="Looked for the flaky test.",
+            firstKeptEntryId="b00000c1",
+            tokensBefore=5400,
+            usage=usage,
+            systemMessage={
+                "role": "system",
+                "content": "Restated prompt",
+                "sections": {"rules": "<rules>Restated rules</rules>"},
+                "timestamp": 11,
+            },
+        ),
+        message("b0000005", "b00000c1", 12, role="user", content="Carry on from the summary"),
         message(
             "b0000004",
             "b00000x1",
@@ -126,7 +144,7 @@ def entries() -> list[dict]:
             model="claude-sonnet-4-5",
             usage=usage,
             stopReason="stop",
-        ),  # fmt: skip
+        ),
     ]
 
 
