@@ -40,6 +40,7 @@ from sessions_app.context.pi1_entries import (
     system_message_view,
     usage_figures,
 )
+from sessions_app.context.preview import clean_text
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
@@ -253,8 +254,9 @@ def _files_part(details) -> Part | None:
 
 
 def render_plain(text: str) -> SafeString:
-    """Plain text (a system prompt, a JSON view) as an escaped `<pre>`."""
-    text, rest = _cut(str(text or ""))
+    """Plain text (a system prompt, a JSON view) as an escaped `<pre>`; lone surrogates
+    (which an imported file may hold and UTF-8 cannot encode) become U+FFFD."""
+    text, rest = _cut(clean_text(str(text or "")))
     html = format_html('<pre class="plain">{}</pre>', text)
     if rest:
         html += format_html('<p class="notice">{}</p>', rest)

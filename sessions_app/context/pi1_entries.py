@@ -153,7 +153,7 @@ def unknown_entry_text(entry: dict) -> str:
     rest = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
     out: list[str] = [str(entry.get("type", ""))]
     _strings(rest, out, [UNKNOWN_TEXT_CHARS])
-    return " ".join(out)
+    return " ".join(out)[:UNKNOWN_TEXT_CHARS]
 
 
 def json_view(value: Any) -> str:
