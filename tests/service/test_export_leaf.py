@@ -73,3 +73,31 @@ def test_forks_of_the_librechat_scopes_end_with_their_leaf(make_user, tmp_path):
     for scope in fork.SCOPES:
         forked = fork.fork_session(session, "e000000b", scope, actor=owner)
         assert _ids(export_jsonl(forked))[-1] == forked.leaf.pi_id, scope
+
+
+def test_a_moved_leaf_export_reimports_into_the_same_session_and_grows(make_user, tmp_path):
+    """pi continues the exported file (the file ends with piweb's leaf, so pi appends
+    there); importing it again into the same session adds only pi's new entries."""
+    owner = make_user()
+    session = import_branched(owner, str(tmp_path))
+    navigation.navigate(session, "e000000b", actor=owner)
+    session.refresh_from_db()
+    data = export_bytes(session)
+
+    again = import_jsonl_stream(io.BytesIO(data), owner, filename="same.jsonl")
+    assert again.status == "unchanged" and again.session.pk == session.pk
+
+    child = {"type": "message", "id": "f0000001", "parentId": "e000000b",
+             "timestamp": "2026-01-02T00:00:00.000Z",
+             "message": {"role": "user", "content": "continued in pi", "timestamp": 5}}  # fmt: skip
+    grown = data + (json.dumps(child, separators=(",", ":")) + "\n").encode()
+    report = import_jsonl_stream(io.BytesIO(grown), owner, filename="grown.jsonl")
+    assert report.status == "updated" and report.entries_added == 1
+    session.refresh_from_db()
+    assert session.leaf.pi_id == "f0000001" and session.leaf.parent.pi_id == "e000000b"
+
+    # A file that is not the stored session (two entries out of place) is still refused.
+    lines = data.decode().splitlines(keepends=True)
+    shuffled = [lines[0], *lines[3:], lines[2], lines[1]]
+    with pytest.raises(Exception, match="differs from the stored session|not in this file"):
+        import_jsonl_stream(io.BytesIO("".join(shuffled).encode()), owner, filename="x.jsonl")
