@@ -8,6 +8,7 @@ sessions hold only entry types whose context pi 0.73, 0.80 and 1.6 build alike.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
 from tests.support.pi_reference import open_in_pi, pi_or_skip
+from tests.support.real_sessions import pi160_dir, real_session_bytes
 from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
 
@@ -64,11 +66,6 @@ class Exported:
                 if messages is not None:
                     assert got["context"]["messages"] == messages, f"{where}: context"
         return results
-
-
-PI_160_DIR = Path(__file__).resolve().parents[3] / "shared" / "sessions-pi-1.6.0"
-if not PI_160_DIR.is_dir():  # the worktree layout (/work/wt/<name>) sits one level deeper
-    PI_160_DIR = Path(__file__).resolve().parents[4] / "shared" / "sessions-pi-1.6.0"
 
 
 def _pi1_only(path: list[dict]) -> bool:
@@ -139,7 +136,7 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
     # Files pi 1.6.0 wrote, with the leaf moved to an entry that has children. Their
     # context is compared where pi 0.80 and 1.x build it alike (the pure core's 1.x
     # context building is checked against pi's expected.json elsewhere); the leaf always.
-    for path in sorted(PI_160_DIR.glob("session-*.jsonl"))[:6]:
+    for path in sorted(pi160_dir().glob("session-*.jsonl"))[:6]:
         imported = import_jsonl_stream(path.open("rb"), owner, filename=path.name).session
         parents = set(Entry.objects.filter(session=imported).values_list("parent_pi_id", flat=True))
         inner = list(
@@ -155,6 +152,18 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
             imported,
             context=not _pi1_only(tree.load_path(Session.objects.get(pk=imported.pk))),
         )
+
+    # A 1 MB session with real pi shapes (signatures, images, aborted runs, custom
+    # providers), unchanged and with the leaf moved back.
+    real = import_jsonl_stream(io.BytesIO(real_session_bytes()), owner, filename="real.jsonl")
+    assert out.add("real-unchanged", real.session).encode() == real_session_bytes()
+    aborted = (
+        Entry.objects.filter(session=real.session, role="assistant", line__contains='"aborted"')
+        .order_by("seq")
+        .values_list("pi_id", flat=True)[2]
+    )
+    tree.set_leaf(real.session, aborted, actor=owner)
+    out.add("real-moved-to-aborted", real.session)
 
     results = out.check(tmp_path / "pi")
     # The checks above compared something: pi's contexts are not empty on these files.

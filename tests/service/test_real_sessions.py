@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,24 +18,15 @@ from django.urls import reverse
 from sessions_app.models import Entry
 from sessions_app.services.exporter import export_bytes
 from sessions_app.services.importer import import_jsonl_stream
-from tests.support.real_sessions import real_session_bytes
+from tests.support.real_sessions import pi160_dir, real_session_bytes
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
-PI_160_DIR = Path(
-    os.environ.get(
-        "PIWEB_PI160_SESSIONS_DIR",
-        Path(__file__).resolve().parents[3] / "shared" / "sessions-pi-1.6.0",
-    )
-)
-if not PI_160_DIR.is_dir():  # the worktree layout (/work/wt/<name>) sits one level deeper
-    PI_160_DIR = Path(__file__).resolve().parents[4] / "shared" / "sessions-pi-1.6.0"
-
 
 def pi160_files() -> list[Path]:
-    files = sorted(PI_160_DIR.glob("session-*.jsonl"))
+    files = sorted(pi160_dir().glob("session-*.jsonl"))
     if len(files) != 12:
-        pytest.fail(f"expected the 12 pi 1.6.0 session files in {PI_160_DIR}, found {len(files)}")
+        pytest.fail(f"expected the 12 pi 1.6.0 session files in {pi160_dir()}, found {len(files)}")
     return files
 
 
