@@ -33,7 +33,6 @@ from pygments.lexers import JsonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from sessions_app.context.pi1_entries import (
-    KNOWN_ENTRY_TYPES,
     edit_action,
     edit_replacement_content,
     json_view,
@@ -438,9 +437,7 @@ def _render_entry(payload: dict) -> list[Part]:
         return [_usage_part(payload)]
     if kind == "context_edit":
         return [_edit_part(payload)]
-    if kind not in KNOWN_ENTRY_TYPES:
-        return unknown_parts(str(kind), _without_ids(payload))
-    return [Part("notice", escape(f"[unreadable {kind} entry]"))]
+    return unknown_parts(str(kind), _without_ids(payload))
 
 
 def render_llm_message(message: dict) -> list[Part]:
