@@ -21,7 +21,7 @@ def test_usage_context_edit_system_and_unknown_entries_render(page_for, make_use
     page = page_for(owner)
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"/s/{session.pi_id}/")
+    page.goto(f"/s/{session.pi_id}/?filter=all")  # the default filter hides usage and edits
     page.wait_for_selector("#n-b0000004.session-leaf")
 
     # The tree: each type has its own icon and names itself.

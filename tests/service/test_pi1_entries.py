@@ -102,7 +102,11 @@ def test_search_finds_the_text_of_new_entry_types(session, owner):
 @pytest.mark.embedded
 def test_tree_rows_name_each_new_type(session, owner):
     url = reverse("sessions_app:session_detail", args=[session.pi_id])
+    # As in pi 1.6.0's tree, the default filter leaves usage and context edits out.
     html = _client(owner).get(url).content.decode()
+    assert 'id="n-b00000s1"' in html and 'id="n-b00000x1"' in html
+    assert 'id="n-b00000u1"' not in html and 'id="n-b00000e2"' not in html
+    html = _client(owner).get(url + "?filter=all").content.decode()
 
     def row(entry_id):
         start = html.index(f'id="n-{entry_id}"')
