@@ -32,6 +32,15 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from sessions_app.context.pi1_entries import (
+    edit_action,
+    edit_replacement_content,
+    json_view,
+    system_message_view,
+    usage_figures,
+)
+from sessions_app.context.preview import clean_text
+
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
 MAX_RENDER_CHARS = 200_000  # per text block; the rest is cut with a notice
@@ -156,7 +165,9 @@ def render_image(block: dict) -> SafeString:
 class Part:
     """One displayable piece of an entry: `kind` picks the template's frame."""
 
-    kind: str  # text | markdown | thinking | tool_call | tool_result | terminal | image | notice | summary | files | meta
+    # text | markdown | thinking | tool_call | tool_result | terminal | image | notice | summary
+    # | files | meta | usage | edit | system | json
+    kind: str
     html: SafeString = field(default_factory=lambda: mark_safe(""))
     title: str = ""
     open: bool = True
@@ -241,8 +252,72 @@ def _files_part(details) -> Part | None:
     return Part("files", title="Files", extra={"read": read, "modified": modified})
 
 
+def render_plain(text: str) -> SafeString:
+    """Plain text (a system prompt, a JSON view) as an escaped `<pre>`; lone surrogates
+    (which an imported file may hold and UTF-8 cannot encode) become U+FFFD."""
+    text, rest = _cut(clean_text(str(text or "")))
+    html = format_html('<pre class="plain">{}</pre>', text)
+    if rest:
+        html += format_html('<p class="notice">{}</p>', rest)
+    return html
+
+
+def _without_ids(payload: dict) -> dict:
+    return {k: v for k, v in payload.items() if k not in ("id", "parentId", "timestamp")}
+
+
+def unknown_parts(name: str, value) -> list[Part]:
+    """An entry type (or message role) piweb does not know: its name and its JSON."""
+    return [
+        Part("meta", escape(name), "Unknown type"),
+        Part("json", render_plain(json_view(value)), name),
+    ]
+
+
+def system_part(message: dict, title: str = "System message") -> Part:
+    """A pi 1.x system message: the prompt text, its sections, the tools it adds/removes."""
+    view = system_message_view(message)
+    return Part(
+        "system",
+        render_plain(view["content"]) if view["content"] else mark_safe(""),
+        title,
+        extra={
+            "sections": [(name, render_plain(text)) for name, text in view["sections"]],
+            "tools_added": view["tools_added"],
+            "tools_removed": view["tools_removed"],
+        },
+    )
+
+
+def _usage_part(payload: dict) -> Part:
+    return Part("usage", title="Usage (not in the context)", extra=usage_figures(payload))
+
+
+def _edit_part(payload: dict) -> Part:
+    action = edit_action(payload)
+    content = edit_replacement_content(payload)
+    body = mark_safe("")
+    if action == "replaced":
+        blocks = _content_parts(content)
+        body = mark_safe("".join(str(p.html) for p in blocks if p.kind in ("markdown", "text")))
+    return Part(
+        "edit",
+        body,
+        "Context edit",
+        extra={"target": str(payload.get("targetId") or ""), "action": action},
+    )
+
+
 def render_entry(payload: dict) -> list[Part]:
-    """The displayable parts of one pi entry, in order."""
+    """The displayable parts of one pi entry, in order. Never raises on odd input: an
+    entry type or message role piweb does not know shows its name and JSON."""
+    try:
+        return _render_entry(payload)
+    except Exception:  # malformed fields of a known type: show the JSON, never a 500
+        return unknown_parts(str(payload.get("type")), _without_ids(payload))
+
+
+def _render_entry(payload: dict) -> list[Part]:
     kind = payload.get("type")
     if kind == "message":
         message = payload.get("message") or {}
@@ -265,6 +340,11 @@ def render_entry(payload: dict) -> list[Part]:
                 if isinstance(b, dict) and b.get("type") == "image"
             ]
             lines = text.count("\n") + 1 if text else 0
+            usage = (
+                [Part("usage", title="Usage", extra=usage_figures(message))]
+                if isinstance(message.get("usage"), dict)
+                else []
+            )
             return [
                 Part(
                     "tool_result",
@@ -280,6 +360,7 @@ def render_entry(payload: dict) -> list[Part]:
                     },
                 ),
                 *images,
+                *usage,
             ]
         if role == "bashExecution":
             output = str(message.get("output") or "")
@@ -302,7 +383,9 @@ def render_entry(payload: dict) -> list[Part]:
                     },
                 )
             ]
-        return [Part("notice", escape(f"[{role} message]"))]
+        if role == "system":
+            return [system_part(message)]
+        return unknown_parts(f"{role} message", message)
     if kind in ("compaction", "branch_summary"):
         parts = [
             Part(
@@ -312,6 +395,8 @@ def render_entry(payload: dict) -> list[Part]:
                 extra={
                     "tokens_before": payload.get("tokensBefore"),
                     "first_kept": payload.get("firstKeptEntryId"),
+                    "keeps_nothing": kind == "compaction"
+                    and payload.get("firstKeptEntryId") == payload.get("id"),
                     "from_id": payload.get("fromId"),
                     "from_hook": payload.get("fromHook"),
                 },
@@ -320,6 +405,12 @@ def render_entry(payload: dict) -> list[Part]:
         files = _files_part(payload.get("details"))
         if files:
             parts.append(files)
+        if isinstance(payload.get("systemMessage"), dict):
+            parts.insert(0, system_part(payload["systemMessage"], "System message (re-stated)"))
+        if isinstance(payload.get("usage"), dict):
+            parts.append(
+                Part("usage", title="Usage of the summary call", extra=usage_figures(payload))
+            )
         return parts
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))
@@ -342,7 +433,11 @@ def render_entry(payload: dict) -> list[Part]:
             Part("meta", escape(str(payload.get("customType", ""))), "Custom entry"),
             Part("tool_call", render_json(data), "data", open=False),
         ]
-    return [Part("notice", escape(f"[unknown entry type {kind!r}]"))]
+    if kind == "usage":
+        return [_usage_part(payload)]
+    if kind == "context_edit":
+        return [_edit_part(payload)]
+    return unknown_parts(str(kind), _without_ids(payload))
 
 
 def render_llm_message(message: dict) -> list[Part]:

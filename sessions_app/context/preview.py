@@ -8,6 +8,14 @@ import json
 import math
 import re
 
+from sessions_app.context.pi1_entries import (
+    KNOWN_ENTRY_TYPES,
+    context_edit_text,
+    system_message_text,
+    unknown_entry_text,
+    usage_text,
+)
+
 PREVIEW_CHARS = 300
 # Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
 _BAD_TEXT_RE = re.compile("[\x00\ud800-\udfff]")
@@ -107,6 +115,8 @@ def entry_text(entry: dict) -> str:
         role = message.get("role")
         if role == "bashExecution":
             return f"$ {message.get('command', '')}\n{message.get('output', '')}"
+        if role == "system":
+            return system_message_text(message)
         return _blocks_text(message.get("content"))
     if kind in ("compaction", "branch_summary"):
         return str(entry.get("summary", ""))
@@ -122,6 +132,12 @@ def entry_text(entry: dict) -> str:
         return str(entry.get("thinkingLevel", ""))
     if kind == "custom":
         return str(entry.get("customType", ""))
+    if kind == "usage":
+        return usage_text(entry)
+    if kind == "context_edit":
+        return context_edit_text(entry)
+    if kind not in KNOWN_ENTRY_TYPES:
+        return unknown_entry_text(entry)
     return ""
 
 

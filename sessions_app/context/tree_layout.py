@@ -18,7 +18,8 @@ Shape rules (a "mainline" drawing, like a git graph):
   branch summaries, the highlighted leaf, the session's leaf, the target, search
   matches, and the last few entries before the highlighted leaf.
 - Filters follow pi's tree selector: default hides settings/bookkeeping entries (label,
-  custom except skills_reload, model_change, thinking_level_change); no-tools also hides
+  custom except skills_reload, model_change, thinking_level_change, and pi 1.x's
+  context_edit and usage; pi 1.6.0 never lists usage, "all" shows it); no-tools also hides
   tool results; user-only keeps user messages; labeled-only keeps labelled entries;
   every mode except "all" hides assistant messages that are only tool calls (no text,
   not an error), unless it is the leaf. Branch points and side-branch heads stay
@@ -33,7 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 FILTER_MODES = ("default", "no-tools", "user-only", "labeled-only", "all")
-SETTINGS_TYPES = frozenset({"label", "model_change", "thinking_level_change"})
+SETTINGS_TYPES = frozenset(
+    {"label", "model_change", "thinking_level_change", "context_edit", "usage"}
+)
 
 #: Sessions up to this many entries are drawn fully expanded (runs folded only if long).
 SMALL_SESSION = 400

@@ -4,16 +4,69 @@ The header line first, then every entry in append (seq) order, each as JSON.stri
 writes it: no spaces, non-ASCII kept. Every entry is written back byte for byte as
 stored (its `line`), so an imported session exports exactly as it came in.
 Streams with `.iterator()`, so a 100,000-entry session never sits in memory.
+
+pi takes a file's last entry as its leaf, so the file ends with piweb's leaf: when the
+leaf is not the newest entry (the leaf was moved, a fork kept entries after its target,
+a job finished on another branch), its line is written last instead of in its place.
+pi links entries by parentId whatever their order, so nothing else changes. A session
+whose leaf is None but that has entries ends with a `custom` root entry of type
+LEAF_MARKER_TYPE (no context in pi). docs/PI_COMPATIBILITY.md, "Exports and the leaf".
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 from sessions_app.context.jsonl import serialize_entry
 from sessions_app.models import Entry, Session
 
 CHUNK = 2000
+LEAF_MARKER_TYPE = "piweb.leaf"
+
+
+def _leaf_marker(session: Session) -> str:
+    """A context-free root entry that makes pi open a leaf-None session with no context.
+
+    Its id and timestamp derive from the session, so exporting twice gives the same file.
+    """
+    taken = set(Entry.objects.filter(session=session).values_list("pi_id", flat=True))
+    seed = session.pi_id.encode()
+    counter = 0
+    while True:
+        marker_id = hashlib.sha256(seed + str(counter).encode()).hexdigest()[:8]
+        if marker_id not in taken:
+            break
+        counter += 1
+    last_stamp = (
+        Entry.objects.filter(session=session).order_by("-seq").values_list("timestamp", flat=True)
+    ).first()
+    return serialize_entry(
+        {
+            "type": "custom",
+            "id": marker_id,
+            "parentId": None,
+            "timestamp": last_stamp or session.header_timestamp,
+            "customType": LEAF_MARKER_TYPE,
+            "data": {"leaf": None},
+        }
+    )
+
+
+def _leaf_placement(session: Session) -> tuple[int | None, str | None]:
+    """(pk of the entry to hold back, line to write last), or (None, None) when the
+    file already ends with the leaf (always so for an unchanged import)."""
+    if session.leaf_id is None:
+        if not Entry.objects.filter(session=session).exists():
+            return None, None
+        return None, _leaf_marker(session)
+    last_pk = (
+        Entry.objects.filter(session=session).order_by("-seq").values_list("pk", flat=True)
+    ).first()
+    if last_pk == session.leaf_id:
+        return None, None
+    line = Entry.objects.filter(pk=session.leaf_id).values_list("line", flat=True).first()
+    return (session.leaf_id, line) if line is not None else (None, None)
 
 
 def header_line(session: Session) -> str:
@@ -23,14 +76,14 @@ def header_line(session: Session) -> str:
 def iter_session_lines(session: Session) -> Iterator[str]:
     """The file's lines, each ending in a newline."""
     yield header_line(session) + "\n"
-    rows = (
-        Entry.objects.filter(session=session)
-        .order_by("seq")
-        .values_list("line", flat=True)
-        .iterator(chunk_size=CHUNK)
-    )
-    for line in rows:
+    held_back, last_line = _leaf_placement(session)
+    rows = Entry.objects.filter(session=session)
+    if held_back is not None:
+        rows = rows.exclude(pk=held_back)
+    for line in rows.order_by("seq").values_list("line", flat=True).iterator(chunk_size=CHUNK):
         yield line + "\n"
+    if last_line is not None:
+        yield last_line + "\n"
 
 
 def export_to_file(session: Session, fileobj) -> int:

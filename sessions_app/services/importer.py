@@ -23,8 +23,9 @@ Behaviour (pi's, see SPEC §3):
 - bytes that are not UTF-8 are replaced with U+FFFD (what pi's readFileSync does) and
   the line is reported in the warnings;
 - re-import (same header id): the same content is "unchanged"; a file that grew (pi
-  appends) adds only the new entries ("updated"); anything else is a conflict error,
-  never a second session.
+  appends) adds only the new entries ("updated"); one stored entry written later than
+  its place is accepted (piweb's exports end with the leaf); anything else is a
+  conflict error, never a second session.
 After the commit, `finish_import` does the derived work (search index; VACUUM on
 PostgreSQL, the write-ahead log checkpoint on SQLite), inline or in a worker.
 """
@@ -168,7 +169,11 @@ class _Import:
         self.last_pi_id: str | None = None
         self.next_seq = 0
         self.existing: Iterator[tuple[str, str]] | None = None
-        self.existing_left = 0
+        self.existing_left = 0  # stored entries the file has not matched yet
+        # A stored entry the file writes later than its place (piweb's exports end with
+        # the leaf: services/exporter.py); one such entry is accepted.
+        self.moved: tuple[str, str] | None = None
+        self.moved_seen = False
 
     # -- header ----------------------------------------------------------------------
 
@@ -257,7 +262,14 @@ class _Import:
         self._write(entry)
 
     def _compare(self, entry: PreparedEntry) -> None:
-        stored_id, stored_line = next(self.existing)
+        if self.moved is not None and entry.eid == self.moved[0]:
+            stored_id, stored_line = self.moved
+            self.moved = None
+        else:
+            stored_id, stored_line = next(self.existing, (None, ""))
+            if stored_id is not None and stored_id != entry.eid and not self.moved_seen:
+                self.moved, self.moved_seen = (stored_id, stored_line), True
+                stored_id, stored_line = next(self.existing, (None, ""))
         self.existing_left -= 1
         # The same entry written differently (spaces, escapes) is still the same entry.
         same = entry.eid == stored_id and (

@@ -20,6 +20,13 @@ from sessions_app.context.messages import (
     convert_to_llm,
     message_from_entry,
 )
+from sessions_app.context.pi1_entries import (
+    content_text,
+    edit_action,
+    edit_replacement_content,
+    path_edits,
+    system_message_view,
+)
 from sessions_app.context.preview import entry_preview
 from sessions_app.context.tokenizer import count_message_tokens, count_tokens
 from sessions_app.services import tree
@@ -38,6 +45,7 @@ class InspectedMessage:
     entry_id: str | None = None
     entry_type: str = ""
     source_role: str = ""  # the agent-message role before conversion (bashExecution, …)
+    edit_id: str | None = None  # the context_edit that replaced this message's content
     parts: list = field(default_factory=list)  # filled by the view (rendering)
 
 
@@ -60,6 +68,8 @@ class InspectorReport:
     reserve_tokens: int = 16384
     compaction_enabled: bool = True
     path_length: int = 0
+    edits: list[dict] = field(default_factory=list)  # context_edit entries and their targets
+    system_changes: list[dict] = field(default_factory=list)  # system messages in the context
 
     @property
     def message_tokens(self) -> int:
@@ -126,8 +136,71 @@ def _emitted_entries(path: list[dict]) -> tuple[list[dict], list[dict], str | No
     first_kept = compaction.get("firstKeptEntryId")
     ids = [e.get("id") for e in path[:compaction_idx]]
     start = ids.index(first_kept) if first_kept in ids else compaction_idx
-    emitted = [compaction, *path[start:compaction_idx], *path[compaction_idx + 1 :]]
+    # pi 1.x leaves system messages of the kept range out: the compaction re-states them.
+    kept = [
+        e
+        for e in path[start:compaction_idx]
+        if not (e.get("type") == "message" and (e.get("message") or {}).get("role") == "system")
+    ]
+    emitted = [compaction, *kept, *path[compaction_idx + 1 :]]
     return emitted, path[:start], compaction.get("id")
+
+
+def _edits(path: list[dict], emitted: list[dict]) -> tuple[list[dict], dict[str, dict]]:
+    """(what each context_edit in the context does, {target id: winning edit}).
+
+    As in pi 1.6.0, only edits among the entries the context is built from count, and
+    the latest edit of a target wins; an edit whose target is not in the context (behind
+    the compaction summary, say) changes nothing."""
+    winning, overridden = path_edits(emitted)
+    by_id = {e.get("id"): e for e in path}
+    in_context = {e.get("id") for e in emitted}
+    rows = []
+    for edit in [*winning.values(), *overridden]:
+        target_id = edit.get("targetId")
+        target = by_id.get(target_id) or {}
+        if winning.get(target_id) is not edit:
+            status = "overridden by a later edit"
+        elif target_id in in_context:
+            status = "applied"
+        elif target:
+            status = "no effect: the target is not in the context"
+        else:
+            status = "no effect: the target is not on this path"
+        replacement = edit_replacement_content(edit)
+        rows.append(
+            {
+                "id": edit.get("id"),
+                "target": target_id,
+                "target_type": target.get("type", ""),
+                "target_role": (target.get("message") or {}).get("role", "")
+                if target.get("type") == "message"
+                else "",
+                "target_preview": entry_preview(target)[:160] if target else "",
+                "action": edit_action(edit),
+                "replacement": content_text(replacement)[:400] if replacement is not None else "",
+                "status": status,
+            }
+        )
+    return rows, winning
+
+
+def _system_changes(emitted: list[dict]) -> list[dict]:
+    """The system messages the context carries (pi 1.x), with their sections and tools."""
+    out = []
+    for entry in emitted:
+        message = None
+        if entry.get("type") == "message":
+            message = entry.get("message")
+            if not (isinstance(message, dict) and message.get("role") == "system"):
+                message = None
+        elif entry.get("type") == "compaction" and isinstance(entry.get("systemMessage"), dict):
+            message = entry["systemMessage"]
+        if message is None:
+            continue
+        view = system_message_view(message)
+        out.append({"id": entry.get("id"), "entry_type": entry.get("type"), **view})
+    return out
 
 
 def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
@@ -141,10 +214,14 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
     cfg = _compaction_settings(session)
 
     emitted, hidden_entries, compaction_id = _emitted_entries(path)
+    edits, winning_edits = _edits(path, emitted)
     pairs: list[tuple[dict, dict, str]] = []
     for entry in emitted:
         if entry.get("type") == "branch_summary" and not entry.get("summary"):
             continue
+        edit = winning_edits.get(entry.get("id"))
+        if edit is not None and edit.get("replacement") is None:
+            continue  # dropped from the context by a context_edit
         agent = message_from_entry(entry, include_compaction=entry.get("type") == "compaction")
         if agent is None:
             continue
@@ -167,6 +244,7 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
                 entry_id=entry.get("id"),
                 entry_type=entry.get("type", ""),
                 source_role=source_role,
+                edit_id=(winning_edits.get(entry.get("id")) or {}).get("id"),
             )
         )
 
@@ -193,4 +271,6 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
         reserve_tokens=cfg.reserve_tokens,
         compaction_enabled=cfg.enabled,
         path_length=len(path),
+        edits=edits,
+        system_changes=_system_changes(emitted),
     )

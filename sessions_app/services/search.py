@@ -29,12 +29,21 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
+from sessions_app.context.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.context.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services.access import visible_sessions
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
-INDEXED_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
+# Types with text to search; entry types newer than piweb are indexed too (their strings).
+INDEXED_TYPES = {
+    "message",
+    "compaction",
+    "branch_summary",
+    "custom_message",
+    "usage",
+    "context_edit",
+}
 MAX_TEXT_CHARS = 200_000  # PostgreSQL's tsvector must stay under 1 MB
 PAGE_SIZE = 50
 MAX_QUERY_CHARS = 500
@@ -82,7 +91,7 @@ class EntryText:
 def document_for(entry: Entry | EntryText) -> tuple | None:
     """The search row for one entry, in DOC_COLUMNS order, or None when it has nothing
     to search."""
-    if entry.type not in INDEXED_TYPES:
+    if entry.type not in INDEXED_TYPES and entry.type in KNOWN_ENTRY_TYPES:
         return None
     text = clean_text(entry_text(entry.payload or {}))
     if not text.strip():

