@@ -206,6 +206,12 @@ def entry_day(entry: dict) -> str | None:
     return moment.date().isoformat() if moment else None
 
 
+def usage_with_day(entry: dict) -> tuple[EntryUsage, str | None] | None:
+    """(usage, UTC day) of an entry, or None: what the database keeps per entry."""
+    usage = entry_usage(entry)
+    return None if usage is None else (usage, entry_day(entry))
+
+
 def usage_summary(entries: Iterable[dict]) -> dict[str, Any]:
     """pi's breakdown plus totals, totals by day and by model, and cache-hit ratios."""
     by_key: dict[str, UsageTotals] = {}

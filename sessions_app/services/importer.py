@@ -300,6 +300,7 @@ class _Import:
             seq=self.next_seq,
             line=entry.line,
             columns=entry.columns,
+            usage=entry.usage,
         )
         self.next_seq += 1
         self.last_pi_id = eid

@@ -1,0 +1,121 @@
+"""Keeps the stored usage current: per-entry columns, `UsageDaily` rows, session totals.
+
+Every path that writes entries (append, import, fork) hands each entry's usage (from the
+pure core, `context.usage.entry_usage`) to a `UsageRecorder`, then calls `apply()` in the
+same transaction, under the session's row lock. The pages then read sums, never entries.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from django.db.models import F
+from django.db.models.functions import Least
+
+from sessions_app.context.usage import (
+    EntryUsage,
+    UsageTotals,
+    parse_timestamp,
+)
+from sessions_app.models import Session, UsageDaily
+from sessions_app.selectors.usage import session_breakdown
+
+MODELS_SEPARATOR = "\n"
+
+
+def usage_columns(usage: EntryUsage | None, copied: bool = False) -> dict:
+    """The Entry usage columns for an entry's usage (None: counts nothing)."""
+    if usage is None:
+        return {"copied": copied}
+    return {
+        "usage_key": usage.key,
+        "usage_input": usage.input,
+        "usage_output": usage.output,
+        "usage_cache_read": usage.cache_read,
+        "usage_cache_write": usage.cache_write,
+        "usage_cost": usage.cost,
+        "copied": copied,
+    }
+
+
+class UsageRecorder:
+    """Collects what a batch of new entries adds, then writes it in one go."""
+
+    def __init__(self) -> None:
+        self._deltas: dict[tuple[str | None, str, bool], list] = {}
+        self._last_stamp = ""
+
+    def add(
+        self, seq: int, stamp: str, prepared: tuple[EntryUsage, str | None] | None, copied: bool
+    ) -> None:
+        # pi writes UTC ISO stamps, which sort as text; parsed once, in apply().
+        if stamp > self._last_stamp and stamp[:1].isdigit():
+            self._last_stamp = stamp
+        if prepared is None:
+            return
+        usage, day = prepared
+        slot = self._deltas.get((day, usage.key, copied))
+        if slot is None:
+            self._deltas[(day, usage.key, copied)] = [UsageTotals(), 0, seq]
+            slot = self._deltas[(day, usage.key, copied)]
+        slot[0].add(usage)
+        slot[1] += 1
+
+    def apply(self, session: Session) -> None:
+        """Write the collected usage and refresh the session's own columns (on the object
+        too, so a later `session.save()` keeps them)."""
+        if session.started_at is None:
+            session.started_at = parse_timestamp(session.header_timestamp) or datetime.now(UTC)
+        fallback_day = session.started_at.date()
+        for (day, key, copied), (totals, count, first_seq) in self._deltas.items():
+            _add_daily(session, _day(day, fallback_day), key, copied, totals, count, first_seq)
+        last = parse_timestamp(self._last_stamp)
+        if last is not None and (
+            session.last_activity_at is None or last > session.last_activity_at
+        ):
+            session.last_activity_at = last
+        fields = {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
+        if self._deltas:
+            breakdown = session_breakdown(session)
+            session.usage_tokens = sum(row["tokens"] for row in breakdown)
+            session.usage_cost = sum(row["cost"] for row in breakdown)
+            session.usage_models = MODELS_SEPARATOR.join(
+                row["key"] for row in breakdown if row["key"] != "Tools/summaries"
+            )
+            fields.update(
+                usage_tokens=session.usage_tokens,
+                usage_cost=session.usage_cost,
+                usage_models=session.usage_models,
+            )
+        Session.objects.filter(pk=session.pk).update(**fields)
+        self._deltas.clear()
+
+
+def _day(day: str | None, fallback: date) -> date:
+    return date.fromisoformat(day) if day else fallback
+
+
+def _add_daily(session, day, key, copied, totals: UsageTotals, count: int, first_seq: int):
+    updated = UsageDaily.objects.filter(session=session, day=day, key=key, copied=copied).update(
+        input=F("input") + totals.input,
+        output=F("output") + totals.output,
+        cache_read=F("cache_read") + totals.cache_read,
+        cache_write=F("cache_write") + totals.cache_write,
+        cost=F("cost") + totals.cost,
+        entries=F("entries") + count,
+        first_seq=Least(F("first_seq"), first_seq),
+    )
+    if not updated:
+        UsageDaily.objects.create(
+            session=session,
+            day=day,
+            key=key,
+            copied=copied,
+            input=totals.input,
+            output=totals.output,
+            cache_read=totals.cache_read,
+            cache_write=totals.cache_write,
+            cost=totals.cost,
+            entries=count,
+            first_seq=first_seq,
+        )
