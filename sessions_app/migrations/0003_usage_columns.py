@@ -67,7 +67,8 @@ def backfill_usage(apps, schema_editor):
         )
         breakdown = order_buckets(by_key)
         session.started_at = started or datetime.now(UTC)
-        session.last_activity_at = parse_timestamp(last_stamp)
+        moments = [session.started_at, parse_timestamp(last_stamp)]
+        session.last_activity_at = max(m for m in moments if m is not None)
         session.usage_tokens = sum(row["tokens"] for row in breakdown)
         session.usage_cost = sum(row["cost"] for row in breakdown)
         session.usage_models = "\n".join(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import Min, Q, Sum
+from django.db.models import Min, Sum
 
 from sessions_app.context.usage import UsageTotals, order_buckets, summary_from_totals
 from sessions_app.models import Session, UsageDaily
@@ -52,11 +52,13 @@ def session_summary(session: Session) -> dict:
 def counted_rows(sessions):
     """The usage rows of `sessions` (a queryset) that a total over all of them counts:
     a fork's copied entries only when its source session is not among them."""
-    return UsageDaily.objects.filter(session__in=sessions).filter(
-        Q(copied=False)
-        | Q(session__parent__isnull=True)
-        | ~Q(session__parent_id__in=sessions.values("pk"))
-    )
+    scope = dict(sessions.values_list("pk", "parent_id"))
+    # Forks whose source is counted here too: their copies are already in the total.
+    counted_twice = [pk for pk, parent in scope.items() if parent is not None and parent in scope]
+    rows = UsageDaily.objects.filter(session_id__in=sessions.values("pk"))
+    if counted_twice:
+        rows = rows.exclude(copied=True, session_id__in=counted_twice)
+    return rows
 
 
 def _totals(row) -> UsageTotals:
@@ -117,3 +119,9 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
         per_day=per_day,
         **lists,
     )
+
+
+def session_models(session: Session) -> list[dict]:
+    """The session header's per-bucket rows, in pi's order: {"key", "totals"}."""
+    by_key = session_totals_by_key(session)
+    return [{"key": row["key"], "totals": by_key[row["key"]]} for row in order_buckets(by_key)]

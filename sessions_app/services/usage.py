@@ -69,11 +69,9 @@ class UsageRecorder:
         fallback_day = session.started_at.date()
         for (day, key, copied), (totals, count, first_seq) in self._deltas.items():
             _add_daily(session, _day(day, fallback_day), key, copied, totals, count, first_seq)
-        last = parse_timestamp(self._last_stamp)
-        if last is not None and (
-            session.last_activity_at is None or last > session.last_activity_at
-        ):
-            session.last_activity_at = last
+        # The newest entry, never before the start (a fork's copies are older than it).
+        moments = [session.started_at, session.last_activity_at, parse_timestamp(self._last_stamp)]
+        session.last_activity_at = max(m for m in moments if m is not None)
         fields = {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
         if self._deltas:
             breakdown = session_breakdown(session)
