@@ -184,6 +184,11 @@ def usage_breakdown(entries: Iterable[dict]) -> list[dict[str, Any]]:
     return order_buckets(totals_by_key(entries))
 
 
+def breakdown_rows(by_key: dict[str, UsageTotals]) -> list[dict[str, Any]]:
+    """pi's buckets and order, each with its full totals: [{"key", "totals"}]."""
+    return [{"key": row["key"], "totals": by_key[row["key"]]} for row in order_buckets(by_key)]
+
+
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 

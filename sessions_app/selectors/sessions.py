@@ -89,7 +89,12 @@ def day_bounds(start: date | None, end: date | None) -> tuple[datetime | None, d
 
 def visible_list(user, filters: ListFilters):
     """The visible sessions matching `filters`, in their order."""
-    sessions = visible_sessions(user).select_related("owner")
+    # The page shows neither the header line nor the settings: left in the table.
+    sessions = (
+        visible_sessions(user)
+        .select_related("owner")
+        .defer("header_line", "settings", "import_sha256", "parent_session_ref")
+    )
     if filters.query:
         text_match = Entry.objects.filter(session=OuterRef("pk"), preview__icontains=filters.query)
         sessions = sessions.filter(
@@ -121,18 +126,12 @@ def visible_list(user, filters: ListFilters):
 
 def list_choices(user) -> tuple[list[str], list[str]]:
     """(projects, models) found in the sessions `user` can see, for the filter menus."""
-    visible = visible_sessions(user)
-    projects = list(
-        visible.exclude(cwd="")
-        .order_by("cwd")
-        .values_list("cwd", flat=True)
-        .distinct()[:MAX_CHOICES]
-    )
+    projects: set[str] = set()
     models: set[str] = set()
-    for joined in (
-        visible.exclude(usage_models="").values_list("usage_models", flat=True).distinct()
-    ):
-        models.update(joined.split("\n"))
-        if len(models) > MAX_CHOICES:
-            break
-    return projects, sorted(models)
+    pairs = visible_sessions(user).values_list("cwd", "usage_models").distinct()
+    for cwd, joined in pairs.iterator(chunk_size=2000):
+        if cwd and len(projects) < MAX_CHOICES:
+            projects.add(cwd)
+        if joined and len(models) < MAX_CHOICES:
+            models.update(joined.split("\n"))
+    return sorted(projects), sorted(models)

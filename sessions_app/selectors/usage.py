@@ -8,7 +8,12 @@ from datetime import date
 
 from django.db.models import Min, Sum
 
-from sessions_app.context.usage import UsageTotals, order_buckets, summary_from_totals
+from sessions_app.context.usage import (
+    UsageTotals,
+    breakdown_rows,
+    order_buckets,
+    summary_from_totals,
+)
 from sessions_app.models import Session, UsageDaily
 
 
@@ -123,5 +128,4 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
 
 def session_models(session: Session) -> list[dict]:
     """The session header's per-bucket rows, in pi's order: {"key", "totals"}."""
-    by_key = session_totals_by_key(session)
-    return [{"key": row["key"], "totals": by_key[row["key"]]} for row in order_buckets(by_key)]
+    return breakdown_rows(session_totals_by_key(session))

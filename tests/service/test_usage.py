@@ -176,3 +176,16 @@ def test_context_chart_endpoint(make_user, client):
     assert client.get(f"/s/{session.pi_id}/usage/chart/?leaf=nope").status_code == 404
     early = client.get(f"/s/{session.pi_id}/usage/chart/?leaf=e0000003").content.decode()
     assert "e0000007" not in early and 'class="turn"' in early
+
+
+def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
+    from sessions_app.services.exports import export_html
+
+    session = import_costly(make_user("owner5"))
+    html = export_html(session)
+    assert 'id="export-usage"' in html
+    assert '<tr data-key="anthropic/claude-opus-4-5">' in html
+    assert html.count('<tr class="turn"') == 3 and html.count('<tr class="compaction"') == 1
+    assert "uPlot" not in html  # no chart library in the offline file: tables only
+    early = export_html(session, "e0000003")
+    assert '<tr data-key="anthropic/claude-opus-4-5">' not in early  # this branch only
