@@ -25,7 +25,7 @@ def backfill_usage(apps, schema_editor):
     for session in Session.objects.all().iterator():
         started = parse_timestamp(session.header_timestamp) or session.created_at
         source_lines = {}
-        if session.source == "fork" and session.parent_id:
+        if session.parent_id:
             source_lines = dict(
                 Entry.objects.filter(session_id=session.parent_id).values_list("pi_id", "line")
             )
@@ -36,13 +36,15 @@ def backfill_usage(apps, schema_editor):
         for entry in Entry.objects.filter(session=session).order_by("seq").iterator(BATCH):
             if entry.timestamp > last_stamp and entry.timestamp[:1].isdigit():
                 last_stamp = entry.timestamp
-            if entry.type not in USAGE_TYPES:
-                continue
-            prepared = usage_with_day(json.loads(entry.line))
+            entry.copied = source_lines.get(entry.pi_id) == entry.line
+            prepared = None
+            if entry.type in USAGE_TYPES:
+                prepared = usage_with_day(json.loads(entry.line))
             if prepared is None:
+                if entry.copied:
+                    changed.append(entry)
                 continue
             usage, day = prepared
-            entry.copied = source_lines.get(entry.pi_id) == entry.line
             entry.usage_key, entry.usage_cost = usage.key, usage.cost
             entry.usage_input, entry.usage_output = usage.input, usage.output
             entry.usage_cache_read, entry.usage_cache_write = usage.cache_read, usage.cache_write

@@ -69,6 +69,7 @@ from sessions_app.services.bulk_entries import (
     set_parents,
 )
 from sessions_app.services.search import index_stored_entries
+from sessions_app.services.usage import mark_fork_copies
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +328,8 @@ class _Import:
         self.writer.close()
         self._settle_forward_references()
         session = self.session
+        if self.report.status == "created":
+            mark_fork_copies(session)  # a pi fork of a stored session: count its copies once
         if self.report.entries_added:
             if self.report.status == "unchanged":
                 self.report.status = "updated"

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.db.models.functions import Least
 
 from sessions_app.context.usage import (
     EntryUsage,
     UsageTotals,
+    entry_day,
     parse_timestamp,
 )
-from sessions_app.models import Session, UsageDaily
+from sessions_app.models import Entry, Session, UsageDaily
 from sessions_app.selectors.usage import session_breakdown
 
 MODELS_SEPARATOR = "\n"
@@ -117,3 +118,51 @@ def _add_daily(session, day, key, copied, totals: UsageTotals, count: int, first
             entries=count,
             first_seq=first_seq,
         )
+
+
+def mark_fork_copies(session: Session) -> int:
+    """For an imported pi fork (its header names a parent session stored here): mark the
+    entries the parent also holds, same id and same line, as copies, and recount. pi's
+    /fork writes the copied path into the new file as it was, so this finds exactly the
+    copied history. Returns how many entries were marked."""
+    if session.parent_id is None:
+        return 0
+    in_parent = Entry.objects.filter(
+        session_id=session.parent_id, pi_id=OuterRef("pi_id"), line=OuterRef("line")
+    )
+    marked = (
+        Entry.objects.filter(session=session, copied=False)
+        .filter(Exists(in_parent))
+        .update(copied=True)
+    )
+    if marked:
+        recount(session)
+    return marked
+
+
+def recount(session: Session) -> None:
+    """Rebuild the session's UsageDaily rows and totals from its entries' usage columns."""
+    UsageDaily.objects.filter(session=session).delete()
+    recorder = UsageRecorder()
+    rows = (
+        Entry.objects.filter(session=session)
+        .exclude(usage_key="")
+        .order_by("seq")
+        .values_list(
+            "seq",
+            "timestamp",
+            "usage_key",
+            "usage_input",
+            "usage_output",
+            "usage_cache_read",
+            "usage_cache_write",
+            "usage_cost",
+            "copied",
+        )
+    )
+    for seq, stamp, key, i, o, cr, cw, cost, copied in rows.iterator(chunk_size=2000):
+        usage = EntryUsage(key, i, o, cr, cw, cost)
+        recorder.add(seq, stamp, (usage, entry_day({"timestamp": stamp})), copied)
+    session.usage_tokens, session.usage_cost, session.usage_models = 0, 0.0, ""
+    Session.objects.filter(pk=session.pk).update(usage_tokens=0, usage_cost=0.0, usage_models="")
+    recorder.apply(session)

@@ -189,3 +189,60 @@ def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
     assert "uPlot" not in html  # no chart library in the offline file: tables only
     early = export_html(session, "e0000003")
     assert '<tr data-key="anthropic/claude-opus-4-5">' not in early  # this branch only
+
+
+def test_an_imported_pi_fork_counts_its_copied_history_once(make_user):
+    from tests.support.pi_files import as_file, jsonl_text
+
+    owner = make_user("owner6")
+    source = import_costly(owner)
+    copied = costly_entries()[:7]
+    extra = {
+        "type": "usage",
+        "id": "f0000001",
+        "parentId": "e0000007",
+        "timestamp": "2026-01-12T08:00:00.000Z",
+        "provider": "openai",
+        "model": "gpt-5.1-codex",
+        "usage": usage(10, 0, cost=0.5),
+    }
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "bbbbbbbb-0000-4000-8000-000000000001",
+        "timestamp": "2026-01-12T07:00:00.000Z",
+        "cwd": "/work/costly",
+        "parentSession": f"/home/me/.pi/agent/sessions/x/2026_{source.pi_id}.jsonl",
+    }
+    text = jsonl_text(header, [*copied, extra])
+    fork = import_jsonl_stream(as_file(text), owner, filename="fork.jsonl").session
+    assert fork.parent_id == source.pk
+    assert Entry.objects.filter(session=fork, copied=True).count() == 7
+    own = session_summary(fork)["totals"]["cost"]
+    assert own == pytest.approx(0.25 + 0.01 + 0.05 + 0.02 + 1.5 + 0.5)
+    assert fork.usage_cost == pytest.approx(own)
+    both = dashboard(Session.objects.filter(pk__in=[source.pk, fork.pk]))
+    assert both.totals.cost == pytest.approx(1.96 + 0.5)
+
+
+def test_the_migration_backfills_what_import_would_have_stored(make_user):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("sessions_app.migrations.0003_usage_columns")
+    owner = make_user("owner7")
+    source = import_costly(owner)
+    fork = fork_session(source, "e0000007", actor=owner)
+    stored = {s.pk: (session_summary(s), s.usage_cost) for s in (source, fork)}
+    UsageDaily.objects.all().delete()
+    Entry.objects.update(usage_key="", usage_input=0, usage_cost=0, copied=False)
+    Session.objects.update(usage_cost=0, usage_tokens=0, usage_models="", last_activity_at=None)
+    migration.backfill_usage(apps, None)
+    for session in (source, fork):
+        session.refresh_from_db()
+        summary, cost = stored[session.pk]
+        assert session_summary(session) == summary
+        assert session.usage_cost == pytest.approx(cost)
+    assert Entry.objects.filter(session=fork, copied=True).count() == 7
+    assert dashboard(Session.objects.all()).totals.cost == pytest.approx(1.96)
