@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 from .jsutil import js_number_to_string
@@ -207,7 +207,14 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 def entry_day(entry: dict) -> str | None:
     """The UTC day ("YYYY-MM-DD") an entry's usage belongs to, or None."""
-    moment = parse_timestamp(entry.get("timestamp"))
+    stamp = entry.get("timestamp")
+    # pi writes UTC ("...Z"): its day is its first ten characters.
+    if isinstance(stamp, str) and stamp.endswith("Z") and _DAY_RE.match(stamp):
+        try:
+            return date.fromisoformat(stamp[:10]).isoformat()
+        except ValueError:
+            return None
+    moment = parse_timestamp(stamp)
     return moment.date().isoformat() if moment else None
 
 

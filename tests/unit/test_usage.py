@@ -203,3 +203,6 @@ def test_summary_totals_by_day_and_model_and_cache_hit_ratio():
     assert totals["byModel"][0]["cacheHitRatio"] == pytest.approx(300 / 500)
     assert totals["byModel"][1]["cacheHitRatio"] == 0.0
     assert entry_day({"timestamp": "garbage"}) is None
+    assert entry_day({"timestamp": "2026-13-03T00:00:00.000Z"}) is None
+    assert entry_day({"timestamp": "2026-02-30T00:00:00Z"}) is None
+    assert entry_day({"timestamp": 1736987937000}) is None
