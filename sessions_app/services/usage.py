@@ -13,6 +13,7 @@ from django.db.models import Exists, F, OuterRef
 from django.db.models.functions import Least
 
 from sessions_app.context.usage import (
+    TOOLS_BUCKET,
     EntryUsage,
     UsageTotals,
     entry_day,
@@ -79,7 +80,7 @@ class UsageRecorder:
             session.usage_tokens = sum(row["tokens"] for row in breakdown)
             session.usage_cost = sum(row["cost"] for row in breakdown)
             session.usage_models = MODELS_SEPARATOR.join(
-                row["key"] for row in breakdown if row["key"] != "Tools/summaries"
+                row["key"] for row in breakdown if row["key"] != TOOLS_BUCKET
             )
             fields.update(
                 usage_tokens=session.usage_tokens,

@@ -145,6 +145,12 @@ CSV_COLUMNS = (
 )
 
 
+def _cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one that starts like a formula (model
+    names and paths come from imported files) gets a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 @login_required
 @require_GET
 def usage_csv(request):
@@ -163,10 +169,10 @@ def usage_csv(request):
             [
                 table,
                 day,
-                model,
-                session,
-                project,
-                person,
+                _cell(model),
+                _cell(session),
+                _cell(project),
+                _cell(person),
                 totals.input,
                 totals.output,
                 totals.cache_read,

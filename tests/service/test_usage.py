@@ -246,3 +246,11 @@ def test_the_migration_backfills_what_import_would_have_stored(make_user):
         assert session.usage_cost == pytest.approx(cost)
     assert Entry.objects.filter(session=fork, copied=True).count() == 7
     assert dashboard(Session.objects.all()).totals.cost == pytest.approx(1.96)
+
+
+def test_csv_cells_from_imported_files_never_start_a_formula(make_user, client):
+    owner = make_user("owner8")
+    import_costly(owner, cwd="=HYPERLINK(1)")
+    client.force_login(owner)
+    body = client.get("/usage/export.csv").content.decode()
+    assert ",'=HYPERLINK(1)," in body and ",=HYPERLINK" not in body
