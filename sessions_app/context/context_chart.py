@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import build_session_context, message_from_entry
+from .messages import message_from_entry
 from .tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
 
 
@@ -28,6 +28,30 @@ def _number(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value)
+
+
+def _in_context(entry: dict) -> dict | None:
+    message = message_from_entry(entry)
+    if not isinstance(message, dict):
+        return None
+    if message.get("role") == "bashExecution" and message.get("excludeFromContext"):
+        return None
+    return message
+
+
+def _after_compaction(path: list[dict], index: int, position: dict) -> int:
+    """chars/4 of the context right after the compaction at `index`: its summary plus the
+    messages it keeps (from firstKeptEntryId up to it; none when that is itself)."""
+    entry = path[index]
+    tokens = estimate_tokens({"role": "compactionSummary", "summary": entry.get("summary")})
+    first_kept = position.get(entry.get("firstKeptEntryId"), index)
+    for kept in path[min(first_kept, index) : index]:
+        if kept.get("type") == "compaction":
+            continue
+        message = _in_context(kept)
+        if message is not None:
+            tokens += estimate_tokens(message)
+    return tokens
 
 
 def context_timeline(path: list[dict]) -> dict[str, Any]:
@@ -46,12 +70,12 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
                 model_changes.append({"id": eid, "index": index, "model": new, "from": model})
             model = new
 
+    position = {entry.get("id"): index for index, entry in enumerate(path)}
     for index, entry in enumerate(path):
         etype = entry.get("type")
         eid = entry.get("id")
         if etype == "compaction":
-            after_context = build_session_context(path[: index + 1])
-            after = sum(estimate_tokens(m) for m in after_context["messages"])
+            after = _after_compaction(path, index, position)
             before = _number(entry.get("tokensBefore"))
             compactions.append(
                 {
@@ -66,8 +90,8 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
         if etype == "model_change":
             set_model(_model_of(entry, "modelId"), index, eid)
             continue
-        message = message_from_entry(entry)
-        if not isinstance(message, dict):
+        message = _in_context(entry)
+        if message is None:
             continue
         if etype == "message" and message.get("role") == "assistant":
             usage = get_assistant_usage(message)
@@ -87,9 +111,6 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
                 }
             )
             continue
-        if etype == "message" and message.get("role") == "bashExecution":
-            if message.get("excludeFromContext"):
-                continue
         running += estimate_tokens(message)
         if etype == "branch_summary":
             summaries.append({"id": eid, "index": index, "tokens": running})
