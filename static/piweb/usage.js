@@ -22,6 +22,7 @@
 
   function fmtCost(v) {
     if (v == null) return "–";
+    if (v === 0) return "$0";
     return "$" + (Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(4));
   }
 
@@ -63,17 +64,17 @@
     data.modelChanges.forEach(function (m) { var j = at[m.index]; changes[j] = level[j]; ids[j] = ids[j] || m.id; });
     var opts = {
       width: width(el),
-      height: 260,
+      height: 200,
       scales: { x: { time: false } },
       axes: [
-        { label: "entry # on the branch" },
+        { label: "entry # on the branch", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] },
         { size: 60, values: function (u, vals) { return vals.map(fmtTokens); } },
       ],
       legend: { live: true },
       cursor: { points: { size: 10 } },
       series: [
         { label: "entry #" },
-        { label: "context", stroke: PALETTE[0], width: 2, spanGaps: true, points: { show: true, size: 6 }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "context", stroke: PALETTE[0], width: 2, spanGaps: true, points: { show: true, size: 6, fill: PALETTE[0] }, value: function (u, v) { return fmtTokens(v); } },
         { label: "estimated", stroke: PALETTE[0], fill: "#fff", paths: markers(), points: { show: true, size: 9, fill: "#fff" }, value: function (u, v) { return fmtTokens(v); } },
         { label: "window", stroke: "#6b7280", dash: [6, 4], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
         { label: "threshold", stroke: "#dc2626", dash: [3, 3], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
@@ -100,7 +101,8 @@
   function dailyChart(el, data) {
     var measure = el.dataset.measure === "tokens" ? "tokens" : "cost";
     var raw = data[measure];
-    var x = data.days.map(function (d) { return Date.parse(d + "T00:00:00Z") / 1000; });
+    var days = data.days;
+    var x = days.map(function (d, i) { return i; });
     var fmt = measure === "cost" ? fmtCost : fmtTokens;
     // Stacked bars: series k shows models k..end summed, drawn biggest first, so each
     // model's band is its own value; the legend shows the model's own value.
@@ -111,7 +113,7 @@
       stacked[k] = running.slice();
     }
     var bars = uPlot.paths.bars({ size: [0.7, 60] });
-    var series = [{ label: "day", value: function (u, v) { return v == null ? "–" : new Date(v * 1000).toISOString().slice(0, 10); } }];
+    var series = [{ label: "day", value: function (u, v) { return v == null ? "–" : days[v] || ""; } }];
     data.models.forEach(function (model, k) {
       var color = PALETTE[k % PALETTE.length];
       series.push({
@@ -122,8 +124,14 @@
     var opts = {
       width: width(el),
       height: 240,
-      scales: { x: { time: true } },
-      axes: [{}, { size: 70, values: function (u, vals) { return vals.map(fmt); } }],
+      scales: { x: { time: false, range: function () { return [-0.6, days.length - 0.4]; } } },
+      axes: [
+        {
+          incrs: [1, 2, 5, 7, 14, 30, 60, 90, 180, 365],
+          values: function (u, splits) { return splits.map(function (i) { return days[i] || ""; }); },
+        },
+        { size: 70, values: function (u, vals) { return vals.map(fmt); } },
+      ],
       series: series,
     };
     var u = new uPlot(opts, [x].concat(stacked), el);
