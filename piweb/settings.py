@@ -5,6 +5,7 @@ embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run
 same code. See README "Configuration" for the full list.
 """
 
+import json
 import os
 import secrets
 import time
@@ -226,6 +227,11 @@ PIWEB_COMPACTION = {
     "reserve_tokens": int(os.environ.get("PIWEB_COMPACTION_RESERVE_TOKENS", "16384")),
     "keep_recent_tokens": int(os.environ.get("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", "20000")),
 }
+# Context windows by model for the session page's context chart, as JSON
+# ({"claude-sonnet-4-5": 200000, "openai/gpt-5.1-codex": 400000}: a model id or a
+# provider/model key); other models use their session's profile window, else
+# PIWEB_LLM_CONTEXT_WINDOW.
+PIWEB_MODEL_CONTEXT_WINDOWS = json.loads(os.environ.get("PIWEB_MODEL_CONTEXT_WINDOWS", "") or "{}")
 # A job whose worker has not reported for this long is treated as dead.
 PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
 # Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a

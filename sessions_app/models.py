@@ -72,11 +72,20 @@ class Session(models.Model):
     header_line = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     modified_at = models.DateTimeField(auto_now=True)
+    # The session's own times: the pi header's timestamp and its newest entry's.
+    started_at = models.DateTimeField(null=True, blank=True)
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    # The whole tree's usage (copied fork entries included), kept by services/usage.py.
+    usage_tokens = models.BigIntegerField(default=0)
+    usage_cost = models.FloatField(default=0.0)
+    usage_models = models.TextField(blank=True, default="", help_text="Bucket keys, by cost.")
 
     class Meta:
         indexes = [
             models.Index(fields=["owner", "-modified_at"]),
             models.Index(fields=["-modified_at"]),
+            models.Index(fields=["-last_activity_at"], name="session_last_activity"),
+            models.Index(fields=["-usage_cost"], name="session_usage_cost"),
         ]
 
     def __str__(self):
@@ -151,6 +160,15 @@ class Entry(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    # What the entry adds to pi's usage breakdown (context/usage.py); blank key: nothing.
+    usage_key = models.CharField(max_length=200, blank=True, default="")
+    usage_input = models.BigIntegerField(default=0)
+    usage_output = models.BigIntegerField(default=0)
+    usage_cache_read = models.BigIntegerField(default=0)
+    usage_cache_write = models.BigIntegerField(default=0)
+    usage_cost = models.FloatField(default=0.0)
+    # Copied from the source session by a fork here: team and user totals skip it.
+    copied = models.BooleanField(default=False)
     # The entry as one JSONL line: JSON.stringify's form, no newline.
     line = models.TextField()
 
@@ -301,6 +319,34 @@ class Activity(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "activity"
+
+
+class UsageDaily(models.Model):
+    """Usage per session, UTC day and bucket key, kept current on every entry write.
+
+    `copied` rows hold what a fork copied from its source session: a session's own total
+    counts them, a total over several sessions skips them when the source is counted too.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="usage_days")
+    day = models.DateField()
+    key = models.CharField(max_length=200)
+    copied = models.BooleanField(default=False)
+    input = models.BigIntegerField(default=0)
+    output = models.BigIntegerField(default=0)
+    cache_read = models.BigIntegerField(default=0)
+    cache_write = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    entries = models.PositiveIntegerField(default=0)
+    first_seq = models.PositiveIntegerField(help_text="Where the key first appears (pi's order).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "day", "key", "copied"], name="unique_usage_day"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="usage_daily_day")]
 
 
 class SearchDocument(models.Model):

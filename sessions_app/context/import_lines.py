@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from .jsonl import parse_session_line, serialize_entry
 from .preview import entry_row_columns
+from .usage import usage_with_day
 
 # A single line larger than this is skipped (reported) without being held in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -54,6 +55,7 @@ class PreparedEntry(NamedTuple):
     # What the entry changes besides itself: ("label", target id, label or ""),
     # ("name", session name) or ("user",) for a user message; else None.
     effect: tuple | None
+    usage: tuple | None = None  # usage_with_day(entry): what it adds to the usage totals
 
 
 def valid_id(value: object) -> bool:
@@ -151,6 +153,7 @@ def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry |
         stored_line(text, value) if text is not None else serialize_entry(value),
         entry_row_columns(value),
         effect,
+        usage_with_day(value),
     )
 
 

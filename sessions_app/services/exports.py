@@ -17,7 +17,9 @@ from django.utils import timezone
 from sessions_app import rendering
 from sessions_app.context.jsonl import export_session_jsonl
 from sessions_app.context.review import branch_markdown, tree_rows
+from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.context_chart import context_chart
 from sessions_app.services import tree
 from sessions_app.services.tree import UNSET
 
@@ -149,11 +151,22 @@ def _review_css() -> str:
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
     view = branch_view(session, leaf, leaf, visible)
+    # Usage and the context chart of the exported branch, as tables (no chart library in
+    # a file that runs no outside script).
+    chart = context_chart(session, leaf) if leaf else None
+    branch = tree.load_path(session, leaf) if leaf else []
+    usage_rows = breakdown_rows(totals_by_key(branch))
+    usage_total = UsageTotals()
+    for row in usage_rows:
+        usage_total.add(row["totals"])
     return render_to_string(
         "sessions_app/review/export.html",
         {
             "session": session,
             "view": view,
+            "chart": chart,
+            "usage_rows": usage_rows,
+            "usage_total": usage_total,
             "generated_at": timezone.now(),
             "review_css": _review_css().replace("</", "<\\/"),
             "extra_css": _inline_css().replace("</", "<\\/"),

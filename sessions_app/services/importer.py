@@ -70,6 +70,7 @@ from sessions_app.services.bulk_entries import (
     set_parents,
 )
 from sessions_app.services.search import index_stored_entries
+from sessions_app.services.usage import mark_fork_copies
 
 log = logging.getLogger(__name__)
 
@@ -312,6 +313,7 @@ class _Import:
             seq=self.next_seq,
             line=entry.line,
             columns=entry.columns,
+            usage=entry.usage,
         )
         self.next_seq += 1
         self.last_pi_id = eid
@@ -338,6 +340,8 @@ class _Import:
         self.writer.close()
         self._settle_forward_references()
         session = self.session
+        if self.report.status == "created":
+            mark_fork_copies(session)  # a pi fork of a stored session: count its copies once
         if self.report.entries_added:
             if self.report.status == "unchanged":
                 self.report.status = "updated"

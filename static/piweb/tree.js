@@ -373,6 +373,11 @@
     if (box) box.focus();
   });
 
+  // Another panel (the context chart in usage.js) asks to select a node.
+  document.addEventListener("piweb:select-entry", function (ev) {
+    if (ev.detail && ev.detail.id) goTo(ev.detail.id);
+  });
+
   // Live updates from the session websocket (piweb.js).
   document.addEventListener("piweb:entry_appended", function () { scheduleRefresh(); });
   document.addEventListener("piweb:leaf_moved", function () { scheduleRefresh(); });

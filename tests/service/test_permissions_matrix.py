@@ -102,6 +102,10 @@ ROUTES: dict[str, Route] = {
     "share_link_export": Route("link", kwargs={"token": "token", "fmt": "md"}),
     "search": Route("login", query={"q": "zebrafish"}),
     "teams": Route("login"),
+    # usage
+    "usage_context_chart": Route("viewer", kwargs=S),
+    "usage_dashboard": Route("login"),  # counts only what the caller can see
+    "usage_csv": Route("login"),
 }
 
 
