@@ -217,6 +217,7 @@ def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
         if message != previous:
             log.warning("%s: not followed: %s", path, message)
         return SyncResult(path, "refused", message=message)
+    _log_skipped(path, report)
     if report.entries_added:
         _after_import(report, search)
     if report.status == "created":
@@ -278,6 +279,7 @@ def _read_appended(path, fh, st, state: FollowedFile) -> SyncResult:
             )
     except importer.SessionImportError as exc:
         return _record_error(path, state.owner, state, exc)
+    _log_skipped(path, report)
     return SyncResult(
         path,
         "appended",
@@ -285,6 +287,13 @@ def _read_appended(path, fh, st, state: FollowedFile) -> SyncResult:
         bytes_read=end - state.offset,
         session_pk=state.session_id,
     )
+
+
+def _log_skipped(path: str, report) -> None:
+    for line_no, reason in report.skipped:
+        log.warning("%s: line %d skipped: %s", path, line_no, reason)
+    for warning in report.warnings:
+        log.warning("%s: %s", path, warning)
 
 
 def _after_import(report, search: str) -> None:
