@@ -17,7 +17,7 @@ import pytest
 from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.services import search
 from sessions_app.services.exporter import export_bytes
-from tests.conftest import REPO, ManagedProcess
+from tests.conftest import REPO, ManagedProcess, _free_port
 from tests.service.test_following import chain_lines, line
 from tests.support.pi_files import header, message
 
@@ -284,3 +284,31 @@ def test_fifty_megabytes_appended_in_64k_chunks(follower, owner, tmp_path):
     assert session.entry_count == n and session.leaf.pi_id == f"{n - 1:08x}"
     assert export_bytes(session) == path.read_bytes()
     assert "skipped" not in proc.log.read_text()
+
+
+def test_runpiweb_starts_the_follower_beside_the_worker(child_env, make_user, tmp_path):
+    """`make run` with PIWEB_PI_SESSION_DIRS: the only superuser owns what is followed."""
+    admin = make_user("the-admin", is_superuser=True, is_staff=True)
+    session_id = sid()
+    path = pi_path(tmp_path, session_id)
+    path.write_bytes(line(header(session_id)) + b"".join(chain_lines(2)))
+    env = {**child_env, "PIWEB_PI_SESSION_DIRS": str(tmp_path)}
+    env.pop("PIWEB_PI_SESSION_OWNER", None)
+    port = str(_free_port())
+    log_dir = tmp_path.parent / f"runpiweb-{uuid.uuid4().hex[:6]}"
+    log_dir.mkdir()
+    proc = ManagedProcess(
+        "runpiweb",
+        [sys.executable, str(REPO / "manage.py"), "runpiweb", "--port", port, "--concurrency", "1"],
+        env,
+        lambda p: "Following pi sessions in" in p.log.read_text(errors="replace"),
+        log_dir,
+    )
+    proc.start(timeout=120)
+    try:
+        wait_until(lambda: count(session_id) == 2, timeout=90, proc=proc)
+        append(path, chain_lines(1, start=2)[0])
+        wait_until(lambda: count(session_id) == 3, timeout=30, proc=proc)
+        assert Session.objects.get(pi_id=session_id).owner == admin
+    finally:
+        proc.stop()

@@ -4,6 +4,7 @@ The watcher process itself is tested in tests/e2e/test_follow_watcher.py."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 
@@ -236,3 +237,71 @@ def test_scan_skips_unchanged_files_and_marks_deleted_ones(tmp_path, owner):
     paths[0].unlink()
     third = following.scan([str(tmp_path)], owner)
     assert third.gone == 1 and Session.objects.count() == 5
+
+
+def test_runpiweb_banner_says_how_to_follow_the_pi_folder(tmp_path, settings, owner, make_user):
+    from io import StringIO
+
+    from sessions_app.management.commands.runpiweb import Command
+
+    settings.PIWEB_PI_SESSION_DIRS = []
+    settings.PIWEB_PI_DEFAULT_SESSION_DIR = tmp_path
+
+    def banner():
+        command = Command(stdout=StringIO(), stderr=StringIO())
+        command._follow_banner(command._follower())
+        return command.stdout._out.getvalue()
+
+    assert f"PIWEB_PI_SESSION_DIRS={tmp_path}" in banner()
+    settings.PIWEB_PI_DEFAULT_SESSION_DIR = tmp_path / "missing"
+    assert banner() == ""
+    settings.PIWEB_PI_DEFAULT_SESSION_DIR = tmp_path
+    make_user("colleague")
+    assert banner() == ""  # a team server: no hint about one person's folder
+    # following asked for, but no owner can be told: said so, nothing started
+    settings.PIWEB_PI_SESSION_DIRS = [str(tmp_path)]
+    command = Command(stdout=StringIO(), stderr=StringIO())
+    assert command._follower() is None
+    assert "PIWEB_PI_SESSION_OWNER" in command.stderr._out.getvalue()
+    settings.PIWEB_PI_SESSION_OWNER = owner.username
+    assert command._follower()[-2:] == ["--owner", owner.username]
+
+
+def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, client):
+    from django.urls import reverse
+
+    from sessions_app.services import tree
+    from sessions_app.services.importer import import_jsonl_stream
+
+    client.force_login(owner)
+    # followed: the file's path, quoted for the shell, and the time of the last read
+    path = tmp_path / "with space" / f"2026-01-01T00-00-00-000Z_{SID}.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(line(header(SID)) + b"".join(chain_lines(2)))
+    following.sync_file(str(path), owner)
+    page = client.get(reverse("sessions_app:session_detail", args=[SID])).content.decode()
+    assert "Followed live" in page and "last line read from disk" in page
+    assert f"pi --session &#x27;{path}&#x27;" in page
+    path.unlink()
+    following.sync_file(str(path), owner)
+    page = client.get(reverse("sessions_app:session_provenance", args=[SID])).content.decode()
+    assert "file gone from disk" in page
+    assert f"pi --session 2026-01-01T00-00-00-000Z_{SID}.jsonl" in page
+
+    # uploaded once: the command refers to the JSONL export, named as pi names its files
+    other = "0199aaaa-bbbb-7ccc-8ddd-0000000000ff"
+    data = line(header(other)) + b"".join(chain_lines(1))
+    import_jsonl_stream(io.BytesIO(data), owner, filename="upload.jsonl")
+    page = client.get(reverse("sessions_app:session_detail", args=[other])).content.decode()
+    assert "Imported once" in page
+    name = f"2026-01-01T00-00-00-000Z_{other}.jsonl"
+    assert f"pi --session {name}" in page and f'download="{name}"' in page
+    response = client.get(reverse("sessions_app:export", args=[other, "jsonl"]))
+    assert f'filename="{name}"' in response["Content-Disposition"]
+    assert response.content == data
+
+    made = tree.create_session(owner=owner, cwd=str(tmp_path))
+    page = client.get(reverse("sessions_app:session_detail", args=[made.pi_id])).content.decode()
+    assert "Started in piweb" in page
+    stamp = made.header_timestamp.replace(":", "-").replace(".", "-")
+    assert f"pi --session {stamp}_{made.pi_id}.jsonl" in page

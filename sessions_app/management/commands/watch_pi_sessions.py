@@ -67,11 +67,12 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
 
+        # The first scan of a big folder shows a progress bar, not a line per session.
+        log.setLevel(logging.INFO if self.verbosity > 1 else logging.WARNING)
         self._first_scan(roots)
         if once or stop.is_set():
             return
-        self.stdout.write(f"Following {', '.join(roots)} (owner {user.username}).")
-        self.stdout.flush()
+        log.setLevel(logging.INFO if self.verbosity > 0 else logging.WARNING)
         self._follow(roots, rescan_seconds, poll, stop)
 
     def _first_scan(self, roots):
@@ -104,6 +105,7 @@ class Command(BaseCommand):
         import watchfiles
 
         next_rescan = time.monotonic() + rescan_seconds if rescan_seconds > 0 else None
+        watching = False
         for changes in watchfiles.watch(
             *roots,
             watch_filter=None,
@@ -115,6 +117,13 @@ class Command(BaseCommand):
             raise_interrupt=False,
             force_polling=poll or None,
         ):
+            if not watching:
+                # The watcher is in place from its first answer on: what changed between
+                # the first scan and now is caught by one more (quick) scan.
+                watching = True
+                self._guarded("scan", lambda: following.scan(roots, self.owner, search=self.search))
+                self.stdout.write(f"Following {', '.join(roots)} (owner {self.owner.username}).")
+                self.stdout.flush()
             if changes:
                 self._apply(changes)
             if next_rescan is not None and time.monotonic() >= next_rescan:
@@ -156,5 +165,4 @@ def _log_to(stream, verbosity):
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
-    log.setLevel(logging.INFO if verbosity > 0 else logging.WARNING)
     log.propagate = False
