@@ -150,7 +150,7 @@ def _sync_open(path, fh, st, state, owner, search) -> SyncResult:
     )
     if rewritten or not state.appendable or state.state != State.FOLLOWING:
         return _read_whole(path, fh, st, state, owner, search)
-    return _read_appended(path, fh, st, state)
+    return _read_appended(path, fh, st, state, owner)
 
 
 def _renamed_from(path: str, fh, st) -> FollowedFile | None:
@@ -248,7 +248,7 @@ def _lines_in(reader: RangeReader, fh, end: int) -> int:
     return count
 
 
-def _read_appended(path, fh, st, state: FollowedFile) -> SyncResult:
+def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
     """Add the complete lines written after `state.offset`."""
     end = complete_length(fh, state.offset, st.st_size)
     if end == state.offset:
@@ -262,23 +262,25 @@ def _read_appended(path, fh, st, state: FollowedFile) -> SyncResult:
             if (locked.offset, locked.path) != (state.offset, path):
                 return SyncResult(path, "unchanged", session_pk=state.session_id)
             report = importer.append_lines(
-                state.session_id, state.owner, reader, lines_before=state.lines, filename=path
+                state.session_id, owner, reader, lines_before=state.lines, filename=path
             )
-            _head, tail = marks_at(fh, end)
+            # (a file smaller than a block has a new first-block hash too)
+            head, tail = marks_at(fh, end)
             _save(
                 locked,
                 path,
-                state.owner,
+                owner,
                 st,
                 state=State.FOLLOWING,
                 message="",
                 offset=end,
                 lines=state.lines + reader.newlines,
+                head_hash=head,
                 tail_hash=tail,
                 last_read_at=timezone.now(),
             )
     except importer.SessionImportError as exc:
-        return _record_error(path, state.owner, state, exc)
+        return _record_error(path, owner, state, exc)
     _log_skipped(path, report)
     return SyncResult(
         path,

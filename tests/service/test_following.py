@@ -78,6 +78,10 @@ def test_new_file_then_appends_then_nothing(tmp_path, owner):
     hits = search.search(owner, '"number 4"').hits
     assert [h.entry_pi_id for h in hits] == [f"{4:08x}"]
 
+    # every later append is read as one (never mistaken for a rewrite)
+    for n in range(5, 8):
+        append(path, chain_lines(1, start=n)[0])
+        assert following.sync_file(str(path), owner).action == "appended"
     assert following.sync_file(str(path), owner).action == "unchanged"
     assert export_bytes(session) == path.read_bytes()
 
