@@ -244,6 +244,17 @@ PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
 PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
 PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
 
+# Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
+# beside its worker (comma list; none by default), the user who owns the sessions (default:
+# the only superuser), and how often a full rescan catches what change events missed.
+PIWEB_PI_SESSION_DIRS = _env_list("PIWEB_PI_SESSION_DIRS", "")
+PIWEB_PI_SESSION_OWNER = os.environ.get("PIWEB_PI_SESSION_OWNER", "")
+PIWEB_PI_SESSION_RESCAN_SECONDS = float(os.environ.get("PIWEB_PI_SESSION_RESCAN_SECONDS", "60"))
+# pi's own session folder, named in the startup banner when it exists and is not followed.
+PIWEB_PI_DEFAULT_SESSION_DIR = Path(
+    os.environ.get("PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions")
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

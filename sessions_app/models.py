@@ -70,6 +70,9 @@ class Session(models.Model):
     # The header line as imported (JSON.stringify form), kept so export writes back extra
     # header keys in their order; blank for sessions made here (export uses header()).
     header_line = models.TextField(blank=True, default="")
+    # The pi session file this session was read from (an import from disk, or a followed
+    # file; its latest path after a rename); blank for uploads and sessions made here.
+    source_path = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     modified_at = models.DateTimeField(auto_now=True)
     # The session's own times: the pi header's timestamp and its newest entry's.
@@ -372,3 +375,49 @@ class SearchDocument(models.Model):
             models.Index(fields=["tool_name"]),
             models.Index(fields=["date"]),
         ]
+
+
+class FollowedFile(models.Model):
+    """A pi session file that `watch_pi_sessions` follows, and how far it has read it.
+
+    `offset` is the end of the last complete line imported (a half-written line after it
+    waits for its newline); `offset` and the entries it covers are committed together, so
+    a restart resumes exactly there. `size`, `mtime_ns`, `device`/`inode` and the hashes
+    of the first block and of the block that ends at `offset` tell an unchanged file, an
+    append and a rewrite apart without reading the file again.
+    """
+
+    class State(models.TextChoices):
+        FOLLOWING = "following", "Followed live"
+        WAITING = "waiting", "Waiting for a complete first line"
+        GONE = "gone", "Gone from disk"
+        REFUSED = "refused", "Not a pi session (ignored)"
+        ERROR = "error", "Error"
+
+    path = models.TextField(unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="followed_files"
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING)
+    message = models.TextField(blank=True, default="")
+    device = models.BigIntegerField(default=0)
+    inode = models.BigIntegerField(default=0)
+    size = models.BigIntegerField(default=0)
+    mtime_ns = models.BigIntegerField(default=0)
+    offset = models.BigIntegerField(default=0)
+    lines = models.BigIntegerField(default=0, help_text="Lines before `offset`.")
+    head_hash = models.CharField(max_length=64, blank=True, default="")
+    tail_hash = models.CharField(max_length=64, blank=True, default="")
+    # False for a v1/v2 file (migrated as a whole): its growth is re-imported, not appended.
+    appendable = models.BooleanField(default=True)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+    gone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["device", "inode"], name="followed_file_inode")]
+
+    def __str__(self):
+        return self.path

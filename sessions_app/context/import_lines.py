@@ -160,13 +160,16 @@ def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry |
 class LinePreparer:
     """Splits a session file fed in chunks into lines and turns each into a record."""
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES, *, lines_before: int = 0):
+        """`lines_before` > 0 starts after that many lines of a v3 file (the follower
+        reading what was appended): every object is then an entry."""
         self.max_line_bytes = max_line_bytes
-        self.number = 0  # lines seen
+        self.number = lines_before  # lines seen
         self._held: list[bytes] = []  # the start of a line that continues in a later chunk
         self._held_size = 0
         self._overlong: int | None = None  # bytes of an overlong line being dropped
-        self._mode: str | None = None  # after the first object: "entries" or "objects"
+        # After the first object: "entries" or "objects".
+        self._mode: str | None = "entries" if lines_before else None
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Records for the lines that end in this chunk."""

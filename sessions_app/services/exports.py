@@ -47,6 +47,13 @@ def _slug(session: Session) -> str:
     return f"{base + '-' if base else ''}{session.pi_id[:8]}"
 
 
+def pi_session_file_name(session: Session) -> str:
+    """pi's own name for a session file, `<header timestamp>_<id>.jsonl` (the timestamp
+    with ':' and '.' made '-'), so an export sits among pi's files like one of them."""
+    stamp = re.sub(r"[^0-9A-Za-z-]", "-", session.header_timestamp) or "session"
+    return f"{stamp}_{session.pi_id}.jsonl"
+
+
 def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
     if not leaf_pi_id:
         return session.leaf.pi_id if session.leaf_id else None
@@ -189,6 +196,5 @@ def export_session(
         content = export_markdown(session, leaf_pi_id)
     if actor is not None:
         tree.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
-    return Export(
-        filename=f"{_slug(session)}.{fmt}", content_type=CONTENT_TYPES[fmt], content=content
-    )
+    filename = pi_session_file_name(session) if fmt == "jsonl" else f"{_slug(session)}.{fmt}"
+    return Export(filename=filename, content_type=CONTENT_TYPES[fmt], content=content)

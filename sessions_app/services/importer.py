@@ -155,8 +155,9 @@ def _records(fileobj, report: ImportReport, hasher) -> Iterator:
 
 
 class _Import:
-    def __init__(self, owner, report: ImportReport, batch_size: int):
+    def __init__(self, owner, report: ImportReport, batch_size: int, source_path: str = ""):
         self.owner = owner
+        self.source_path = source_path
         self.report = report
         self.batch_size = batch_size
         self.session: Session | None = None
@@ -195,6 +196,8 @@ class _Import:
                     "refusing to merge two different sessions"
                 )
         self.session = existing
+        if self.source_path and existing.source_path != self.source_path:
+            existing.source_path = self.source_path  # saved by finish()
         self._start_writer()
         self.report.status = "unchanged"
         self.next_seq = existing.next_seq
@@ -218,6 +221,7 @@ class _Import:
                     source=Session.Source.IMPORTED,
                     import_sha256=sha,
                     header_line=header_text,
+                    source_path=self.source_path,
                 )
         except IntegrityError as exc:
             raise SessionImportError(
@@ -337,6 +341,20 @@ class _Import:
                 "that are not in this file (it was changed after the import, or the file is "
                 "older); nothing was imported"
             )
+        self._apply_new_entries()
+        session = self.session
+        if self.report.status == "unchanged":
+            Session.objects.filter(pk=session.pk).update(
+                import_sha256=sha, source_path=session.source_path
+            )
+            session.import_sha256 = sha
+            return
+        session.import_sha256 = sha
+        session.save()
+
+    def _apply_new_entries(self) -> None:
+        """Write what is queued and update the session row (not saved) for the entries
+        added: labels, name, first message, leaf, counts."""
         self.writer.close()
         self._settle_forward_references()
         session = self.session
@@ -355,12 +373,6 @@ class _Import:
             session.leaf_id = self.pks[self.last_pi_id]
             session.next_seq = self.next_seq
             session.entry_count += self.report.entries_added
-        if self.report.status == "unchanged":
-            Session.objects.filter(pk=session.pk).update(import_sha256=sha)
-            session.import_sha256 = sha
-            return
-        session.import_sha256 = sha
-        session.save()
 
     def _settle_forward_references(self) -> None:
         if not self.forward:
@@ -436,6 +448,7 @@ def import_jsonl_stream(
     filename: str = "",
     batch_size: int = BATCH_SIZE,
     after_commit: str = "inline",
+    source_path: str = "",
 ) -> ImportReport:
     """Import one pi session file from a binary (or text) file object. See the module doc.
 
@@ -443,6 +456,8 @@ def import_jsonl_stream(
     derived data): `after_commit="inline"` runs it here, `"worker"` hands it to a Celery
     worker (here again when no broker answers), `"off"` leaves it to the caller.
     `report.import_seconds` and `report.after_commit_seconds` time the two steps.
+    `source_path`: the file's path on this machine (imports from disk), kept on the session
+    so its page can offer `pi --session PATH`.
     """
     started = time.perf_counter()
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "upload")
@@ -460,7 +475,7 @@ def import_jsonl_stream(
     hasher = hashlib.sha256()
     try:
         with deferred_wal_checkpoint(), transaction.atomic():
-            job = _run(fileobj, owner, report, hasher, batch_size)
+            job = _run(fileobj, owner, report, hasher, batch_size, source_path)
             if report.status in ("created", "updated"):
                 tree.record_activity(
                     job.session,
@@ -487,6 +502,126 @@ def import_jsonl_stream(
             finish_import(report.session.pk, report.first_new_seq)
             report.after_commit_seconds = time.perf_counter() - started
     return report
+
+
+# --- appending (the follower) -----------------------------------------------------------
+
+APPEND_SEGMENT = 2000  # records looked up and written together
+INLINE_INDEX_LIMIT = 500  # bigger appends are indexed for search by a worker
+
+
+class _Append(_Import):
+    """The entries of lines appended to a session's file since the last read. Stored
+    entries are looked up by id only where a new line refers to one (a parent, a label
+    target, a repeated id), a segment at a time, so an append costs what it adds."""
+
+    def begin(self, session_pk: int) -> None:
+        self.session = Session.objects.select_for_update().get(pk=session_pk)
+        self._start_writer()
+        self.report.session = self.session
+        self.report.status = "unchanged"
+        self.next_seq = self.session.next_seq
+        self.report.first_new_seq = self.next_seq
+
+    def add_segment(self, records: list) -> None:
+        entries = [r for r in records if isinstance(r, PreparedEntry)]
+        wanted = set()
+        for entry in entries:
+            wanted.add(entry.eid)
+            if entry.pid:
+                wanted.add(entry.pid)
+            if entry.effect is not None and entry.effect[0] == "label":
+                wanted.add(entry.effect[1])
+        wanted -= self.pks.keys()
+        if wanted:
+            self.writer.close()  # end a COPY before querying
+            stored = _stored_pks(self.session, wanted)
+            self.pks.update(stored)
+        for record in records:
+            if isinstance(record, PreparedEntry):
+                self.add(record)
+            else:
+                _note(record, self.report)
+
+    def finish_append(self) -> None:
+        self._apply_new_entries()
+        if not self.report.entries_added:
+            return
+        self.report.status = "updated"
+        # The file's hash is no longer known without reading it all: an upload of the
+        # same file is then compared entry by entry (and found unchanged).
+        self.session.import_sha256 = ""
+        self.session.save()
+
+
+def _stored_pks(session: Session, pi_ids: set[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    ids = sorted(pi_ids)
+    for start in range(0, len(ids), 1000):
+        found.update(
+            Entry.objects.filter(session=session, pi_id__in=ids[start : start + 1000]).values_list(
+                "pi_id", "pk"
+            )
+        )
+    return found
+
+
+def append_lines(
+    session_pk: int, owner, fileobj, *, lines_before: int, filename: str = ""
+) -> ImportReport:
+    """Add the entries of complete lines appended to a v3 session file that was imported
+    up to its line `lines_before`; `fileobj` holds exactly the appended bytes (whole
+    lines). The per-line work is the importer's (`context.import_lines`), so a line is
+    stored exactly as an upload would store it. One transaction (the caller may wrap it
+    in its own, to commit its read position with the entries); open pages get an
+    `entry_appended` event and the new entries are indexed for search after the commit.
+    """
+    started = time.perf_counter()
+    report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "append")
+    try:
+        with transaction.atomic():
+            job = _Append(owner, report, BATCH_SIZE)
+            job.begin(session_pk)
+            preparer = LinePreparer(MAX_LINE_BYTES, lines_before=lines_before)
+            with job.writer:
+                pending: list = []
+                for chunk in _read_chunks(fileobj):
+                    report.bytes_read += len(chunk)
+                    pending.extend(preparer.feed(chunk))
+                    if len(pending) >= APPEND_SEGMENT:
+                        job.add_segment(pending)
+                        pending = []
+                pending.extend(preparer.end())
+                job.add_segment(pending)
+                job.finish_append()
+            if report.entries_added:
+                last = job.last_pi_id
+                events.publish(
+                    session_pk,
+                    "entry_appended",
+                    {
+                        "id": last,
+                        "parentId": job.parent_of.get(last),
+                        "type": "",
+                        "leaf": last,
+                        "count": report.entries_added,
+                    },
+                )
+                transaction.on_commit(lambda: _index_appended(report))
+    except SessionImportError as exc:
+        if not exc.filename:
+            raise SessionImportError(str(exc), filename=report.filename) from exc
+        raise
+    report.import_seconds = time.perf_counter() - started
+    return report
+
+
+def _index_appended(report: ImportReport) -> None:
+    """Search finds appended text shortly after: a few entries here, many in a worker."""
+    if report.entries_added > INLINE_INDEX_LIMIT and _queue_finish_import(report):
+        report.after_commit_queued = True
+        return
+    index_stored_entries(report.session.pk, report.first_new_seq)
 
 
 def finish_import(session_pk: int, from_seq: int) -> int:
@@ -519,11 +654,15 @@ def _queue_finish_import(report: ImportReport) -> bool:
     return True
 
 
-def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Import:
+def _run(
+    fileobj, owner, report: ImportReport, hasher, batch_size: int, source_path: str = ""
+) -> _Import:
     records = _records(fileobj, report, hasher)
     for record in records:
         if isinstance(record, RawObject):
-            return _import_from_header(record, records, owner, report, hasher, batch_size)
+            return _import_from_header(
+                record, records, owner, report, hasher, batch_size, source_path
+            )
         _note(record, report)
     if report.bytes_read == 0 or not report.skipped_count:
         raise SessionImportError("the file is empty: no session header")
@@ -539,7 +678,13 @@ def _note(record: Skip | Warn, report: ImportReport) -> None:
 
 
 def _import_from_header(
-    first: RawObject, records: Iterator, owner, report: ImportReport, hasher, batch_size: int
+    first: RawObject,
+    records: Iterator,
+    owner,
+    report: ImportReport,
+    hasher,
+    batch_size: int,
+    source_path: str = "",
 ) -> _Import:
     """The import once the first object (the header) is read; `records` is the rest."""
     header = first.value
@@ -549,7 +694,7 @@ def _import_from_header(
     problem = id_problem("the session header id", header["id"])
     if problem:
         raise SessionImportError(f"line {first.number}: {problem}; the file was not imported")
-    job = _Import(owner, report, batch_size)
+    job = _Import(owner, report, batch_size, source_path)
     if is_current_header(header):
         # The sha is known only at the end: start with a placeholder, set it in finish().
         job.start(header, stored_line(first.text, header), "")

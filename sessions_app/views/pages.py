@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from sessions_app.agent.paths import WorkspaceError, user_areas
 from sessions_app.context.usage import UsageTotals
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
 from sessions_app.selectors.usage import session_models
 from sessions_app.services import tree as tree_service
@@ -150,7 +151,16 @@ def session_detail(request, session_id):
     context["usage_total"] = UsageTotals()
     for row in context["usage_rows"]:
         context["usage_total"].add(row["totals"])
+    context["provenance"] = session_provenance(session)
     return render(request, "sessions_app/session_detail.html", context)
+
+
+@login_required
+def provenance_panel(request, session_id):
+    """The provenance line alone (the page refreshes it as a followed file grows)."""
+    access = check_access(request.user, session_id, VIEWER)
+    context = {"session": access.session, "provenance": session_provenance(access.session)}
+    return render(request, "sessions_app/_provenance.html", context)
 
 
 urlpatterns = [
@@ -158,4 +168,5 @@ urlpatterns = [
     path("import/", import_session, name="session_import"),
     path("new/", new_session, name="session_new"),
     path("s/<str:session_id>/", session_detail, name="session_detail"),
+    path("s/<str:session_id>/provenance/", provenance_panel, name="session_provenance"),
 ]

@@ -51,6 +51,7 @@ ROUTES: dict[str, Route] = {
     "session_import": Route("login", "POST", ok=400),  # no file: refused after login
     "session_new": Route("login", "POST", ok=400),  # no cwd
     "session_detail": Route("viewer", kwargs=S),
+    "session_provenance": Route("viewer", kwargs=S),
     # tree
     "tree_panel": Route("viewer", kwargs=S),
     "tree_branch": Route("viewer", kwargs={**S, "head_id": "branch_head"}),

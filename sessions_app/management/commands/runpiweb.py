@@ -67,6 +67,9 @@ class Command(BaseCommand):
                 env=env,
             )
         )
+        follower = self._follower()
+        if follower:
+            children.append(subprocess.Popen(follower, env=env))
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
         if not get_user_model().objects.exists():
@@ -77,6 +80,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 "No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see README)."
             )
+
+        self._follow_banner(follower)
 
         stopping = False
 
@@ -104,3 +109,38 @@ class Command(BaseCommand):
                     child.wait(15)
                 except subprocess.TimeoutExpired:
                     child.kill()
+
+    def _follower(self) -> list[str] | None:
+        """The watch_pi_sessions command line when PIWEB_PI_SESSION_DIRS is set and an
+        owner is known (PIWEB_PI_SESSION_OWNER, else the only superuser)."""
+        dirs = settings.PIWEB_PI_SESSION_DIRS
+        if not dirs:
+            return None
+        owner = settings.PIWEB_PI_SESSION_OWNER
+        users = get_user_model().objects
+        if owner and not users.filter(username=owner).exists():
+            self.stderr.write(f"Not following {', '.join(dirs)}: no user named {owner!r}.")
+            return None
+        if not owner and users.filter(is_superuser=True, is_active=True).count() != 1:
+            self.stderr.write(
+                f"Not following {', '.join(dirs)}: set PIWEB_PI_SESSION_OWNER to the user "
+                "who owns the sessions (there is not exactly one superuser)."
+            )
+            return None
+        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "watch_pi_sessions"]
+        argv += [*dirs, "--search-in-worker"]
+        return argv + (["--owner", owner] if owner else [])
+
+    def _follow_banner(self, follower: list[str] | None) -> None:
+        if follower:
+            self.stdout.write(
+                f"Following pi sessions in {', '.join(settings.PIWEB_PI_SESSION_DIRS)}"
+            )
+            return
+        pi_dir = settings.PIWEB_PI_DEFAULT_SESSION_DIR
+        single_user = get_user_model().objects.filter(is_active=True).count() <= 1
+        if not settings.PIWEB_PI_SESSION_DIRS and single_user and pi_dir.is_dir():
+            self.stdout.write(
+                f"pi sessions found in {pi_dir}: to see them here as pi writes them, start "
+                f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see README, Following pi's folders)."
+            )
