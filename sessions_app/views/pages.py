@@ -15,6 +15,7 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 from sessions_app.agent.paths import WorkspaceError, user_areas
+from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session
 from sessions_app.services import tree as tree_service
 from sessions_app.services import workspaces
@@ -28,7 +29,7 @@ MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 def _list_context(request, **extra) -> dict:
     sessions = visible_sessions(request.user).select_related("owner").order_by("-modified_at")
-    query = request.GET.get("q", "").strip()[:200]
+    query = clean_text(request.GET.get("q", "").strip()[:200])  # (no NUL: see clean_text)
     if query:
         text_match = Entry.objects.filter(session=OuterRef("pk"), preview__icontains=query)
         sessions = sessions.filter(
