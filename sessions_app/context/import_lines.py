@@ -139,6 +139,9 @@ def entry_problem(value: dict) -> str | None:
     problem = id_problem("entry id", eid)
     if problem:
         return problem
+    if etype == "message" and not isinstance(value.get("message"), dict):
+        # pi loads it, then fails building the context (its message has no role).
+        return "message entry without a message object"
     pid = value.get("parentId")
     if pid is not None and not isinstance(pid, str):
         return "entry parentId is neither a string nor null"
