@@ -36,9 +36,10 @@ from sessions_app.services.exporter import export_bytes
 from tests.support import page_walk
 from tests.support.pi_fuzz import SESSION_ID, FuzzFile, session_files
 
-pytestmark = [pytest.mark.django_db]
-
 EXAMPLES = int(os.environ.get("PIWEB_FUZZ_EXAMPLES", "0") or 0)
+# A bigger budget needs more than the suite's 300 s per test (a few seconds per example).
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(max(300, 10 * EXAMPLES))]
+
 FUZZ = settings(
     max_examples=EXAMPLES or 30,
     deadline=None,
@@ -48,6 +49,7 @@ FUZZ = settings(
     # takes minutes.
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     report_multiple_bugs=False,
+    print_blob=True,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
         HealthCheck.too_slow,
