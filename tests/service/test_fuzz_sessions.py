@@ -41,7 +41,7 @@ EXAMPLES = int(os.environ.get("PIWEB_FUZZ_EXAMPLES", "0") or 0)
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(max(300, 10 * EXAMPLES))]
 
 FUZZ = settings(
-    max_examples=EXAMPLES or 30,
+    max_examples=EXAMPLES or 20,
     deadline=None,
     derandomize=not EXAMPLES,  # the CI budget always tries the same examples
     database=None,
@@ -129,7 +129,7 @@ def test_any_session_file_imports_renders_and_exports_safely(owner, fuzz):
 
 
 @pytest.mark.embedded
-@settings(FUZZ, max_examples=(EXAMPLES or 30) // 3)
+@settings(FUZZ, max_examples=(EXAMPLES or 24) // 3)
 @given(fuzz=session_files(), query=st.text(max_size=12))
 def test_fuzzed_files_import_and_search_on_the_embedded_default(owner, fuzz, query):
     """The cheaper half on SQLite too: the upload, the export and search (FTS5)."""

@@ -84,15 +84,18 @@ def _nest(value, depth: int):
     return value
 
 
-json_values = st.one_of(
-    st.recursive(
-        scalars,
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)
-        ),
-        max_leaves=8,
-    ),
-    st.builds(_nest, scalars, st.sampled_from([20, 98, 99, 100, 150, 1200])),
+_shallow_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)),
+    max_leaves=8,
+)
+# Mostly shallow values; now and then one nested around the import's limit or far past it.
+json_values = st.integers(0, 11).flatmap(
+    lambda pick: (
+        st.builds(_nest, scalars, st.sampled_from([20, 97, 98, 99, 150, 1200]))
+        if pick == 0
+        else _shallow_values
+    )
 )
 
 ids = st.text("0123456789abcdef", min_size=8, max_size=8)
@@ -241,8 +244,8 @@ ENTRY_TYPES = [
 def entries(draw) -> list[dict]:
     out: list[dict] = []
     taken: list[str] = []
-    for _ in range(draw(st.integers(0, 7))):
-        kind = draw(st.one_of(st.sampled_from(ENTRY_TYPES), text))
+    for _ in range(draw(st.integers(1, 7))):
+        kind = draw(st.sampled_from(ENTRY_TYPES)) if draw(st.integers(0, 9)) else draw(text)
         eid = draw(ids.filter(lambda value: value not in taken))
         if not draw(st.integers(0, 14)):
             eid = draw(odd_ids)
@@ -310,7 +313,8 @@ def session_files(draw) -> FuzzFile:
         elif mutation == "duplicate":
             lines.append(line)
         elif mutation == "not utf-8":
-            line = line[:-1] + b"\xff\xfe}" if line.endswith(b"}") else line + b"\xc3"
+            stamp = b'"timestamp":"'
+            line = line.replace(stamp, stamp + b"\xff\xfe", 1) if stamp in line else line + b"\xc3"
         lines.append(line)
     ending = draw(st.sampled_from([b"\n", b""]))
     return FuzzFile(b"\n".join(lines) + ending, current)
