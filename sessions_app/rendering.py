@@ -10,6 +10,9 @@ Everything a model (or an imported file) wrote is untrusted. The rules:
 - Images come only from base64 image blocks, as `data:` URLs with a whitelisted mime
   type and a base64 body that is checked character by character.
 - Anything else is escaped by `django.utils.html` before it is marked safe.
+- Lone surrogates (`"\ud800"` in an imported line) become U+FFFD here, at the HTML
+  boundary (`input_limits.display_value`); short fields (ids, names, custom types) are
+  shown cut to their limits (`input_limits.bounded`).
 
 `render_entry(payload)` returns a list of `Part`s (kind + safe HTML) that the
 template lays out; the helpers are public for the unit tests.
@@ -32,6 +35,13 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from sessions_app.context.input_limits import (
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
+    bounded,
+    display_text,
+    display_value,
+)
 from sessions_app.context.pi1_entries import (
     edit_action,
     edit_replacement_content,
@@ -67,7 +77,7 @@ _URL_SCHEMES = {"http", "https", "mailto"}
 def sanitize(html: str) -> SafeString:
     """Clean HTML with our allow-list (links get rel="noopener noreferrer nofollow")."""
     cleaned = nh3.clean(
-        html,
+        display_text(html),
         tags=_ALLOWED_TAGS,
         attributes=_ALLOWED_ATTRIBUTES,
         url_schemes=_URL_SCHEMES,
@@ -196,8 +206,8 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
                 Part(
                     "tool_call",
                     render_json(block.get("arguments", {})),
-                    str(block.get("name", "tool")),
-                    extra={"id": str(block.get("id", ""))},
+                    bounded(block.get("name", "tool")),
+                    extra={"id": bounded(block.get("id", ""))},
                 )
             )
         elif kind == "image":
@@ -308,9 +318,14 @@ def _edit_part(payload: dict) -> Part:
     )
 
 
+def _short_or_none(value) -> str | None:
+    return None if value is None else bounded(value)
+
+
 def render_entry(payload: dict) -> list[Part]:
     """The displayable parts of one pi entry, in order. Never raises on odd input: an
     entry type or message role piweb does not know shows its name and JSON."""
+    payload = display_value(payload)
     try:
         return _render_entry(payload)
     except Exception:  # malformed fields of a known type: show the JSON, never a 500
@@ -320,7 +335,8 @@ def render_entry(payload: dict) -> list[Part]:
 def _render_entry(payload: dict) -> list[Part]:
     kind = payload.get("type")
     if kind == "message":
-        message = payload.get("message") or {}
+        message = payload.get("message")
+        message = message if isinstance(message, dict) else {}
         role = message.get("role")
         if role in ("user", "assistant", "custom"):
             parts = _content_parts(message.get("content"))
@@ -349,14 +365,14 @@ def _render_entry(payload: dict) -> list[Part]:
                 Part(
                     "tool_result",
                     body,
-                    str(message.get("toolName") or "tool"),
+                    bounded(message.get("toolName") or "tool"),
                     open=lines <= 40,
                     extra={
                         "is_error": bool(message.get("isError")),
                         "notice": _truncation_notice(message),
                         "full_output": full_output_path(payload),
                         "lines": lines,
-                        "tool_call_id": str(message.get("toolCallId", "")),
+                        "tool_call_id": bounded(message.get("toolCallId", "")),
                     },
                 ),
                 *images,
@@ -385,7 +401,7 @@ def _render_entry(payload: dict) -> list[Part]:
             ]
         if role == "system":
             return [system_part(message)]
-        return unknown_parts(f"{role} message", message)
+        return unknown_parts(f"{bounded(role)} message", message)
     if kind in ("compaction", "branch_summary"):
         parts = [
             Part(
@@ -394,10 +410,10 @@ def _render_entry(payload: dict) -> list[Part]:
                 "Compaction summary" if kind == "compaction" else "Branch summary",
                 extra={
                     "tokens_before": payload.get("tokensBefore"),
-                    "first_kept": payload.get("firstKeptEntryId"),
+                    "first_kept": _short_or_none(payload.get("firstKeptEntryId")),
                     "keeps_nothing": kind == "compaction"
                     and payload.get("firstKeptEntryId") == payload.get("id"),
-                    "from_id": payload.get("fromId"),
+                    "from_id": _short_or_none(payload.get("fromId")),
                     "from_hook": payload.get("fromHook"),
                 },
             )
@@ -414,34 +430,43 @@ def _render_entry(payload: dict) -> list[Part]:
         return parts
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))
-        parts.insert(0, Part("meta", escape(str(payload.get("customType", ""))), "Custom message"))
+        parts.insert(
+            0, Part("meta", escape(bounded(payload.get("customType", ""))), "Custom message")
+        )
         return parts
     if kind == "label":
         label = payload.get("label")
-        text = f"Label on {payload.get('targetId')}: {label}" if label else "Label removed"
+        text = (
+            f"Label on {bounded(payload.get('targetId'))}: {bounded(label, MAX_LABEL_CHARS)}"
+            if label
+            else "Label removed"
+        )
         return [Part("meta", escape(text), "Label")]
     if kind == "session_info":
-        return [Part("meta", escape(str(payload.get("name", ""))), "Session name")]
+        return [
+            Part("meta", escape(bounded(payload.get("name", ""), MAX_NAME_CHARS)), "Session name")
+        ]
     if kind == "model_change":
-        text = f"{payload.get('provider', '')}/{payload.get('modelId', '')}"
+        text = f"{bounded(payload.get('provider', ''))}/{bounded(payload.get('modelId', ''))}"
         return [Part("meta", escape(text), "Model change")]
     if kind == "thinking_level_change":
-        return [Part("meta", escape(str(payload.get("thinkingLevel", ""))), "Thinking level")]
+        return [Part("meta", escape(bounded(payload.get("thinkingLevel", ""))), "Thinking level")]
     if kind == "custom":
         data = payload.get("data")
         return [
-            Part("meta", escape(str(payload.get("customType", ""))), "Custom entry"),
+            Part("meta", escape(bounded(payload.get("customType", ""))), "Custom entry"),
             Part("tool_call", render_json(data), "data", open=False),
         ]
     if kind == "usage":
         return [_usage_part(payload)]
     if kind == "context_edit":
         return [_edit_part(payload)]
-    return unknown_parts(str(kind), _without_ids(payload))
+    return unknown_parts(bounded(kind), _without_ids(payload))
 
 
 def render_llm_message(message: dict) -> list[Part]:
     """Parts of one message as the LLM receives it (context inspector)."""
+    message = display_value(message)
     role = message.get("role")
     if role == "toolResult":
         text = _text_of_blocks(message.get("content"))
@@ -449,7 +474,7 @@ def render_llm_message(message: dict) -> list[Part]:
             Part(
                 "tool_result",
                 render_ansi(text),
-                str(message.get("toolName") or "tool"),
+                bounded(message.get("toolName") or "tool"),
                 open=False,
                 extra={"is_error": bool(message.get("isError"))},
             )

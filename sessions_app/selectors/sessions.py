@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import Exists, F, OuterRef, Q
 
+from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session, UsageDaily
 from sessions_app.services.access import visible_sessions
 
@@ -43,10 +44,11 @@ class ListFilters:
     @classmethod
     def from_params(cls, params) -> ListFilters:
         found = cls(
-            query=params.get("q", "").strip()[:200],
+            # clean_text: a NUL (or a lone surrogate) is no text any database accepts.
+            query=clean_text(params.get("q", "").strip()[:200]),
             source=params.get("source", ""),
-            project=params.get("project", "")[:1000],
-            model=params.get("model", "")[:200],
+            project=clean_text(params.get("project", "")[:1000]),
+            model=clean_text(params.get("model", "")[:200]),
         )
         if found.source not in Session.Source.values:
             found.source = ""

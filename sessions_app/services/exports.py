@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from sessions_app import rendering
+from sessions_app.context.input_limits import display_value
 from sessions_app.context.jsonl import export_session_jsonl
 from sessions_app.context.review import branch_markdown, tree_rows
 from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
@@ -117,7 +118,7 @@ def branch_view(
         leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
         if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
             leaf_pi_id = None
-    path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    path = [display_value(e) for e in tree.load_path(session, leaf_pi_id)] if leaf_pi_id else []
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id

@@ -49,11 +49,13 @@ from sessions_app.context.import_lines import (
     Skip,
     Warn,
     header_problem,
+    header_text_field,
     id_problem,
     is_current_header,
     prepare_entry,
     stored_line,
 )
+from sessions_app.context.input_limits import MAX_CWD_CHARS
 from sessions_app.context.jsonl import (
     CURRENT_SESSION_VERSION,
     migrate_session_entries,
@@ -176,6 +178,8 @@ class _Import:
         # the leaf: services/exporter.py); one such entry is accepted.
         self.moved: tuple[str, str] | None = None
         self.moved_seen = False
+        self.header_number = 0  # the header's line, and the lines skipped before it
+        self.skipped_before_header = 0
 
     # -- header ----------------------------------------------------------------------
 
@@ -184,17 +188,14 @@ class _Import:
         if existing is None:
             self._create(header, header_text, sha)
             return
-        if existing.owner_id != self.owner.pk:
-            raise SessionImportError(
-                f"session {header['id']} already exists and belongs to another user"
-            )
-        for key, column in (("cwd", "cwd"), ("timestamp", "header_timestamp")):
-            if str(header.get(key, "")) != getattr(existing, column):
-                raise SessionImportError(
-                    f"session {header['id']} already exists with a different header "
-                    f"({key} {getattr(existing, column)!r} here, {header.get(key)!r} in the file); "
-                    "refusing to merge two different sessions"
-                )
+        # Another user's session and a different session of yours with this id get the
+        # same answer: the message must not tell whose session holds the id.
+        same_header = existing.owner_id == self.owner.pk and (
+            header_text_field(header, "cwd") == existing.cwd
+            and clean_text(str(header.get("timestamp", "")))[:40] == existing.header_timestamp
+        )
+        if not same_header:
+            raise SessionImportError(cannot_import_message(header["id"]))
         self.session = existing
         if self.source_path and existing.source_path != self.source_path:
             existing.source_path = self.source_path  # saved by finish()
@@ -207,15 +208,15 @@ class _Import:
 
     def _create(self, header: dict, header_text: str, sha: str) -> None:
         parent_ref = header.get("parentSession")
-        parent_ref = parent_ref if isinstance(parent_ref, str) else ""
+        parent_ref = clean_text(parent_ref)[:MAX_CWD_CHARS] if isinstance(parent_ref, str) else ""
         try:
             with transaction.atomic():
                 self.session = Session.objects.create(
                     pi_id=header["id"],
                     version=CURRENT_SESSION_VERSION,
-                    cwd=clean_text(str(header.get("cwd", ""))),
+                    cwd=header_text_field(header, "cwd"),
                     header_timestamp=clean_text(str(header.get("timestamp", "")))[:40],
-                    parent_session_ref=clean_text(parent_ref),
+                    parent_session_ref=parent_ref,
                     parent=_find_parent_session(parent_ref, self.owner),
                     owner=self.owner,
                     source=Session.Source.IMPORTED,
@@ -341,6 +342,8 @@ class _Import:
                 "that are not in this file (it was changed after the import, or the file is "
                 "older); nothing was imported"
             )
+        if self.report.status == "created" and not self.report.entries_added:
+            self._refuse_if_no_entry_was_valid()
         self._apply_new_entries()
         session = self.session
         if self.report.status == "unchanged":
@@ -373,6 +376,18 @@ class _Import:
             session.leaf_id = self.pks[self.last_pi_id]
             session.next_seq = self.next_seq
             session.entry_count += self.report.entries_added
+
+    def _refuse_if_no_entry_was_valid(self) -> None:
+        """A file with entry lines of which none could be read is refused (a header-only
+        file is a valid empty session: pi writes the header first)."""
+        count = self.report.skipped_count - self.skipped_before_header
+        if not count:
+            return
+        skipped = [(n, r) for n, r in self.report.skipped if n > self.header_number]
+        reasons = "; ".join(f"line {n}: {r}" for n, r in skipped[:3])
+        raise SessionImportError(
+            f"none of the {count:,} entry line(s) could be read ({reasons}); nothing was imported"
+        )
 
     def _settle_forward_references(self) -> None:
         if not self.forward:
@@ -413,6 +428,15 @@ class _Import:
                 if current is not None and current not in self.pks:
                     current = None
             done.update(walk)
+
+
+def cannot_import_message(session_id: str) -> str:
+    """Why a file whose header id is taken cannot be imported (the same words whoever
+    holds the id)."""
+    return (
+        f"session {session_id} cannot be imported: its id is already taken, and this file "
+        "cannot be added to that session; nothing was imported"
+    )
 
 
 def _find_parent_session(parent_ref: str, owner) -> Session | None:
@@ -695,6 +719,7 @@ def _import_from_header(
     if problem:
         raise SessionImportError(f"line {first.number}: {problem}; the file was not imported")
     job = _Import(owner, report, batch_size, source_path)
+    job.header_number, job.skipped_before_header = first.number, report.skipped_count
     if is_current_header(header):
         # The sha is known only at the end: start with a placeholder, set it in finish().
         job.start(header, stored_line(first.text, header), "")

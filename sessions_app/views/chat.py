@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
+from sessions_app.context.input_limits import bounded, display_value
 from sessions_app.rendering import render_entry
 from sessions_app.services import chat, llm, tree
 from sessions_app.services.access import EDITOR, check_access
@@ -60,17 +61,22 @@ def switch_model(request, session_id):
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     hidden, tail = tree.load_path_tail(session, limit)
-    entries = [
-        {
-            "payload": p,
-            "id": p.get("id"),
-            "type": p.get("type"),
-            "role": (p.get("message") or {}).get("role", ""),
-            "parts": render_entry(p),
-        }
-        for p in tail
-        if p.get("type") not in ("label", "session_info", "custom")
-    ]
+    entries = []
+    for p in tail:
+        if p.get("type") in ("label", "session_info", "custom"):
+            continue
+        p = display_value(p)  # imported text may hold lone surrogates
+        message = p.get("message")
+        role = message.get("role", "") if isinstance(message, dict) else ""
+        entries.append(
+            {
+                "payload": p,
+                "id": p.get("id"),
+                "type": bounded(p.get("type", "")),
+                "role": bounded(role),
+                "parts": render_entry(p),
+            }
+        )
     return {"entries": entries, "hidden": hidden}
 
 
