@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "piweb.middleware.content_security_policy",
+    "piweb.middleware.response_size_cap",
 ]
 
 ROOT_URLCONF = "piweb.urls"
@@ -237,6 +238,16 @@ PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
 PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
 PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
 PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
+
+# Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
+# Characters of one text block a page renders before "show more"; characters one "show
+# more" request returns; the biggest page/partial response (downloads stream instead);
+# characters the context inspector counts exactly with tiktoken per request (beyond:
+# pi's chars/4 estimate, marked ≈).
+PIWEB_PREVIEW_CHARS = int(os.environ.get("PIWEB_PREVIEW_CHARS", "20000"))
+PIWEB_SHOW_MORE_CHARS = int(os.environ.get("PIWEB_SHOW_MORE_CHARS", "200000"))
+PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 * 1024 * 1024)))
+PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
 
 LOGGING = {
     "version": 1,

@@ -13,17 +13,27 @@ Everything a model (or an imported file) wrote is untrusted. The rules:
 
 `render_entry(payload)` returns a list of `Part`s (kind + safe HTML) that the
 template lays out; the helpers are public for the unit tests.
+
+Bounded whatever an entry holds: every text block is cut to `limit` characters
+(settings.PIWEB_PREVIEW_CHARS on pages) before markdown, highlighting or ANSI conversion
+runs, JSON is pretty-printed only up to the limit, and at most MAX_BLOCKS content blocks
+of one entry are rendered. Exports raise the limit with `block_limit(...)`. Pages offer
+the rest of a large entry lazily (views/tree.entry_text, entry_raw).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import nh3
 from ansi2html import Ansi2HTMLConverter
+from django.conf import settings
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -34,7 +44,10 @@ from pygments.util import ClassNotFound
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
-MAX_RENDER_CHARS = 200_000  # per text block; the rest is cut with a notice
+EXPORT_BLOCK_CHARS = 200_000  # per text block in the HTML export (pages: PIWEB_PREVIEW_CHARS)
+MAX_BLOCKS = 100  # content blocks rendered per entry; the rest is a notice
+MAX_IMAGE_CHARS = 8_000_000  # base64 characters of one inline image (about 6 MB)
+TITLE_CHARS = 300  # a tool name, a command line, a custom type… in a part's title
 
 _ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em",
@@ -100,15 +113,35 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def _cut(text: str) -> tuple[str, str]:
-    if len(text) <= MAX_RENDER_CHARS:
+_LIMIT: ContextVar[int | None] = ContextVar("piweb_block_limit", default=None)
+
+
+def page_limit() -> int:
+    """Characters of one text block rendered (pages: settings.PIWEB_PREVIEW_CHARS)."""
+    override = _LIMIT.get()
+    return settings.PIWEB_PREVIEW_CHARS if override is None else override
+
+
+@contextmanager
+def block_limit(chars: int):
+    """Render with another per-block limit inside the block (the HTML export's)."""
+    token = _LIMIT.set(chars)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, str]:
+    limit = page_limit() if limit is None else limit
+    if len(text) <= limit:
         return text, ""
-    return text[:MAX_RENDER_CHARS], f"[{len(text) - MAX_RENDER_CHARS:,} more characters not shown]"
+    return text[:limit], f"[{len(text) - limit:,} more characters not shown]"
 
 
-def render_markdown(text: str) -> SafeString:
+def render_markdown(text: str, limit: int | None = None) -> SafeString:
     """Markdown → sanitized HTML. Raw HTML in the source is shown as text."""
-    text, rest = _cut(str(text or ""))
+    text, rest = _cut(str(text or ""), limit)
     html = _markdown().render(text)
     if rest:
         html += f'<p class="notice">{escape(rest)}</p>'
@@ -120,9 +153,9 @@ def _ansi() -> Ansi2HTMLConverter:
     return Ansi2HTMLConverter(inline=False, dark_bg=False, escaped=True)
 
 
-def render_ansi(text: str) -> SafeString:
+def render_ansi(text: str, limit: int | None = None) -> SafeString:
     """Terminal output (with ANSI colour codes) → sanitized `<pre>`."""
-    text, rest = _cut(str(text or ""))
+    text, rest = _cut(str(text or ""), limit)
     body = _ansi().convert(text, full=False, ensure_trailing_newline=False)
     html = f'<pre class="terminal">{body}</pre>'
     if rest:
@@ -130,14 +163,33 @@ def render_ansi(text: str) -> SafeString:
     return sanitize(html)
 
 
-def render_json(value) -> SafeString:
-    """Tool-call arguments as highlighted, indented JSON."""
+def json_pieces(value) -> Iterator[str]:
+    """`value` as indented JSON, piece by piece (never the whole text at once)."""
     try:
-        text = json.dumps(value, indent=2, ensure_ascii=False)
+        yield from json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(value)
     except (TypeError, ValueError):
-        text = str(value)
-    text, _ = _cut(text)
-    return sanitize(_pygments(text, JsonLexer()))
+        yield str(value)
+
+
+def json_head(value, limit: int) -> tuple[str, bool]:
+    """The first `limit` characters of `value` as indented JSON, and whether it was cut."""
+    out, size = [], 0
+    for piece in json_pieces(value):
+        out.append(piece)
+        size += len(piece)
+        if size > limit:
+            return "".join(out)[:limit], True
+    return "".join(out), False
+
+
+def render_json(value, limit: int | None = None) -> SafeString:
+    """Tool-call arguments as highlighted, indented JSON (only the first `limit` chars)."""
+    limit = page_limit() if limit is None else limit
+    text, cut = json_head(value, limit)
+    html = _pygments(text, JsonLexer())
+    if cut:
+        html += '<p class="notice">[the rest of this JSON is not shown]</p>'
+    return sanitize(html)
 
 
 def render_image(block: dict) -> SafeString:
@@ -146,6 +198,11 @@ def render_image(block: dict) -> SafeString:
     data = block.get("data")
     if mime not in IMAGE_MIME_TYPES:
         return format_html('<p class="notice">[image of type {} not shown]</p>', mime or "unknown")
+    if isinstance(data, str) and len(data) > MAX_IMAGE_CHARS:
+        return format_html(
+            '<p class="notice">[image of {} MB not shown: too large for the page]</p>',
+            len(data) * 3 // 4 // 1_000_000,
+        )
     if not isinstance(data, str) or not data or not _BASE64_RE.match(data):
         return mark_safe('<p class="notice">[image with invalid data not shown]</p>')
     clean = re.sub(r"\s+", "", data)
@@ -163,6 +220,12 @@ class Part:
     extra: dict = field(default_factory=dict)
 
 
+def short(value, limit: int = TITLE_CHARS) -> str:
+    """`value` as text of at most `limit` characters (titles, names, one-line notes)."""
+    text = str(value if value is not None else "")
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} more]"
+
+
 def _content_parts(content, *, markdown: bool = True) -> list[Part]:
     """Parts for a user / assistant / custom content value (string or blocks)."""
     if isinstance(content, str):
@@ -170,6 +233,11 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
     parts: list[Part] = []
     if not isinstance(content, list):
         return parts
+    if len(content) > MAX_BLOCKS:
+        rest = len(content) - MAX_BLOCKS
+        content = content[:MAX_BLOCKS]
+    else:
+        rest = 0
     for block in content:
         if not isinstance(block, dict):
             continue
@@ -185,12 +253,14 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
                 Part(
                     "tool_call",
                     render_json(block.get("arguments", {})),
-                    str(block.get("name", "tool")),
-                    extra={"id": str(block.get("id", ""))},
+                    short(block.get("name", "tool")),
+                    extra={"id": short(block.get("id", ""))},
                 )
             )
         elif kind == "image":
             parts.append(Part("image", render_image(block)))
+    if rest:
+        parts.append(Part("notice", escape(f"[{rest:,} more content blocks not shown]")))
     return parts
 
 
@@ -231,11 +301,22 @@ def _truncation_notice(message: dict) -> str:
     return ""
 
 
+MAX_FILES = 200  # paths listed per list; the rest is counted
+
+
+def _file_list(value) -> list[str]:
+    paths = [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+    shown = [short(p) for p in paths[:MAX_FILES]]
+    if len(paths) > MAX_FILES:
+        shown.append(f"… and {len(paths) - MAX_FILES:,} more")
+    return shown
+
+
 def _files_part(details) -> Part | None:
     if not isinstance(details, dict):
         return None
-    read = [str(p) for p in details.get("readFiles") or [] if isinstance(p, str)]
-    modified = [str(p) for p in details.get("modifiedFiles") or [] if isinstance(p, str)]
+    read = _file_list(details.get("readFiles"))
+    modified = _file_list(details.get("modifiedFiles"))
     if not read and not modified:
         return None
     return Part("files", title="Files", extra={"read": read, "modified": modified})
@@ -252,16 +333,21 @@ def render_entry(payload: dict) -> list[Part]:
             if role == "assistant":
                 stop = message.get("stopReason")
                 if message.get("errorMessage"):
-                    parts.append(Part("notice", escape(str(message["errorMessage"])), "Error"))
+                    parts.append(
+                        Part(
+                            "notice", escape(short(message["errorMessage"], page_limit())), "Error"
+                        )
+                    )
                 elif stop in ("error", "aborted", "length"):
                     parts.append(Part("notice", escape(f"Stopped: {stop}"), "Stop reason"))
             return parts
         if role == "toolResult":
             text = _text_of_blocks(message.get("content"))
             body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
+            blocks = message.get("content") if isinstance(message.get("content"), list) else []
             images = [
                 Part("image", render_image(b))
-                for b in message.get("content") or []
+                for b in blocks[:MAX_BLOCKS]
                 if isinstance(b, dict) and b.get("type") == "image"
             ]
             lines = text.count("\n") + 1 if text else 0
@@ -269,14 +355,14 @@ def render_entry(payload: dict) -> list[Part]:
                 Part(
                     "tool_result",
                     body,
-                    str(message.get("toolName") or "tool"),
+                    short(message.get("toolName") or "tool"),
                     open=lines <= 40,
                     extra={
                         "is_error": bool(message.get("isError")),
                         "notice": _truncation_notice(message),
                         "full_output": full_output_path(payload),
                         "lines": lines,
-                        "tool_call_id": str(message.get("toolCallId", "")),
+                        "tool_call_id": short(message.get("toolCallId", "")),
                     },
                 ),
                 *images,
@@ -294,7 +380,7 @@ def render_entry(payload: dict) -> list[Part]:
                 Part(
                     "terminal",
                     render_ansi(output) if output else mark_safe('<p class="hint">(no output)</p>'),
-                    f"$ {message.get('command', '')}",
+                    f"$ {short(message.get('command', ''))}",
                     extra={
                         "notes": notes,
                         "notice": _truncation_notice(message),
@@ -302,7 +388,7 @@ def render_entry(payload: dict) -> list[Part]:
                     },
                 )
             ]
-        return [Part("notice", escape(f"[{role} message]"))]
+        return [Part("notice", escape(f"[{short(role)} message]"))]
     if kind in ("compaction", "branch_summary"):
         parts = [
             Part(
@@ -311,8 +397,8 @@ def render_entry(payload: dict) -> list[Part]:
                 "Compaction summary" if kind == "compaction" else "Branch summary",
                 extra={
                     "tokens_before": payload.get("tokensBefore"),
-                    "first_kept": payload.get("firstKeptEntryId"),
-                    "from_id": payload.get("fromId"),
+                    "first_kept": short(payload.get("firstKeptEntryId") or "") or None,
+                    "from_id": short(payload.get("fromId") or "") or None,
                     "from_hook": payload.get("fromHook"),
                 },
             )
@@ -323,26 +409,32 @@ def render_entry(payload: dict) -> list[Part]:
         return parts
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))
-        parts.insert(0, Part("meta", escape(str(payload.get("customType", ""))), "Custom message"))
+        parts.insert(
+            0, Part("meta", escape(short(payload.get("customType", ""))), "Custom message")
+        )
         return parts
     if kind == "label":
         label = payload.get("label")
-        text = f"Label on {payload.get('targetId')}: {label}" if label else "Label removed"
+        text = (
+            f"Label on {short(payload.get('targetId'))}: {short(label)}"
+            if label
+            else "Label removed"
+        )
         return [Part("meta", escape(text), "Label")]
     if kind == "session_info":
-        return [Part("meta", escape(str(payload.get("name", ""))), "Session name")]
+        return [Part("meta", escape(short(payload.get("name", ""))), "Session name")]
     if kind == "model_change":
-        text = f"{payload.get('provider', '')}/{payload.get('modelId', '')}"
+        text = f"{short(payload.get('provider', ''))}/{short(payload.get('modelId', ''))}"
         return [Part("meta", escape(text), "Model change")]
     if kind == "thinking_level_change":
-        return [Part("meta", escape(str(payload.get("thinkingLevel", ""))), "Thinking level")]
+        return [Part("meta", escape(short(payload.get("thinkingLevel", ""))), "Thinking level")]
     if kind == "custom":
         data = payload.get("data")
         return [
-            Part("meta", escape(str(payload.get("customType", ""))), "Custom entry"),
+            Part("meta", escape(short(payload.get("customType", ""))), "Custom entry"),
             Part("tool_call", render_json(data), "data", open=False),
         ]
-    return [Part("notice", escape(f"[unknown entry type {kind!r}]"))]
+    return [Part("notice", escape(f"[unknown entry type {short(kind)!r}]"))]
 
 
 def render_llm_message(message: dict) -> list[Part]:
@@ -354,7 +446,7 @@ def render_llm_message(message: dict) -> list[Part]:
             Part(
                 "tool_result",
                 render_ansi(text),
-                str(message.get("toolName") or "tool"),
+                short(message.get("toolName") or "tool"),
                 open=False,
                 extra={"is_error": bool(message.get("isError"))},
             )

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
+MD_TEXT_CHARS = 200_000  # message text / summary kept per block (the JSONL has it all)
+MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 
 def tree_rows(
@@ -252,7 +254,7 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
     out = [f"# {title or header.get('id', 'Session')}", ""]
     out.append(f"- Session: `{header.get('id', '')}`")
     if header.get("cwd"):
-        out.append(f"- Working directory: `{header['cwd']}`")
+        out.append(f"- Working directory: `{_clip(header['cwd'], MD_FIELD_CHARS)}`")
     if path:
         out.append(
             f"- Branch: `{path[0].get('id')}` → `{path[-1].get('id')}` ({len(path)} entries)"
@@ -268,13 +270,14 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
                 out.append(f"## User · `{ident}`")
                 out.append("")
                 for b in _blocks(message.get("content")):
-                    out.append(b.get("text", "") if b.get("type") == "text" else "_[image]_")
+                    text = _clip(b.get("text", ""), MD_TEXT_CHARS)
+                    out.append(text if b.get("type") == "text" else "_[image]_")
             elif role == "assistant":
                 out.append(f"## Assistant · `{ident}`")
                 out.append("")
                 for b in _blocks(message.get("content")):
                     if b.get("type") == "text":
-                        out.append(str(b.get("text", "")))
+                        out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
                     elif b.get("type") == "toolCall":
                         args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
                         out.append(f"**Tool call `{b.get('name', '')}`**")
@@ -313,7 +316,7 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
             name = "Compaction summary" if kind == "compaction" else "Branch summary"
             out.append(f"## {name} · `{ident}`")
             out.append("")
-            out.append(str(entry.get("summary", "")))
+            out.append(_clip(entry.get("summary", ""), MD_TEXT_CHARS))
         elif kind == "custom_message":
             out.append(f"## {entry.get('customType', 'custom')} · `{ident}`")
             out.append("")

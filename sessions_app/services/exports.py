@@ -8,6 +8,7 @@ offline. Entries are rendered by sessions_app.rendering (sanitized by nh3).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,11 @@ class ExportError(ValueError):
 class Export:
     filename: str
     content_type: str
-    content: str
+    content: str | Iterable[bytes]  # text, or byte chunks to stream (the pi JSONL)
+
+    @property
+    def streams(self) -> bool:
+        return not isinstance(self.content, str)
 
 
 def _slug(session: Session) -> str:
@@ -148,7 +153,8 @@ def _review_css() -> str:
 
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    view = branch_view(session, leaf, leaf, visible)
+    with rendering.block_limit(rendering.EXPORT_BLOCK_CHARS):
+        view = branch_view(session, leaf, leaf, visible)
     return render_to_string(
         "sessions_app/review/export.html",
         {
@@ -169,7 +175,9 @@ def export_session(
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
-        content = export_jsonl(session)
+        from sessions_app.services.exporter import iter_session_chunks
+
+        content = iter_session_chunks(session)
     elif fmt == "html":
         content = export_html(session, leaf_pi_id, visible)
     else:

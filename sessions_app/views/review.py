@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
@@ -34,15 +34,19 @@ ACTIVITY_LIMIT = 100
 
 
 def _bad_request(request, message: str, status: int = 400):
+    """An error for the person: escaped HTML for an HTMX swap, else plain text. Messages
+    may quote what was sent (an export format, an entry id): never as markup."""
     if request.htmx:
-        return HttpResponse(f'<p class="error" role="alert">{_escape(message)}</p>', status=status)
-    return HttpResponseBadRequest(message)
+        return render(
+            request, "sessions_app/review/_error.html", {"message": message}, status=status
+        )
+    return plain_text(message, status)
 
 
-def _escape(text: str) -> str:
-    from django.utils.html import escape
-
-    return escape(text)
+def plain_text(message: str, status: int) -> HttpResponse:
+    response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _int(value) -> int | None:
@@ -338,9 +342,7 @@ LINK_JSONL_REFUSED = (
 def share_link_export(request, token, fmt):
     access, link = _link_access(request, token)
     if fmt == "jsonl":
-        return HttpResponse(
-            LINK_JSONL_REFUSED, status=403, content_type="text/plain; charset=utf-8"
-        )
+        return plain_text(LINK_JSONL_REFUSED, 403)
     visible = sharing.link_visible_entry_ids(link)
     leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
     return _export_response(request, access, fmt, leaf, visible)
@@ -356,7 +358,10 @@ def _export_response(request, access, fmt: str, leaf: str | None, visible: set |
         )
     except exports.ExportError as exc:
         return _bad_request(request, str(exc))
-    response = HttpResponse(export.content, content_type=export.content_type)
+    if export.streams:  # (the pi JSONL: never the whole file in memory)
+        response = StreamingHttpResponse(export.content, content_type=export.content_type)
+    else:
+        response = HttpResponse(export.content, content_type=export.content_type)
     disposition = "inline" if request.GET.get("inline") == "1" and fmt != "html" else "attachment"
     response["Content-Disposition"] = f'{disposition}; filename="{export.filename}"'
     response["X-Content-Type-Options"] = "nosniff"
