@@ -59,6 +59,13 @@ def _int(value) -> int | None:
 # --- comments ---------------------------------------------------------------------------
 
 
+def _mark_resolvable(request, access, threads) -> None:
+    for thread in threads:
+        thread.can_resolve = access.can_comment and comments_service.may_resolve(
+            thread, request.user, access.can_edit
+        )
+
+
 def _comments_context(request, access, entry_pi_id: str | None, error: str = ""):
     entry = (
         Entry.objects.filter(session=access.session, pi_id=entry_pi_id)
@@ -68,6 +75,7 @@ def _comments_context(request, access, entry_pi_id: str | None, error: str = "")
         else None
     )
     threads = comments_service.threads_for_entry(access.session, entry.pi_id) if entry else []
+    _mark_resolvable(request, access, threads)
     return {
         "access": access,
         "session": access.session,
@@ -123,6 +131,8 @@ def _set_resolved(request, session_id, comment_id, resolved: bool):
         raise PermissionDenied("Share-link visitors cannot resolve comments.")
     try:
         comment = comments_service.set_resolved(access.session, comment_id, request.user, resolved)
+    except comments_service.CommentRightsError as exc:
+        raise PermissionDenied(str(exc)) from exc
     except comments_service.CommentError as exc:
         raise Http404(str(exc)) from exc
     if request.POST.get("from") == "list":
@@ -160,6 +170,7 @@ def comment_counts(request, session_id):
 def review_list(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
     threads = list(comments_service.open_threads(access.session))
+    _mark_resolvable(request, access, threads)
     return render(
         request,
         "sessions_app/review/review_list.html",
@@ -212,6 +223,7 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "new_link": new_link,
             "error": error,
             "leaf": request.GET.get("leaf") or (session.leaf.pi_id if session.leaf_id else ""),
+            "scopes": ShareLink.Scope.choices,
             "target": request.GET.get("target", ""),
         },
         status=status,
@@ -262,7 +274,8 @@ def create_link(request, session_id):
             actor=request.user,
             leaf_pi_id=request.POST.get("leaf") or None,
             target_pi_id=request.POST.get("target") or None,
-            expires_in_days=_int(request.POST.get("expires_in_days")),
+            expires_in_days=request.POST.get("expires_in_days"),
+            scope=request.POST.get("scope") or ShareLink.Scope.PATH,
         )
     except sharing.SharingError as exc:
         return _sharing_page(request, access, str(exc), status=400)
