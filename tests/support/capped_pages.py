@@ -21,6 +21,16 @@ import sys
 import time
 
 
+def peak_rss_kb() -> int:
+    """This process's peak resident size (VmHWM: unlike ru_maxrss it does not carry over
+    the parent's peak across fork + exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main() -> int:
     cap_mb = int(sys.argv[1])
     username = sys.argv[2]
@@ -56,7 +66,7 @@ def main() -> int:
         except MemoryError:
             status, size = "MemoryError", -1
         elapsed = time.monotonic() - started
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak_mb = peak_rss_kb() / 1024
         print(
             json.dumps(
                 {
