@@ -437,6 +437,24 @@ def render_entry(payload: dict) -> list[Part]:
     return [Part("notice", escape(f"[unknown entry type {short(kind)!r}]"))]
 
 
+def page_budget() -> int:
+    """Characters of rendered entries one page holds (half the response cap)."""
+    return settings.PIWEB_MAX_RESPONSE_BYTES // 2
+
+
+def render_entries_within(payloads: list[dict], budget: int | None) -> list[list[Part] | None]:
+    """`render_entry` of each payload, newest first, until `budget` characters of HTML are
+    spent (None: no budget); the older entries left over get None (not rendered)."""
+    out: list[list[Part] | None] = [None] * len(payloads)
+    spent = 0
+    for i in range(len(payloads) - 1, -1, -1):
+        if budget is not None and spent >= budget:
+            break
+        out[i] = render_entry(payloads[i])
+        spent += sum(len(p.html) for p in out[i])
+    return out
+
+
 def render_llm_message(message: dict) -> list[Part]:
     """Parts of one message as the LLM receives it (context inspector)."""
     role = message.get("role")

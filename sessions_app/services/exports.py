@@ -30,6 +30,9 @@ CONTENT_TYPES = {
 }
 
 
+PAGE_TREE_ROWS = 2000  # tree rows a page lists (the share page); exports list every row
+
+
 class ExportError(ValueError):
     """Bad export input, with a message fit for the user."""
 
@@ -78,13 +81,18 @@ def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
 
 
 def branch_view(
-    session: Session, leaf_pi_id, target_pi_id: str | None = None, visible: set | None = None
+    session: Session,
+    leaf_pi_id,
+    target_pi_id: str | None = None,
+    visible: set | None = None,
+    budget: int | None = None,
 ) -> dict:
     """What the static pages (share link, HTML export) show: tree rows and the branch.
 
     `leaf_pi_id` UNSET means the session's leaf. `visible` (a share link's entry ids,
     sharing.link_visible_entry_ids) limits the tree to those entries; the caller checks
-    that the leaf is one of them.
+    that the leaf is one of them. `budget`: characters of rendered entries (a page's,
+    rendering.page_budget); the older entries past it are listed without their content.
     """
     # Light rows for the tree (no payloads): previews and labels are denormalized columns.
     entries, labels = [], {}
@@ -117,19 +125,27 @@ def branch_view(
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
+    rendered = rendering.render_entries_within(path, budget)
     items = [
         {
             "id": e.get("id"),
             "type": e.get("type"),
             "role": (e.get("message") or {}).get("role", "") if e.get("type") == "message" else "",
             "timestamp": e.get("timestamp", ""),
-            "parts": rendering.render_entry(e),
+            "parts": parts or [],
+            "not_shown": parts is None,
             "is_target": e.get("id") == target_pi_id,
         }
-        for e in path
+        for e, parts in zip(path, rendered, strict=True)
     ]
+    rows = tree_rows(entries, branch_ids, labels)
+    not_listed = 0
+    if budget is not None and len(rows) > PAGE_TREE_ROWS:  # (a page; a download lists all)
+        rows, not_listed = rows[:PAGE_TREE_ROWS], len(rows) - PAGE_TREE_ROWS
     return {
-        "rows": tree_rows(entries, branch_ids, labels),
+        "rows": rows,
+        "rows_not_listed": not_listed,
+        "entry_count": len(entries),
         "branch": items,
         "leaf": leaf_pi_id,
         "target": target_pi_id,

@@ -16,6 +16,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Activity, Entry, Job, SessionShare, ShareLink
+from sessions_app.rendering import page_budget
 from sessions_app.services import comments as comments_service
 from sessions_app.services import compare as compare_service
 from sessions_app.services import exports, sharing
@@ -327,7 +328,9 @@ def share_link(request, token):
     target = _link_entry(request, "target", visible) or (
         link.target_pi_id if leaf == link.leaf_pi_id else leaf
     )
-    view = exports.branch_view(access.session, leaf if leaf else UNSET, target, visible)
+    view = exports.branch_view(
+        access.session, leaf if leaf else UNSET, target, visible, budget=page_budget()
+    )
     response = render(
         request,
         "sessions_app/review/share_page.html",

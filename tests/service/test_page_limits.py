@@ -158,3 +158,29 @@ def test_a_page_over_the_response_cap_is_replaced_by_a_notice(client, make_user,
     export = client.get(f"/s/{session.pi_id}/export/jsonl/")
     lines = b"".join(export.streaming_content).decode().splitlines()
     assert json.loads(lines[1])["message"]["content"] == "z" * 30_000
+
+
+def test_long_branches_render_their_newest_entries_within_the_page_budget(
+    client, make_user, settings
+):
+    settings.PIWEB_PREVIEW_CHARS = 1000
+    settings.PIWEB_MAX_RESPONSE_BYTES = 200_000  # a page budget of 100,000 characters
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/w", name="long")
+    for i in range(120):
+        tree.append_entry(session, user(f"message {i:03d} " + "w" * 3000))
+    session.refresh_from_db()
+    from sessions_app.services import sharing
+
+    link = sharing.create_link(session, actor=owner, leaf_pi_id=session.leaf.pi_id)
+    client.force_login(owner)
+    transcript = client.get(f"/s/{session.pi_id}/chat/transcript/").content.decode()
+    assert "message 119" in transcript and "message 000" not in transcript
+    assert "earlier entries on this branch not shown" in transcript
+    assert len(transcript) < 120_000
+    page = client.get(f"/l/{link.token}/").content.decode()
+    assert "message 119 " in page and "Not shown on this page" in page
+    assert "X-Piweb-Response-Cut" not in client.get(f"/l/{link.token}/")
+    # the download holds the whole branch
+    export = client.get(f"/s/{session.pi_id}/export/html/").content.decode()
+    assert "message 000" in export and "Not shown on this page" not in export
