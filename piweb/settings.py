@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "piweb.middleware.content_security_policy",
+    "piweb.middleware.response_size_cap",
 ]
 
 ROOT_URLCONF = "piweb.urls"
@@ -254,6 +255,16 @@ PIWEB_PI_SESSION_RESCAN_SECONDS = float(os.environ.get("PIWEB_PI_SESSION_RESCAN_
 PIWEB_PI_DEFAULT_SESSION_DIR = Path(
     os.environ.get("PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions")
 )
+
+# Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
+# Characters of one text block a page renders before "show more"; characters one "show
+# more" request returns; the biggest page/partial response (downloads stream instead);
+# characters the context inspector counts exactly with tiktoken per request (beyond:
+# pi's chars/4 estimate, marked ≈).
+PIWEB_PREVIEW_CHARS = int(os.environ.get("PIWEB_PREVIEW_CHARS", "20000"))
+PIWEB_SHOW_MORE_CHARS = int(os.environ.get("PIWEB_SHOW_MORE_CHARS", "200000"))
+PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 * 1024 * 1024)))
+PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
 
 LOGGING = {
     "version": 1,

@@ -298,7 +298,14 @@ class Comment(models.Model):
 class ShareLink(models.Model):
     """A read-only, revocable link to one branch and node of a session."""
 
+    class Scope(models.TextChoices):
+        PATH = "path", "The path from the root to this node"
+        SUBTREE = "subtree", "The path to this node and everything under it"
+
     token = models.CharField(max_length=64, unique=True)
+    # What the link shows (sharing.link_visible_entry_ids): the path root → leaf only, or
+    # also every entry below the leaf (what grows there later included).
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.PATH)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
     leaf_pi_id = models.CharField(max_length=64, null=True, blank=True)
     target_pi_id = models.CharField(max_length=64, null=True, blank=True)

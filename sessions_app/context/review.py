@@ -21,7 +21,6 @@ from typing import Any
 
 from .compaction import FileOps, compute_file_lists, extract_file_ops_from_message
 from .input_limits import (
-    MAX_CWD_CHARS,
     MAX_ID_CHARS,
     MAX_NAME_CHARS,
     bounded,
@@ -43,6 +42,8 @@ __all__ = [
 ]
 
 MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
+MD_TEXT_CHARS = 200_000  # message text / summary kept per block (the JSONL has it all)
+MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 
 def tree_rows(
@@ -279,7 +280,7 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
     out = [f"# {title}", ""]
     out.append(f"- Session: {_code(header.get('id', ''))}")
     if header.get("cwd"):
-        out.append(f"- Working directory: {_code(header['cwd'], MAX_CWD_CHARS)}")
+        out.append(f"- Working directory: {_code(header['cwd'], MD_FIELD_CHARS)}")
     if path:
         out.append(
             f"- Branch: {_code(path[0].get('id'))} → {_code(path[-1].get('id'))} "
@@ -297,13 +298,14 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
                 out.append(f"## User · {ident}")
                 out.append("")
                 for b in _blocks(message.get("content")):
-                    out.append(str(b.get("text", "")) if b.get("type") == "text" else "_[image]_")
+                    text = _clip(b.get("text", ""), MD_TEXT_CHARS)
+                    out.append(text if b.get("type") == "text" else "_[image]_")
             elif role == "assistant":
                 out.append(f"## Assistant · {ident}")
                 out.append("")
                 for b in _blocks(message.get("content")):
                     if b.get("type") == "text":
-                        out.append(str(b.get("text", "")))
+                        out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
                     elif b.get("type") == "toolCall":
                         args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
                         out.append(f"**Tool call {_code(b.get('name', ''))}**")
@@ -344,7 +346,7 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
             name = "Compaction summary" if kind == "compaction" else "Branch summary"
             out.append(f"## {name} · {ident}")
             out.append("")
-            out.append(str(entry.get("summary", "")))
+            out.append(_clip(entry.get("summary", ""), MD_TEXT_CHARS))
         elif kind == "custom_message":
             out.append(f"## {_code(entry.get('customType', 'custom'))} · {ident}")
             out.append("")

@@ -50,12 +50,16 @@ def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = Fals
     for entry in [*tree.load_path(session, a_pi_id), *tree.load_path(session, b_pi_id)]:
         seen[entry["id"]] = display_value(entry)  # (lone surrogates: see input_limits)
     result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
-    if render:
+    if render:  # (a page: each side gets half of the page's budget, newest entries first)
         for side in ("a", "b"):
+            segment = result[side]["segment"]
+            rendered = rendering.render_entries_within(segment, rendering.page_budget() // 2)
             result[side]["rendered"] = [
-                {"id": e.get("id"), "type": e.get("type"), "parts": rendering.render_entry(e)}
-                for e in result[side]["segment"]
+                {"id": e.get("id"), "type": e.get("type"), "parts": parts or []}
+                for e, parts in zip(segment, rendered, strict=True)
+                if parts is not None
             ]
+            result[side]["not_shown"] = len(segment) - len(result[side]["rendered"])
     return result
 
 

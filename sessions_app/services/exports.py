@@ -8,6 +8,7 @@ offline. Entries are rendered by sessions_app.rendering (sanitized by nh3).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,9 @@ CONTENT_TYPES = {
 }
 
 
+PAGE_TREE_ROWS = 2000  # tree rows a page lists (the share page); exports list every row
+
+
 class ExportError(ValueError):
     """Bad export input, with a message fit for the user."""
 
@@ -40,7 +44,11 @@ class ExportError(ValueError):
 class Export:
     filename: str
     content_type: str
-    content: str
+    content: str | Iterable[bytes]  # text, or byte chunks to stream (the pi JSONL)
+
+    @property
+    def streams(self) -> bool:
+        return not isinstance(self.content, str)
 
 
 def _slug(session: Session) -> str:
@@ -83,13 +91,18 @@ def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
 
 
 def branch_view(
-    session: Session, leaf_pi_id, target_pi_id: str | None = None, visible: set | None = None
+    session: Session,
+    leaf_pi_id,
+    target_pi_id: str | None = None,
+    visible: set | None = None,
+    budget: int | None = None,
 ) -> dict:
     """What the static pages (share link, HTML export) show: tree rows and the branch.
 
     `leaf_pi_id` UNSET means the session's leaf. `visible` (a share link's entry ids,
     sharing.link_visible_entry_ids) limits the tree to those entries; the caller checks
-    that the leaf is one of them.
+    that the leaf is one of them. `budget`: characters of rendered entries (a page's,
+    rendering.page_budget); the older entries past it are listed without their content.
     """
     # Light rows for the tree (no payloads): previews and labels are denormalized columns.
     entries, labels = [], {}
@@ -122,19 +135,27 @@ def branch_view(
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
+    rendered = rendering.render_entries_within(path, budget)
     items = [
         {
             "id": e.get("id"),
             "type": e.get("type"),
             "role": (e.get("message") or {}).get("role", "") if e.get("type") == "message" else "",
             "timestamp": e.get("timestamp", ""),
-            "parts": rendering.render_entry(e),
+            "parts": parts or [],
+            "not_shown": parts is None,
             "is_target": e.get("id") == target_pi_id,
         }
-        for e in path
+        for e, parts in zip(path, rendered, strict=True)
     ]
+    rows = tree_rows(entries, branch_ids, labels)
+    not_listed = 0
+    if budget is not None and len(rows) > PAGE_TREE_ROWS:  # (a page; a download lists all)
+        rows, not_listed = rows[:PAGE_TREE_ROWS], len(rows) - PAGE_TREE_ROWS
     return {
-        "rows": tree_rows(entries, branch_ids, labels),
+        "rows": rows,
+        "rows_not_listed": not_listed,
+        "entry_count": len(entries),
         "branch": items,
         "leaf": leaf_pi_id,
         "target": target_pi_id,
@@ -158,7 +179,8 @@ def _review_css() -> str:
 
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    view = branch_view(session, leaf, leaf, visible)
+    with rendering.block_limit(rendering.EXPORT_BLOCK_CHARS):
+        view = branch_view(session, leaf, leaf, visible)
     # Usage and the context chart of the exported branch, as tables (no chart library in
     # a file that runs no outside script).
     chart = context_chart(session, leaf) if leaf else None
@@ -190,7 +212,9 @@ def export_session(
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
-        content = export_jsonl(session)
+        from sessions_app.services.exporter import iter_session_chunks
+
+        content = iter_session_chunks(session)
     elif fmt == "html":
         content = export_html(session, leaf_pi_id, visible)
     else:
