@@ -360,6 +360,7 @@ def launch(
         workspace_fd = open_workspace_dir(workspace)
         fds.append(workspace_fd)
         argv += ["--bind-fd", str(workspace_fd), workspace, "--chdir", cwd]
+        argv += ["--remount-ro", "/"]  # the mount points bwrap made are not a scratch area
         for key, value in full_env.items():
             argv += ["--setenv", key, value]
         argv += ["--", shell, "-c", limits_prelude(config) + command]

@@ -52,7 +52,7 @@ from sessions_app.context.truncate import (
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .sandbox import SandboxConfig, SandboxUnavailable
-from .shell import run_shell
+from .shell import ShellOutcome, run_shell
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -223,7 +223,8 @@ READ = Tool(
 # --------------------------------------------------------------------------- bash
 
 
-def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def run_bash(args: dict[str, Any], ctx: ToolContext) -> tuple[ShellOutcome, ToolResult]:
+    """Run the bash tool's command; the shell outcome (exit code...) and the tool result."""
     command = args["command"]
     timeout = args.get("timeout")
     if timeout is None:
@@ -257,7 +258,11 @@ def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             "truncation": result.truncation.to_pi_dict(),
             "fullOutputPath": result.full_output_path,
         }
-    return text_result(text, details, is_error)
+    return outcome, text_result(text, details, is_error)
+
+
+def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return run_bash(args, ctx)[1]
 
 
 BASH = Tool(
