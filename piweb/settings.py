@@ -135,7 +135,9 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+            # channels_redis's blocking-receive time: every idle websocket died after 5 s.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
             "prefix": os.environ.get("PIWEB_CHANNEL_PREFIX", "piweb"),
             "capacity": 1000,
             "expiry": 30,
