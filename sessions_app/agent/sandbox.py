@@ -456,13 +456,38 @@ class PidsCgroup:
     def available(cls) -> bool:
         if cls._parent is False:
             cls._parent = cls._probe()
+            if cls._parent:
+                cls._remove_stale(cls._parent)
         return bool(cls._parent)
+
+    @staticmethod
+    def _remove_stale(parent: str) -> None:
+        """Empty cgroups left by processes that died before their cleanup finished."""
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return
+        for name in names:
+            parts = name.split("-")
+            if len(parts) != 4 or parts[:2] != ["piweb", "sandbox"] or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+                continue  # its process is alive: not ours to touch
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            try:
+                os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass
 
     @classmethod
     def create(cls, limit: int) -> PidsCgroup | None:
         if not cls.available():
             return None
-        path = os.path.join(cls._parent, f"piweb-sandbox-{os.urandom(8).hex()}")
+        path = os.path.join(cls._parent, f"piweb-sandbox-{os.getpid()}-{os.urandom(6).hex()}")
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as fh:
@@ -494,19 +519,33 @@ class PidsCgroup:
         except (OSError, ValueError):
             return []
 
-    def destroy(self) -> None:
-        """Kill what is left (normally nothing: the PID namespace is gone) and remove it."""
-        for _ in range(250):
-            for pid in self.pids():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+    def _kill_and_remove(self) -> bool:
+        for pid in self.pids():
             try:
-                os.rmdir(self.path)
-                return
+                os.kill(pid, signal.SIGKILL)
             except OSError:
-                time.sleep(0.02)  # dying processes still count until they are reaped
+                pass
+        try:
+            os.rmdir(self.path)
+            return True
+        except OSError:
+            return False
+
+    def destroy(self) -> None:
+        """Kill what is left and remove the cgroup. Normally nothing is left (the PID
+        namespace died with bwrap) but the last processes may still be being reaped,
+        which keeps the cgroup busy for a few milliseconds: then a background thread
+        finishes the job, so the command's result is not held up."""
+        if self._kill_and_remove():
+            return
+
+        def finish() -> None:
+            for _ in range(500):
+                time.sleep(0.01)
+                if self._kill_and_remove():
+                    return
+
+        threading.Thread(target=finish, name="piweb-cgroup-cleanup", daemon=True).start()
 
 
 def limit_notices(
