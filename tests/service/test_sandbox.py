@@ -551,3 +551,29 @@ def test_run_tool_is_the_agents_tool(session, ws, outside, links):
     assert (code, out) == (0, "1000\n")
     code, out = run_management("run_tool", session.pi_id, "nope", "{}")
     assert code == 1 and "Tool nope not found" in out
+
+
+def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, _free_port
+
+    # Its own Celery queue: its worker must not take tasks meant for the test worker.
+    queue = f"runpiweb-banner-{os.urandom(4).hex()}"
+    env = dict(child_env, PIWEB_SANDBOX="off", PYTHONUNBUFFERED="1", PIWEB_CELERY_QUEUE=queue)
+    argv = [sys.executable, "manage.py", "runpiweb", "--port", str(_free_port())]
+    argv += ["--concurrency", "1"]
+    log = tmp_path / "runpiweb.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        assert wait_until(lambda: "Sandbox:" in log.read_text(), 60), log.read_text()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    banner = log.read_text()
+    assert "Sandbox: OFF (PIWEB_SANDBOX=off)" in banner and "single-user machine" in banner
