@@ -34,6 +34,7 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -113,8 +114,26 @@ def bwrap_binary(config: SandboxConfig) -> str | None:
 INSTALL_HINT = "sudo apt-get install bubblewrap"
 
 
+MIN_BWRAP_VERSION = (0, 8, 0)  # --bind-fd and --size first appeared in 0.8.0
+_versions: dict[str, tuple[int, ...] | None] = {}
+
+
+def bwrap_version(binary: str) -> tuple[int, ...] | None:
+    """``bwrap --version`` as a tuple (cached per binary), None when it cannot be read."""
+    if binary not in _versions:
+        try:
+            out = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=10
+            ).stdout
+            _versions[binary] = tuple(int(p) for p in out.split()[-1].split("."))
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            _versions[binary] = None
+    return _versions[binary]
+
+
 def require(config: SandboxConfig) -> str | None:
-    """The bwrap binary to use (None when the sandbox is off); SandboxUnavailable if missing."""
+    """The bwrap binary to use (None when the sandbox is off); SandboxUnavailable if it is
+    missing or too old."""
     if not config.enabled:
         return None
     binary = bwrap_binary(config)
@@ -124,6 +143,14 @@ def require(config: SandboxConfig) -> str | None:
             f"{config.bwrap!r} was not found. An administrator must install it "
             f"(`{INSTALL_HINT}`) and restart piweb. Setting PIWEB_SANDBOX=off instead "
             "runs commands unsandboxed, which is only acceptable on a single-user machine."
+        )
+    version = bwrap_version(binary)
+    if version is None or version < MIN_BWRAP_VERSION:
+        found = ".".join(map(str, version)) if version else "unknown"
+        raise SandboxUnavailable(
+            f"Commands are refused: {binary} is bubblewrap {found}, and piweb needs "
+            f"{'.'.join(map(str, MIN_BWRAP_VERSION))} or newer (Debian 12, Ubuntu 24.04). "
+            "An administrator must install a newer bubblewrap and restart piweb."
         )
     return binary
 
@@ -142,6 +169,10 @@ def status_line(config: SandboxConfig) -> str:
             f"Sandbox: bwrap NOT FOUND: every command will be refused. Install it with "
             f"`{INSTALL_HINT}` (or set PIWEB_SANDBOX=off on a single-user machine)."
         )
+    try:
+        require(config)
+    except SandboxUnavailable as exc:
+        return f"Sandbox: UNUSABLE, every command will be refused. {exc}"
     network = "ON (commands can reach the network and the host's services)"
     network = network if config.network else "off"
     pids = "pids cgroup" if PidsCgroup.available() else "RLIMIT_NPROC"

@@ -510,6 +510,16 @@ def test_missing_bwrap_refuses_with_a_fix(session, settings, owner):
     assert "bwrap NOT FOUND" in sandboxing.status()
 
 
+def test_too_old_bwrap_refuses_with_a_reason(session, settings, tmp_path):
+    old = tmp_path / "old-bwrap"
+    old.write_text("#!/bin/sh\necho 'bubblewrap 0.6.1'\n")
+    old.chmod(0o755)
+    settings.PIWEB_SANDBOX_BWRAP = str(old)
+    with pytest.raises(sandboxing.SandboxUnavailable, match="bubblewrap 0.6.1, and piweb needs"):
+        sh(session, "echo should-not-run")
+    assert "UNUSABLE" in sandboxing.status()
+
+
 def test_sandbox_off_says_so_and_runs_unsandboxed(session, settings):
     settings.PIWEB_SANDBOX = "off"
     assert "single-user machine" in sandboxing.status()
