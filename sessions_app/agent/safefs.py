@@ -57,11 +57,14 @@ def _walk_nofollow(dirfd: int, path: str, flags: int, mode: int) -> int:
     current = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd)
     try:
         for part in parts[:-1]:
-            nxt = os.open(
-                part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current
-            )
+            nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
             os.close(current)
             current = nxt
+            mode_bits = os.fstat(current).st_mode
+            if stat.S_ISLNK(mode_bits):
+                raise EscapeError(errno.ELOOP, "symlinks are not followed", path)
+            if not stat.S_ISDIR(mode_bits):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
         if not parts:
             return os.open(".", flags | os.O_CLOEXEC, mode, dir_fd=current)
         return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=current)
