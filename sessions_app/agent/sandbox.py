@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
@@ -100,7 +100,6 @@ class SandboxConfig:
     file_size_mb: int = 1024
     tmp_size_mb: int = 512
     stage_dir: str = ""  # where the sandbox's /etc is prepared (default: a private temp dir)
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:
@@ -178,7 +177,10 @@ def status_line(config: SandboxConfig) -> str:
     pids = "pids cgroup" if PidsCgroup.available() else "RLIMIT_NPROC"
     root_note = ""
     if os.geteuid() == 0 and not PidsCgroup.available():
-        root_note = " WARNING: running as root without a writable pids cgroup, so the process limit is not enforced; run workers as an unprivileged user."
+        root_note = (
+            " WARNING: running as root without a writable pids cgroup, so the process "
+            "limit is not enforced; run workers as an unprivileged user."
+        )
     return (
         f"Sandbox: bubblewrap ({binary}); network {network}; per command: "
         f"{config.cpu_seconds}s CPU, {config.memory_mb} MB address space, "
@@ -214,7 +216,6 @@ def sandbox_env(config: SandboxConfig, cwd: str, extra: dict[str, str] | None = 
         "GIT_PAGER": "cat",
         "EMAIL": f"{SANDBOX_USER}@{SANDBOX_HOSTNAME}.invalid",
     }
-    env.update(config.extra_env)
     if extra:
         env.update(extra)
     return env
