@@ -137,7 +137,9 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+            # channels_redis's blocking-receive time: every idle websocket died after 5 s.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
             "prefix": os.environ.get("PIWEB_CHANNEL_PREFIX", "piweb"),
             "capacity": 1000,
             "expiry": 30,
@@ -209,6 +211,23 @@ PIWEB_WORKSPACE_ROOTS = [
 PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
 PIWEB_AGENT_DIR = Path(os.environ.get("PIWEB_AGENT_DIR", VAR_DIR / "agent"))
+
+# The sandbox every command of a session runs in (README "Sandbox"): "bwrap" (default)
+# or "off" (single-user machines only: commands then run as the worker's user).
+PIWEB_SANDBOX = os.environ.get("PIWEB_SANDBOX", "bwrap").strip().lower()
+if PIWEB_SANDBOX not in ("bwrap", "off"):
+    raise RuntimeError(f"PIWEB_SANDBOX must be 'bwrap' or 'off', not {PIWEB_SANDBOX!r}.")
+PIWEB_SANDBOX_BWRAP = os.environ.get("PIWEB_SANDBOX_BWRAP", "bwrap")
+# Network inside the sandbox: off by default (loopback only). On, commands can reach the
+# internet and every service listening on the host (see the README for the risk).
+PIWEB_SANDBOX_NETWORK = _env_bool("PIWEB_SANDBOX_NETWORK", False)
+PIWEB_SANDBOX_CPU_SECONDS = int(os.environ.get("PIWEB_SANDBOX_CPU_SECONDS", "600"))
+PIWEB_SANDBOX_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_MEMORY_MB", "3072"))
+PIWEB_SANDBOX_MAX_PROCESSES = int(os.environ.get("PIWEB_SANDBOX_MAX_PROCESSES", "256"))
+PIWEB_SANDBOX_FILE_SIZE_MB = int(os.environ.get("PIWEB_SANDBOX_FILE_SIZE_MB", "1024"))
+PIWEB_SANDBOX_TMP_MB = int(os.environ.get("PIWEB_SANDBOX_TMP_MB", "512"))
+# Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
+PIWEB_USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
 
 # LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
 # given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).

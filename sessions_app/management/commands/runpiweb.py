@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand
 
 from piweb import embedded
 from piweb.supervisor import Supervisor
+from sessions_app.services import sandboxing
 
 
 class Command(BaseCommand):
@@ -69,6 +70,7 @@ class Command(BaseCommand):
         supervisor.start_all()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
+        self.stdout.write(sandboxing.status())
         if not get_user_model().objects.exists():
             self.stdout.write(
                 "No users yet: create one with `make createsuperuser` (in another terminal)."
