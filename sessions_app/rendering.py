@@ -340,7 +340,7 @@ def _files_part(details) -> Part | None:
 def render_plain(text: str) -> SafeString:
     """Plain text (a system prompt, a JSON view) as an escaped `<pre>`; lone surrogates
     (which an imported file may hold and UTF-8 cannot encode) become U+FFFD."""
-    text, rest = _cut(clean_text(str(text or "")))
+    text, rest = _cut(clean_text(str(text or "")), None)
     html = format_html('<pre class="plain">{}</pre>', text)
     if rest:
         html += format_html('<p class="notice">{}</p>', rest)

@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from sessions_app import rendering
 from sessions_app.context.input_limits import display_value
-from sessions_app.context.jsonl import export_session_jsonl
 from sessions_app.context.review import branch_markdown, tree_rows
 from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
@@ -69,19 +68,6 @@ def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
     if not Entry.objects.filter(session=session, pi_id=leaf_pi_id).exists():
         raise ExportError(f"No entry {leaf_pi_id!r} in this session.")
     return leaf_pi_id
-
-
-def export_jsonl(session: Session) -> str:
-    """pi's JSONL: the store area's exporter when present, else the pure serializer."""
-    try:
-        from sessions_app.services import exporter
-    except ImportError:
-        exporter = None
-    for name in ("export_session_text", "export_text", "export_jsonl"):
-        fn = getattr(exporter, name, None) if exporter else None
-        if callable(fn):
-            return fn(session)
-    return export_session_jsonl(session.header(), tree.load_all_entries(session))
 
 
 def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:

@@ -39,7 +39,9 @@ class Exported:
         """Export `session`; pi must open it at its leaf, and (with `context`) build
         the context piweb builds there."""
         session = Session.objects.get(pk=session.pk)
-        content = exports.export_session(session, "jsonl").content
+        # What the download streams, as text.
+        chunks = exports.export_session(session, "jsonl").content
+        content = b"".join(chunks).decode("utf-8", "surrogatepass")
         (self.directory / f"{name}.jsonl").write_text(content, encoding="utf-8")
         leaf = session.leaf.pi_id if session.leaf_id else None
         messages = None

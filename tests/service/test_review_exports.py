@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.context.jsonl import read_session
-from sessions_app.services import exports, tree
+from sessions_app.services import exporter, exports, tree
 from tests.support.review_data import build_branchy_session, user
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_markdown_and_jsonl(make_user, tmp_path):
     assert md.startswith("# Parser fix\n")
     assert "## User" in md and "**Tool call `bash`**" in md and "(error)" in md
     assert "Fixed the parser" not in md
-    text = exports.export_jsonl(data.session)
+    text = exporter.export_jsonl(data.session)
     parsed = read_session([text])
     assert parsed.header["id"] == data.session.pi_id
     assert [e["id"] for e in parsed.entries] == list(
