@@ -1,7 +1,8 @@
 // Times pi's own core functions on inputs written by bench/core_bench.py, so both
 // sides run on the same data in one bench run.  Usage: node bench_pi.mjs JOB.json
 // JOB.json: {"cases": [{name, size, fn, entries?|text?, leaf?, keep?, repeat?}]}.
-// Prints {"package", "node", "results": [{name, size, ms}]} (best of `repeat`).
+// Prints {"package", "node", "results": [{name, size, ms, cpuMs}]}: best wall-clock and
+// best process CPU time (user + system, so it includes V8's GC threads) of `repeat` runs.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -52,12 +53,16 @@ const results = [];
 for (const c of job.cases) {
   const run = makers[c.fn](c);
   let best = Infinity;
+  let bestCpu = Infinity;
   for (let i = 0; i < (c.repeat ?? 5); i++) {
+    const cpu = process.cpuUsage();
     const start = process.hrtime.bigint();
     run();
     best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
+    const used = process.cpuUsage(cpu);
+    bestCpu = Math.min(bestCpu, (used.user + used.system) / 1e3);
   }
-  results.push({ name: c.name, size: c.size, ms: best });
+  results.push({ name: c.name, size: c.size, ms: best, cpuMs: bestCpu });
   if (c.text) loaded.delete(c.text); // big texts: free before the next one
 }
 process.stdout.write(JSON.stringify({ package: pkg, node: process.version, results }));

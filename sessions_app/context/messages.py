@@ -396,32 +396,24 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     messages: list[Message] = []
     append = messages.append
     thinking_level: Any = "off"
-    model_src: Any = None
-    model_from_change = False
+    model_change: Entry | None = None
+    model_change_pos = 0  # messages collected before the last model_change
     compaction: Entry | None = None
     compaction_idx = -1
     compaction_pos = 0
-    pi16 = False  # context_edit entries or system messages: pi 1.6.0 rules apply
-    prev: Any = None
+    edited = False  # a context_edit entry: pi 1.6.0's rules apply
     try:
-        for i, entry in enumerate(entries):
-            eid = entry["id"]
-            if i and entry["parentId"] != prev:
+        prev: Any = entries[0]["parentId"]  # checked against the ids below
+        for entry in entries:
+            if entry["parentId"] != prev and seen:
                 return None
-            if not eid:
-                return None
-            add(eid)
-            prev = eid
+            prev = entry["id"]
+            add(prev)
             etype = entry["type"]
             if etype == "message":
-                msg = entry["message"]
-                append(msg)
-                role = msg["role"]
-                if role == "assistant":
-                    model_src = msg
-                    model_from_change = False
-                elif role == "system":
-                    pi16 = True
+                # The message itself is not looked into here: touching 100,000
+                # message dicts costs more than the rest of the pass.
+                append(entry["message"])
             elif etype == "custom_message":
                 append(create_custom_message(entry))
             elif etype == "branch_summary":
@@ -430,24 +422,38 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
             elif etype == "thinking_level_change":
                 thinking_level = entry.get("thinkingLevel", UNSET)
             elif etype == "model_change":
-                model_src = entry
-                model_from_change = True
+                model_change = entry
+                model_change_pos = len(messages)
             elif etype == "compaction":
                 compaction = entry
-                compaction_idx = i
+                compaction_idx = len(seen) - 1  # its index, while the ids are unique
                 compaction_pos = len(messages)
             elif etype == "context_edit":
-                pi16 = True
+                edited = True
     except (KeyError, TypeError, AttributeError):
         return None
-    if len(seen) != len(entries):
+    # Unique ids (so the walk from the last entry visits exactly this list), none falsy.
+    if len(seen) != len(entries) or None in seen or "" in seen or 0 in seen:
         return None
     first_parent = entries[0].get("parentId")
     if first_parent and first_parent in seen:
         return None
-
-    if pi16 or (compaction is not None and compaction.get("systemMessage")):
+    if edited or (compaction is not None and compaction.get("systemMessage")):
         return context_from_path_reference(entries)
+
+    # The model: the last assistant message after the last model_change, else that change.
+    model: dict[str, Any] | None = None
+    for k in range(len(messages) - 1, model_change_pos - 1, -1):
+        msg = messages[k]
+        if type(msg) is dict and msg.get("role") == "assistant":
+            model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+            break
+    else:
+        if model_change is not None:
+            model = _model_dict(
+                model_change.get("provider", UNSET), model_change.get("modelId", UNSET)
+            )
+
     if compaction is not None:
         first_kept = compaction.get("firstKeptEntryId", UNSET)
         kept: list[Message] = [_compaction_summary_from_entry(compaction)]
@@ -456,15 +462,11 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
                 for j in range(i, compaction_idx):
                     _append_context_message(kept, entries[j])
                 break
+        if any(type(m) is dict and m.get("role") == "system" for m in kept):
+            return context_from_path_reference(entries)  # pi 1.6.0 leaves these out
         kept.extend(messages[compaction_pos:])
         messages = kept
 
-    if model_src is None:
-        model = None
-    elif model_from_change:
-        model = _model_dict(model_src.get("provider", UNSET), model_src.get("modelId", UNSET))
-    else:
-        model = _model_dict(model_src.get("provider", UNSET), model_src.get("model", UNSET))
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:
         result["thinkingLevel"] = thinking_level
