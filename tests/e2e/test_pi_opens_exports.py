@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Entry, Session
-from sessions_app.services import exports, fork, jobs, navigation, tree
+from sessions_app.services import chat, exports, fork, jobs, navigation, tree
 from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
@@ -170,15 +170,19 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
     assert all(results[v]["moved-a.jsonl"]["context"]["messages"] for v in results)
 
 
+@pytest.fixture
+def owner(make_user):
+    return make_user()
+
+
 @pytest.mark.worker
 def test_pi_opens_sessions_after_piweb_compactions_summaries_and_turns(
-    worker, make_user, llm, tmp_path
+    worker, owner, workspace, llm, tmp_path
 ):
     pi_or_skip()
-    owner = make_user()
     out = Exported(tmp_path / "exports")
     out.directory.mkdir()
-    session = make_session(owner, turns=4, compaction=SMALL)
+    session = make_session(owner, turns=4, compaction=SMALL, cwd=str(workspace))
 
     llm.push(text("## Goal\nCompacted by piweb."))
     job = jobs.request_compaction(session, actor=owner)
@@ -202,6 +206,13 @@ def test_pi_opens_sessions_after_piweb_compactions_summaries_and_turns(
     out.add("branch-summary", session)
     add_turn(session, 6)
     out.add("turn-after-branch-summary", session)
+
+    # A real agent turn (the worker runs it against the scripted model).
+    llm.push(text("Turn answered by the agent."))
+    run = chat.send_message(Session.objects.get(pk=session.pk), owner, "one more thing")
+    wait_for_job(run)
+    assert run.status == "done", run.error
+    out.add("agent-turn", session)
 
     # The leaf moves back before the compaction: the compaction is no longer on the path.
     navigation.navigate(session, turn2.pi_id, actor=owner)
