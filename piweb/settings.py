@@ -5,6 +5,7 @@ embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run
 same code. See README "Configuration" for the full list.
 """
 
+import json
 import os
 import secrets
 import time
@@ -78,6 +79,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "piweb.middleware.content_security_policy",
+    "piweb.middleware.response_size_cap",
 ]
 
 ROOT_URLCONF = "piweb.urls"
@@ -135,7 +137,9 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+            # channels_redis's blocking-receive time: every idle websocket died after 5 s.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
             "prefix": os.environ.get("PIWEB_CHANNEL_PREFIX", "piweb"),
             "capacity": 1000,
             "expiry": 30,
@@ -208,6 +212,23 @@ PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifa
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
 PIWEB_AGENT_DIR = Path(os.environ.get("PIWEB_AGENT_DIR", VAR_DIR / "agent"))
 
+# The sandbox every command of a session runs in (README "Sandbox"): "bwrap" (default)
+# or "off" (single-user machines only: commands then run as the worker's user).
+PIWEB_SANDBOX = os.environ.get("PIWEB_SANDBOX", "bwrap").strip().lower()
+if PIWEB_SANDBOX not in ("bwrap", "off"):
+    raise RuntimeError(f"PIWEB_SANDBOX must be 'bwrap' or 'off', not {PIWEB_SANDBOX!r}.")
+PIWEB_SANDBOX_BWRAP = os.environ.get("PIWEB_SANDBOX_BWRAP", "bwrap")
+# Network inside the sandbox: off by default (loopback only). On, commands can reach the
+# internet and every service listening on the host (see the README for the risk).
+PIWEB_SANDBOX_NETWORK = _env_bool("PIWEB_SANDBOX_NETWORK", False)
+PIWEB_SANDBOX_CPU_SECONDS = int(os.environ.get("PIWEB_SANDBOX_CPU_SECONDS", "600"))
+PIWEB_SANDBOX_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_MEMORY_MB", "3072"))
+PIWEB_SANDBOX_MAX_PROCESSES = int(os.environ.get("PIWEB_SANDBOX_MAX_PROCESSES", "256"))
+PIWEB_SANDBOX_FILE_SIZE_MB = int(os.environ.get("PIWEB_SANDBOX_FILE_SIZE_MB", "1024"))
+PIWEB_SANDBOX_TMP_MB = int(os.environ.get("PIWEB_SANDBOX_TMP_MB", "512"))
+# Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
+PIWEB_USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
+
 # LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
 # given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).
 # No model configured is a normal state: chat says how to configure one and summaries
@@ -226,6 +247,11 @@ PIWEB_COMPACTION = {
     "reserve_tokens": int(os.environ.get("PIWEB_COMPACTION_RESERVE_TOKENS", "16384")),
     "keep_recent_tokens": int(os.environ.get("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", "20000")),
 }
+# Context windows by model for the session page's context chart, as JSON
+# ({"claude-sonnet-4-5": 200000, "openai/gpt-5.1-codex": 400000}: a model id or a
+# provider/model key); other models use their session's profile window, else
+# PIWEB_LLM_CONTEXT_WINDOW.
+PIWEB_MODEL_CONTEXT_WINDOWS = json.loads(os.environ.get("PIWEB_MODEL_CONTEXT_WINDOWS", "") or "{}")
 # A job whose worker has not reported for this long is treated as dead.
 PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
 # Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a
@@ -237,6 +263,27 @@ PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
 PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
 PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
 PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
+
+# Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
+# beside its worker (comma list; none by default), the user who owns the sessions (default:
+# the only superuser), and how often a full rescan catches what change events missed.
+PIWEB_PI_SESSION_DIRS = _env_list("PIWEB_PI_SESSION_DIRS", "")
+PIWEB_PI_SESSION_OWNER = os.environ.get("PIWEB_PI_SESSION_OWNER", "")
+PIWEB_PI_SESSION_RESCAN_SECONDS = float(os.environ.get("PIWEB_PI_SESSION_RESCAN_SECONDS", "60"))
+# pi's own session folder, named in the startup banner when it exists and is not followed.
+PIWEB_PI_DEFAULT_SESSION_DIR = Path(
+    os.environ.get("PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions")
+)
+
+# Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
+# Characters of one text block a page renders before "show more"; characters one "show
+# more" request returns; the biggest page/partial response (downloads stream instead);
+# characters the context inspector counts exactly with tiktoken per request (beyond:
+# pi's chars/4 estimate, marked ≈).
+PIWEB_PREVIEW_CHARS = int(os.environ.get("PIWEB_PREVIEW_CHARS", "20000"))
+PIWEB_SHOW_MORE_CHARS = int(os.environ.get("PIWEB_SHOW_MORE_CHARS", "200000"))
+PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 * 1024 * 1024)))
+PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
 
 LOGGING = {
     "version": 1,

@@ -9,7 +9,8 @@ services when a link is revoked, a team share or a member removed…) the socket
 check_access with the same user and share token and closes with 4403 once the access is
 gone; a link visitor's socket also re-checks at most every ACCESS_RECHECK_SECONDS as
 events arrive (an expired link). A link visitor only gets LINK_EVENTS, and only for
-entries of the link's branch: no streamed text, tool arguments or bash output.
+entries of the link's branch: no streamed text, tool arguments or bash output, and for a
+"path" link (nothing below its node shows) no event at all.
 """
 
 import time
@@ -21,6 +22,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from sessions_app.models import ShareLink
 from sessions_app.services import chat, sharing
 from sessions_app.services.access import check_access
 from sessions_app.services.events import session_group
@@ -72,7 +74,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.link_branch = set()
         elif self.access is None or getattr(self.access.share_link, "pk", None) != link.pk:
             # Ids known to be the link's leaf or below it: appends there need no query.
-            self.link_branch = {link.leaf_pi_id}
+            # A "path" link shows nothing below its node: no append ever concerns it.
+            self.link_branch = {link.leaf_pi_id} if link.scope == ShareLink.Scope.SUBTREE else set()
         self.access = access
         self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
 
@@ -91,7 +94,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def _link_notice(self, event: str, data: dict) -> dict | None:
         """The part of an event a link visitor may see, or None."""
-        if event not in LINK_EVENTS:
+        if event not in LINK_EVENTS or self.access.share_link.scope != ShareLink.Scope.SUBTREE:
             return None
         pi_id, parent = data.get("id"), data.get("parentId")
         if parent not in self.link_branch and not await database_sync_to_async(

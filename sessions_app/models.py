@@ -70,13 +70,25 @@ class Session(models.Model):
     # The header line as imported (JSON.stringify form), kept so export writes back extra
     # header keys in their order; blank for sessions made here (export uses header()).
     header_line = models.TextField(blank=True, default="")
+    # The pi session file this session was read from (an import from disk, or a followed
+    # file; its latest path after a rename); blank for uploads and sessions made here.
+    source_path = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     modified_at = models.DateTimeField(auto_now=True)
+    # The session's own times: the pi header's timestamp and its newest entry's.
+    started_at = models.DateTimeField(null=True, blank=True)
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    # The whole tree's usage (copied fork entries included), kept by services/usage.py.
+    usage_tokens = models.BigIntegerField(default=0)
+    usage_cost = models.FloatField(default=0.0)
+    usage_models = models.TextField(blank=True, default="", help_text="Bucket keys, by cost.")
 
     class Meta:
         indexes = [
             models.Index(fields=["owner", "-modified_at"]),
             models.Index(fields=["-modified_at"]),
+            models.Index(fields=["-last_activity_at"], name="session_last_activity"),
+            models.Index(fields=["-usage_cost"], name="session_usage_cost"),
         ]
 
     def __str__(self):
@@ -151,6 +163,15 @@ class Entry(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    # What the entry adds to pi's usage breakdown (context/usage.py); blank key: nothing.
+    usage_key = models.CharField(max_length=200, blank=True, default="")
+    usage_input = models.BigIntegerField(default=0)
+    usage_output = models.BigIntegerField(default=0)
+    usage_cache_read = models.BigIntegerField(default=0)
+    usage_cache_write = models.BigIntegerField(default=0)
+    usage_cost = models.FloatField(default=0.0)
+    # Copied from the source session by a fork here: team and user totals skip it.
+    copied = models.BooleanField(default=False)
     # The entry as one JSONL line: JSON.stringify's form, no newline.
     line = models.TextField()
 
@@ -277,7 +298,14 @@ class Comment(models.Model):
 class ShareLink(models.Model):
     """A read-only, revocable link to one branch and node of a session."""
 
+    class Scope(models.TextChoices):
+        PATH = "path", "The path from the root to this node"
+        SUBTREE = "subtree", "The path to this node and everything under it"
+
     token = models.CharField(max_length=64, unique=True)
+    # What the link shows (sharing.link_visible_entry_ids): the path root → leaf only, or
+    # also every entry below the leaf (what grows there later included).
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.PATH)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
     leaf_pi_id = models.CharField(max_length=64, null=True, blank=True)
     target_pi_id = models.CharField(max_length=64, null=True, blank=True)
@@ -303,6 +331,34 @@ class Activity(models.Model):
         verbose_name_plural = "activity"
 
 
+class UsageDaily(models.Model):
+    """Usage per session, UTC day and bucket key, kept current on every entry write.
+
+    `copied` rows hold what a fork copied from its source session: a session's own total
+    counts them, a total over several sessions skips them when the source is counted too.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="usage_days")
+    day = models.DateField()
+    key = models.CharField(max_length=200)
+    copied = models.BooleanField(default=False)
+    input = models.BigIntegerField(default=0)
+    output = models.BigIntegerField(default=0)
+    cache_read = models.BigIntegerField(default=0)
+    cache_write = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    entries = models.PositiveIntegerField(default=0)
+    first_seq = models.PositiveIntegerField(help_text="Where the key first appears (pi's order).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "day", "key", "copied"], name="unique_usage_day"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="usage_daily_day")]
+
+
 class SearchDocument(models.Model):
     """The searchable text of one entry (services/search.py keeps it in step with writes).
 
@@ -326,3 +382,49 @@ class SearchDocument(models.Model):
             models.Index(fields=["tool_name"]),
             models.Index(fields=["date"]),
         ]
+
+
+class FollowedFile(models.Model):
+    """A pi session file that `watch_pi_sessions` follows, and how far it has read it.
+
+    `offset` is the end of the last complete line imported (a half-written line after it
+    waits for its newline); `offset` and the entries it covers are committed together, so
+    a restart resumes exactly there. `size`, `mtime_ns`, `device`/`inode` and the hashes
+    of the first block and of the block that ends at `offset` tell an unchanged file, an
+    append and a rewrite apart without reading the file again.
+    """
+
+    class State(models.TextChoices):
+        FOLLOWING = "following", "Followed live"
+        WAITING = "waiting", "Waiting for a complete first line"
+        GONE = "gone", "Gone from disk"
+        REFUSED = "refused", "Not a pi session (ignored)"
+        ERROR = "error", "Error"
+
+    path = models.TextField(unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="followed_files"
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING)
+    message = models.TextField(blank=True, default="")
+    device = models.BigIntegerField(default=0)
+    inode = models.BigIntegerField(default=0)
+    size = models.BigIntegerField(default=0)
+    mtime_ns = models.BigIntegerField(default=0)
+    offset = models.BigIntegerField(default=0)
+    lines = models.BigIntegerField(default=0, help_text="Lines before `offset`.")
+    head_hash = models.CharField(max_length=64, blank=True, default="")
+    tail_hash = models.CharField(max_length=64, blank=True, default="")
+    # False for a v1/v2 file (migrated as a whole): its growth is re-imported, not appended.
+    appendable = models.BooleanField(default=True)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+    gone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["device", "inode"], name="followed_file_inode")]
+
+    def __str__(self):
+        return self.path

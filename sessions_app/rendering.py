@@ -10,20 +10,33 @@ Everything a model (or an imported file) wrote is untrusted. The rules:
 - Images come only from base64 image blocks, as `data:` URLs with a whitelisted mime
   type and a base64 body that is checked character by character.
 - Anything else is escaped by `django.utils.html` before it is marked safe.
+- Lone surrogates (`"\ud800"` in an imported line) become U+FFFD here, at the HTML
+  boundary (`input_limits.display_value`); short fields (ids, names, custom types) are
+  shown cut to their limits (`input_limits.bounded`).
 
 `render_entry(payload)` returns a list of `Part`s (kind + safe HTML) that the
 template lays out; the helpers are public for the unit tests.
+
+Bounded whatever an entry holds: every text block is cut to `limit` characters
+(settings.PIWEB_PREVIEW_CHARS on pages) before markdown, highlighting or ANSI conversion
+runs, JSON is pretty-printed only up to the limit, and at most MAX_BLOCKS content blocks
+of one entry are rendered. Exports raise the limit with `block_limit(...)`. Pages offer
+the rest of a large entry lazily (views/tree.entry_text, entry_raw).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import nh3
 from ansi2html import Ansi2HTMLConverter
+from django.conf import settings
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -32,6 +45,13 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from sessions_app.context.input_limits import (
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
+    bounded,
+    display_text,
+    display_value,
+)
 from sessions_app.context.pi1_entries import (
     edit_action,
     edit_replacement_content,
@@ -43,7 +63,10 @@ from sessions_app.context.preview import clean_text
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
-MAX_RENDER_CHARS = 200_000  # per text block; the rest is cut with a notice
+EXPORT_BLOCK_CHARS = 200_000  # per text block in the HTML export (pages: PIWEB_PREVIEW_CHARS)
+MAX_BLOCKS = 100  # content blocks rendered per entry; the rest is a notice
+MAX_IMAGE_CHARS = 8_000_000  # base64 characters of one inline image (about 6 MB)
+TITLE_CHARS = 300  # a tool name, a command line, a custom type… in a part's title
 
 _ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em",
@@ -67,7 +90,7 @@ _URL_SCHEMES = {"http", "https", "mailto"}
 def sanitize(html: str) -> SafeString:
     """Clean HTML with our allow-list (links get rel="noopener noreferrer nofollow")."""
     cleaned = nh3.clean(
-        html,
+        display_text(html),
         tags=_ALLOWED_TAGS,
         attributes=_ALLOWED_ATTRIBUTES,
         url_schemes=_URL_SCHEMES,
@@ -109,15 +132,35 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def _cut(text: str) -> tuple[str, str]:
-    if len(text) <= MAX_RENDER_CHARS:
+_LIMIT: ContextVar[int | None] = ContextVar("piweb_block_limit", default=None)
+
+
+def page_limit() -> int:
+    """Characters of one text block rendered (pages: settings.PIWEB_PREVIEW_CHARS)."""
+    override = _LIMIT.get()
+    return settings.PIWEB_PREVIEW_CHARS if override is None else override
+
+
+@contextmanager
+def block_limit(chars: int):
+    """Render with another per-block limit inside the block (the HTML export's)."""
+    token = _LIMIT.set(chars)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, str]:
+    limit = page_limit() if limit is None else limit
+    if len(text) <= limit:
         return text, ""
-    return text[:MAX_RENDER_CHARS], f"[{len(text) - MAX_RENDER_CHARS:,} more characters not shown]"
+    return text[:limit], f"[{len(text) - limit:,} more characters not shown]"
 
 
-def render_markdown(text: str) -> SafeString:
+def render_markdown(text: str, limit: int | None = None) -> SafeString:
     """Markdown → sanitized HTML. Raw HTML in the source is shown as text."""
-    text, rest = _cut(str(text or ""))
+    text, rest = _cut(str(text or ""), limit)
     html = _markdown().render(text)
     if rest:
         html += f'<p class="notice">{escape(rest)}</p>'
@@ -129,9 +172,9 @@ def _ansi() -> Ansi2HTMLConverter:
     return Ansi2HTMLConverter(inline=False, dark_bg=False, escaped=True)
 
 
-def render_ansi(text: str) -> SafeString:
+def render_ansi(text: str, limit: int | None = None) -> SafeString:
     """Terminal output (with ANSI colour codes) → sanitized `<pre>`."""
-    text, rest = _cut(str(text or ""))
+    text, rest = _cut(str(text or ""), limit)
     body = _ansi().convert(text, full=False, ensure_trailing_newline=False)
     html = f'<pre class="terminal">{body}</pre>'
     if rest:
@@ -139,14 +182,33 @@ def render_ansi(text: str) -> SafeString:
     return sanitize(html)
 
 
-def render_json(value) -> SafeString:
-    """Tool-call arguments as highlighted, indented JSON."""
+def json_pieces(value) -> Iterator[str]:
+    """`value` as indented JSON, piece by piece (never the whole text at once)."""
     try:
-        text = json.dumps(value, indent=2, ensure_ascii=False)
+        yield from json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(value)
     except (TypeError, ValueError):
-        text = str(value)
-    text, _ = _cut(text)
-    return sanitize(_pygments(text, JsonLexer()))
+        yield str(value)
+
+
+def json_head(value, limit: int) -> tuple[str, bool]:
+    """The first `limit` characters of `value` as indented JSON, and whether it was cut."""
+    out, size = [], 0
+    for piece in json_pieces(value):
+        out.append(piece)
+        size += len(piece)
+        if size > limit:
+            return "".join(out)[:limit], True
+    return "".join(out), False
+
+
+def render_json(value, limit: int | None = None) -> SafeString:
+    """Tool-call arguments as highlighted, indented JSON (only the first `limit` chars)."""
+    limit = page_limit() if limit is None else limit
+    text, cut = json_head(value, limit)
+    html = _pygments(text, JsonLexer())
+    if cut:
+        html += '<p class="notice">[the rest of this JSON is not shown]</p>'
+    return sanitize(html)
 
 
 def render_image(block: dict) -> SafeString:
@@ -155,6 +217,11 @@ def render_image(block: dict) -> SafeString:
     data = block.get("data")
     if mime not in IMAGE_MIME_TYPES:
         return format_html('<p class="notice">[image of type {} not shown]</p>', mime or "unknown")
+    if isinstance(data, str) and len(data) > MAX_IMAGE_CHARS:
+        return format_html(
+            '<p class="notice">[image of {} MB not shown: too large for the page]</p>',
+            len(data) * 3 // 4 // 1_000_000,
+        )
     if not isinstance(data, str) or not data or not _BASE64_RE.match(data):
         return mark_safe('<p class="notice">[image with invalid data not shown]</p>')
     clean = re.sub(r"\s+", "", data)
@@ -181,6 +248,11 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
     parts: list[Part] = []
     if not isinstance(content, list):
         return parts
+    if len(content) > MAX_BLOCKS:
+        rest = len(content) - MAX_BLOCKS
+        content = content[:MAX_BLOCKS]
+    else:
+        rest = 0
     for block in content:
         if not isinstance(block, dict):
             continue
@@ -196,12 +268,14 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
                 Part(
                     "tool_call",
                     render_json(block.get("arguments", {})),
-                    str(block.get("name", "tool")),
-                    extra={"id": str(block.get("id", ""))},
+                    bounded(block.get("name", "tool")),
+                    extra={"id": bounded(block.get("id", ""))},
                 )
             )
         elif kind == "image":
             parts.append(Part("image", render_image(block)))
+    if rest:
+        parts.append(Part("notice", escape(f"[{rest:,} more content blocks not shown]")))
     return parts
 
 
@@ -242,11 +316,22 @@ def _truncation_notice(message: dict) -> str:
     return ""
 
 
+MAX_FILES = 200  # paths listed per list; the rest is counted
+
+
+def _file_list(value) -> list[str]:
+    paths = [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+    shown = [bounded(p, TITLE_CHARS) for p in paths[:MAX_FILES]]
+    if len(paths) > MAX_FILES:
+        shown.append(f"… and {len(paths) - MAX_FILES:,} more")
+    return shown
+
+
 def _files_part(details) -> Part | None:
     if not isinstance(details, dict):
         return None
-    read = [str(p) for p in details.get("readFiles") or [] if isinstance(p, str)]
-    modified = [str(p) for p in details.get("modifiedFiles") or [] if isinstance(p, str)]
+    read = _file_list(details.get("readFiles"))
+    modified = _file_list(details.get("modifiedFiles"))
     if not read and not modified:
         return None
     return Part("files", title="Files", extra={"read": read, "modified": modified})
@@ -308,9 +393,14 @@ def _edit_part(payload: dict) -> Part:
     )
 
 
+def _short_or_none(value) -> str | None:
+    return None if value is None else bounded(value)
+
+
 def render_entry(payload: dict) -> list[Part]:
     """The displayable parts of one pi entry, in order. Never raises on odd input: an
     entry type or message role piweb does not know shows its name and JSON."""
+    payload = display_value(payload)
     try:
         return _render_entry(payload)
     except Exception:  # malformed fields of a known type: show the JSON, never a 500
@@ -320,23 +410,31 @@ def render_entry(payload: dict) -> list[Part]:
 def _render_entry(payload: dict) -> list[Part]:
     kind = payload.get("type")
     if kind == "message":
-        message = payload.get("message") or {}
+        message = payload.get("message")
+        message = message if isinstance(message, dict) else {}
         role = message.get("role")
         if role in ("user", "assistant", "custom"):
             parts = _content_parts(message.get("content"))
             if role == "assistant":
                 stop = message.get("stopReason")
                 if message.get("errorMessage"):
-                    parts.append(Part("notice", escape(str(message["errorMessage"])), "Error"))
+                    parts.append(
+                        Part(
+                            "notice",
+                            escape(bounded(message["errorMessage"], page_limit())),
+                            "Error",
+                        )
+                    )
                 elif stop in ("error", "aborted", "length"):
                     parts.append(Part("notice", escape(f"Stopped: {stop}"), "Stop reason"))
             return parts
         if role == "toolResult":
             text = _text_of_blocks(message.get("content"))
             body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
+            blocks = message.get("content") if isinstance(message.get("content"), list) else []
             images = [
                 Part("image", render_image(b))
-                for b in message.get("content") or []
+                for b in blocks[:MAX_BLOCKS]
                 if isinstance(b, dict) and b.get("type") == "image"
             ]
             lines = text.count("\n") + 1 if text else 0
@@ -349,14 +447,14 @@ def _render_entry(payload: dict) -> list[Part]:
                 Part(
                     "tool_result",
                     body,
-                    str(message.get("toolName") or "tool"),
+                    bounded(message.get("toolName") or "tool"),
                     open=lines <= 40,
                     extra={
                         "is_error": bool(message.get("isError")),
                         "notice": _truncation_notice(message),
                         "full_output": full_output_path(payload),
                         "lines": lines,
-                        "tool_call_id": str(message.get("toolCallId", "")),
+                        "tool_call_id": bounded(message.get("toolCallId", "")),
                     },
                 ),
                 *images,
@@ -375,7 +473,7 @@ def _render_entry(payload: dict) -> list[Part]:
                 Part(
                     "terminal",
                     render_ansi(output) if output else mark_safe('<p class="hint">(no output)</p>'),
-                    f"$ {message.get('command', '')}",
+                    f"$ {bounded(message.get('command', ''), TITLE_CHARS)}",
                     extra={
                         "notes": notes,
                         "notice": _truncation_notice(message),
@@ -385,7 +483,7 @@ def _render_entry(payload: dict) -> list[Part]:
             ]
         if role == "system":
             return [system_part(message)]
-        return unknown_parts(f"{role} message", message)
+        return unknown_parts(f"{bounded(role)} message", message)
     if kind in ("compaction", "branch_summary"):
         parts = [
             Part(
@@ -394,10 +492,10 @@ def _render_entry(payload: dict) -> list[Part]:
                 "Compaction summary" if kind == "compaction" else "Branch summary",
                 extra={
                     "tokens_before": payload.get("tokensBefore"),
-                    "first_kept": payload.get("firstKeptEntryId"),
+                    "first_kept": _short_or_none(payload.get("firstKeptEntryId")),
                     "keeps_nothing": kind == "compaction"
                     and payload.get("firstKeptEntryId") == payload.get("id"),
-                    "from_id": payload.get("fromId"),
+                    "from_id": _short_or_none(payload.get("fromId")),
                     "from_hook": payload.get("fromHook"),
                 },
             )
@@ -414,34 +512,61 @@ def _render_entry(payload: dict) -> list[Part]:
         return parts
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))
-        parts.insert(0, Part("meta", escape(str(payload.get("customType", ""))), "Custom message"))
+        parts.insert(
+            0, Part("meta", escape(bounded(payload.get("customType", ""))), "Custom message")
+        )
         return parts
     if kind == "label":
         label = payload.get("label")
-        text = f"Label on {payload.get('targetId')}: {label}" if label else "Label removed"
+        text = (
+            f"Label on {bounded(payload.get('targetId'))}: {bounded(label, MAX_LABEL_CHARS)}"
+            if label
+            else "Label removed"
+        )
         return [Part("meta", escape(text), "Label")]
     if kind == "session_info":
-        return [Part("meta", escape(str(payload.get("name", ""))), "Session name")]
+        return [
+            Part("meta", escape(bounded(payload.get("name", ""), MAX_NAME_CHARS)), "Session name")
+        ]
     if kind == "model_change":
-        text = f"{payload.get('provider', '')}/{payload.get('modelId', '')}"
+        text = f"{bounded(payload.get('provider', ''))}/{bounded(payload.get('modelId', ''))}"
         return [Part("meta", escape(text), "Model change")]
     if kind == "thinking_level_change":
-        return [Part("meta", escape(str(payload.get("thinkingLevel", ""))), "Thinking level")]
+        return [Part("meta", escape(bounded(payload.get("thinkingLevel", ""))), "Thinking level")]
     if kind == "custom":
         data = payload.get("data")
         return [
-            Part("meta", escape(str(payload.get("customType", ""))), "Custom entry"),
+            Part("meta", escape(bounded(payload.get("customType", ""))), "Custom entry"),
             Part("tool_call", render_json(data), "data", open=False),
         ]
     if kind == "usage":
         return [_usage_part(payload)]
     if kind == "context_edit":
         return [_edit_part(payload)]
-    return unknown_parts(str(kind), _without_ids(payload))
+    return unknown_parts(bounded(kind), _without_ids(payload))
+
+
+def page_budget() -> int:
+    """Characters of rendered entries one page holds (half the response cap)."""
+    return settings.PIWEB_MAX_RESPONSE_BYTES // 2
+
+
+def render_entries_within(payloads: list[dict], budget: int | None) -> list[list[Part] | None]:
+    """`render_entry` of each payload, newest first, until `budget` characters of HTML are
+    spent (None: no budget); the older entries left over get None (not rendered)."""
+    out: list[list[Part] | None] = [None] * len(payloads)
+    spent = 0
+    for i in range(len(payloads) - 1, -1, -1):
+        if budget is not None and spent >= budget:
+            break
+        out[i] = render_entry(payloads[i])
+        spent += sum(len(p.html) for p in out[i])
+    return out
 
 
 def render_llm_message(message: dict) -> list[Part]:
     """Parts of one message as the LLM receives it (context inspector)."""
+    message = display_value(message)
     role = message.get("role")
     if role == "toolResult":
         text = _text_of_blocks(message.get("content"))
@@ -449,7 +574,7 @@ def render_llm_message(message: dict) -> list[Part]:
             Part(
                 "tool_result",
                 render_ansi(text),
-                str(message.get("toolName") or "tool"),
+                bounded(message.get("toolName") or "tool"),
                 open=False,
                 extra={"is_error": bool(message.get("isError"))},
             )

@@ -403,3 +403,15 @@ def page_for(browser, asgi_server):
 def artifact_dir():
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+# --- sandbox ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bwrap_required():
+    """The sandbox tests need bubblewrap; PIWEB_REQUIRE_SANDBOX=1 (CI) makes them mandatory."""
+    if shutil.which("bwrap") is None:
+        if os.environ.get("PIWEB_REQUIRE_SANDBOX") == "1":
+            pytest.fail("PIWEB_REQUIRE_SANDBOX=1 but bubblewrap (bwrap) is not installed")
+        pytest.skip("bubblewrap (bwrap) is not installed; sandbox tests skipped")

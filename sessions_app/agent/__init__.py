@@ -1,6 +1,8 @@
 """The browser agent: pi's tools and the agent loop, without Django.
 
 - ``paths``: workspace containment (every path a tool touches stays inside the cwd's root);
+- ``safefs``: opening files beneath a directory descriptor (openat2 RESOLVE_BENEATH);
+- ``sandbox``: the bubblewrap command line, limits and pids cgroup every command runs in;
 - ``shell``: running a command with streamed, tail-truncated, bounded-memory output;
 - ``tools``: read, bash, edit, write, grep, find, ls with pi's contracts and notices;
 - ``openai_format``: pi-shaped messages -> OpenAI chat-completions messages;

@@ -2,13 +2,21 @@
 
 A path given by the model is resolved against the cwd (``~`` and absolute paths are
 accepted as written), then its real path (symlinks resolved, ``..`` collapsed) must lie
-inside the real path of the workspace root. Anything else is refused with a clear error.
+inside the real path of the workspace root, which gives a clear error early. That check
+alone is a race (a command can swap a symlink in right after it), so the tools never
+open by path: :meth:`Workspace.open` has the kernel open the file beneath a descriptor
+of the root (``safefs.open_beneath``) and refuses, at the moment of the open, any
+symlink or ``..`` that leads outside.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+
+from . import safefs
 
 
 class WorkspaceError(ValueError):
@@ -124,6 +132,121 @@ class Workspace:
                 "files inside it."
             )
         return real
+
+    def _outside(self, raw: str, what: str) -> WorkspaceError:
+        return WorkspaceError(
+            f"{what} {raw} is outside the workspace {self.root}; tools may only access "
+            "files inside it."
+        )
+
+    def locate(
+        self, path: str | None, *, what: str = "Path", for_read: bool = False
+    ) -> tuple[str, str, str]:
+        """(real path, base directory, path relative to the base as written) for ``path``.
+
+        The relative part is kept as written (``..`` and symlinks included): the kernel
+        resolves it beneath the base when the file is opened.
+        """
+        real = self.resolve(path, what=what, for_read=for_read)
+        raw = (path or ".").strip() or "."
+        expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
+        if expanded.startswith("@"):
+            expanded = expanded[1:]
+        joined = expanded if os.path.isabs(expanded) else os.path.join(self.cwd, expanded)
+        for base in [self.root, *(self.read_roots if for_read else [])]:
+            if joined == base:
+                return real, base, "."
+            if joined.startswith(base.rstrip(os.sep) + os.sep):
+                return real, base, joined[len(base.rstrip(os.sep)) + 1 :] or "."
+        raise self._outside(raw, what)
+
+    def open_fd(
+        self,
+        path: str | None,
+        flags: int,
+        mode: int = 0o666,
+        *,
+        what: str = "Path",
+        for_read: bool = False,
+        follow: bool = True,
+    ) -> tuple[int, str]:
+        """(descriptor, real path) of ``path`` opened beneath the workspace root."""
+        real, base, rel = self.locate(path, what=what, for_read=for_read)
+        try:
+            root_fd = safefs.open_root(base)
+        except safefs.EscapeError:
+            raise self._outside(path or ".", what) from None
+        try:
+            fd = safefs.open_beneath_real(base, root_fd, rel, flags, mode, follow=follow)
+            return fd, real
+        except safefs.EscapeError:
+            raise self._outside(path or ".", what) from None
+        finally:
+            os.close(root_fd)
+
+    @contextlib.contextmanager
+    def open(
+        self,
+        path: str | None,
+        flags: int,
+        mode: int = 0o666,
+        *,
+        what: str = "Path",
+        for_read: bool = False,
+        follow: bool = True,
+    ) -> Iterator[tuple[int, str]]:
+        fd, real = self.open_fd(path, flags, mode, what=what, for_read=for_read, follow=follow)
+        try:
+            yield fd, real
+        finally:
+            os.close(fd)
+
+    def make_parents(self, path: str, *, what: str = "Path") -> None:
+        """Create the missing parent directories of ``path``, each one beneath the root."""
+        _real, base, rel = self.locate(path, what=what)
+        parts = [p for p in rel.split("/")[:-1] if p not in ("", ".")]
+        root_fd = safefs.open_root(base)
+        try:
+            for i in range(len(parts)):
+                partial = "/".join(parts[: i + 1])
+                try:
+                    os.close(safefs.open_beneath(root_fd, partial, os.O_PATH | os.O_DIRECTORY))
+                    continue
+                except safefs.EscapeError:
+                    raise self._outside(path, what) from None
+                except FileNotFoundError:
+                    pass
+                parent = safefs.open_beneath(
+                    root_fd, "/".join(parts[:i]) or ".", os.O_PATH | os.O_DIRECTORY
+                )
+                try:
+                    os.mkdir(parts[i], dir_fd=parent)
+                except FileExistsError:
+                    pass
+                finally:
+                    os.close(parent)
+        except safefs.EscapeError:
+            raise self._outside(path, what) from None
+        except NotADirectoryError:
+            raise WorkspaceError(f"{what} {path}: a parent is not a directory.") from None
+        finally:
+            os.close(root_fd)
+
+    def root_relative(self, real: str) -> str:
+        """``real`` (a path inside the root) relative to the root, for opening beneath it."""
+        if real == self.root:
+            return "."
+        return real[len(self.root.rstrip(os.sep)) + 1 :]
+
+    def open_in_root(self, rel: str, flags: int, *, follow: bool) -> int:
+        """Open ``rel`` (relative to the root, from a walk) beneath the root."""
+        root_fd = safefs.open_root(self.root)
+        try:
+            return safefs.open_beneath_real(self.root, root_fd, rel, flags, follow=follow)
+        except safefs.EscapeError:
+            raise OSError(errno.EXDEV, "outside the workspace", rel) from None
+        finally:
+            os.close(root_fd)
 
     def relative(self, path: str) -> str:
         rel = os.path.relpath(path, self.cwd)

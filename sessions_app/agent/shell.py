@@ -6,6 +6,11 @@ prints, and once the output passes the limits everything from the first byte on 
 a full-output file. Snapshots for the browser are taken at most every
 ``snapshot_interval`` seconds. The command runs in its own session (process group), so
 abort and timeout kill the whole group with os.killpg.
+
+With a :class:`~sessions_app.agent.sandbox.SandboxConfig` the command runs inside
+bubblewrap (see ``sandbox.py``): killing bwrap's group ends the sandbox's PID namespace,
+so nothing the command started survives it, and the limits it hit are named in the
+result.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 from sessions_app.context.truncate import StreamingResult, StreamingTail, StreamSnapshot
 
+from . import sandbox as sandboxing
 from .signals import AbortSignal
 
 F_SETPIPE_SZ = 1031  # Linux fcntl; larger pipe = fewer reads
@@ -59,6 +65,7 @@ class ShellOutcome:
     timeout: float | None
     duration: float
     snapshots: int
+    limit_notices: tuple[str, ...] = ()
 
 
 def snapshot_event(snap: StreamSnapshot) -> dict:
@@ -96,27 +103,63 @@ def run_shell(
     snapshot_interval: float = 0.1,
     env: dict[str, str] | None = None,
     shell: str = "/bin/bash",
+    sandbox: sandboxing.SandboxConfig | None = None,
+    workspace: str | None = None,
 ) -> ShellOutcome:
     """Run ``command`` with ``shell -c`` in ``cwd`` and return the outcome.
 
     ``timeout`` in seconds (None or 0: no timer). ``on_snapshot`` gets throttled
-    snapshots (and always a final one).
+    snapshots (and always a final one). ``sandbox``: run inside bubblewrap with
+    ``workspace`` (default ``cwd``) as the only writable directory and ``env`` added to
+    the sandbox's minimal environment (raises SandboxUnavailable when bwrap is missing);
+    None runs the bare shell (the truncator's own tests and benchmarks).
     """
     started = time.monotonic()
     tail = StreamingTail(output_path=output_path)
     if abort is not None and abort.is_set():
         return ShellOutcome(tail.finish(), None, True, False, timeout, 0.0, 0)
-    proc = subprocess.Popen(
-        [shell, "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=env if env is not None else shell_env(),
-        bufsize=0,
-        close_fds=True,
-    )
+    if sandbox is not None:
+        launch = sandboxing.launch(sandbox, command, cwd, workspace=workspace, env=env, shell=shell)
+    else:
+        env = env if env is not None else shell_env()
+        launch = sandboxing.Launch([shell, "-c", command], env, (), cwd)
+    try:
+        with launch.spawning():
+            proc = subprocess.Popen(
+                launch.argv,
+                cwd=launch.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=launch.env,
+                bufsize=0,
+                close_fds=True,
+                pass_fds=launch.pass_fds,
+            )
+    except BaseException:
+        launch.cleanup()
+        raise
+    launch.close_fds()
+    try:
+        return _follow(
+            proc, tail, launch, started, timeout, abort, on_snapshot, snapshot_interval, sandbox
+        )
+    finally:
+        launch.cleanup()
+
+
+def _follow(
+    proc: subprocess.Popen,
+    tail: StreamingTail,
+    launch: sandboxing.Launch,
+    started: float,
+    timeout: float | None,
+    abort: AbortSignal | None,
+    on_snapshot: Callable[[StreamSnapshot], None] | None,
+    snapshot_interval: float,
+    sandbox: sandboxing.SandboxConfig | None,
+) -> ShellOutcome:
     fd = proc.stdout.fileno()
     try:
         import fcntl
@@ -185,12 +228,18 @@ def run_shell(
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.wait(5)
+    pids_hits = launch.cgroup.limit_hits() if launch.cgroup is not None else 0
     result = tail.finish()
     if on_snapshot is not None:
         on_snapshot(tail.snapshot())
         snapshots += 1
     code = proc.returncode
     exit_code = None if (aborted or timed_out or code is None or code < 0) else code
+    notices: tuple[str, ...] = ()
+    if sandbox is not None:
+        notices = tuple(
+            sandboxing.limit_notices(sandbox, exit_code, result.truncation.content, pids_hits)
+        )
     return ShellOutcome(
         result=result,
         exit_code=exit_code,
@@ -199,4 +248,5 @@ def run_shell(
         timeout=timeout,
         duration=time.monotonic() - started,
         snapshots=snapshots,
+        limit_notices=notices,
     )

@@ -9,6 +9,12 @@ paths outside the workspace and symlinks that escape are refused.
 against the schema and turns every failure (bad JSON, schema violation, unknown tool,
 path escape, OS error, abort) into an error result for the model (``is_error``), never
 an exception.
+
+The file tools never open by path: every open goes through the workspace's
+descriptor-based ``open`` (see ``paths.py`` and ``safefs.py``), so a symlink or ``..``
+leading outside is refused when the file is opened, even one swapped in by a command
+running at the same time. Only regular files are read or written (a FIFO or device is
+refused rather than blocking the worker).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import difflib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,8 +49,10 @@ from sessions_app.context.truncate import (
     truncate_line,
 )
 
+from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
-from .shell import run_shell
+from .sandbox import SandboxConfig, SandboxUnavailable
+from .shell import ShellOutcome, run_shell
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -79,7 +88,8 @@ class ToolContext:
     abort: AbortSignal = field(default_factory=AbortSignal)
     on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None
     bash_timeout: float = DEFAULT_BASH_TIMEOUT
-    bash_env: dict[str, str] | None = None
+    bash_env: dict[str, str] | None = None  # added to the sandbox's minimal environment
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def check_abort(self) -> None:
         if self.abort.is_set():
@@ -134,13 +144,21 @@ def image_mime_type(head: bytes) -> str | None:
 
 def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = args["path"]
-    absolute = ctx.workspace.resolve(path, for_read=True)
-    if not os.path.exists(absolute):
-        raise ToolError(f"File not found: {path}")
-    if os.path.isdir(absolute):
+    try:
+        fd, _absolute = ctx.workspace.open_fd(
+            path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, for_read=True
+        )
+    except FileNotFoundError:
+        raise ToolError(f"File not found: {path}") from None
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
         raise ToolError(f"{path} is a directory, not a file. Use ls to list it.")
-    size = os.path.getsize(absolute)
-    with open(absolute, "rb") as fh:
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is not a regular file.")
+    size = info.st_size
+    with open(fd, "rb") as fh:
         head = fh.read(16)
         mime = image_mime_type(head)
         if mime:
@@ -205,7 +223,8 @@ READ = Tool(
 # --------------------------------------------------------------------------- bash
 
 
-def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def run_bash(args: dict[str, Any], ctx: ToolContext) -> tuple[ShellOutcome, ToolResult]:
+    """Run the bash tool's command; the shell outcome (exit code...) and the tool result."""
     command = args["command"]
     timeout = args.get("timeout")
     if timeout is None:
@@ -222,6 +241,8 @@ def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         abort=ctx.abort,
         on_snapshot=ctx.on_bash_snapshot,
         env=ctx.bash_env,
+        sandbox=ctx.sandbox,
+        workspace=ctx.workspace.root,
     )
     result = outcome.result
     text, is_error = result.tool_text(
@@ -229,13 +250,19 @@ def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         aborted=outcome.aborted,
         timeout_seconds=timeout if outcome.timed_out else None,
     )
+    if outcome.limit_notices:
+        text = text + "\n\n" + "\n".join(f"[{n}]" for n in outcome.limit_notices)
     details: dict[str, Any] = {}
     if result.truncation.truncated:
         details = {
             "truncation": result.truncation.to_pi_dict(),
             "fullOutputPath": result.full_output_path,
         }
-    return text_result(text, details, is_error)
+    return outcome, text_result(text, details, is_error)
+
+
+def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return run_bash(args, ctx)[1]
 
 
 BASH = Tool(
@@ -294,11 +321,20 @@ def unified_diff(old: str, new: str, path: str, context: int = 4) -> tuple[str, 
 
 def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path, old_text, new_text = args["path"], args["oldText"], args["newText"]
-    absolute = ctx.workspace.resolve(path)
-    if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK | os.W_OK):
+    try:
+        fd, _absolute = ctx.workspace.open_fd(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise ToolError(f"File not found: {path}") from None
+    try:
+        return _edit_fd(fd, path, old_text, new_text, ctx)
+    finally:
+        os.close(fd)
+
+
+def _edit_fd(fd: int, path: str, old_text: str, new_text: str, ctx: ToolContext) -> ToolResult:
+    if not safefs.is_regular(fd):
         raise ToolError(f"File not found: {path}")
-    with open(absolute, "rb") as fh:
-        raw = fh.read().decode("utf-8", errors="replace")
+    raw = safefs.read_all(fd).decode("utf-8", errors="replace")
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
     content = raw[len(bom) :]
     ending = _line_ending(content)
@@ -326,8 +362,9 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return text.replace("\n", "\r\n") if ending == "\r\n" else text
 
     final = bom + restore(updated)
-    with open(absolute, "w", encoding="utf-8", newline="") as fh:
-        fh.write(final)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.ftruncate(fd, 0)
+    safefs.write_all(fd, final.encode("utf-8"))
     diff, first = unified_diff(bom + restore(normalized), final, path)
     details: dict[str, Any] = {"diff": diff}
     if first is not None:
@@ -367,12 +404,20 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     absolute = ctx.workspace.resolve(path)
     if os.path.isdir(absolute):
         raise ToolError(f"{path} is a directory.")
-    os.makedirs(os.path.dirname(absolute), exist_ok=True)
-    # The parent now exists: resolve again so a symlink raced in cannot lead outside.
-    absolute = ctx.workspace.resolve(path)
+    ctx.workspace.make_parents(path)
     ctx.check_abort()
-    with open(absolute, "w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
-        fh.write(content)
+    data = content.encode("utf-8", errors="surrogatepass")
+    try:
+        fd, _ = ctx.workspace.open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY)
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory.") from None
+    try:
+        if not safefs.is_regular(fd):
+            raise ToolError(f"{path} is not a regular file.")
+        os.ftruncate(fd, 0)
+        safefs.write_all(fd, data)
+    finally:
+        os.close(fd)
     return text_result(f"Successfully wrote {utf16_len(content)} bytes to {path}")
 
 
@@ -411,8 +456,8 @@ class _Ignores:
             spec = None
             gitignore = os.path.join(directory, ".gitignore")
             try:
-                with open(gitignore, encoding="utf-8", errors="replace") as fh:
-                    spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+                text = _read_in_root(self.workspace, gitignore, follow=False)
+                spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
             except OSError:
                 pass
             self._specs[directory] = spec
@@ -439,43 +484,76 @@ class _Ignores:
         return False
 
 
+def _read_in_root(
+    workspace: Workspace, path: str, *, follow: bool, max_bytes: int | None = None
+) -> str:
+    """The text of the regular file ``path`` (a real path under the root), opened beneath
+    the root; OSError when it is missing, not regular, too big or leads outside."""
+    fd = workspace.open_in_root(
+        workspace.root_relative(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, follow=follow
+    )
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file: {path}")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise OSError(f"too large: {path}")
+        return safefs.read_all(fd).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
 def walk(start: str, ctx: ToolContext, *, include_dirs: bool = False) -> Iterator[tuple[str, bool]]:
     """(path, is_dir) under ``start`` in sorted order: .git skipped, .gitignore respected,
-    hidden files included, symlinks not followed out of the workspace."""
-    ignores = _Ignores(ctx.workspace)
+    hidden files included. Directories are listed through descriptors opened beneath the
+    workspace root with no symlink followed, so a walk never leaves the workspace, even
+    when a directory is swapped for a symlink while it runs. A symlink is reported only
+    when it points inside the workspace, and never descended into."""
+    workspace = ctx.workspace
+    ignores = _Ignores(workspace)
     stack = [start]
     while stack:
         ctx.check_abort()
         directory = stack.pop()
         try:
-            with os.scandir(directory) as it:
+            fd = workspace.open_in_root(
+                workspace.root_relative(directory), os.O_RDONLY | os.O_DIRECTORY, follow=False
+            )
+        except OSError:
+            continue
+        try:
+            with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
+        finally:
+            os.close(fd)
         subdirs = []
         for entry in entries:
             if entry.name == ".git":
                 continue
+            path = os.path.join(directory, entry.name)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if entry.is_symlink():
-                    real = os.path.realpath(entry.path)
-                    if not (
-                        real == ctx.workspace.root or real.startswith(ctx.workspace.root + os.sep)
-                    ):
-                        continue  # points outside the workspace
-                    if os.path.isdir(real):
-                        continue  # never descend through symlinks
+                    target = workspace.open_in_root(
+                        workspace.root_relative(path), os.O_PATH, follow=True
+                    )
+                    try:
+                        if stat.S_ISDIR(os.fstat(target).st_mode):
+                            continue  # never descend through symlinks
+                    finally:
+                        os.close(target)
             except OSError:
-                continue
-            if ignores.ignored(entry.path, is_dir):
+                continue  # gone, or points outside the workspace
+            if ignores.ignored(path, is_dir):
                 continue
             if is_dir:
-                subdirs.append(entry.path)
+                subdirs.append(path)
                 if include_dirs:
-                    yield entry.path, True
+                    yield path, True
             else:
-                yield entry.path, False
+                yield path, False
         stack.extend(reversed(subdirs))
 
 
@@ -489,9 +567,11 @@ def _glob_spec(pattern: str) -> pathspec.PathSpec:
 def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = args["pattern"]
     search = ctx.workspace.resolve(args.get("path") or ".")
-    if not os.path.exists(search):
-        raise ToolError(f"Path not found: {search}")
-    is_dir = os.path.isdir(search)
+    try:
+        with ctx.workspace.open(args.get("path") or ".", os.O_PATH) as (fd, _):
+            is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    except FileNotFoundError:
+        raise ToolError(f"Path not found: {search}") from None
     context = int(args.get("context") or 0)
     context = context if context > 0 else 0
     limit = args.get("limit")
@@ -523,15 +603,12 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if glob_spec is not None and not glob_spec.match_file(display(path)):
             continue
         try:
-            if os.path.getsize(path) > MAX_GREP_FILE_BYTES:
-                continue
-            with open(path, "rb") as fh:
-                raw = fh.read()
+            text = _read_in_root(ctx.workspace, path, follow=True, max_bytes=MAX_GREP_FILE_BYTES)
         except OSError:
             continue
-        if b"\x00" in raw[:8192]:
+        if "\x00" in text[:8192]:
             continue  # binary, as ripgrep skips it
-        lines = _to_lf(raw.decode("utf-8", errors="replace")).split("\n")
+        lines = _to_lf(text).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         name = display(path)
@@ -616,11 +693,7 @@ GREP = Tool(
 
 def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = args["pattern"]
-    search = ctx.workspace.resolve(args.get("path") or ".")
-    if not os.path.exists(search):
-        raise ToolError(f"Path not found: {search}")
-    if not os.path.isdir(search):
-        raise ToolError(f"Not a directory: {search}")
+    search = _directory_arg(args, ctx)
     limit = args.get("limit")
     effective_limit = max(1, int(limit)) if limit is not None else FIND_DEFAULT_LIMIT
     spec = _glob_spec(pattern)
@@ -677,16 +750,31 @@ FIND = Tool(
 # --------------------------------------------------------------------------- ls
 
 
-def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _directory_arg(args: dict[str, Any], ctx: ToolContext) -> str:
+    """The real path of the ``path`` argument, which must be a directory in the workspace."""
     directory = ctx.workspace.resolve(args.get("path") or ".")
-    if not os.path.exists(directory):
-        raise ToolError(f"Path not found: {directory}")
-    if not os.path.isdir(directory):
-        raise ToolError(f"Not a directory: {directory}")
+    try:
+        with ctx.workspace.open(args.get("path") or ".", os.O_PATH) as (fd, _):
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise ToolError(f"Not a directory: {directory}")
+    except FileNotFoundError:
+        raise ToolError(f"Path not found: {directory}") from None
+    return directory
+
+
+def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    directory = _directory_arg(args, ctx)
     limit = args.get("limit")
     effective_limit = max(1, int(limit)) if limit is not None else LS_DEFAULT_LIMIT
+    workspace = ctx.workspace
     try:
-        names = os.listdir(directory)
+        fd = workspace.open_in_root(
+            workspace.root_relative(directory), os.O_RDONLY | os.O_DIRECTORY, follow=True
+        )
+        try:
+            names = os.listdir(fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise ToolError(f"Cannot read directory: {exc.strerror or exc}") from None
     names.sort(key=lambda n: (n.lower(), n))
@@ -696,11 +784,16 @@ def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if len(results) >= effective_limit:
             limit_reached = True
             break
-        full = os.path.join(directory, name)
-        try:
-            suffix = "/" if os.path.isdir(full) else ""
+        rel = workspace.root_relative(os.path.join(directory, name))
+        suffix = ""
+        try:  # a symlink counts as a directory only when it leads to one inside
+            entry_fd = workspace.open_in_root(rel, os.O_PATH, follow=True)
+            try:
+                suffix = "/" if stat.S_ISDIR(os.fstat(entry_fd).st_mode) else ""
+            finally:
+                os.close(entry_fd)
         except OSError:
-            continue
+            pass
         results.append(name + suffix)
     if not results:
         return text_result("(empty directory)")
@@ -801,7 +894,7 @@ def execute_tool(
         return text_result("Operation aborted", {}, True)
     try:
         return tool.execute(args, ctx)
-    except (ToolError, WorkspaceError) as exc:
+    except (ToolError, WorkspaceError, SandboxUnavailable) as exc:
         return text_result(str(exc), {}, True)
     except FileNotFoundError as exc:
         return text_result(f"File not found: {exc.filename or exc}", {}, True)

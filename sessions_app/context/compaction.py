@@ -1,4 +1,4 @@
-"""Compaction planning: cut points, what to summarize, file operations (pi 0.73 semantics).
+"""Compaction planning: cut points, what to summarize, file operations (pi 0.80.2 semantics).
 
 Public API
 ----------
@@ -374,10 +374,10 @@ def prepare_compaction(
     *,
     estimator: Callable[[Message], int] = estimate_tokens,
 ) -> CompactionPreparation | None:
-    """Plan a compaction of a root-first path (pi 0.73 semantics).
+    """Plan a compaction of a root-first path (pi 0.80.2 semantics).
 
-    Returns None when the path is empty, already ends with a compaction, or the
-    first kept entry has no id.  With an earlier compaction on the path the range
+    Returns None when the path is empty, already ends with a compaction, the
+    first kept entry has no id, or nothing would be summarized.  With an earlier compaction on the path the range
     starts at *its* first kept entry (so what was kept last time is summarized now,
     with the earlier summary passed as ``previous_summary``).  ``tokens_before`` is
     estimated from the context built at the end of the path.
@@ -441,6 +441,8 @@ def prepare_compaction(
         if cut["isSplitTurn"]
         else []
     )
+    if not to_summarize and not turn_prefix:
+        return None  # pi 0.80.2: nothing to summarize, no compaction
 
     file_ops = FileOps()
     if prev_idx >= 0:

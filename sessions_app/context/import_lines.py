@@ -4,7 +4,10 @@
 file order, one record per line that matters:
 - `Skip(number, reason)`: a line pi would skip (malformed JSON, not an object, an entry
   without a usable id, a line over the size limit);
-- `Warn(number, message)`: a line that was read with a repair (bytes that are not UTF-8);
+- `Skip(number, reason)` also for a line nested deeper than `input_limits.MAX_JSON_DEPTH`;
+- `Warn(number, message)`: a line that was read with a repair (bytes that are not UTF-8),
+  or one with a short field (a cwd, a name, a label, an id) longer than pages show
+  (`input_limits.FIELD_LIMITS`): the stored line keeps it whole, pages show it cut;
 - `RawObject(number, value, text)`: the first object (the header, checked by the
   importer), and every object of a v1/v2 file (migrated as a whole by the importer);
 - `PreparedEntry`: an entry of a v3 file, with everything the database row needs.
@@ -18,8 +21,17 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+from .input_limits import (
+    MAX_CWD_CHARS,
+    MAX_JSON_DEPTH,
+    SHORTEST_FIELD_LIMIT,
+    line_may_nest_deeper,
+    nesting_exceeds,
+    oversized_fields,
+)
 from .jsonl import parse_session_line, serialize_entry
-from .preview import entry_row_columns
+from .preview import clean_text, entry_row_columns
+from .usage import usage_with_day
 
 # A single line larger than this is skipped (reported) without being held in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -54,6 +66,7 @@ class PreparedEntry(NamedTuple):
     # What the entry changes besides itself: ("label", target id, label or ""),
     # ("name", session name) or ("user",) for a user message; else None.
     effect: tuple | None
+    usage: tuple | None = None  # usage_with_day(entry): what it adds to the usage totals
 
 
 def valid_id(value: object) -> bool:
@@ -83,6 +96,27 @@ def header_problem(value: dict) -> str | None:
     return None
 
 
+def header_text_field(header: dict, key: str) -> str:
+    """A header's `cwd` or `parentSession` as the session row keeps it: text any database
+    accepts, cut to `MAX_CWD_CHARS` (the stored header line keeps the original)."""
+    value = header.get(key, "")
+    if value is None:
+        value = ""
+    return clean_text(value if isinstance(value, str) else str(value))[:MAX_CWD_CHARS]
+
+
+def field_warnings(number: int, value: dict) -> list[Warn]:
+    """A warning for each short field of a header or entry longer than pages show."""
+    return [
+        Warn(
+            number,
+            f"line {number}: {field} is {length:,} characters long; pages show its first "
+            f"{limit:,} (export keeps it whole)",
+        )
+        for field, length, limit in oversized_fields(value)
+    ]
+
+
 def is_current_header(header: dict) -> bool:
     """A v3 header: its entries are imported as they stream in, without migration."""
     version = header.get("version")
@@ -107,6 +141,9 @@ def entry_problem(value: dict) -> str | None:
     problem = id_problem("entry id", eid)
     if problem:
         return problem
+    if etype == "message" and not isinstance(value.get("message"), dict):
+        # pi loads it, then fails building the context (its message has no role).
+        return "message entry without a message object"
     pid = value.get("parentId")
     if pid is not None and not isinstance(pid, str):
         return "entry parentId is neither a string nor null"
@@ -151,19 +188,23 @@ def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry |
         stored_line(text, value) if text is not None else serialize_entry(value),
         entry_row_columns(value),
         effect,
+        usage_with_day(value),
     )
 
 
 class LinePreparer:
     """Splits a session file fed in chunks into lines and turns each into a record."""
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES, *, lines_before: int = 0):
+        """`lines_before` > 0 starts after that many lines of a v3 file (the follower
+        reading what was appended): every object is then an entry."""
         self.max_line_bytes = max_line_bytes
-        self.number = 0  # lines seen
+        self.number = lines_before  # lines seen
         self._held: list[bytes] = []  # the start of a line that continues in a later chunk
         self._held_size = 0
         self._overlong: int | None = None  # bytes of an overlong line being dropped
-        self._mode: str | None = None  # after the first object: "entries" or "objects"
+        # After the first object: "entries" or "objects".
+        self._mode: str | None = "entries" if lines_before else None
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Records for the lines that end in this chunk."""
@@ -226,11 +267,18 @@ class LinePreparer:
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
         value, error = parse_session_line(text)
+        if error is None and value is not None and line_may_nest_deeper(text):
+            if nesting_exceeds(value):
+                value = None
+                error = f"JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
         if error is not None:
             out.append(Skip(number, error))
-        elif value is None:
             return
-        elif self._mode == "entries":
+        if value is None:
+            return
+        if len(text) > SHORTEST_FIELD_LIMIT:  # (a shorter line has no field over its limit)
+            out.extend(field_warnings(number, value))
+        if self._mode == "entries":
             out.append(prepare_entry(number, value, text))
         else:
             out.append(RawObject(number, value, text))

@@ -142,6 +142,8 @@ def parse_session_line(line: str) -> tuple[dict[str, Any] | None, str | None]:
     (None, None) for a blank line."""
     try:
         value = _js_json_parse(line)
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to read"
     except ValueError as exc:
         if not line.strip(_JS_WHITESPACE):
             return None, None

@@ -90,6 +90,14 @@ def _shortest_digits(x: float) -> tuple[str, int]:
     return stripped.rstrip("0"), n
 
 
+def _int_to_double(x: int) -> float:
+    """The double JSON.parse reads for integer digits: beyond the range, ±Infinity."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def js_number_to_string(x: float | int) -> str:
     """``String(x)`` for a JS number (Number::toString, radix 10).
 
@@ -101,7 +109,7 @@ def js_number_to_string(x: float | int) -> str:
     if isinstance(x, int):
         if -_MAX_SAFE_INT <= x <= _MAX_SAFE_INT:
             return str(x)
-        x = float(x)
+        x = _int_to_double(x)
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
@@ -192,7 +200,7 @@ class _Prepared:
         if isinstance(value, int):
             if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
                 return value
-            return self.walk(float(value))
+            return self.walk(_int_to_double(value))
         if isinstance(value, float):
             if not math.isfinite(value):
                 return None  # JSON.stringify(NaN) === "null"

@@ -41,6 +41,8 @@ __all__ = [
     "UNSET",
     "bash_execution_to_text",
     "build_session_context",
+    "context_edits",
+    "context_entries",
     "convert_to_llm",
     "create_branch_summary_message",
     "create_compaction_summary_message",
@@ -399,6 +401,7 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     compaction: Entry | None = None
     compaction_idx = -1
     compaction_pos = 0
+    pi16 = False  # context_edit entries or system messages: pi 1.6.0 rules apply
     prev: Any = None
     try:
         for i, entry in enumerate(entries):
@@ -413,9 +416,12 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
             if etype == "message":
                 msg = entry["message"]
                 append(msg)
-                if msg["role"] == "assistant":
+                role = msg["role"]
+                if role == "assistant":
                     model_src = msg
                     model_from_change = False
+                elif role == "system":
+                    pi16 = True
             elif etype == "custom_message":
                 append(create_custom_message(entry))
             elif etype == "branch_summary":
@@ -430,6 +436,8 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
                 compaction = entry
                 compaction_idx = i
                 compaction_pos = len(messages)
+            elif etype == "context_edit":
+                pi16 = True
     except (KeyError, TypeError, AttributeError):
         return None
     if len(seen) != len(entries):
@@ -438,6 +446,8 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     if first_parent and first_parent in seen:
         return None
 
+    if pi16 or (compaction is not None and compaction.get("systemMessage")):
+        return context_from_path_reference(entries)
     if compaction is not None:
         first_kept = compaction.get("firstKeptEntryId", UNSET)
         kept: list[Message] = [_compaction_summary_from_entry(compaction)]
@@ -488,6 +498,10 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
             last_model_change = i
         elif t == "compaction":
             compaction_idx = i
+        elif t == "context_edit":
+            return context_from_path_reference(path)
+    if compaction_idx >= 0 and path[compaction_idx].get("systemMessage"):
+        return context_from_path_reference(path)
 
     model = None
     for i in range(len(path) - 1, last_model_change, -1):
@@ -511,6 +525,9 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
         except ValueError:
             start = compaction_idx
         view.collect(messages, start, compaction_idx, "context")
+        for kept in messages[1:]:
+            if kept.get("role") == "system":  # pi 1.6.0 drops these: slow path
+                return context_from_path_reference(path)
         view.collect(messages, compaction_idx + 1, len(path), "context")
     else:
         view.collect(messages, 0, len(path), "context")
@@ -522,12 +539,114 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
     return result
 
 
-def context_from_path_reference(path: list[Entry]) -> dict[str, Any]:
-    """Straightforward version of ``context_from_path`` (fallback and test oracle)."""
-    thinking_level: Any = "off"
-    model = None
+def context_entries(path: list[Entry]) -> list[Entry]:
+    """The entries whose messages make the context at the end of ``path`` (pi 1.6.0).
+
+    Without a compaction: the whole path.  With one: the latest compaction first,
+    then the entries from its ``firstKeptEntryId`` up to it (system messages left
+    out: the compaction carries its own), then everything after it.
+    """
     compaction_idx = -1
     for i, entry in enumerate(path):
+        if entry.get("type") == "compaction":
+            compaction_idx = i
+    if compaction_idx < 0:
+        return list(path)
+    compaction = path[compaction_idx]
+    first_kept = compaction.get("firstKeptEntryId", UNSET)
+    out = [compaction]
+    found = False
+    for i in range(compaction_idx):
+        entry = path[i]
+        if not found and entry.get("id", UNSET) == first_kept:
+            found = True
+        if found and not _is_system_message(entry):
+            out.append(entry)
+    out.extend(path[compaction_idx + 1 :])
+    return out
+
+
+def _is_system_message(entry: Entry) -> bool:
+    if entry.get("type") != "message":
+        return False
+    message = entry.get("message")
+    return isinstance(message, dict) and message.get("role") == "system"
+
+
+def context_edits(entries: list[Entry]) -> dict[Any, Entry]:
+    """``targetId -> context_edit entry`` in effect among ``entries``: the latest one wins.
+
+    Pass :func:`context_entries` of a path to get the edits pi 1.6.0 applies
+    there; an edit whose target is not among them changes nothing.  The
+    inspector uses this to show which entries an edit replaced
+    (``replacement`` is an object) or dropped (``replacement`` is null).
+    """
+    edits: dict[Any, Entry] = {}
+    for entry in entries:
+        if entry.get("type") == "context_edit":
+            edits[entry.get("targetId", UNSET)] = entry
+    return edits
+
+
+_EDITABLE_ROLES = frozenset(("user", "assistant", "toolResult", "custom"))
+
+
+def _entry_context_messages(entry: Entry, first: bool) -> list[Message]:
+    """What one context entry contributes before edits (pi 1.6.0).
+
+    ``first``: the entry opens the context (only then does a compaction speak).
+    """
+    etype = entry.get("type")
+    if etype == "message":
+        message = entry.get("message")
+        if isinstance(message, dict) and message.get("role") == "system":
+            if message.get("content") is None:
+                return [{**message, "content": ""}]
+        return [message]
+    if etype == "custom_message":
+        return [create_custom_message(entry)]
+    if etype == "branch_summary":
+        return [_branch_summary_from_entry(entry)] if entry.get("summary") else []
+    if etype == "compaction" and first:
+        summary = _compaction_summary_from_entry(entry)
+        system = entry.get("systemMessage")
+        return [system, summary] if system else [summary]
+    return []  # settings, labels, usage, context_edit, unknown future types
+
+
+def _apply_edit(messages: list[Message], edit: Entry) -> list[Message]:
+    replacement = edit.get("replacement")
+    if replacement is None:
+        return []
+    if not isinstance(replacement, dict):
+        replacement = {}
+    out = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in _EDITABLE_ROLES:
+            out.append(message)
+            continue
+        edited = dict(message)
+        if "content" not in replacement:
+            edited.pop("content", None)  # JS: content: undefined
+        else:
+            content = replacement["content"]
+            if role in ("assistant", "toolResult") and isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            edited["content"] = content
+        out.append(edited)
+    return out
+
+
+def context_from_path_reference(path: list[Entry]) -> dict[str, Any]:
+    """Straightforward version of ``context_from_path`` (fallback and test oracle).
+
+    Follows pi 1.6.0: compaction-aware context entries, then each entry's
+    messages with the latest ``context_edit`` of that entry applied.
+    """
+    thinking_level: Any = "off"
+    model = None
+    for entry in path:
         etype = entry.get("type")
         if etype == "message":
             msg = entry.get("message") or {}
@@ -537,26 +656,16 @@ def context_from_path_reference(path: list[Entry]) -> dict[str, Any]:
             thinking_level = entry.get("thinkingLevel", UNSET)
         elif etype == "model_change":
             model = _model_dict(entry.get("provider", UNSET), entry.get("modelId", UNSET))
-        elif etype == "compaction":
-            compaction_idx = i
 
+    entries = context_entries(path)
+    edits = context_edits(entries)
     messages: list[Message] = []
-    if compaction_idx >= 0:
-        compaction = path[compaction_idx]
-        messages.append(_compaction_summary_from_entry(compaction))
-        first_kept = compaction.get("firstKeptEntryId", UNSET)
-        start = compaction_idx
-        for i in range(compaction_idx):
-            if path[i].get("id", UNSET) == first_kept:
-                start = i
-                break
-        for i in range(start, compaction_idx):
-            _append_context_message(messages, path[i])
-        for i in range(compaction_idx + 1, len(path)):
-            _append_context_message(messages, path[i])
-    else:
-        for entry in path:
-            _append_context_message(messages, entry)
+    for index, entry in enumerate(entries):
+        contributed = _entry_context_messages(entry, index == 0)
+        edit = edits.get(entry.get("id", UNSET)) if edits else None
+        if edit is not None:
+            contributed = _apply_edit(contributed, edit)
+        messages.extend(contributed)
 
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:
@@ -622,8 +731,8 @@ def _with_timestamp(msg: Message, out: Message) -> Message:
 
 def convert_message_to_llm(m: Message) -> Message | None:
     role = m.get("role")
-    if role in ("user", "assistant", "toolResult"):
-        return m
+    if role in ("user", "assistant", "toolResult", "system"):
+        return m  # pi 1.6.0 passes system messages through
     if role == "bashExecution":
         if m.get("excludeFromContext"):
             return None

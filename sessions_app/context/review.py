@@ -16,9 +16,19 @@ Public API
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .compaction import FileOps, compute_file_lists, extract_file_ops_from_message
+from .input_limits import (
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
+    bounded,
+    display_value,
+    js_number,
+)
+from .jsutil import js_number_to_string
+from .markdown_safe import escape_raw_html
 from .preview import entry_preview, entry_role, entry_text
 from .tokens import estimate_tokens
 from .tree import SessionTree
@@ -32,6 +42,8 @@ __all__ = [
 ]
 
 MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
+MD_TEXT_CHARS = 200_000  # message text / summary kept per block (the JSONL has it all)
+MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 
 def tree_rows(
@@ -115,10 +127,12 @@ def branch_stats(segment: list[dict]) -> dict[str, Any]:
             counts["toolCalls"] += sum(
                 1 for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
             )
+            reported = message.get("usage")
             for key in usage:
-                value = (message.get("usage") or {}).get(key)
-                if isinstance(value, int | float):
-                    usage[key] += int(value)
+                # Summed as pi sums them: JSON numbers are doubles (1e999 is Infinity).
+                value = js_number(reported.get(key)) if isinstance(reported, dict) else None
+                if value is not None:
+                    usage[key] += value
             text = "\n".join(
                 str(b.get("text", ""))
                 for b in content
@@ -205,7 +219,7 @@ def offline_difference_summary(comparison: dict[str, Any]) -> str:
         lines.append(f"Branch {name} (ends at {ident}):")
         lines.append(
             f"- {side['entries']} entries, {side['counts']['toolCalls']} tool calls, "
-            f"{side['usage']['totalTokens']} reported tokens "
+            f"{js_number_to_string(side['usage']['totalTokens'])} reported tokens "
             f"(~{side['estimatedTokens']} estimated), {len(side['errors'])} errors."
         )
         only_mod = [p for p in side["modifiedFiles"] if p not in other["modifiedFiles"]]
@@ -247,47 +261,65 @@ def _blocks(content: Any) -> list[dict]:
     return [b for b in content or [] if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+def _code(value: Any, limit: int = MAX_ID_CHARS) -> str:
+    """A short value as one inline code span, whatever backticks or newlines it holds."""
+    text = " ".join(bounded(value, limit).splitlines()) or " "
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def branch_markdown(header: dict, path: list[dict], title: str | None = None) -> str:
-    """Markdown of one branch (root → leaf) to paste into a PR description or review."""
-    out = [f"# {title or header.get('id', 'Session')}", ""]
-    out.append(f"- Session: `{header.get('id', '')}`")
+    """Markdown of one branch (root → leaf) to paste into a PR description or review.
+
+    Raw HTML from the session is escaped (`markdown_safe.escape_raw_html`), code blocks
+    stay code, and lone surrogates become U+FFFD."""
+    header = display_value(header)
+    title = " ".join(bounded(title or header.get("id", "Session"), MAX_NAME_CHARS).splitlines())
+    out = [f"# {title}", ""]
+    out.append(f"- Session: {_code(header.get('id', ''))}")
     if header.get("cwd"):
-        out.append(f"- Working directory: `{header['cwd']}`")
+        out.append(f"- Working directory: {_code(header['cwd'], MD_FIELD_CHARS)}")
     if path:
         out.append(
-            f"- Branch: `{path[0].get('id')}` → `{path[-1].get('id')}` ({len(path)} entries)"
+            f"- Branch: {_code(path[0].get('id'))} → {_code(path[-1].get('id'))} "
+            f"({len(path)} entries)"
         )
     out.append("")
     for entry in path:
+        entry = display_value(entry)
         kind = entry.get("type")
-        ident = entry.get("id")
+        ident = _code(entry.get("id"))
         message = _message(entry)
         if message is not None:
             role = message.get("role")
             if role == "user":
-                out.append(f"## User · `{ident}`")
+                out.append(f"## User · {ident}")
                 out.append("")
                 for b in _blocks(message.get("content")):
-                    out.append(b.get("text", "") if b.get("type") == "text" else "_[image]_")
+                    text = _clip(b.get("text", ""), MD_TEXT_CHARS)
+                    out.append(text if b.get("type") == "text" else "_[image]_")
             elif role == "assistant":
-                out.append(f"## Assistant · `{ident}`")
+                out.append(f"## Assistant · {ident}")
                 out.append("")
                 for b in _blocks(message.get("content")):
                     if b.get("type") == "text":
-                        out.append(str(b.get("text", "")))
+                        out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
                     elif b.get("type") == "toolCall":
                         args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
-                        out.append(f"**Tool call `{b.get('name', '')}`**")
+                        out.append(f"**Tool call {_code(b.get('name', ''))}**")
                         out.append("")
                         out.append(_fence(_clip(args), "json"))
                     out.append("")
                 if message.get("stopReason") in ("error", "aborted"):
-                    out.append(
-                        f"> Stopped: {message.get('stopReason')} {message.get('errorMessage') or ''}"
-                    )
+                    error = " ".join(str(message.get("errorMessage") or "").splitlines())
+                    out.append(f"> Stopped: {message.get('stopReason')} {error}")
             elif role == "toolResult":
                 status = " (error)" if message.get("isError") else ""
-                out.append(f"### Tool result `{message.get('toolName', '')}`{status} · `{ident}`")
+                out.append(
+                    f"### Tool result {_code(message.get('toolName', ''))}{status} · {ident}"
+                )
                 out.append("")
                 text = "\n".join(
                     str(b.get("text", ""))
@@ -300,25 +332,26 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
                     + "\n\n</details>"
                 )
             elif role == "bashExecution":
-                out.append(f"### `$ {message.get('command', '')}` · `{ident}`")
+                command = _code(f"$ {message.get('command', '')}", MD_OUTPUT_CHARS)
+                out.append(f"### {command} · {ident}")
                 out.append("")
                 out.append(_fence(_clip(message.get("output") or "(no output)")))
                 if message.get("exitCode") not in (None, 0):
-                    out.append(f"exit code {message.get('exitCode')}")
+                    out.append(f"exit code {bounded(message.get('exitCode'))}")
             else:
-                out.append(f"## {role} · `{ident}`")
+                out.append(f"## {_code(role)} · {ident}")
                 out.append("")
                 out.append(_clip(entry_text(entry)))
         elif kind in ("compaction", "branch_summary"):
             name = "Compaction summary" if kind == "compaction" else "Branch summary"
-            out.append(f"## {name} · `{ident}`")
+            out.append(f"## {name} · {ident}")
             out.append("")
-            out.append(str(entry.get("summary", "")))
+            out.append(_clip(entry.get("summary", ""), MD_TEXT_CHARS))
         elif kind == "custom_message":
-            out.append(f"## {entry.get('customType', 'custom')} · `{ident}`")
+            out.append(f"## {_code(entry.get('customType', 'custom'))} · {ident}")
             out.append("")
             out.append(_clip(entry_text(entry)))
         else:
             continue  # settings, labels, names: not part of the conversation
         out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return escape_raw_html("\n".join(out).rstrip() + "\n")

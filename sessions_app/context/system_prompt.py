@@ -14,7 +14,13 @@ Layout of the default prompt, in order:
 8. ``Current date: YYYY-MM-DD``
 9. ``Current working directory: CWD``
 
-A custom prompt replaces items 1-4 only.  Besides the prompt text,
+A custom prompt replaces items 1-4 only.
+
+The structure is pi 0.80.2's ``buildSystemPrompt`` exactly.  The words of
+items 1, 3 and 4 are a :class:`PromptWording`: :func:`pi_wording` gives pi's
+own (the conformance tests reproduce pi's output with it), ``PIWEB_WORDING``
+piweb's (the default, used by the agent and the inspector).  The differences
+are listed in ``docs/PI_COMPATIBILITY.md``.  Besides the prompt text,
 :func:`build_system_prompt` returns a breakdown (named sections whose texts
 concatenate to the exact prompt, the context files and skills used, and any
 warnings) for the UI's context inspector.
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +43,9 @@ __all__ = [
     "CONTEXT_FILE_CANDIDATES",
     "ContextFile",
     "ContextFilesResult",
+    "PIWEB_WORDING",
     "PromptSection",
+    "PromptWording",
     "PromptWarning",
     "SystemPromptResult",
     "ToolInfo",
@@ -47,6 +55,9 @@ __all__ = [
     "default_docs_pointer",
     "format_project_context",
     "load_context_files",
+    "pi_docs_pointer",
+    "pi_guidelines",
+    "pi_wording",
 ]
 
 #: Looked for in every directory, in this order; the first readable one wins.
@@ -315,6 +326,81 @@ def default_docs_pointer(docs_dir: str = DEFAULT_DOCS_DIR) -> str:
     )
 
 
+PI_ROLE_LINE = (
+    "You are an expert coding assistant operating inside pi, a coding agent harness. You help "
+    "users by reading files, executing commands, editing code, and writing new files."
+)
+
+
+def pi_guidelines(tool_names: Iterable[str], extra: Iterable[str] = ()) -> list[str]:
+    """pi 0.80.2's guideline bullets: bash advice, the caller's extras, the two fixed ones."""
+    names = set(tool_names)
+    out: list[str] = []
+
+    def add(text: str) -> None:
+        if text and text not in out:
+            out.append(text)
+
+    if "bash" in names and not names & {"grep", "find", "ls"}:
+        add("Use bash for file operations like ls, rg, find")
+    for text in extra:
+        add(text.strip())
+    add("Be concise in your responses")
+    add("Show file paths clearly when working with files")
+    return out
+
+
+def pi_docs_pointer(readme_path: str, docs_path: str, examples_path: str) -> str:
+    """pi 0.80.2's pointer to its own documentation (paths of the installed package)."""
+    return (
+        "Pi documentation (read only when the user asks about pi itself, its SDK, extensions, "
+        "themes, skills, or TUI):\n"
+        f"- Main documentation: {readme_path}\n"
+        f"- Additional docs: {docs_path}\n"
+        f"- Examples: {examples_path} (extensions, custom tools, SDK)\n"
+        "- When reading pi docs or examples, resolve docs/... under Additional docs and "
+        "examples/... under Examples, not the current working directory\n"
+        "- When asked about: extensions (docs/extensions.md, examples/extensions/), themes "
+        "(docs/themes.md), skills (docs/skills.md), prompt templates (docs/prompt-templates.md), "
+        "TUI components (docs/tui.md), keybindings (docs/keybindings.md), SDK integrations "
+        "(docs/sdk.md), custom providers (docs/custom-provider.md), adding models "
+        "(docs/models.md), pi packages (docs/packages.md)\n"
+        "- When working on pi topics, read the docs and examples, and follow .md cross-references "
+        "before implementing\n"
+        "- Always read pi .md files completely and follow links to related docs (e.g., tui.md for "
+        "TUI API details)"
+    )
+
+
+@dataclass(frozen=True)
+class PromptWording:
+    """The words that are ours to choose: role line, guideline bullets, docs pointer.
+
+    ``tools_note`` is a paragraph after the tool list ("" for none).
+    """
+
+    role_line: str
+    guidelines: Callable[[Iterable[str], Iterable[str]], list[str]]
+    docs_pointer: str
+    tools_note: str = ""
+
+
+def pi_wording(readme_path: str, docs_path: str, examples_path: str) -> PromptWording:
+    """pi 0.80.2's own wording, for reproducing its prompt exactly."""
+    return PromptWording(
+        PI_ROLE_LINE,
+        pi_guidelines,
+        pi_docs_pointer(readme_path, docs_path, examples_path),
+        tools_note=(
+            "In addition to the tools above, you may have access to other custom tools "
+            "depending on the project."
+        ),
+    )
+
+
+PIWEB_WORDING = PromptWording(ROLE_LINE, build_guidelines, default_docs_pointer())
+
+
 def _as_tool(item: ToolInfo | Mapping[str, Any] | tuple[str, str] | str) -> ToolInfo:
     if isinstance(item, ToolInfo):
         return item
@@ -362,6 +448,7 @@ def build_system_prompt(
     *,
     agent_dir: str | None = None,
     extra_guidelines: Sequence[str] = (),
+    wording: PromptWording = PIWEB_WORDING,
 ) -> SystemPromptResult:
     """Assemble the system prompt.
 
@@ -370,7 +457,8 @@ def build_system_prompt(
     pre-loaded ones, ``[]`` for none.  ``skills``: a list of skills, or a
     :class:`LoadSkillsResult` whose diagnostics become warnings.  They are only
     listed when a tool named ``read`` exists.  ``docs_pointer``: ``None`` for
-    piweb's default pointer, ``""`` to leave it out.  ``date`` defaults to
+    the wording's pointer, ``""`` to leave it out.  ``wording``: piweb's by
+    default, :func:`pi_wording` for pi's exact text.  ``date`` defaults to
     today.  A non-empty ``custom_prompt`` replaces role, tools, guidelines and
     docs pointer; everything after that is kept.
     """
@@ -398,11 +486,14 @@ def build_system_prompt(
         tools_text = (
             "\n".join(f"- {t.name}: {t.description}" for t in listed) if listed else "(none)"
         )
-        guideline_text = "\n".join(f"- {g}" for g in build_guidelines(tool_names, extra_guidelines))
-        sections.append(PromptSection("role", ROLE_LINE))
-        sections.append(PromptSection("tools", f"\n\nAvailable tools:\n{tools_text}"))
+        guideline_text = "\n".join(
+            f"- {g}" for g in wording.guidelines(tool_names, extra_guidelines)
+        )
+        sections.append(PromptSection("role", wording.role_line))
+        note = f"\n\n{wording.tools_note}" if wording.tools_note else ""
+        sections.append(PromptSection("tools", f"\n\nAvailable tools:\n{tools_text}{note}"))
         sections.append(PromptSection("guidelines", f"\n\nGuidelines:\n{guideline_text}"))
-        pointer = default_docs_pointer() if docs_pointer is None else docs_pointer
+        pointer = wording.docs_pointer if docs_pointer is None else docs_pointer
         if pointer:
             sections.append(PromptSection("docs", f"\n\n{pointer}"))
 
@@ -430,7 +521,8 @@ def build_system_prompt(
 
     sections.append(PromptSection("date", f"\nCurrent date: {_format_date(date)}"))
     sections.append(
-        PromptSection("cwd", f"\nCurrent working directory: {cwd.replace(os.sep, '/')}")
+        # pi writes backslashes as slashes whatever the platform.
+        PromptSection("cwd", f"\nCurrent working directory: {cwd.replace(chr(92), '/')}")
     )
 
     return SystemPromptResult(

@@ -45,7 +45,7 @@ def _slen(value: Any) -> int:
 # ASCII text) to save a call per string.
 
 
-def _text_blocks_chars(content: Any, count_images: bool) -> int:
+def _text_blocks_chars(content: Any) -> int:
     if isinstance(content, str):
         return len(content) if content.isascii() else utf16_len(content)
     chars = 0
@@ -58,7 +58,7 @@ def _text_blocks_chars(content: Any, count_images: bool) -> int:
                 text = block.get("text")
                 if text and isinstance(text, str):
                     chars += len(text) if text.isascii() else utf16_len(text)
-            elif btype == "image" and count_images:
+            elif btype == "image":
                 chars += IMAGE_CHARS
     return chars
 
@@ -172,10 +172,9 @@ def estimate_tokens(message: dict[str, Any]) -> int:
                 if isinstance(text, str):
                     chars += len(text) if text.isascii() else utf16_len(text)
         return -(-chars // 4)
-    if role == "toolResult" or role == "custom":
-        return -(-_text_blocks_chars(message.get("content"), True) // 4)
-    if role == "user":
-        return -(-_text_blocks_chars(message.get("content"), False) // 4)
+    if role == "user" or role == "toolResult" or role == "custom":
+        # pi 0.80.2 counts images in user messages too (4800 chars each; 0.73 did not).
+        return -(-_text_blocks_chars(message.get("content")) // 4)
     if role == "bashExecution":
         return _ceil4(_slen(message.get("command")) + _slen(message.get("output")))
     if role == "branchSummary" or role == "compactionSummary":
@@ -201,13 +200,19 @@ def calculate_context_tokens(usage: dict[str, Any]) -> int:
 
 
 def get_assistant_usage(message: dict[str, Any]) -> dict[str, Any] | None:
-    """Usage of a successful assistant message (not aborted / error), else None."""
+    """Usage of a successful assistant message, else None.
+
+    Aborted and errored messages, and (pi 0.80.2) usage that adds up to
+    zero tokens, carry no valid usage.
+    """
     if message.get("role") != "assistant" or "usage" not in message:
         return None
     if message.get("stopReason") in ("aborted", "error"):
         return None
     usage = message.get("usage")
-    return usage if usage else None
+    if not isinstance(usage, dict) or not calculate_context_tokens(usage) > 0:
+        return None
+    return usage
 
 
 def estimate_context_tokens(messages: list[dict[str, Any]]) -> dict[str, Any]:

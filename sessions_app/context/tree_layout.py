@@ -30,8 +30,11 @@ Everything is iterative and linear in the number of entries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from .input_limits import js_number
 
 FILTER_MODES = ("default", "no-tools", "user-only", "labeled-only", "all")
 SETTINGS_TYPES = frozenset(
@@ -408,8 +411,16 @@ class Layout:
         run.clear()
 
 
-def format_tokens(count: int) -> str:
-    """1234 → "1.2k" (for the tree's token column)."""
+def format_tokens(count) -> str:
+    """1234 → "1.2k" (for the tree's token column). Any JSON number is accepted: one
+    beyond the double range (`1e999`, Infinity once JSON.parse read it) shows as "∞"."""
+    count = js_number(count)
+    if count is None:
+        return ""
+    if isinstance(count, float):
+        if math.isinf(count):
+            return "∞" if count > 0 else "-∞"
+        count = int(count)
     if count < 1000:
         return str(count)
     if count < 100_000:

@@ -1,8 +1,10 @@
-"""Tool output truncation, following pi 0.73.1 (SPEC section 5).
+"""Tool output truncation, following pi 0.80.2 (SPEC section 5).
 
 Two limits, whichever is hit first: ``max_lines`` (2000) or ``max_bytes``
 (51,200 bytes of UTF-8).  Lines are split on ``"\\n"``; a trailing newline
-makes an empty last line, so ``""`` is one line and ``"a\\n"`` two.
+ends the last line instead of starting an empty one, so ``""`` has no lines,
+``"a\\n"`` one and ``"a\\n\\n"`` two.  A truncated result never ends with that
+trailing newline.
 
 * :func:`truncate_head` keeps whole lines from the start (file reads);
 * :func:`truncate_tail` keeps whole lines from the end (bash output), or the
@@ -257,20 +259,45 @@ def _final_truncated_by(
     return truncated_by
 
 
+def _line_count(text: str) -> int:
+    """pi 0.80.2's line count: ``""`` has none, a trailing newline ends the last line."""
+    if not text:
+        return 0
+    newlines = text.count("\n")
+    return newlines if text[-1] == "\n" else newlines + 1
+
+
+def _whole_body(
+    body: str, total_lines: int, total_bytes: int, body_bytes: int, max_lines: int, max_bytes: int
+) -> TruncationResult:
+    """Every line fits once the trailing newline is dropped.
+
+    pi's loop then ends without a byte cut, so the result is labelled "lines".
+    """
+    return _result(
+        body, "lines", total_lines, total_bytes, total_lines, body_bytes, max_lines, max_bytes
+    )
+
+
 def truncate_head(
     text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
     """Keep whole lines from the start of ``text`` (pi's truncateHead).
 
     If the first line alone is over ``max_bytes`` the content is empty and
-    ``first_line_exceeds_limit`` is set.
+    ``first_line_exceeds_limit`` is set.  A truncated result never ends with
+    a newline.
     """
-    total_lines = text.count("\n") + 1
+    total_lines = _line_count(text)
     total_bytes = utf8_len(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
         return _result(
             text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
         )
+    # The lines are those of ``body``: the text without its trailing newline.
+    trailing = 1 if text.endswith("\n") else 0
+    body_chars = len(text) - trailing
+    body_bytes = total_bytes - trailing
 
     # Everything kept lies in the first max_bytes bytes (so max_bytes chars),
     # and the newline ending it at byte index <= max_bytes.
@@ -278,13 +305,15 @@ def truncate_head(
         buf: Any = text
         nl: Any = "\n"
         decode: Callable[[Any], str] = str
+        body_end = body_chars
     else:
-        buf = _encode_js(text[: max(0, max_bytes + 1)])
+        buf = _encode_js(text[: max(0, min(max_bytes + 1, body_chars))])
         nl = b"\n"
         decode = _decode_js
-    window_hi = max(0, min(len(buf), max_bytes + 1))
+        body_end = len(buf)
+    window_hi = max(0, min(body_end, max_bytes + 1))
 
-    if buf.find(nl, 0, window_hi) < 0 and total_bytes > max_bytes:
+    if buf.find(nl, 0, window_hi) < 0 and body_bytes > max_bytes:
         # pi checks the whole first line; it is longer than max_bytes exactly
         # when no newline shows up within the first max_bytes + 1 bytes.
         return _result(
@@ -300,6 +329,10 @@ def truncate_head(
         )
     if max_lines <= 0:
         return _result("", "lines", total_lines, total_bytes, 0, 0, max_lines, max_bytes)
+    if total_lines <= max_lines and body_bytes <= max_bytes:
+        return _whole_body(
+            text[:body_chars], total_lines, total_bytes, body_bytes, max_lines, max_bytes
+        )
 
     end = _nth_newline_forward(buf, nl, max_lines, 0, window_hi)
     if end >= 0:
@@ -326,6 +359,7 @@ def truncate_head(
 
 def _tail_of_buffer(
     buf: Any,
+    size: int,
     nl: Any,
     decode: Callable[[Any], str],
     decode_partial: Callable[[Any], str],
@@ -334,14 +368,13 @@ def _tail_of_buffer(
     max_lines: int,
     max_bytes: int,
 ) -> TruncationResult:
-    """Tail truncation where ``buf`` holds (at least) the end of the content.
+    """Tail truncation of the lines that end at ``buf[size]`` (the body's end).
 
-    ``buf`` must reach back at least ``max_bytes + 1`` bytes unless it holds
-    the whole content.  Totals are given by the caller.
+    ``buf[:size]`` must reach back at least ``max_bytes + 1`` bytes unless it
+    holds the whole body.  Totals are given by the caller.
     """
     if max_lines <= 0:
         return _result("", "lines", total_lines, total_bytes, 0, 0, max_lines, max_bytes)
-    size = len(buf)
     # Kept whole lines start right after a newline at index >= lo_raw.
     lo_raw = size - max_bytes - 1
     cut = _nth_newline_backward(buf, nl, max_lines, max(0, lo_raw), size)
@@ -349,12 +382,12 @@ def _tail_of_buffer(
         start = cut + 1
         output_lines = max_lines
         truncated_by: TruncatedBy = "lines"
-    elif lo_raw < 0:  # pragma: no cover - whole content fits: nothing to cut
+    elif lo_raw < 0:  # pragma: no cover - whole body fits: handled by the callers
         start = 0
-        output_lines = buf.count(nl) + 1
+        output_lines = buf.count(nl, 0, size) + 1
         truncated_by = "lines"
     else:
-        cut = buf.find(nl, lo_raw)
+        cut = buf.find(nl, lo_raw, size)
         if cut < 0:
             # The last line alone is over the limit: keep its last bytes,
             # starting on a character boundary.
@@ -362,9 +395,9 @@ def _tail_of_buffer(
             if isinstance(buf, bytes):
                 while start < size and (buf[start] & 0xC0) == 0x80:
                     start += 1
-                content = decode_partial(buf[start:])
+                content = decode_partial(buf[start:size])
             else:
-                content = buf[start:]
+                content = buf[start:size]
             output_bytes = max(0, size - start)
             truncated_by = _final_truncated_by("bytes", 1, output_bytes, max_lines, max_bytes)
             return _result(
@@ -379,14 +412,14 @@ def _tail_of_buffer(
                 last_line_partial=True,
             )
         start = cut + 1
-        output_lines = buf.count(nl, start) + 1
+        output_lines = buf.count(nl, start, size) + 1
         truncated_by = "bytes"
     output_bytes = size - start
     truncated_by = _final_truncated_by(
         truncated_by, output_lines, output_bytes, max_lines, max_bytes
     )
     return _result(
-        decode(buf[start:]),
+        decode(buf[start:size]),
         truncated_by,
         total_lines,
         total_bytes,
@@ -403,21 +436,32 @@ def truncate_tail(
     """Keep whole lines from the end of ``text`` (pi's truncateTail).
 
     If the last line alone is over ``max_bytes``, keep its last bytes (from a
-    UTF-8 character boundary) and set ``last_line_partial``.
+    UTF-8 character boundary) and set ``last_line_partial``.  A truncated
+    result never ends with a newline (the trailing one ends the last line).
     """
-    total_lines = text.count("\n") + 1
+    total_lines = _line_count(text)
     total_bytes = utf8_len(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
         return _result(
             text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
         )
+    trailing = 1 if text.endswith("\n") else 0
+    body_chars = len(text) - trailing
+    body_bytes = total_bytes - trailing
+    if 0 < max_lines and total_lines <= max_lines and body_bytes <= max_bytes:
+        return _whole_body(
+            text[:body_chars], total_lines, total_bytes, body_bytes, max_lines, max_bytes
+        )
     if text.isascii():
-        return _tail_of_buffer(text, "\n", str, str, total_lines, total_bytes, max_lines, max_bytes)
+        return _tail_of_buffer(
+            text, body_chars, "\n", str, str, total_lines, total_bytes, max_lines, max_bytes
+        )
     # Kept bytes (<= max_bytes) plus the newline before them are within the
-    # last max_bytes + 1 characters: only that window is encoded.
-    window = text[max(0, len(text) - max(0, max_bytes) - 1) :]
+    # last max_bytes + 1 characters of the body: only that window is encoded.
+    window = _encode_js(text[max(0, body_chars - max(0, max_bytes) - 1) : body_chars])
     return _tail_of_buffer(
-        _encode_js(window),
+        window,
+        len(window),
         b"\n",
         _decode_js,
         _decode_partial,
@@ -806,8 +850,8 @@ class StreamingTail:
 
     @property
     def total_lines(self) -> int:
-        """Lines as pi's truncation counts them (newlines + 1)."""
-        return self._newlines + 1
+        """Lines as pi 0.80.2 counts them: finished lines plus an unfinished last one."""
+        return self._newlines + (1 if self._last_line_bytes else 0)
 
     @property
     def last_line_bytes(self) -> int:
@@ -820,7 +864,7 @@ class StreamingTail:
 
     @property
     def over_limit(self) -> bool:
-        return self._total_bytes > self.max_bytes or self._newlines + 1 > self.max_lines
+        return self._total_bytes > self.max_bytes or self.total_lines > self.max_lines
 
     # -- feeding ------------------------------------------------------------
 
@@ -911,7 +955,10 @@ class StreamingTail:
         else:
             at_line_start = self._buf_at_line_start
         if not at_line_start:
-            first = buf.find(b"\n", start, end)
+            # Drop the partial first line, unless it is the last line itself
+            # (the only newline ahead being the one that ends the output).
+            body_end = end - 1 if end > start and buf[end - 1] == 0x0A else end
+            first = buf.find(b"\n", start, body_end)
             if first >= 0:
                 start = first + 1
         if start >= end:
@@ -922,22 +969,28 @@ class StreamingTail:
     def _truncation(self, final: bool) -> TruncationResult:
         tail = truncate_tail(self._recent_text(final), self.max_lines, self.max_bytes)
         total_bytes = self._total_bytes
-        total_lines = self._newlines + 1
+        total_lines = self.total_lines
         truncated = tail.truncated or total_bytes > self.max_bytes or total_lines > self.max_lines
         truncated_by = tail.truncated_by
+        content = tail.content
+        output_bytes = tail.output_bytes
         if truncated and truncated_by is None:
             # The recent text fits, but older output exists.  Walking further
-            # back, pi's loop would stop on the line limit if it was reached,
-            # else on the older line that cannot fit in the byte limit.
+            # back, truncate_tail would stop on the line limit if it was
+            # reached, else on the older line that cannot fit in the byte
+            # limit; either way the trailing newline is not part of the result.
             truncated_by = "lines" if tail.output_lines >= self.max_lines else "bytes"
+            if content.endswith("\n"):
+                content = content[:-1]
+                output_bytes -= 1
         return TruncationResult(
-            content=tail.content,
+            content=content,
             truncated=truncated,
             truncated_by=truncated_by if truncated else None,
             total_lines=total_lines,
             total_bytes=total_bytes,
             output_lines=tail.output_lines,
-            output_bytes=tail.output_bytes,
+            output_bytes=output_bytes,
             last_line_partial=tail.last_line_partial,
             first_line_exceeds_limit=False,
             max_lines=self.max_lines,
@@ -951,7 +1004,7 @@ class StreamingTail:
             # pi persists as soon as a snapshot is truncated (e.g. decoded
             # text over the limit although the raw bytes were not).
             self._open_file()
-        return StreamSnapshot(truncation, self._total_bytes, self._newlines + 1, self._path)
+        return StreamSnapshot(truncation, self._total_bytes, self.total_lines, self._path)
 
     def finish(self) -> StreamingResult:
         """Close the full-output file and return the final result."""

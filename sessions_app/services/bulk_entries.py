@@ -24,6 +24,7 @@ from django.db import connection
 
 from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session
+from sessions_app.services.usage import UsageRecorder
 
 _KNOWN_COLUMNS = (
     "id",
@@ -40,6 +41,13 @@ _KNOWN_COLUMNS = (
     "label",
     "token_count",
     "line",
+    "usage_key",
+    "usage_input",
+    "usage_output",
+    "usage_cache_read",
+    "usage_cache_write",
+    "usage_cost",
+    "copied",
 )
 # Ids reserved at a time by new_pk(): the block grows, so a small session reserves few
 # and a big one seldom stops its COPY to reserve more (unused ids only leave gaps).
@@ -54,7 +62,14 @@ def _field_name(column: str) -> str:
 def _copy_type(field) -> str:
     """The PostgreSQL type name psycopg dumps a column's values as in a binary COPY."""
     base = field.db_type(connection).split("(")[0].strip()
-    return {"bigint": "int8", "integer": "int4", "varchar": "text"}.get(base, base)
+    names = {
+        "bigint": "int8",
+        "integer": "int4",
+        "varchar": "text",
+        "double precision": "float8",
+        "boolean": "bool",
+    }
+    return names.get(base, base)
 
 
 class EntryWriter:
@@ -68,6 +83,7 @@ class EntryWriter:
         self.rows: list[list] = []
         self.payloads: list[dict] = []  # kept only for search indexing
         self.written = 0
+        self.usage = UsageRecorder()
         extra = [
             f
             for f in Entry._meta.concrete_fields
@@ -136,12 +152,18 @@ class EntryWriter:
         columns: tuple[str, str, str, str, str, int],
         payload: dict | None = None,
         label: str = "",
+        usage: tuple | None = None,
+        copied: bool = False,
     ) -> None:
         """Queue one row; written when the batch is full (and by close()). `columns` is
-        `entry_row_columns(payload)`; the payload itself is needed only to index search."""
+        `entry_row_columns(payload)`; the payload itself is needed only to index search.
+        `usage` is `context.usage.usage_with_day(payload)`; `copied` marks an entry a fork
+        copied from its source session."""
         etype, stamp, role, tool, preview, tokens = columns
         if self.index_search:
             self.payloads.append(payload)
+        self.usage.add(seq, stamp, usage, copied)
+        counted = usage[0] if usage is not None else None
         self.rows.append(
             [
                 pk,
@@ -158,6 +180,13 @@ class EntryWriter:
                 clean_text(label)[:200] if label else "",
                 tokens,
                 line,
+                counted.key if counted else "",
+                counted.input if counted else 0,
+                counted.output if counted else 0,
+                counted.cache_read if counted else 0,
+                counted.cache_write if counted else 0,
+                counted.cost if counted else 0.0,
+                copied,
                 *self.extra_values,
             ]
         )
@@ -193,9 +222,11 @@ class EntryWriter:
         return len(rows)
 
     def close(self) -> int:
-        """Write everything queued and end the COPY; returns the rows written in all."""
+        """Write everything queued and end the COPY, then the usage the rows add; returns
+        the rows written in all."""
         self.flush()
         self._end_copy()
+        self.usage.apply(self.session)
         return self.written
 
     def __enter__(self) -> EntryWriter:

@@ -34,15 +34,16 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from sessions_app.agent.loop import AgentRun, LLMConfig, now_ms
-from sessions_app.agent.paths import Workspace, WorkspaceError, output_file_factory
-from sessions_app.agent.shell import run_shell, shell_env, snapshot_event
+from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.sandbox import SandboxUnavailable
+from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
-from sessions_app.agent.tools import ALL_TOOLS, ToolContext
+from sessions_app.agent.tools import ALL_TOOLS
 from sessions_app.context.messages import build_session_context, convert_to_llm
 from sessions_app.context.skills import load_skills
 from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
 from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, tree, workspaces
+from sessions_app.services import events, llm, sandboxing, tree, workspaces
 from sessions_app.services import jobs as jobs_service
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ ABORT_TTL = 3600
 ABORT_POLL_SECONDS = 0.2
 HEARTBEAT_SECONDS = 5.0
 STATE_FLUSH_SECONDS = 0.25
-USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
 MAX_MESSAGE_CHARS = 200_000
 
 
@@ -185,6 +185,11 @@ def send_message(session: Session, user, text: str) -> Job:
         workspaces.check_session_cwd(session.cwd, session.owner_id)
     except WorkspaceError as exc:
         raise ChatError(str(exc), "workspace") from None
+    if parsed.mode == "bash":
+        try:
+            sandboxing.check_available()
+        except SandboxUnavailable as exc:
+            raise ChatError(str(exc), "sandbox") from None
     try:
         with transaction.atomic():
             locked = tree.lock_session(session.pk)
@@ -552,7 +557,7 @@ def execute_run(job_id: str) -> str | None:
     try:
         cwd = workspaces.check_session_cwd(session.cwd, session.owner_id)
         if mode == "bash":
-            status = _run_user_bash(job, hooks, cwd, abort)
+            status = _run_user_bash(job, hooks, abort)
         else:
             status, error = _run_agent(job, hooks, cwd, abort)
     except Exception as exc:
@@ -602,14 +607,7 @@ def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[s
             }
         )  # fmt: skip
         return "error", "no model configured"
-    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
-    workspace = Workspace(cwd, read_roots=[os.path.join(agent_dir, "skills")])
-    tool_ctx = ToolContext(
-        workspace=workspace,
-        artifact_dir=_artifact_dir(job.session),
-        abort=abort,
-        bash_env=shell_env({"PIWEB_SESSION_ID": job.session.pi_id}),
-    )
+    tool_ctx = sandboxing.tool_context(job.session, abort)
     run = AgentRun(
         llm=LLMConfig(
             base_url=profile.base_url,
@@ -635,7 +633,7 @@ def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[s
     return status, error
 
 
-def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str:
+def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
     command = job.params["command"]
     exclude = bool(job.params.get("exclude"))
     run_id = str(job.pk)
@@ -656,37 +654,36 @@ def _run_user_bash(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> str
             "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
         )
 
-    outcome = run_shell(
-        command,
-        cwd,
-        output_path=output_file_factory(_artifact_dir(job.session), "user-bash"),
-        timeout=USER_BASH_TIMEOUT or None,
-        abort=abort,
-        on_snapshot=on_snapshot,
-        env=shell_env({"PIWEB_SESSION_ID": job.session.pi_id}),
-    )
-    result = outcome.result
+    try:
+        outcome = sandboxing.run_command(job.session, command, abort=abort, on_snapshot=on_snapshot)
+    except SandboxUnavailable as exc:
+        outcome = None
+        refusal = str(exc)
     hooks.emit(
         "tool_end",
         {
             "run_id": run_id,
             "tool_call_id": call_id,
-            "is_error": outcome.aborted or bool(outcome.exit_code),
+            "is_error": outcome is None or outcome.aborted or bool(outcome.exit_code),
         },
     )
-    message: dict[str, Any] = {
-        "role": "bashExecution",
-        "command": command,
-        "output": result.truncation.content,
-    }
-    if outcome.exit_code is not None:
-        message["exitCode"] = outcome.exit_code
-    message["cancelled"] = outcome.aborted or outcome.timed_out
-    message["truncated"] = result.truncation.truncated
-    if result.full_output_path and result.truncation.truncated:
-        message["fullOutputPath"] = result.full_output_path
+    message: dict[str, Any] = {"role": "bashExecution", "command": command}
+    if outcome is None:  # refused: nothing ran
+        message.update(output=refusal, exitCode=126, cancelled=False, truncated=False)
+    else:
+        result = outcome.result
+        output = result.truncation.content
+        if outcome.limit_notices:
+            output += "\n" + "\n".join(f"[{n}]" for n in outcome.limit_notices)
+        message["output"] = output
+        if outcome.exit_code is not None:
+            message["exitCode"] = outcome.exit_code
+        message["cancelled"] = outcome.aborted or outcome.timed_out
+        message["truncated"] = result.truncation.truncated
+        if result.full_output_path and result.truncation.truncated:
+            message["fullOutputPath"] = result.full_output_path
     message["timestamp"] = now_ms()
     if exclude:
         message["excludeFromContext"] = True
     hooks.persist(message)
-    return "aborted" if outcome.aborted else "done"
+    return "aborted" if outcome is not None and outcome.aborted else "done"

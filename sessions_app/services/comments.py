@@ -2,6 +2,11 @@
 
 Comments are not entries: they live in their own table and never reach the model's
 context (build_session_context only ever sees Entry payloads).
+
+Who may resolve or reopen a thread (README "Comments"): the person who started it, and
+anyone who may edit the session (editors, the owner). A viewer can resolve only their
+own threads: a reviewer must not be able to close someone else's open question. Anyone
+who may comment can still reply, and a reply reopens a resolved thread.
 """
 
 from django.db import transaction
@@ -9,6 +14,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from sessions_app.models import Comment, Entry, Session
+from sessions_app.services.access import EDITOR, OWNER, role_for
 from sessions_app.services.tree import lock_session, record_activity
 
 MAX_BODY_CHARS = 10_000
@@ -16,6 +22,15 @@ MAX_BODY_CHARS = 10_000
 
 class CommentError(ValueError):
     """Bad comment input, with a message fit for the user."""
+
+
+class CommentRightsError(CommentError):
+    """The person may comment but not resolve / reopen this thread."""
+
+
+def may_resolve(thread: Comment, user, can_edit: bool) -> bool:
+    """Whether `user` may resolve or reopen `thread` (a thread root)."""
+    return can_edit or thread.author_id == getattr(user, "pk", None)
 
 
 def _clean_body(body: str) -> str:
@@ -60,13 +75,20 @@ def add_comment(
 
 @transaction.atomic
 def set_resolved(session: Session, comment_pk: int, user, resolved: bool = True) -> Comment:
-    """Resolve (or reopen) a thread. Resolving a reply resolves its thread."""
+    """Resolve (or reopen) a thread. Resolving a reply resolves its thread. Only the
+    thread's author or an editor / the owner may (`may_resolve`)."""
     locked = lock_session(session.pk)
     comment = Comment.objects.filter(pk=comment_pk, session=locked).first()
     if comment is None:
         raise CommentError("No such comment in this session.")
     while comment.reply_to_id:
         comment = comment.reply_to
+    can_edit = role_for(user, locked) in (EDITOR, OWNER)
+    if not may_resolve(comment, user, can_edit):
+        raise CommentRightsError(
+            "Only the person who started this thread, an editor or the owner can "
+            f"{'resolve' if resolved else 'reopen'} it. You can reply to it."
+        )
     comment.resolved = resolved
     comment.resolved_by = user if resolved else None
     comment.resolved_at = timezone.now() if resolved else None

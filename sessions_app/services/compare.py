@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from sessions_app import rendering
+from sessions_app.context.input_limits import display_value
 from sessions_app.context.messages import convert_to_llm, message_from_entry
 from sessions_app.context.review import compare_branches, offline_difference_summary
 from sessions_app.context.summaries import serialize_conversation
@@ -47,14 +48,18 @@ def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = Fals
             raise CompareError(f"No entry {pi_id!r} in this session.")
     seen: dict[str, dict] = {}
     for entry in [*tree.load_path(session, a_pi_id), *tree.load_path(session, b_pi_id)]:
-        seen[entry["id"]] = entry
+        seen[entry["id"]] = display_value(entry)  # (lone surrogates: see input_limits)
     result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
-    if render:
+    if render:  # (a page: each side gets half of the page's budget, newest entries first)
         for side in ("a", "b"):
+            segment = result[side]["segment"]
+            rendered = rendering.render_entries_within(segment, rendering.page_budget() // 2)
             result[side]["rendered"] = [
-                {"id": e.get("id"), "type": e.get("type"), "parts": rendering.render_entry(e)}
-                for e in result[side]["segment"]
+                {"id": e.get("id"), "type": e.get("type"), "parts": parts or []}
+                for e, parts in zip(segment, rendered, strict=True)
+                if parts is not None
             ]
+            result[side]["not_shown"] = len(segment) - len(result[side]["rendered"])
     return result
 
 

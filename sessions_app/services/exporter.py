@@ -86,9 +86,9 @@ def iter_session_lines(session: Session) -> Iterator[str]:
         yield last_line + "\n"
 
 
-def export_to_file(session: Session, fileobj) -> int:
-    """Write the session to a binary file object; returns the number of bytes."""
-    written = 0
+def iter_session_chunks(session: Session) -> Iterator[bytes]:
+    """The file as byte chunks of about 1 MiB (lone surrogates kept, as stored): what a
+    download streams, so the whole file never sits in memory."""
     buffer: list[bytes] = []
     size = 0
     for line in iter_session_lines(session):
@@ -96,12 +96,18 @@ def export_to_file(session: Session, fileobj) -> int:
         buffer.append(data)
         size += len(data)
         if size >= 1 << 20:
-            fileobj.write(b"".join(buffer))
-            written += size
+            yield b"".join(buffer)
             buffer, size = [], 0
     if buffer:
-        fileobj.write(b"".join(buffer))
-        written += size
+        yield b"".join(buffer)
+
+
+def export_to_file(session: Session, fileobj) -> int:
+    """Write the session to a binary file object; returns the number of bytes."""
+    written = 0
+    for chunk in iter_session_chunks(session):
+        fileobj.write(chunk)
+        written += len(chunk)
     return written
 
 

@@ -8,6 +8,7 @@ offline. Entries are rendered by sessions_app.rendering (sanitized by nh3).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,9 +16,12 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from sessions_app import rendering
+from sessions_app.context.input_limits import display_value
 from sessions_app.context.jsonl import export_session_jsonl
 from sessions_app.context.review import branch_markdown, tree_rows
+from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.context_chart import context_chart
 from sessions_app.services import tree
 from sessions_app.services.tree import UNSET
 
@@ -29,6 +33,9 @@ CONTENT_TYPES = {
 }
 
 
+PAGE_TREE_ROWS = 2000  # tree rows a page lists (the share page); exports list every row
+
+
 class ExportError(ValueError):
     """Bad export input, with a message fit for the user."""
 
@@ -37,12 +44,23 @@ class ExportError(ValueError):
 class Export:
     filename: str
     content_type: str
-    content: str
+    content: str | Iterable[bytes]  # text, or byte chunks to stream (the pi JSONL)
+
+    @property
+    def streams(self) -> bool:
+        return not isinstance(self.content, str)
 
 
 def _slug(session: Session) -> str:
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", session.name or "")[:40].strip("-")
     return f"{base + '-' if base else ''}{session.pi_id[:8]}"
+
+
+def pi_session_file_name(session: Session) -> str:
+    """pi's own name for a session file, `<header timestamp>_<id>.jsonl` (the timestamp
+    with ':' and '.' made '-'), so an export sits among pi's files like one of them."""
+    stamp = re.sub(r"[^0-9A-Za-z-]", "-", session.header_timestamp) or "session"
+    return f"{stamp}_{session.pi_id}.jsonl"
 
 
 def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
@@ -73,13 +91,18 @@ def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
 
 
 def branch_view(
-    session: Session, leaf_pi_id, target_pi_id: str | None = None, visible: set | None = None
+    session: Session,
+    leaf_pi_id,
+    target_pi_id: str | None = None,
+    visible: set | None = None,
+    budget: int | None = None,
 ) -> dict:
     """What the static pages (share link, HTML export) show: tree rows and the branch.
 
     `leaf_pi_id` UNSET means the session's leaf. `visible` (a share link's entry ids,
     sharing.link_visible_entry_ids) limits the tree to those entries; the caller checks
-    that the leaf is one of them.
+    that the leaf is one of them. `budget`: characters of rendered entries (a page's,
+    rendering.page_budget); the older entries past it are listed without their content.
     """
     # Light rows for the tree (no payloads): previews and labels are denormalized columns.
     entries, labels = [], {}
@@ -108,23 +131,31 @@ def branch_view(
         leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
         if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
             leaf_pi_id = None
-    path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    path = [display_value(e) for e in tree.load_path(session, leaf_pi_id)] if leaf_pi_id else []
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
+    rendered = rendering.render_entries_within(path, budget)
     items = [
         {
             "id": e.get("id"),
             "type": e.get("type"),
             "role": (e.get("message") or {}).get("role", "") if e.get("type") == "message" else "",
             "timestamp": e.get("timestamp", ""),
-            "parts": rendering.render_entry(e),
+            "parts": parts or [],
+            "not_shown": parts is None,
             "is_target": e.get("id") == target_pi_id,
         }
-        for e in path
+        for e, parts in zip(path, rendered, strict=True)
     ]
+    rows = tree_rows(entries, branch_ids, labels)
+    not_listed = 0
+    if budget is not None and len(rows) > PAGE_TREE_ROWS:  # (a page; a download lists all)
+        rows, not_listed = rows[:PAGE_TREE_ROWS], len(rows) - PAGE_TREE_ROWS
     return {
-        "rows": tree_rows(entries, branch_ids, labels),
+        "rows": rows,
+        "rows_not_listed": not_listed,
+        "entry_count": len(entries),
         "branch": items,
         "leaf": leaf_pi_id,
         "target": target_pi_id,
@@ -148,12 +179,24 @@ def _review_css() -> str:
 
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    view = branch_view(session, leaf, leaf, visible)
+    with rendering.block_limit(rendering.EXPORT_BLOCK_CHARS):
+        view = branch_view(session, leaf, leaf, visible)
+    # Usage and the context chart of the exported branch, as tables (no chart library in
+    # a file that runs no outside script).
+    chart = context_chart(session, leaf) if leaf else None
+    branch = tree.load_path(session, leaf) if leaf else []
+    usage_rows = breakdown_rows(totals_by_key(branch))
+    usage_total = UsageTotals()
+    for row in usage_rows:
+        usage_total.add(row["totals"])
     return render_to_string(
         "sessions_app/review/export.html",
         {
             "session": session,
             "view": view,
+            "chart": chart,
+            "usage_rows": usage_rows,
+            "usage_total": usage_total,
             "generated_at": timezone.now(),
             "review_css": _review_css().replace("</", "<\\/"),
             "extra_css": _inline_css().replace("</", "<\\/"),
@@ -169,13 +212,14 @@ def export_session(
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
-        content = export_jsonl(session)
+        from sessions_app.services.exporter import iter_session_chunks
+
+        content = iter_session_chunks(session)
     elif fmt == "html":
         content = export_html(session, leaf_pi_id, visible)
     else:
         content = export_markdown(session, leaf_pi_id)
     if actor is not None:
         tree.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
-    return Export(
-        filename=f"{_slug(session)}.{fmt}", content_type=CONTENT_TYPES[fmt], content=content
-    )
+    filename = pi_session_file_name(session) if fmt == "jsonl" else f"{_slug(session)}.{fmt}"
+    return Export(filename=filename, content_type=CONTENT_TYPES[fmt], content=content)

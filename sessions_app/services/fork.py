@@ -27,6 +27,7 @@ from django.db import connection, transaction
 from sessions_app.context.jsonl import serialize_entry
 from sessions_app.context.preview import clean_text, entry_preview, entry_row_columns
 from sessions_app.context.tree import SessionTree, TreeError, generate_entry_id
+from sessions_app.context.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.services import tree
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
@@ -198,15 +199,20 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
                 parent_id = entry.get("parentId")
                 if entry.get("type") == "label":
                     labels[entry.get("targetId")] = entry.get("label") or ""
+                copied_line = line_of.get(id(entry))
                 writer.add(
                     pk=pk,
                     pi_id=entry["id"],
                     parent_pk=pk_of.get(parent_id) if parent_id else None,
                     parent_pi_id=parent_id,
                     seq=seq,
-                    line=line_of.get(id(entry)) or serialize_entry(entry),
+                    line=copied_line or serialize_entry(entry),
                     columns=entry_row_columns(entry),
                     payload=entry,
+                    usage=usage_with_day(entry),
+                    # Copied entries count in this session's own total, not again in a
+                    # total over both sessions (selectors/usage.py).
+                    copied=copied_line is not None,
                 )
         if labels:
             apply_labels(new, {t: lab for t, lab in labels.items() if t in pk_of})

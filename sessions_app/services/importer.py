@@ -49,11 +49,13 @@ from sessions_app.context.import_lines import (
     Skip,
     Warn,
     header_problem,
+    header_text_field,
     id_problem,
     is_current_header,
     prepare_entry,
     stored_line,
 )
+from sessions_app.context.input_limits import MAX_CWD_CHARS
 from sessions_app.context.jsonl import (
     CURRENT_SESSION_VERSION,
     migrate_session_entries,
@@ -70,6 +72,7 @@ from sessions_app.services.bulk_entries import (
     set_parents,
 )
 from sessions_app.services.search import index_stored_entries
+from sessions_app.services.usage import mark_fork_copies
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +157,9 @@ def _records(fileobj, report: ImportReport, hasher) -> Iterator:
 
 
 class _Import:
-    def __init__(self, owner, report: ImportReport, batch_size: int):
+    def __init__(self, owner, report: ImportReport, batch_size: int, source_path: str = ""):
         self.owner = owner
+        self.source_path = source_path
         self.report = report
         self.batch_size = batch_size
         self.session: Session | None = None
@@ -174,6 +178,8 @@ class _Import:
         # the leaf: services/exporter.py); one such entry is accepted.
         self.moved: tuple[str, str] | None = None
         self.moved_seen = False
+        self.header_number = 0  # the header's line, and the lines skipped before it
+        self.skipped_before_header = 0
 
     # -- header ----------------------------------------------------------------------
 
@@ -182,18 +188,17 @@ class _Import:
         if existing is None:
             self._create(header, header_text, sha)
             return
-        if existing.owner_id != self.owner.pk:
-            raise SessionImportError(
-                f"session {header['id']} already exists and belongs to another user"
-            )
-        for key, column in (("cwd", "cwd"), ("timestamp", "header_timestamp")):
-            if str(header.get(key, "")) != getattr(existing, column):
-                raise SessionImportError(
-                    f"session {header['id']} already exists with a different header "
-                    f"({key} {getattr(existing, column)!r} here, {header.get(key)!r} in the file); "
-                    "refusing to merge two different sessions"
-                )
+        # Another user's session and a different session of yours with this id get the
+        # same answer: the message must not tell whose session holds the id.
+        same_header = existing.owner_id == self.owner.pk and (
+            header_text_field(header, "cwd") == existing.cwd
+            and clean_text(str(header.get("timestamp", "")))[:40] == existing.header_timestamp
+        )
+        if not same_header:
+            raise SessionImportError(cannot_import_message(header["id"]))
         self.session = existing
+        if self.source_path and existing.source_path != self.source_path:
+            existing.source_path = self.source_path  # saved by finish()
         self._start_writer()
         self.report.status = "unchanged"
         self.next_seq = existing.next_seq
@@ -203,20 +208,21 @@ class _Import:
 
     def _create(self, header: dict, header_text: str, sha: str) -> None:
         parent_ref = header.get("parentSession")
-        parent_ref = parent_ref if isinstance(parent_ref, str) else ""
+        parent_ref = clean_text(parent_ref)[:MAX_CWD_CHARS] if isinstance(parent_ref, str) else ""
         try:
             with transaction.atomic():
                 self.session = Session.objects.create(
                     pi_id=header["id"],
                     version=CURRENT_SESSION_VERSION,
-                    cwd=clean_text(str(header.get("cwd", ""))),
+                    cwd=header_text_field(header, "cwd"),
                     header_timestamp=clean_text(str(header.get("timestamp", "")))[:40],
-                    parent_session_ref=clean_text(parent_ref),
+                    parent_session_ref=parent_ref,
                     parent=_find_parent_session(parent_ref, self.owner),
                     owner=self.owner,
                     source=Session.Source.IMPORTED,
                     import_sha256=sha,
                     header_line=header_text,
+                    source_path=self.source_path,
                 )
         except IntegrityError as exc:
             raise SessionImportError(
@@ -312,6 +318,7 @@ class _Import:
             seq=self.next_seq,
             line=entry.line,
             columns=entry.columns,
+            usage=entry.usage,
         )
         self.next_seq += 1
         self.last_pi_id = eid
@@ -335,9 +342,27 @@ class _Import:
                 "that are not in this file (it was changed after the import, or the file is "
                 "older); nothing was imported"
             )
+        if self.report.status == "created" and not self.report.entries_added:
+            self._refuse_if_no_entry_was_valid()
+        self._apply_new_entries()
+        session = self.session
+        if self.report.status == "unchanged":
+            Session.objects.filter(pk=session.pk).update(
+                import_sha256=sha, source_path=session.source_path
+            )
+            session.import_sha256 = sha
+            return
+        session.import_sha256 = sha
+        session.save()
+
+    def _apply_new_entries(self) -> None:
+        """Write what is queued and update the session row (not saved) for the entries
+        added: labels, name, first message, leaf, counts."""
         self.writer.close()
         self._settle_forward_references()
         session = self.session
+        if self.report.status == "created":
+            mark_fork_copies(session)  # a pi fork of a stored session: count its copies once
         if self.report.entries_added:
             if self.report.status == "unchanged":
                 self.report.status = "updated"
@@ -351,12 +376,18 @@ class _Import:
             session.leaf_id = self.pks[self.last_pi_id]
             session.next_seq = self.next_seq
             session.entry_count += self.report.entries_added
-        if self.report.status == "unchanged":
-            Session.objects.filter(pk=session.pk).update(import_sha256=sha)
-            session.import_sha256 = sha
+
+    def _refuse_if_no_entry_was_valid(self) -> None:
+        """A file with entry lines of which none could be read is refused (a header-only
+        file is a valid empty session: pi writes the header first)."""
+        count = self.report.skipped_count - self.skipped_before_header
+        if not count:
             return
-        session.import_sha256 = sha
-        session.save()
+        skipped = [(n, r) for n, r in self.report.skipped if n > self.header_number]
+        reasons = "; ".join(f"line {n}: {r}" for n, r in skipped[:3])
+        raise SessionImportError(
+            f"none of the {count:,} entry line(s) could be read ({reasons}); nothing was imported"
+        )
 
     def _settle_forward_references(self) -> None:
         if not self.forward:
@@ -399,6 +430,15 @@ class _Import:
             done.update(walk)
 
 
+def cannot_import_message(session_id: str) -> str:
+    """Why a file whose header id is taken cannot be imported (the same words whoever
+    holds the id)."""
+    return (
+        f"session {session_id} cannot be imported: its id is already taken, and this file "
+        "cannot be added to that session; nothing was imported"
+    )
+
+
 def _find_parent_session(parent_ref: str, owner) -> Session | None:
     """pi's parentSession is a file path ending in <id>.jsonl (or here, a plain id)."""
     if not parent_ref:
@@ -432,6 +472,7 @@ def import_jsonl_stream(
     filename: str = "",
     batch_size: int = BATCH_SIZE,
     after_commit: str = "inline",
+    source_path: str = "",
 ) -> ImportReport:
     """Import one pi session file from a binary (or text) file object. See the module doc.
 
@@ -439,6 +480,8 @@ def import_jsonl_stream(
     derived data): `after_commit="inline"` runs it here, `"worker"` hands it to a Celery
     worker (here again when no broker answers), `"off"` leaves it to the caller.
     `report.import_seconds` and `report.after_commit_seconds` time the two steps.
+    `source_path`: the file's path on this machine (imports from disk), kept on the session
+    so its page can offer `pi --session PATH`.
     """
     started = time.perf_counter()
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "upload")
@@ -456,7 +499,7 @@ def import_jsonl_stream(
     hasher = hashlib.sha256()
     try:
         with deferred_wal_checkpoint(), transaction.atomic():
-            job = _run(fileobj, owner, report, hasher, batch_size)
+            job = _run(fileobj, owner, report, hasher, batch_size, source_path)
             if report.status in ("created", "updated"):
                 tree.record_activity(
                     job.session,
@@ -483,6 +526,126 @@ def import_jsonl_stream(
             finish_import(report.session.pk, report.first_new_seq)
             report.after_commit_seconds = time.perf_counter() - started
     return report
+
+
+# --- appending (the follower) -----------------------------------------------------------
+
+APPEND_SEGMENT = 2000  # records looked up and written together
+INLINE_INDEX_LIMIT = 500  # bigger appends are indexed for search by a worker
+
+
+class _Append(_Import):
+    """The entries of lines appended to a session's file since the last read. Stored
+    entries are looked up by id only where a new line refers to one (a parent, a label
+    target, a repeated id), a segment at a time, so an append costs what it adds."""
+
+    def begin(self, session_pk: int) -> None:
+        self.session = Session.objects.select_for_update().get(pk=session_pk)
+        self._start_writer()
+        self.report.session = self.session
+        self.report.status = "unchanged"
+        self.next_seq = self.session.next_seq
+        self.report.first_new_seq = self.next_seq
+
+    def add_segment(self, records: list) -> None:
+        entries = [r for r in records if isinstance(r, PreparedEntry)]
+        wanted = set()
+        for entry in entries:
+            wanted.add(entry.eid)
+            if entry.pid:
+                wanted.add(entry.pid)
+            if entry.effect is not None and entry.effect[0] == "label":
+                wanted.add(entry.effect[1])
+        wanted -= self.pks.keys()
+        if wanted:
+            self.writer.close()  # end a COPY before querying
+            stored = _stored_pks(self.session, wanted)
+            self.pks.update(stored)
+        for record in records:
+            if isinstance(record, PreparedEntry):
+                self.add(record)
+            else:
+                _note(record, self.report)
+
+    def finish_append(self) -> None:
+        self._apply_new_entries()
+        if not self.report.entries_added:
+            return
+        self.report.status = "updated"
+        # The file's hash is no longer known without reading it all: an upload of the
+        # same file is then compared entry by entry (and found unchanged).
+        self.session.import_sha256 = ""
+        self.session.save()
+
+
+def _stored_pks(session: Session, pi_ids: set[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    ids = sorted(pi_ids)
+    for start in range(0, len(ids), 1000):
+        found.update(
+            Entry.objects.filter(session=session, pi_id__in=ids[start : start + 1000]).values_list(
+                "pi_id", "pk"
+            )
+        )
+    return found
+
+
+def append_lines(
+    session_pk: int, owner, fileobj, *, lines_before: int, filename: str = ""
+) -> ImportReport:
+    """Add the entries of complete lines appended to a v3 session file that was imported
+    up to its line `lines_before`; `fileobj` holds exactly the appended bytes (whole
+    lines). The per-line work is the importer's (`context.import_lines`), so a line is
+    stored exactly as an upload would store it. One transaction (the caller may wrap it
+    in its own, to commit its read position with the entries); open pages get an
+    `entry_appended` event and the new entries are indexed for search after the commit.
+    """
+    started = time.perf_counter()
+    report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "append")
+    try:
+        with transaction.atomic():
+            job = _Append(owner, report, BATCH_SIZE)
+            job.begin(session_pk)
+            preparer = LinePreparer(MAX_LINE_BYTES, lines_before=lines_before)
+            with job.writer:
+                pending: list = []
+                for chunk in _read_chunks(fileobj):
+                    report.bytes_read += len(chunk)
+                    pending.extend(preparer.feed(chunk))
+                    if len(pending) >= APPEND_SEGMENT:
+                        job.add_segment(pending)
+                        pending = []
+                pending.extend(preparer.end())
+                job.add_segment(pending)
+                job.finish_append()
+            if report.entries_added:
+                last = job.last_pi_id
+                events.publish(
+                    session_pk,
+                    "entry_appended",
+                    {
+                        "id": last,
+                        "parentId": job.parent_of.get(last),
+                        "type": "",
+                        "leaf": last,
+                        "count": report.entries_added,
+                    },
+                )
+                transaction.on_commit(lambda: _index_appended(report))
+    except SessionImportError as exc:
+        if not exc.filename:
+            raise SessionImportError(str(exc), filename=report.filename) from exc
+        raise
+    report.import_seconds = time.perf_counter() - started
+    return report
+
+
+def _index_appended(report: ImportReport) -> None:
+    """Search finds appended text shortly after: a few entries here, many in a worker."""
+    if report.entries_added > INLINE_INDEX_LIMIT and _queue_finish_import(report):
+        report.after_commit_queued = True
+        return
+    index_stored_entries(report.session.pk, report.first_new_seq)
 
 
 def finish_import(session_pk: int, from_seq: int) -> int:
@@ -515,11 +678,15 @@ def _queue_finish_import(report: ImportReport) -> bool:
     return True
 
 
-def _run(fileobj, owner, report: ImportReport, hasher, batch_size: int) -> _Import:
+def _run(
+    fileobj, owner, report: ImportReport, hasher, batch_size: int, source_path: str = ""
+) -> _Import:
     records = _records(fileobj, report, hasher)
     for record in records:
         if isinstance(record, RawObject):
-            return _import_from_header(record, records, owner, report, hasher, batch_size)
+            return _import_from_header(
+                record, records, owner, report, hasher, batch_size, source_path
+            )
         _note(record, report)
     if report.bytes_read == 0 or not report.skipped_count:
         raise SessionImportError("the file is empty: no session header")
@@ -535,7 +702,13 @@ def _note(record: Skip | Warn, report: ImportReport) -> None:
 
 
 def _import_from_header(
-    first: RawObject, records: Iterator, owner, report: ImportReport, hasher, batch_size: int
+    first: RawObject,
+    records: Iterator,
+    owner,
+    report: ImportReport,
+    hasher,
+    batch_size: int,
+    source_path: str = "",
 ) -> _Import:
     """The import once the first object (the header) is read; `records` is the rest."""
     header = first.value
@@ -545,7 +718,8 @@ def _import_from_header(
     problem = id_problem("the session header id", header["id"])
     if problem:
         raise SessionImportError(f"line {first.number}: {problem}; the file was not imported")
-    job = _Import(owner, report, batch_size)
+    job = _Import(owner, report, batch_size, source_path)
+    job.header_number, job.skipped_before_header = first.number, report.skipped_count
     if is_current_header(header):
         # The sha is known only at the end: start with a placeholder, set it in finish().
         job.start(header, stored_line(first.text, header), "")

@@ -5,6 +5,12 @@ session's cwd (with the agent's tools, project context files and skills); the me
 list is the core `build_session_context` + `convert_to_llm` on the root→leaf path;
 token counts come from the core tiktoken counter. Each LLM message is paired with the
 entry it came from, and entries hidden behind the last compaction summary are listed.
+
+Bounded whatever the session holds: a working directory longer than MAX_CWD_CHARS is not
+walked on the filesystem (no project context files or skills for it: walking its
+ancestors costs the square of its length), and tiktoken counts at most
+settings.PIWEB_EXACT_TOKEN_CHARS characters per report; larger texts get pi's chars/4
+estimate and are marked as estimates.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ from sessions_app.context.pi1_entries import (
 )
 from sessions_app.context.preview import entry_preview
 from sessions_app.context.tokenizer import count_message_tokens, count_tokens
+from sessions_app.context.tokens import estimate_text_tokens, estimate_tokens
 from sessions_app.services import tree
 from sessions_app.services.llm import resolve_profile
 
 log = logging.getLogger(__name__)
 DEFAULT_WINDOW = 128000
+MAX_CWD_CHARS = 4096  # Linux PATH_MAX: no real directory has a longer path
 
 
 @dataclass
@@ -46,6 +54,7 @@ class InspectedMessage:
     entry_type: str = ""
     source_role: str = ""  # the agent-message role before conversion (bashExecution, …)
     edit_id: str | None = None  # the context_edit that replaced this message's content
+    estimated: bool = False  # too large to count exactly: pi's chars/4 estimate
     parts: list = field(default_factory=list)  # filled by the view (rendering)
 
 
@@ -70,6 +79,11 @@ class InspectorReport:
     path_length: int = 0
     edits: list[dict] = field(default_factory=list)  # context_edit entries and their targets
     system_changes: list[dict] = field(default_factory=list)  # system messages in the context
+    system_estimated: bool = False
+
+    @property
+    def any_estimated(self) -> bool:
+        return self.system_estimated or any(m.estimated for m in self.messages)
 
     @property
     def message_tokens(self) -> int:
@@ -107,9 +121,35 @@ def _compaction_settings(session):
         return CompactionSettings()
 
 
+class _TokenBudget:
+    """tiktoken for the first `chars` characters of a report, pi's estimate after that."""
+
+    def __init__(self, chars: int, model: str | None):
+        self.left, self.model = chars, model
+
+    def text(self, text: str) -> tuple[int, bool]:
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return count_tokens(text, self.model), False
+        return estimate_text_tokens(text), True
+
+    def message(self, message: dict) -> tuple[int, bool]:
+        estimate = estimate_tokens(message)
+        size = estimate * 4  # (about the characters tiktoken would read)
+        if size <= self.left:
+            self.left -= size
+            return count_message_tokens(message, self.model), False
+        return estimate, True
+
+
 def _system_prompt(session):
     from sessions_app.context.skills import default_skill_roots, load_skills
-    from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
+    from sessions_app.context.system_prompt import (
+        ContextFilesResult,
+        PromptWarning,
+        ToolInfo,
+        build_system_prompt,
+    )
 
     try:
         from sessions_app.agent.tools import ALL_TOOLS
@@ -119,6 +159,17 @@ def _system_prompt(session):
         tools = []
     agent_dir = str(settings.PIWEB_AGENT_DIR)
     cwd = session.cwd or "/"
+    if len(cwd) > MAX_CWD_CHARS:
+        warning = PromptWarning(
+            source="context_files",
+            path="(working directory)",
+            message=f"The working directory is {len(cwd):,} characters long: no directory "
+            "has such a path, so no project context files or skills were looked up.",
+            code="cwd_too_long",
+        )
+        found = ContextFilesResult()
+        found.warnings.append(warning)
+        return build_system_prompt(cwd, tools, context_files=found, skills=[])
     skills = load_skills(default_skill_roots(cwd, agent_dir))
     return build_system_prompt(cwd, tools, agent_dir=agent_dir, skills=skills)
 
@@ -232,14 +283,19 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
     if not paired:
         log.warning("inspector: could not pair %s messages with entries", len(llm_messages))
 
+    budget = _TokenBudget(settings.PIWEB_EXACT_TOKEN_CHARS, model_name or None)
+    prompt = _system_prompt(session)
+    system_tokens, system_estimated = budget.text(prompt.prompt)
     messages = []
     for i, message in enumerate(llm_messages):
         entry, _, source_role = pairs[i] if paired else ({}, None, "")
+        tokens, estimated = budget.message(message)
         messages.append(
             InspectedMessage(
                 index=i,
                 role=str(message.get("role", "")),
-                tokens=count_message_tokens(message, model_name or None),
+                tokens=tokens,
+                estimated=estimated,
                 message=message,
                 entry_id=entry.get("id"),
                 entry_type=entry.get("type", ""),
@@ -248,7 +304,6 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
             )
         )
 
-    prompt = _system_prompt(session)
     hidden = [
         {"id": e.get("id"), "type": e.get("type"), "preview": entry_preview(e)[:160]}
         for e in hidden_entries
@@ -260,7 +315,8 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
         context_files=prompt.context_files,
         skills=prompt.skills,
         prompt_warnings=prompt.warnings,
-        system_tokens=count_tokens(prompt.prompt, model_name or None),
+        system_tokens=system_tokens,
+        system_estimated=system_estimated,
         messages=messages,
         hidden=hidden,
         compaction_id=compaction_id,

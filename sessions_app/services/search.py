@@ -217,11 +217,14 @@ class SearchFilters:
             except ValueError as exc:
                 raise SearchError(f"{name}: expected a date like 2026-01-31, got {raw!r}") from exc
 
+        def text(name, limit):
+            return clean_text((params.get(name) or "").strip()[:limit])
+
         return cls(
-            role=(params.get("role") or "").strip()[:32],
-            tool=(params.get("tool") or "").strip()[:100],
-            cwd=(params.get("cwd") or "").strip()[:1000],
-            label=(params.get("label") or "").strip()[:200],
+            role=text("role", 32),
+            tool=text("tool", 100),
+            cwd=text("cwd", 1000),
+            label=text("label", 200),
             date_from=day("from"),
             date_to=day("to"),
         )
@@ -309,7 +312,9 @@ def _visible_subquery(user) -> tuple[str, tuple]:
 
 def search(user, query: str, filters: SearchFilters | None = None, page: int = 1) -> SearchResult:
     """Entries matching `query` in sessions `user` can see, newest first."""
-    query = (query or "").strip()
+    # NUL and lone surrogates become U+FFFD, as in the indexed text (document_for):
+    # neither database takes them, and a query can still find text that held them.
+    query = clean_text((query or "").strip())
     filters = filters or SearchFilters()
     if len(query) > MAX_QUERY_CHARS:
         raise SearchError(f"The search text is too long (at most {MAX_QUERY_CHARS} characters).")

@@ -4,9 +4,11 @@ Only the owner shares (views check OWNER through access.check_access). Links are
 random 256-bit tokens, revocable, with an optional expiry; a link always shows the
 session as it is now (nothing is copied).
 
-What a link shows (`link_visible_entry_ids`): the path root → the link's leaf, plus every
-entry appended below that leaf since (the branch growing). Other branches stay hidden,
-on the link page, in its exports and on its websocket.
+What a link shows (`link_visible_entry_ids`) depends on its scope, chosen when it is made:
+- "path" (the default): exactly the path root → the link's node, nothing below it;
+- "subtree": that path plus every entry below the node, including what is appended
+  there later (the branch growing).
+Nothing else shows: not on the link page, not in its exports, not on its websocket.
 
 Every change that can take access away (link revoked or deleted, team share removed or
 its role changed, team member removed) publishes `access_changed` on the session group:
@@ -32,6 +34,26 @@ MAX_LINK_DAYS = 365
 
 class SharingError(ValueError):
     """Bad sharing input, with a message fit for the user."""
+
+
+EXPIRY_MESSAGE = (
+    f"Expiry must be a whole number of days from 1 to {MAX_LINK_DAYS}, "
+    "or empty for a link that does not expire."
+)
+
+
+def parse_expiry_days(raw) -> int | None:
+    """The expiry field of the link form: empty means no expiry; anything else must be a
+    whole number of days in range (`0`, `abc`, `1.5` are refused, never "no expiry")."""
+    text = "" if raw is None else str(raw).strip()
+    if not text:
+        return None
+    if not text.isascii() or not text.isdigit():
+        raise SharingError(EXPIRY_MESSAGE)
+    days = int(text)
+    if not 1 <= days <= MAX_LINK_DAYS:
+        raise SharingError(EXPIRY_MESSAGE)
+    return days
 
 
 def teams_for_sharing(user):
@@ -81,9 +103,16 @@ def create_link(
     actor,
     leaf_pi_id: str | None,
     target_pi_id: str | None = None,
-    expires_in_days: int | None = None,
+    expires_in_days: int | str | None = None,
+    scope: str = ShareLink.Scope.PATH,
 ) -> ShareLink:
-    """A read-only link to the branch ending at `leaf_pi_id`, focused on `target_pi_id`."""
+    """A read-only link to the branch ending at `leaf_pi_id`, focused on `target_pi_id`;
+    `scope` "subtree" also shows everything below the leaf."""
+    if scope not in ShareLink.Scope.values:
+        raise SharingError(
+            "Choose what the link shows: the path to the node, or the node and everything under it."
+        )
+    expires_in_days = parse_expiry_days(expires_in_days)
     locked = lock_session(session.pk)
     leaf_pi_id = leaf_pi_id or (locked.leaf.pi_id if locked.leaf else None)
     target_pi_id = target_pi_id or leaf_pi_id
@@ -95,12 +124,11 @@ def create_link(
     ):
         raise SharingError("The focused entry must be on the shared branch.")
     expires_at = None
-    if expires_in_days:
-        if not 1 <= int(expires_in_days) <= MAX_LINK_DAYS:
-            raise SharingError(f"Expiry must be between 1 and {MAX_LINK_DAYS} days.")
-        expires_at = timezone.now() + timedelta(days=int(expires_in_days))
+    if expires_in_days is not None:
+        expires_at = timezone.now() + timedelta(days=expires_in_days)
     link = ShareLink.objects.create(
         token=secrets.token_urlsafe(32),
+        scope=scope,
         session=locked,
         leaf_pi_id=leaf_pi_id,
         target_pi_id=target_pi_id,
@@ -108,7 +136,13 @@ def create_link(
         expires_at=expires_at,
     )
     record_activity(
-        locked, actor, "created share link", link=link.pk, leaf=leaf_pi_id, target=target_pi_id
+        locked,
+        actor,
+        "created share link",
+        link=link.pk,
+        leaf=leaf_pi_id,
+        target=target_pi_id,
+        scope=scope,
     )
     return link
 
@@ -138,12 +172,16 @@ def link_state(link: ShareLink) -> str:
 # --- what a link shows -------------------------------------------------------------------
 
 
-def visible_ids(pairs: Iterable[tuple[str, str | None]], leaf_pi_id: str | None) -> set[str]:
-    """The ids a link to `leaf_pi_id` shows, from (id, parentId) pairs: the path root → leaf
-    and every entry below the leaf. A link made on an empty session (no leaf) shows all."""
+def visible_ids(
+    pairs: Iterable[tuple[str, str | None]], leaf_pi_id: str | None, *, subtree: bool = False
+) -> set[str]:
+    """The ids a link to `leaf_pi_id` shows, from (id, parentId) pairs: the path root → leaf,
+    and with `subtree` every entry below the leaf too. A link made on an empty session (no
+    leaf) shows nothing, or with `subtree` everything (all of it grew below "before the
+    first entry")."""
     parent_of = dict(pairs)
     if leaf_pi_id is None:
-        return set(parent_of)
+        return set(parent_of) if subtree else set()
     if leaf_pi_id not in parent_of:
         return set()
     seen: set[str] = set()
@@ -151,6 +189,8 @@ def visible_ids(pairs: Iterable[tuple[str, str | None]], leaf_pi_id: str | None)
     while node is not None and node in parent_of and node not in seen:
         seen.add(node)
         node = parent_of[node]
+    if not subtree:
+        return seen
     children = defaultdict(list)
     for pi_id, parent in parent_of.items():
         children[parent].append(pi_id)
@@ -173,7 +213,11 @@ def _parent_pairs(session_pk: int):
 
 def link_visible_entry_ids(link: ShareLink) -> set[str]:
     """Every entry id the link's page, exports and websocket may show (one light query)."""
-    return visible_ids(_parent_pairs(link.session_id), link.leaf_pi_id)
+    return visible_ids(
+        _parent_pairs(link.session_id),
+        link.leaf_pi_id,
+        subtree=link.scope == ShareLink.Scope.SUBTREE,
+    )
 
 
 def link_covers_new_entry(link: ShareLink, pi_id: str) -> bool:
@@ -181,8 +225,11 @@ def link_covers_new_entry(link: ShareLink, pi_id: str) -> bool:
 
     For the websocket's check of an appended entry. One query that walks up the parent
     links only while entries are newer than the link's leaf (a child is always appended
-    after its parent), so an entry on another branch costs a short walk too.
+    after its parent), so an entry on another branch costs a short walk too. A "path"
+    link never covers a new entry: nothing below its node shows.
     """
+    if link.scope != ShareLink.Scope.SUBTREE:
+        return False
     if link.leaf_pi_id is None:
         return Entry.objects.filter(session_id=link.session_id, pi_id=pi_id).exists()
     leaf = (

@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 
 from sessions_app.context.preview import entry_row_columns
+from sessions_app.context.usage import usage_with_day
 from sessions_app.models import CONTEXT_MARKER_TYPES, Activity, Entry, Session
 from sessions_app.services import events
+from sessions_app.services.usage import UsageRecorder, usage_columns
 
 UNSET = object()
 MAX_PATH_DEPTH = 10_000_000
@@ -63,9 +65,11 @@ def create_session(
     source: str = Session.Source.LIVE,
     model_profile: str = "",
 ) -> Session:
+    started = datetime.now(UTC)
     session = Session.objects.create(
         pi_id=str(uuid.uuid4()),
-        header_timestamp=now_iso(),
+        header_timestamp=started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        started_at=started,
         cwd=cwd,
         owner=owner,
         name=name,
@@ -121,6 +125,7 @@ def append_entry(
                 k: v for k, v in payload.items() if k not in ("type", "id", "parentId", "timestamp")
             },
         }
+        usage = usage_with_day(full)
         entry = Entry.objects.create(
             session=locked,
             pi_id=pi_id,
@@ -129,7 +134,11 @@ def append_entry(
             seq=locked.next_seq,
             payload=full,
             **entry_columns(full),
+            **usage_columns(usage[0] if usage else None),
         )
+        recorder = UsageRecorder()
+        recorder.add(entry.seq, entry.timestamp, usage, copied=False)
+        recorder.apply(locked)
         locked.next_seq += 1
         locked.entry_count += 1
         if move_leaf:

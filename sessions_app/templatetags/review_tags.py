@@ -7,6 +7,8 @@ cached on the request, so a tree of thousands of nodes costs a single query.
 from django import template
 from django.utils.html import format_html
 
+from sessions_app.context import input_limits
+from sessions_app.context.jsutil import js_number_to_string
 from sessions_app.services.comments import open_comment_counts_by_pi_id
 
 register = template.Library()
@@ -59,3 +61,11 @@ def comment_marker(context, session, entry_pi_id) -> str:
 @register.simple_tag(takes_context=True)
 def open_comment_count(context, session, entry_pi_id) -> int:
     return _counts(context, session).get(entry_pi_id, 0)
+
+
+@register.filter
+def js_number(value) -> str:
+    """A reported figure as JavaScript prints it (a sum that reached 1e999 is
+    "Infinity"); anything that is not a number as text."""
+    number = input_limits.js_number(value)
+    return str(value) if number is None else js_number_to_string(number)

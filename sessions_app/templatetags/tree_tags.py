@@ -42,10 +42,7 @@ KIND_ICONS = {
 
 @register.filter
 def tokens(value) -> str:
-    try:
-        return format_tokens(int(value or 0))
-    except (TypeError, ValueError):
-        return ""
+    return format_tokens(value or 0)
 
 
 @register.filter

@@ -8,7 +8,8 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.rendering import render_entry
+from sessions_app.context.input_limits import bounded, display_value
+from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.services import chat, llm, tree
 from sessions_app.services.access import EDITOR, check_access
 
@@ -60,18 +61,28 @@ def switch_model(request, session_id):
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     hidden, tail = tree.load_path_tail(session, limit)
-    entries = [
-        {
-            "payload": p,
-            "id": p.get("id"),
-            "type": p.get("type"),
-            "role": (p.get("message") or {}).get("role", ""),
-            "parts": render_entry(p),
-        }
-        for p in tail
-        if p.get("type") not in ("label", "session_info", "custom")
+    # Imported text may hold lone surrogates: display_value makes it safe to show.
+    tail = [
+        display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
     ]
-    return {"entries": entries, "hidden": hidden}
+    # Newest first within the page's budget: older entries join the "not shown" count.
+    rendered = render_entries_within(tail, page_budget())
+    entries = []
+    for p, parts in zip(tail, rendered, strict=True):
+        if parts is None:
+            continue
+        message = p.get("message")
+        role = message.get("role", "") if isinstance(message, dict) else ""
+        entries.append(
+            {
+                "payload": p,
+                "id": p.get("id"),
+                "type": bounded(p.get("type", "")),
+                "role": bounded(role),
+                "parts": parts,
+            }
+        )
+    return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}
 
 
 @login_required

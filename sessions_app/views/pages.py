@@ -8,17 +8,21 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import path
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from sessions_app.agent.paths import WorkspaceError, user_areas
+from sessions_app.context.usage import UsageTotals
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.provenance import session_provenance
+from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
+from sessions_app.selectors.usage import session_models
 from sessions_app.services import tree as tree_service
 from sessions_app.services import workspaces
-from sessions_app.services.access import VIEWER, check_access, visible_sessions
+from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
 from sessions_app.views.tree import entry_context, tree_context, tree_state
 
@@ -27,25 +31,31 @@ MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
 def _list_context(request, **extra) -> dict:
-    sessions = visible_sessions(request.user).select_related("owner").order_by("-modified_at")
-    query = request.GET.get("q", "").strip()[:200]
-    if query:
-        text_match = Entry.objects.filter(session=OuterRef("pk"), preview__icontains=query)
-        sessions = sessions.filter(
-            Q(name__icontains=query)
-            | Q(first_message__icontains=query)
-            | Q(cwd__icontains=query)
-            | Q(pi_id__startswith=query)
-            | Exists(text_match)
-        )
-    source = request.GET.get("source", "")
-    if source in Session.Source.values:
-        sessions = sessions.filter(source=source)
+    filters = ListFilters.from_params(request.GET)
+    sessions = visible_list(request.user, filters)
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    projects, models = list_choices(request.user)
+    sort_links = {}
+    for name in SORTS:
+        # A click sorts by the column, highest first; a second click flips it.
+        flipped = name if filters.sort == f"-{name}" else f"-{name}"
+        sort_links[name] = {
+            "url": "?" + urlencode(filters.as_params(sort=flipped)),
+            "state": "desc"
+            if filters.sort == f"-{name}"
+            else "asc"
+            if filters.sort == name
+            else "",
+        }
     return {
         "page": page,
-        "query": query,
-        "source": source,
+        "filters": filters,
+        "query": filters.query,
+        "source": filters.source,
+        "page_query": urlencode(filters.as_params()),
+        "sort_links": sort_links,
+        "projects": projects,
+        "models": models,
         "sources": Session.Source.choices,
         "profiles": sorted(model_profiles()),
         # The user's own folders of the workspace roots: new sessions must live inside one.
@@ -137,7 +147,20 @@ def session_detail(request, session_id):
                 entry_context(access, entry, context["view_leaf"]),
                 request=request,
             )
+    context["usage_rows"] = session_models(session)
+    context["usage_total"] = UsageTotals()
+    for row in context["usage_rows"]:
+        context["usage_total"].add(row["totals"])
+    context["provenance"] = session_provenance(session)
     return render(request, "sessions_app/session_detail.html", context)
+
+
+@login_required
+def provenance_panel(request, session_id):
+    """The provenance line alone (the page refreshes it as a followed file grows)."""
+    access = check_access(request.user, session_id, VIEWER)
+    context = {"session": access.session, "provenance": session_provenance(access.session)}
+    return render(request, "sessions_app/_provenance.html", context)
 
 
 urlpatterns = [
@@ -145,4 +168,5 @@ urlpatterns = [
     path("import/", import_session, name="session_import"),
     path("new/", new_session, name="session_new"),
     path("s/<str:session_id>/", session_detail, name="session_detail"),
+    path("s/<str:session_id>/provenance/", provenance_panel, name="session_provenance"),
 ]

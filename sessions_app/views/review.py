@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Activity, Entry, Job, SessionShare, ShareLink
+from sessions_app.rendering import page_budget
 from sessions_app.services import comments as comments_service
 from sessions_app.services import compare as compare_service
 from sessions_app.services import exports, sharing
@@ -34,15 +35,19 @@ ACTIVITY_LIMIT = 100
 
 
 def _bad_request(request, message: str, status: int = 400):
+    """An error for the person: escaped HTML for an HTMX swap, else plain text. Messages
+    may quote what was sent (an export format, an entry id): never as markup."""
     if request.htmx:
-        return HttpResponse(f'<p class="error" role="alert">{_escape(message)}</p>', status=status)
-    return HttpResponseBadRequest(message)
+        return render(
+            request, "sessions_app/review/_error.html", {"message": message}, status=status
+        )
+    return plain_text(message, status)
 
 
-def _escape(text: str) -> str:
-    from django.utils.html import escape
-
-    return escape(text)
+def plain_text(message: str, status: int) -> HttpResponse:
+    response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _int(value) -> int | None:
@@ -55,6 +60,13 @@ def _int(value) -> int | None:
 # --- comments ---------------------------------------------------------------------------
 
 
+def _mark_resolvable(request, access, threads) -> None:
+    for thread in threads:
+        thread.can_resolve = access.can_comment and comments_service.may_resolve(
+            thread, request.user, access.can_edit
+        )
+
+
 def _comments_context(request, access, entry_pi_id: str | None, error: str = ""):
     entry = (
         Entry.objects.filter(session=access.session, pi_id=entry_pi_id)
@@ -64,6 +76,7 @@ def _comments_context(request, access, entry_pi_id: str | None, error: str = "")
         else None
     )
     threads = comments_service.threads_for_entry(access.session, entry.pi_id) if entry else []
+    _mark_resolvable(request, access, threads)
     return {
         "access": access,
         "session": access.session,
@@ -119,6 +132,8 @@ def _set_resolved(request, session_id, comment_id, resolved: bool):
         raise PermissionDenied("Share-link visitors cannot resolve comments.")
     try:
         comment = comments_service.set_resolved(access.session, comment_id, request.user, resolved)
+    except comments_service.CommentRightsError as exc:
+        raise PermissionDenied(str(exc)) from exc
     except comments_service.CommentError as exc:
         raise Http404(str(exc)) from exc
     if request.POST.get("from") == "list":
@@ -156,6 +171,7 @@ def comment_counts(request, session_id):
 def review_list(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
     threads = list(comments_service.open_threads(access.session))
+    _mark_resolvable(request, access, threads)
     return render(
         request,
         "sessions_app/review/review_list.html",
@@ -208,6 +224,7 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "new_link": new_link,
             "error": error,
             "leaf": request.GET.get("leaf") or (session.leaf.pi_id if session.leaf_id else ""),
+            "scopes": ShareLink.Scope.choices,
             "target": request.GET.get("target", ""),
         },
         status=status,
@@ -258,7 +275,8 @@ def create_link(request, session_id):
             actor=request.user,
             leaf_pi_id=request.POST.get("leaf") or None,
             target_pi_id=request.POST.get("target") or None,
-            expires_in_days=_int(request.POST.get("expires_in_days")),
+            expires_in_days=request.POST.get("expires_in_days"),
+            scope=request.POST.get("scope") or ShareLink.Scope.PATH,
         )
     except sharing.SharingError as exc:
         return _sharing_page(request, access, str(exc), status=400)
@@ -310,7 +328,9 @@ def share_link(request, token):
     target = _link_entry(request, "target", visible) or (
         link.target_pi_id if leaf == link.leaf_pi_id else leaf
     )
-    view = exports.branch_view(access.session, leaf if leaf else UNSET, target, visible)
+    view = exports.branch_view(
+        access.session, leaf if leaf else UNSET, target, visible, budget=page_budget()
+    )
     response = render(
         request,
         "sessions_app/review/share_page.html",
@@ -338,9 +358,7 @@ LINK_JSONL_REFUSED = (
 def share_link_export(request, token, fmt):
     access, link = _link_access(request, token)
     if fmt == "jsonl":
-        return HttpResponse(
-            LINK_JSONL_REFUSED, status=403, content_type="text/plain; charset=utf-8"
-        )
+        return plain_text(LINK_JSONL_REFUSED, 403)
     visible = sharing.link_visible_entry_ids(link)
     leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
     return _export_response(request, access, fmt, leaf, visible)
@@ -356,7 +374,10 @@ def _export_response(request, access, fmt: str, leaf: str | None, visible: set |
         )
     except exports.ExportError as exc:
         return _bad_request(request, str(exc))
-    response = HttpResponse(export.content, content_type=export.content_type)
+    if export.streams:  # (the pi JSONL: never the whole file in memory)
+        response = StreamingHttpResponse(export.content, content_type=export.content_type)
+    else:
+        response = HttpResponse(export.content, content_type=export.content_type)
     disposition = "inline" if request.GET.get("inline") == "1" and fmt != "html" else "attachment"
     response["Content-Disposition"] = f'{disposition}; filename="{export.filename}"'
     response["X-Content-Type-Options"] = "nosniff"

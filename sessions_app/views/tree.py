@@ -8,16 +8,18 @@ laid out from one `values_list()` query of light columns (never payloads) by
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponseBadRequest
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from sessions_app.context.preview import entry_text as plain_entry_text
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Job, Session
-from sessions_app.rendering import full_output_path, render_entry, render_llm_message
+from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
 from sessions_app.services import jobs, navigation, workspaces
 from sessions_app.services.access import EDITOR, VIEWER, check_access
 from sessions_app.services.fork import fork_session
@@ -228,6 +230,9 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "prefills": rule["editorText"] is not None,
         "fork_scopes": FORK_SCOPES,
         "blocking_job": navigation.blocking_job(session) if access.can_edit else None,
+        # Parts are cut to the page limit: a bigger entry offers the rest lazily.
+        "entry_chars": len(entry.line),
+        "is_large": len(entry.line) > page_limit(),
     }
 
 
@@ -240,6 +245,54 @@ def entry_pane(request, session_id, entry_id):
         access.session.leaf.pi_id if access.session.leaf_id else None
     )
     return render(request, "sessions_app/tree/_entry.html", entry_context(access, entry, view_leaf))
+
+
+@login_required
+@require_GET
+def entry_text(request, session_id, entry_id):
+    """ "Show more": the entry's text from `?from=` on, one bounded window at a time
+    (settings.PIWEB_SHOW_MORE_CHARS characters), as escaped plain text."""
+    access = check_access(request.user, session_id, VIEWER)
+    entry = _get_entry(access.session, entry_id)
+    try:
+        start = max(0, int(request.GET.get("from", "0")))
+    except ValueError:
+        start = 0
+    text = plain_entry_text(entry.payload)
+    end = start + settings.PIWEB_SHOW_MORE_CHARS
+    return render(
+        request,
+        "sessions_app/tree/_entry_text.html",
+        {
+            "session": access.session,
+            "entry": entry,
+            "chunk": text[start:end],
+            "start": start,
+            "next": end if end < len(text) else None,
+            "left": max(0, len(text) - end),
+            "total": len(text),
+        },
+    )
+
+
+RAW_CHUNK_CHARS = 1 << 20
+
+
+@login_required
+@require_GET
+def entry_raw(request, session_id, entry_id):
+    """The entry exactly as stored (its JSONL line), as a streamed download."""
+    access = check_access(request.user, session_id, VIEWER)
+    line = _get_entry(access.session, entry_id).line
+    chunks = (
+        line[i : i + RAW_CHUNK_CHARS].encode("utf-8", "surrogatepass")
+        for i in range(0, len(line), RAW_CHUNK_CHARS)
+    )
+    response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
+    name = "".join(c for c in entry_id if c.isalnum() or c in "-_")[:40] or "entry"
+    response["Content-Disposition"] = f'attachment; filename="entry-{name}.json"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def safe_output_path(session: Session, raw: str | None) -> Path | None:
@@ -377,7 +430,7 @@ def action_fork(request, session_id, entry_id):
     _get_entry(access.session, entry_id)
     scope = request.POST.get("scope", "path")
     if scope not in FORK_SCOPES:
-        return HttpResponseBadRequest("Unknown fork scope.")
+        return _message(request, "Unknown fork scope.", "error", 400)
     try:
         new = fork_session(access.session, entry_id, scope, request.user)
     except ValueError as exc:
@@ -418,6 +471,8 @@ urlpatterns = [
     path("s/<str:session_id>/tree/run/<str:first_id>/<str:last_id>/", tree_run, name="tree_run"),
     path("s/<str:session_id>/e/<str:entry_id>/", entry_pane, name="entry_pane"),
     path("s/<str:session_id>/e/<str:entry_id>/output/", entry_output, name="entry_output"),
+    path("s/<str:session_id>/e/<str:entry_id>/text/", entry_text, name="entry_text"),
+    path("s/<str:session_id>/e/<str:entry_id>/raw/", entry_raw, name="entry_raw"),
     path("s/<str:session_id>/e/<str:entry_id>/navigate/", action_navigate, name="entry_navigate"),
     path("s/<str:session_id>/e/<str:entry_id>/label/", action_label, name="entry_label"),
     path("s/<str:session_id>/e/<str:entry_id>/fork/", action_fork, name="entry_fork"),

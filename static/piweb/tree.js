@@ -273,6 +273,12 @@
       close.closest(".inspector").remove();
       return;
     }
+    var copy = ev.target.closest(".copy-text");
+    if (copy) {
+      ev.preventDefault();
+      copyText(copy.dataset.text, copy);
+      return;
+    }
     var link = ev.target.closest(".copy-link, .copy-entry-link");
     if (link) {
       ev.preventDefault();
@@ -373,9 +379,24 @@
     if (box) box.focus();
   });
 
+  // Another panel (the context chart in usage.js) asks to select a node.
+  document.addEventListener("piweb:select-entry", function (ev) {
+    if (ev.detail && ev.detail.id) goTo(ev.detail.id);
+  });
+
   // Live updates from the session websocket (piweb.js).
   document.addEventListener("piweb:entry_appended", function () { scheduleRefresh(); });
   document.addEventListener("piweb:leaf_moved", function () { scheduleRefresh(); });
+  // A followed file grew: its "last line read" time moved (the provenance line).
+  var provenanceTimer = null;
+  document.addEventListener("piweb:entry_appended", function () {
+    var el = document.getElementById("provenance");
+    if (!el || !el.dataset.url) return;
+    clearTimeout(provenanceTimer);
+    provenanceTimer = setTimeout(function () {
+      htmx.ajax("GET", el.dataset.url, { target: "#provenance", swap: "outerHTML" });
+    }, 400);
+  });
   document.addEventListener("piweb:job_progress", function (ev) {
     var d = ev.detail || {};
     var box = document.getElementById("tree-job-status");

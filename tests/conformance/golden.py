@@ -1,7 +1,8 @@
 """Locating and loading pi's golden vectors (SPEC section 9).
 
 The folder comes from the ``PIWEB_GOLDEN_DIR`` environment variable, or
-defaults to ``<repo root>/../shared/golden``.  A missing folder or file is a
+defaults to ``<repo root>/../shared/golden-0.80.2`` (pi 0.80.2's vectors; the older
+``golden`` folder of pi 0.73.1 is no longer read).  A missing folder or file is a
 test failure with a clear message, never a skip: conformance must not pass
 silently because its data went missing.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
+DEFAULT_GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden-0.80.2"
 
 
 def golden_dir() -> Path:

@@ -31,14 +31,17 @@ def test_share_a_branch_link_and_open_it_logged_out(page_for, make_user, artifac
     ids = data.ids
     page = page_for(owner)
     page.goto(f"/s/{data.session.pi_id}/sharing/?leaf={ids['a3']}&target={ids['a2']}")
+    page.check("input[name=scope][value=subtree]")  # the node and everything under it
     page.click("#rv-create-link")
     link_url = page.input_value("#rv-new-link")
     link = ShareLink.objects.get()
     assert link.leaf_pi_id == ids["a3"] and link.target_pi_id == ids["a2"]
+    assert link.scope == ShareLink.Scope.SUBTREE
 
     visitor = page_for(None)  # logged out
     visitor.goto(link_url)
-    expect(visitor.locator(".rv-live-note")).to_contain_text("as it is now")
+    expect(visitor.locator(".rv-live-note")).to_contain_text("a node and everything under it")
+    expect(visitor.locator(".rv-live-note")).to_contain_text("as they are now")
     expect(visitor.locator(f"#e-{ids['a3']}")).to_contain_text("Fixed the parser")
     expect(visitor.locator(f"#e-{ids['a2']}")).to_have_class(
         "rv-entry rv-type-message rv-role-assistant rv-target"

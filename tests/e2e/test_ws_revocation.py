@@ -37,7 +37,9 @@ def world(make_user):
         TeamMembership.objects.create(team=team, user=user)
     data = build_branchy_session(owner)
     share = sharing.share_with_team(data.session, team.pk, "viewer", actor=owner)
-    link = sharing.create_link(data.session, actor=owner, leaf_pi_id=data.ids["a3"])
+    link = sharing.create_link(
+        data.session, actor=owner, leaf_pi_id=data.ids["a3"], scope=ShareLink.Scope.SUBTREE
+    )
     for user in (owner, member):
         user.cookie = session_cookie_for(user)
     return {

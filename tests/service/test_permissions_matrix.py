@@ -51,12 +51,15 @@ ROUTES: dict[str, Route] = {
     "session_import": Route("login", "POST", ok=400),  # no file: refused after login
     "session_new": Route("login", "POST", ok=400),  # no cwd
     "session_detail": Route("viewer", kwargs=S),
+    "session_provenance": Route("viewer", kwargs=S),
     # tree
     "tree_panel": Route("viewer", kwargs=S),
     "tree_branch": Route("viewer", kwargs={**S, "head_id": "branch_head"}),
     "tree_run": Route("viewer", kwargs={**S, "first_id": "entry", "last_id": "entry"}),
     "entry_pane": Route("viewer", kwargs=E),
     "entry_output": Route("viewer", ok=404, kwargs=E),  # no full output file on this entry
+    "entry_text": Route("viewer", kwargs=E),
+    "entry_raw": Route("viewer", kwargs=E),
     "entry_navigate": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
     "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
@@ -77,11 +80,13 @@ ROUTES: dict[str, Route] = {
     "review_comment_add": Route(
         "viewer", "POST", kwargs=S, data={"entry": "entry", "body": "hello"}, htmx=True
     ),
+    # The owner's thread: a viewer may resolve only threads they started
+    # (tests/service/test_review_comments.py), so here editors and up.
     "review_comment_resolve": Route(
-        "viewer", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
+        "editor", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
     ),
     "review_comment_reopen": Route(
-        "viewer", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
+        "editor", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
     ),
     "review_comment_counts": Route("viewer", kwargs=S),
     "activity": Route("viewer", kwargs=S, htmx=True),
@@ -102,6 +107,10 @@ ROUTES: dict[str, Route] = {
     "share_link_export": Route("link", kwargs={"token": "token", "fmt": "md"}),
     "search": Route("login", query={"q": "zebrafish"}),
     "teams": Route("login"),
+    # usage
+    "usage_context_chart": Route("viewer", kwargs=S),
+    "usage_dashboard": Route("login"),  # counts only what the caller can see
+    "usage_csv": Route("login"),
 }
 
 
@@ -284,7 +293,13 @@ def test_export_matrix_every_format(make_user):
             want = expected_status(route, persona)
             assert response.status_code == want, (fmt, persona)
             if want == 200:
-                assert SECRET_NAME in response.content.decode() or fmt == "jsonl"
+                body = (
+                    b"".join(response.streaming_content)  # (the pi JSONL streams)
+                    if response.streaming
+                    else response.content
+                )
+                assert SECRET_NAME in body.decode() or fmt == "jsonl"
+                assert fmt != "jsonl" or world.sid in body.decode()
                 assert response["Content-Disposition"].startswith("attachment")
         link = world.client("anonymous").get(f"/l/{world.token}/export/{fmt}/")
         # a link exports its branch (HTML, Markdown); the session's pi JSONL is refused

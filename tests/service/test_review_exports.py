@@ -86,7 +86,8 @@ def test_export_views(client, make_user):
     assert html["Content-Disposition"].startswith("attachment;")
     assert html["Content-Type"].startswith("text/html")
     jsonl = client.get(base + "jsonl/")
-    first = json.loads(jsonl.content.decode().splitlines()[0])
+    assert jsonl.streaming  # never the whole file in memory
+    first = json.loads(b"".join(jsonl.streaming_content).decode().splitlines()[0])
     assert first["type"] == "session" and first["id"] == data.session.pi_id
     assert client.get(base + "pdf/").status_code == 400
     assert client.get(base + "md/", {"leaf": "zzz"}).status_code == 400

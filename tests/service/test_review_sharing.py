@@ -53,12 +53,14 @@ def test_share_with_team_change_role_and_revoke(setup):
 def test_link_page_shows_live_branch_and_dies_when_revoked_or_expired(client, setup):
     owner, _, _, data = setup
     session, ids = data.session, data.ids
-    link = sharing.create_link(session, actor=owner, leaf_pi_id=ids["a3"], target_pi_id=ids["a2"])
+    link = sharing.create_link(
+        session, actor=owner, leaf_pi_id=ids["a3"], target_pi_id=ids["a2"], scope="subtree"
+    )
     url = f"/l/{link.token}/"
     response = client.get(url)  # logged out
     assert response.status_code == 200
     body = response.content.decode()
-    assert "as it is <em>now</em>" in body
+    assert "as they are <em>now</em>" in body
     assert "Fixed the parser. All tests pass." in body  # branch A is shown
     assert f'id="e-{ids["b3"]}"' not in body  # branch B is not shown at all (not in the tree)
     assert f'data-entry-id="{ids["b3"]}"' not in body

@@ -17,7 +17,12 @@ from sessions_app.context.compaction import (
     format_file_operations,
     prepare_compaction,
 )
-from sessions_app.context.tokens import estimate_context_tokens, estimate_tokens, should_compact
+from sessions_app.context.tokens import (
+    estimate_context_tokens,
+    estimate_tokens,
+    get_assistant_usage,
+    should_compact,
+)
 
 from ._ctxdata import assistant, entry, random_path, tool_result, user
 
@@ -215,12 +220,16 @@ def test_token_estimates_utf16_and_usage():
     assert (
         estimate_tokens({"role": "user", "content": "\U0001f600\U0001f600"}) == 1
     )  # 4 UTF-16 units
+    # pi 0.80.2 counts an image in a user message as 4800 chars (0.73 ignored it).
     assert (
         estimate_tokens(
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "abcde"}]}
         )
-        == 2
+        == 1202
     )
+    # pi 0.80.2: usage adding up to zero tokens is no usage.
+    zero = assistant("z", None, usage_total=0, text="")["message"]
+    assert get_assistant_usage(zero) is None
     aborted = assistant("a", None, stop="aborted", usage_total=999)["message"]
     ok = assistant("b", None, usage_total=50, text="")["message"]
     trailing = {"role": "user", "content": "x" * 8}

@@ -40,7 +40,10 @@ def _nbytes(text: str) -> int:
 
 
 def _model(content: str, max_lines: int, max_bytes: int, tail: bool) -> dict:
-    lines = content.split("\n")
+    # pi 0.80.2: no lines in "", and a trailing newline does not start one.
+    lines = content.split("\n") if content else []
+    if content.endswith("\n"):
+        lines.pop()
     total_lines, total_bytes = len(lines), _nbytes(content)
     base = {
         "totalLines": total_lines,
@@ -173,7 +176,8 @@ def test_defaults_are_pi_limits():
     assert (head.max_lines, head.max_bytes) == (2000, 51200)
     assert head.output_lines == 2000 and head.truncated_by == "lines"
     tail = truncate_tail(text)
-    assert tail.total_lines == 3001 and tail.content.endswith("x\n")
+    # pi 0.80.2: the trailing newline ends the last line (3000 lines, none empty).
+    assert tail.total_lines == 3000 and tail.content == "\n".join(["x"] * 2000)
 
 
 def test_head_first_line_too_long():
@@ -326,7 +330,7 @@ def test_bash_output_and_tool_text():
     )
     big = truncate_tail("line\n" * 3000)
     text = bash_output_text(big, "/tmp/full.log")
-    assert text.endswith("\n\n[Showing lines 1002-3001 of 3001. Full output: /tmp/full.log]")
+    assert text.endswith("\n\n[Showing lines 1001-3000 of 3000. Full output: /tmp/full.log]")
     assert text.startswith("line\n")
 
 
@@ -396,7 +400,7 @@ def _feed_all(acc: StreamingTail, data: bytes, rng: random.Random, max_chunk: in
 def test_streaming_nothing_printed(tmp_path):
     acc = StreamingTail(output_path=tmp_path)
     snap = acc.snapshot()
-    assert snap.content == "" and snap.total_bytes == 0 and snap.total_lines == 1
+    assert snap.content == "" and snap.total_bytes == 0 and snap.total_lines == 0
     result = acc.finish()
     assert result.text == "(no output)" and result.notice is None
     assert result.full_output_path is None and not result.truncation.truncated
@@ -451,7 +455,7 @@ def test_streaming_spills_on_line_limit_alone(tmp_path):
     acc.feed(data)
     result = acc.finish()
     assert result.truncation.truncated_by == "lines"
-    assert result.notice == f"[Showing lines 7-11 of 11. Full output: {result.full_output_path}]"
+    assert result.notice == f"[Showing lines 6-10 of 10. Full output: {result.full_output_path}]"
     with open(result.full_output_path, "rb") as fh:
         assert fh.read() == data
 
@@ -568,3 +572,15 @@ def test_streaming_accepts_memoryview_and_bytearray(tmp_path):
     acc.feed(memoryview(b"ab\n"))
     acc.feed(bytearray(b"cd"))
     assert acc.finish().text == "ab\ncd"
+
+
+def test_streaming_long_last_line_ending_in_newline_keeps_its_end(tmp_path):
+    """pi 0.80.2's rule: the final newline ends the last line, it is no empty line of its own."""
+    data = b"first\n" + b"y" * 500 + b"z\n"
+    acc = StreamingTail(max_lines=10, max_bytes=16, output_path=tmp_path)
+    for pos in range(0, len(data), 7):
+        acc.feed(data[pos : pos + 7])
+    result = acc.finish()
+    assert result.truncation == truncate_tail(data.decode(), 10, 16)
+    assert result.truncation.last_line_partial and result.truncation.content == "y" * 15 + "z"
+    assert result.truncation.total_lines == 2

@@ -26,11 +26,21 @@ class Command(BaseCommand):
             result = exports.export_session(session, format, leaf)
         except exports.ExportError as exc:
             raise CommandError(str(exc)) from exc
+        chunks = (
+            result.content if result.streams else [result.content.encode("utf-8", "surrogatepass")]
+        )
         if output == "-":
-            sys.stdout.write(result.content)
+            sys.stdout.flush()
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
             return
         target = Path(output)
         if target.is_dir():
             target = target / result.filename
-        target.write_text(result.content, encoding="utf-8")
-        self.stderr.write(f"wrote {target} ({len(result.content.encode()):,} bytes)")
+        written = 0
+        with target.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                written += len(chunk)
+        self.stderr.write(f"wrote {target} ({written:,} bytes)")

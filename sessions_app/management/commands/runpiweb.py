@@ -1,16 +1,20 @@
-"""Start everything piweb needs in one command: (embedded Redis), daphne, a Celery worker."""
+"""Start everything piweb needs in one command: (embedded Redis), daphne, a Celery worker.
+
+The processes run under piweb.supervisor: when one dies (killed, out of memory…) the
+others keep serving and the dead one is restarted with a backoff, and both are logged.
+A feature that needs another long-running process adds it to `children()`.
+"""
 
 import os
-import signal
-import subprocess
 import sys
-import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from piweb import embedded
+from piweb.supervisor import Supervisor
+from sessions_app.services import sandboxing
 
 
 class Command(BaseCommand):
@@ -25,50 +29,48 @@ class Command(BaseCommand):
             "--concurrency", type=int, default=int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4"))
         )
 
-    def handle(self, *args, host, port, concurrency, **options):
-        children: list[subprocess.Popen] = []
+    def children(self, supervisor: Supervisor, *, host, port, concurrency) -> list[str] | None:
+        """Every process runpiweb keeps running, in start order; returns the follower's
+        command line (None when no pi session folder is followed)."""
         if settings.USES_EMBEDDED_REDIS:
-            redis_process = embedded.start(settings.EMBEDDED_REDIS_SOCKET)
-            if redis_process:
-                children.append(redis_process)
+            supervisor.add("embedded redis", lambda: embedded.start(settings.EMBEDDED_REDIS_SOCKET))
             self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
         env = dict(os.environ)
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "piweb",
-                    "worker",
-                    "-l",
-                    "warning",
-                    "-c",
-                    str(concurrency),
-                    "-Q",
-                    settings.CELERY_TASK_DEFAULT_QUEUE,
-                ],
-                env=env,
-            )
+        supervisor.add_command(
+            "celery worker",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "piweb",
+                "worker",
+                "-l",
+                "warning",
+                "-c",
+                str(concurrency),
+                "-Q",
+                settings.CELERY_TASK_DEFAULT_QUEUE,
+            ],
+            env,
         )
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    host,
-                    "-p",
-                    str(port),
-                    "piweb.asgi:application",
-                ],
-                env=env,
-            )
+        supervisor.add_command(
+            "daphne",
+            [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
+            env,
         )
+        follower = self._follower()
+        if follower:
+            supervisor.add_command("pi session follower", follower, env)
+        return follower
+
+    def handle(self, *args, host, port, concurrency, **options):
+        supervisor = Supervisor(report=self._report)
+        follower = self.children(supervisor, host=host, port=port, concurrency=concurrency)
+        supervisor.start_all()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
+        self.stdout.write(sandboxing.status())
         if not get_user_model().objects.exists():
             self.stdout.write(
                 "No users yet: create one with `make createsuperuser` (in another terminal)."
@@ -77,30 +79,45 @@ class Command(BaseCommand):
             self.stdout.write(
                 "No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see README)."
             )
+        self._follow_banner(follower)
+        self.stdout.flush()
+        supervisor.run()
 
-        stopping = False
+    def _report(self, text: str) -> None:
+        self.stderr.write(f"runpiweb: {text}")
+        self.stderr.flush()
 
-        def stop(*_):
-            nonlocal stopping
-            stopping = True
+    def _follower(self) -> list[str] | None:
+        """The watch_pi_sessions command line when PIWEB_PI_SESSION_DIRS is set and an
+        owner is known (PIWEB_PI_SESSION_OWNER, else the only superuser)."""
+        dirs = settings.PIWEB_PI_SESSION_DIRS
+        if not dirs:
+            return None
+        owner = settings.PIWEB_PI_SESSION_OWNER
+        users = get_user_model().objects
+        if owner and not users.filter(username=owner).exists():
+            self.stderr.write(f"Not following {', '.join(dirs)}: no user named {owner!r}.")
+            return None
+        if not owner and users.filter(is_superuser=True, is_active=True).count() != 1:
+            self.stderr.write(
+                f"Not following {', '.join(dirs)}: set PIWEB_PI_SESSION_OWNER to the user "
+                "who owns the sessions (there is not exactly one superuser)."
+            )
+            return None
+        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "watch_pi_sessions"]
+        argv += [*dirs, "--search-in-worker"]
+        return argv + (["--owner", owner] if owner else [])
 
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(
-                            f"{child.args[0]} exited with {child.returncode}; stopping."
-                        )
-                        stopping = True
-                time.sleep(0.5)
-        finally:
-            for child in reversed(children):
-                if child.poll() is None:
-                    child.terminate()
-            for child in reversed(children):
-                try:
-                    child.wait(15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
+    def _follow_banner(self, follower: list[str] | None) -> None:
+        if follower:
+            self.stdout.write(
+                f"Following pi sessions in {', '.join(settings.PIWEB_PI_SESSION_DIRS)}"
+            )
+            return
+        pi_dir = settings.PIWEB_PI_DEFAULT_SESSION_DIR
+        single_user = get_user_model().objects.filter(is_active=True).count() <= 1
+        if not settings.PIWEB_PI_SESSION_DIRS and single_user and pi_dir.is_dir():
+            self.stdout.write(
+                f"pi sessions found in {pi_dir}: to see them here as pi writes them, start "
+                f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see README, Following pi's folders)."
+            )

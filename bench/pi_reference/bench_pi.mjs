@@ -1,0 +1,63 @@
+// Times pi's own core functions on inputs written by bench/core_bench.py, so both
+// sides run on the same data in one bench run.  Usage: node bench_pi.mjs JOB.json
+// JOB.json: {"cases": [{name, size, fn, entries?|text?, leaf?, keep?, repeat?}]}.
+// Prints {"package", "node", "results": [{name, size, ms}]} (best of `repeat`).
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const pkg = process.env.PI_PACKAGE || "pi-0.80.2";
+// The modules that define the functions (the package index also loads the
+// provider SDKs, which this install may resolve to another pi's versions).
+const dist = join(here, "node_modules", pkg, "dist", "core");
+const load_module = (path) => import(pathToFileURL(join(dist, path)).href);
+const pi = {
+  ...(await load_module("session-manager.js")),
+  ...(await load_module("compaction/compaction.js")),
+  ...(await load_module("tools/truncate.js")),
+};
+const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+
+const loaded = new Map();
+function load(file, asText) {
+  if (!loaded.has(file)) {
+    const raw = readFileSync(file, "utf8");
+    loaded.set(file, asText ? raw : JSON.parse(raw));
+  }
+  return loaded.get(file);
+}
+
+const makers = {
+  buildSessionContext: (c) => {
+    const entries = load(c.entries);
+    return () => pi.buildSessionContext(entries, c.leaf);
+  },
+  findCutPoint: (c) => {
+    const entries = load(c.entries);
+    const keep = c.keep === "Infinity" ? Infinity : c.keep;
+    return () => pi.findCutPoint(entries, 0, entries.length, keep);
+  },
+  truncateTail: (c) => {
+    const text = load(c.text, true);
+    return () => pi.truncateTail(text);
+  },
+  truncateHead: (c) => {
+    const text = load(c.text, true);
+    return () => pi.truncateHead(text);
+  },
+};
+
+const results = [];
+for (const c of job.cases) {
+  const run = makers[c.fn](c);
+  let best = Infinity;
+  for (let i = 0; i < (c.repeat ?? 5); i++) {
+    const start = process.hrtime.bigint();
+    run();
+    best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  results.push({ name: c.name, size: c.size, ms: best });
+  if (c.text) loaded.delete(c.text); // big texts: free before the next one
+}
+process.stdout.write(JSON.stringify({ package: pkg, node: process.version, results }));

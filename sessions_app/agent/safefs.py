@@ -1,0 +1,152 @@
+"""Opening files under a directory so that nothing outside it can be reached.
+
+Commands in the sandbox can create symlinks in the workspace and swap them at any
+moment, so checking a path and then opening it is a race. Every open here is done by
+the kernel relative to an open descriptor of the workspace root with ``openat2`` and
+``RESOLVE_BENEATH``: a symlink (absolute or relative), or a ``..``, that would lead out
+of the root fails with EXDEV at the moment of the open, wherever it sits in the path.
+Symlinks that stay inside are followed, as pi does. Walks (grep, find, ls) go further
+and follow no symlink at all for directories (``RESOLVE_NO_SYMLINKS``).
+
+Kernels without openat2 (before 5.6) get a component-by-component walk with
+``O_NOFOLLOW`` that refuses every symlink and every ``..``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+SYS_OPENAT2 = 437  # the same number on every Linux architecture
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_have_openat2: bool | None = None
+
+
+class EscapeError(OSError):
+    """The path leads outside the directory it was opened beneath."""
+
+
+def _openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> int:
+    if not flags & os.O_CREAT and flags & os.O_TMPFILE != os.O_TMPFILE:
+        mode = 0  # openat2 refuses a mode without O_CREAT
+    how = _OpenHow(flags | os.O_CLOEXEC, mode, resolve)
+    fd = _libc.syscall(SYS_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), path)
+    return fd
+
+
+def _walk_nofollow(dirfd: int, path: str, flags: int, mode: int) -> int:
+    """Fallback: open each component with O_NOFOLLOW; no symlink, no ``..``."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise EscapeError(errno.EXDEV, "path contains ..", path)
+    current = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+            os.close(current)
+            current = nxt
+            mode_bits = os.fstat(current).st_mode
+            if stat.S_ISLNK(mode_bits):
+                raise EscapeError(errno.ELOOP, "symlinks are not followed", path)
+            if not stat.S_ISDIR(mode_bits):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+        if not parts:
+            return os.open(".", flags | os.O_CLOEXEC, mode, dir_fd=current)
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=current)
+    finally:
+        os.close(current)
+
+
+def open_beneath(
+    dirfd: int, path: str, flags: int, mode: int = 0o666, *, follow: bool = True
+) -> int:
+    """A descriptor for ``path`` (relative) opened beneath ``dirfd``; EscapeError if the
+    path leads outside. ``follow=False``: no symlink anywhere in the path."""
+    global _have_openat2
+    resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+    if not follow:
+        resolve |= RESOLVE_NO_SYMLINKS
+    path = path or "."
+    if _have_openat2 is not False:
+        try:
+            fd = _openat2(dirfd, path, flags, mode, resolve)
+            _have_openat2 = True
+            return fd
+        except OSError as exc:
+            if exc.errno == errno.ENOSYS:
+                _have_openat2 = False
+            elif exc.errno == errno.EXDEV or (exc.errno == errno.ELOOP and not follow):
+                raise EscapeError(exc.errno, "leads outside the workspace", path) from None
+            else:
+                raise
+    try:
+        return _walk_nofollow(dirfd, path, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EscapeError(exc.errno, "symlinks are not followed", path) from None
+        raise
+
+
+def open_beneath_real(
+    root: str, root_fd: int, path: str, flags: int, mode: int = 0o666, *, follow: bool = True
+) -> int:
+    """Like :func:`open_beneath` (``root_fd`` is an open descriptor of the real path
+    ``root``), but a symlink inside that is written as an absolute path (which
+    RESOLVE_BENEATH always refuses) is followed too: its real path is computed, checked
+    to lie under ``root``, and opened with no symlink allowed on the way, so a link
+    swapped in after the check makes the open fail instead of escaping."""
+    try:
+        return open_beneath(root_fd, path, flags, mode, follow=follow)
+    except EscapeError:
+        if not follow:
+            raise
+    real = os.path.realpath(os.path.join(root, path))
+    prefix = root.rstrip("/") + "/"
+    if real != root and not real.startswith(prefix):
+        raise EscapeError(errno.EXDEV, "leads outside the workspace", path)
+    rel = "." if real == root else real[len(prefix) :]
+    return open_beneath(root_fd, rel, flags, mode, follow=False)
+
+
+def open_root(path: str) -> int:
+    """An O_PATH descriptor of the directory ``path`` (a real path), checked to be it."""
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    if os.readlink(f"/proc/self/fd/{fd}") != path:
+        os.close(fd)
+        raise EscapeError(errno.EXDEV, "the directory moved while it was opened", path)
+    return fd
+
+
+def read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def is_regular(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)

@@ -1,0 +1,615 @@
+"""The one sandbox every command of a session runs in (bubblewrap).
+
+:func:`launch` turns a shell command into the argv (and file descriptors) that run it
+inside ``bwrap`` with:
+
+- new user, PID, IPC, UTS, network (unless ``network``) and cgroup namespaces, an
+  unprivileged uid/gid (1000) inside whoever runs the worker, no capabilities;
+- ``/usr`` (and the ``/bin``, ``/lib``... links or directories) read-only, a short list of
+  ``/etc`` entries tools need (dynamic linker cache, CA certificates, alternatives,
+  locale and time zone data, git's system config), generated ``/etc/passwd``,
+  ``/etc/group``, ``/etc/hosts`` and ``/etc/hostname``; fresh ``/proc`` and ``/dev``;
+  a private, size-capped ``/tmp``;
+- the workspace bound read-write at its real path (through an already opened directory
+  file descriptor, so a path swapped for a symlink after the check cannot redirect the
+  mount) and nothing else of the host;
+- per-process limits set by the shell before the command runs (CPU seconds, address
+  space, processes, file size, no core files), hard and soft, so the command cannot
+  raise them back;
+- ``--die-with-parent``: when the worker kills bwrap (Stop, timeout) the kernel tears
+  down the PID namespace and with it every process the command started.
+
+RLIMIT_NPROC is not enforced for processes whose real uid is the host's root, which is
+what a sandbox run by a root worker maps to. For that case (and whenever it is writable)
+each command also gets its own pids cgroup with ``pids.max``: see :class:`PidsCgroup`.
+
+No Django here: the service layer builds a :class:`SandboxConfig` from settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+SANDBOX_USER = "piweb"
+SANDBOX_HOSTNAME = "piweb-sandbox"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# /etc entries copied in read-only when they exist. Everything else in /etc (shadow,
+# ssl/private, the host's passwd and hosts, service configs) stays out: when the worker
+# runs as root, root-owned files look like the sandbox user's own inside.
+ETC_ENTRIES = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "gai.conf",
+    "gitconfig",
+    "host.conf",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "magic",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "protocols",
+    "services",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "timezone",
+)
+# Only with network on: name resolution of the host.
+ETC_NETWORK_ENTRIES = ("resolv.conf",)
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+# Exit statuses of a shell whose child died of a limit's signal.
+SIGXCPU_STATUS = 128 + signal.SIGXCPU
+SIGXFSZ_STATUS = 128 + signal.SIGXFSZ
+SIGKILL_STATUS = 128 + signal.SIGKILL  # the hard CPU limit (nothing else kills inside)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox is required but cannot run here; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """How commands are isolated (see README "Sandbox")."""
+
+    mode: str = "bwrap"  # "bwrap" or "off" (single-user machines only)
+    bwrap: str = "bwrap"
+    network: bool = False
+    cpu_seconds: int = 600
+    memory_mb: int = 3072
+    max_processes: int = 256
+    file_size_mb: int = 1024
+    tmp_size_mb: int = 512
+    stage_dir: str = ""  # where the sandbox's /etc is prepared (default: a private temp dir)
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+
+def bwrap_binary(config: SandboxConfig) -> str | None:
+    return shutil.which(config.bwrap)
+
+
+INSTALL_HINT = "sudo apt-get install bubblewrap"
+
+
+MIN_BWRAP_VERSION = (0, 8, 0)  # --bind-fd and --size first appeared in 0.8.0
+_versions: dict[str, tuple[int, ...] | None] = {}
+
+
+def bwrap_version(binary: str) -> tuple[int, ...] | None:
+    """``bwrap --version`` as a tuple (cached per binary), None when it cannot be read."""
+    if binary not in _versions:
+        try:
+            out = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=10
+            ).stdout
+            _versions[binary] = tuple(int(p) for p in out.split()[-1].split("."))
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            _versions[binary] = None
+    return _versions[binary]
+
+
+def require(config: SandboxConfig) -> str | None:
+    """The bwrap binary to use (None when the sandbox is off); SandboxUnavailable if it is
+    missing or too old."""
+    if not config.enabled:
+        return None
+    binary = bwrap_binary(config)
+    if binary is None:
+        raise SandboxUnavailable(
+            f"Commands are refused: the sandbox (bubblewrap) is not installed, so "
+            f"{config.bwrap!r} was not found. An administrator must install it "
+            f"(`{INSTALL_HINT}`) and restart piweb. Setting PIWEB_SANDBOX=off instead "
+            "runs commands unsandboxed, which is only acceptable on a single-user machine."
+        )
+    version = bwrap_version(binary)
+    if version is None or version < MIN_BWRAP_VERSION:
+        found = ".".join(map(str, version)) if version else "unknown"
+        raise SandboxUnavailable(
+            f"Commands are refused: {binary} is bubblewrap {found}, and piweb needs "
+            f"{'.'.join(map(str, MIN_BWRAP_VERSION))} or newer (Debian 12, Ubuntu 24.04). "
+            "An administrator must install a newer bubblewrap and restart piweb."
+        )
+    return binary
+
+
+def status_line(config: SandboxConfig) -> str:
+    """One line for the startup banner: is every command isolated, and how."""
+    if not config.enabled:
+        return (
+            "Sandbox: OFF (PIWEB_SANDBOX=off). Commands run unsandboxed as the worker's user "
+            "and can read the secret key, the database and every workspace: only for a "
+            "single-user machine."
+        )
+    binary = bwrap_binary(config)
+    if binary is None:
+        return (
+            f"Sandbox: bwrap NOT FOUND: every command will be refused. Install it with "
+            f"`{INSTALL_HINT}` (or set PIWEB_SANDBOX=off on a single-user machine)."
+        )
+    try:
+        require(config)
+    except SandboxUnavailable as exc:
+        return f"Sandbox: UNUSABLE, every command will be refused. {exc}"
+    network = "ON (commands can reach the network and the host's services)"
+    network = network if config.network else "off"
+    pids = "pids cgroup" if PidsCgroup.available() else "RLIMIT_NPROC"
+    root_note = ""
+    if os.geteuid() == 0 and not PidsCgroup.available():
+        root_note = (
+            " WARNING: running as root without a writable pids cgroup, so the process "
+            "limit is not enforced; run workers as an unprivileged user."
+        )
+    return (
+        f"Sandbox: bubblewrap ({binary}); network {network}; per command: "
+        f"{config.cpu_seconds}s CPU, {config.memory_mb} MB address space, "
+        f"{config.max_processes} processes ({pids}), {config.file_size_mb} MB per file." + root_note
+    )
+
+
+def limits_prelude(config: SandboxConfig) -> str:
+    """Shell text setting hard+soft limits before the command (on the same line, so the
+    command's own line numbers in error messages stay as written)."""
+    # CPU: SIGXCPU at the soft limit (a clear "CPU time limit exceeded"), SIGKILL a few
+    # seconds later at the hard limit for a process that ignores it.
+    return (
+        f"ulimit -v {config.memory_mb * 1024} -u {config.max_processes} "
+        f"-f {config.file_size_mb * 1024} -c 0 && ulimit -S -t {config.cpu_seconds} "
+        f"&& ulimit -H -t {config.cpu_seconds + 5} || exit 126; "
+    )
+
+
+def sandbox_env(config: SandboxConfig, cwd: str, extra: dict[str, str] | None = None) -> dict:
+    """The whole environment inside: nothing is inherited from the worker."""
+    env = {
+        "PATH": SANDBOX_PATH,
+        "HOME": "/tmp",
+        "USER": SANDBOX_USER,
+        "LOGNAME": SANDBOX_USER,
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": "/tmp",
+        "PWD": cwd,
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "EMAIL": f"{SANDBOX_USER}@{SANDBOX_HOSTNAME}.invalid",
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _generated_etc() -> dict[str, bytes]:
+    user = SANDBOX_USER
+    return {
+        "passwd": (
+            "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+            f"{user}:x:{SANDBOX_UID}:{SANDBOX_GID}:piweb sandbox:/tmp:/bin/bash\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        ).encode(),
+        "group": f"root:x:0:\n{user}:x:{SANDBOX_GID}:\nnogroup:x:65534:\n".encode(),
+        "hosts": (
+            f"127.0.0.1\tlocalhost {SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost\n"
+        ).encode(),
+        "hostname": f"{SANDBOX_HOSTNAME}\n".encode(),
+    }
+
+
+def _stage_root(config: SandboxConfig) -> str:
+    if config.stage_dir:
+        return config.stage_dir
+    return os.path.join(tempfile.gettempdir(), f"piweb-sandbox-{os.getuid()}")
+
+
+_staged: dict[tuple, str] = {}
+_stage_lock = threading.Lock()
+
+
+def staged_etc(config: SandboxConfig) -> str:
+    """A directory holding the sandbox's whole ``/etc``, bound read-only with one mount.
+
+    It is a copy of the allowed host entries plus the generated files, built once per
+    content (keyed by the entries' sizes and times, so an update of the CA certificates
+    gives a new copy) and renamed into place atomically.
+    """
+    entries = ETC_ENTRIES + (ETC_NETWORK_ENTRIES if config.network else ())
+    key_parts = []
+    for entry in entries:
+        try:
+            st = os.stat("/etc/" + entry)
+        except OSError:
+            continue
+        key_parts.append((entry, st.st_mtime_ns, st.st_size, st.st_ino))
+    key = (_stage_root(config), tuple(key_parts))
+    with _stage_lock:
+        cached = _staged.get(key)
+        if cached and os.path.isdir(cached):
+            return cached
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        root = key[0]
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        st = os.lstat(root)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise SandboxUnavailable(
+                f"{root} must be a directory owned by this user and writable only by it."
+            )
+        target = os.path.join(root, f"etc-{digest}")
+        if not os.path.isdir(target):
+            building = tempfile.mkdtemp(prefix="etc-build-", dir=root)
+            os.chmod(building, 0o755)
+            for entry, *_ in key_parts:
+                source, dest = "/etc/" + entry, os.path.join(building, entry)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                if os.path.isdir(source):
+                    shutil.copytree(source, dest, symlinks=True)
+                else:
+                    shutil.copyfile(source, dest)
+            for name, data in _generated_etc().items():
+                with open(os.path.join(building, name), "wb") as fh:
+                    fh.write(data)
+            try:
+                os.rename(building, target)
+            except OSError:  # another process built it first
+                shutil.rmtree(building, ignore_errors=True)
+        _staged[key] = target
+        return target
+
+
+@dataclass
+class Launch:
+    """What Popen needs to start one sandboxed command, and what to close afterwards."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...]
+    cwd: str
+    cgroup: PidsCgroup | None = None
+
+    def close_fds(self) -> None:
+        for fd in self.pass_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pass_fds = ()
+
+    def spawning(self):
+        return self.cgroup.spawning() if self.cgroup is not None else contextlib.nullcontext()
+
+    def cleanup(self) -> None:
+        """After the command: close our fds, kill what is left in the cgroup, remove it."""
+        self.close_fds()
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            self.cgroup = None
+
+
+def open_workspace_dir(path: str) -> int:
+    """An O_PATH descriptor of directory ``path`` that really is ``path`` (no symlink
+    anywhere on the way, checked after opening)."""
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") != path:
+            raise SandboxUnavailable(f"The workspace {path} changed while it was being opened.")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def launch(
+    config: SandboxConfig,
+    command: str,
+    cwd: str,
+    *,
+    workspace: str | None = None,
+    env: dict[str, str] | None = None,
+    shell: str = "/bin/bash",
+) -> Launch:
+    """The sandboxed way to run ``shell -c command`` in ``cwd``.
+
+    ``workspace`` (default: ``cwd``) is the one writable directory, a real absolute path
+    that contains ``cwd``. ``env`` adds to the minimal environment.
+    """
+    binary = require(config)
+    workspace = workspace or cwd
+    full_env = sandbox_env(config, cwd, env)
+    if binary is None:  # sandbox off: the plain shell, still with the minimal environment
+        return Launch([shell, "-c", command], full_env, (), cwd)
+    fds: list[int] = []
+    try:
+        argv = [
+            binary,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_GID),
+            "--hostname",
+            SANDBOX_HOSTNAME,
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+        ]
+        if not config.network:
+            argv.append("--unshare-net")
+        argv += ["--ro-bind", "/usr", "/usr"]
+        for name in ROOT_LINKS:
+            path = "/" + name
+            if os.path.islink(path):
+                argv += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                argv += ["--ro-bind", path, path]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--size", str(config.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        argv += ["--ro-bind", staged_etc(config), "/etc"]
+        workspace_fd = open_workspace_dir(workspace)
+        fds.append(workspace_fd)
+        argv += ["--bind-fd", str(workspace_fd), workspace, "--chdir", cwd]
+        argv += ["--remount-ro", "/"]  # the mount points bwrap made are not a scratch area
+        for key, value in full_env.items():
+            argv += ["--setenv", key, value]
+        argv += ["--", shell, "-c", limits_prelude(config) + command]
+        cgroup = PidsCgroup.create(config.max_processes)
+        if cgroup is not None and not cgroup.per_thread:
+            # Join the cgroup before bwrap starts, so not one process escapes the count.
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procs_file, *argv]
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        return Launch(argv, {}, tuple(fds), cwd, cgroup)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+class PidsCgroup:
+    """A per-command pids cgroup (v1 ``pids`` hierarchy, or v2 with pids delegated).
+
+    Used when the worker can create one: this is what bounds a fork bomb when the worker
+    runs as root (RLIMIT_NPROC is not enforced for root's processes). ``destroy`` kills
+    whatever is left in it and removes it.
+    """
+
+    _parent: str | None | bool = False  # False: not probed yet
+
+    def __init__(self, path: str, limit: int):
+        self.path = path
+        self.limit = limit
+        self.procs_file = os.path.join(path, "cgroup.procs")
+        # cgroup v1 lets one thread join (its ``tasks`` file): the spawning thread steps
+        # in, starts bwrap (which inherits the cgroup) and steps back out, with no shell
+        # in between. cgroup v2 has no such file: a tiny shell joins, then execs bwrap.
+        self.per_thread = os.path.exists(os.path.join(path, "tasks"))
+
+    @contextlib.contextmanager
+    def spawning(self):
+        """Around Popen: the child process starts inside this cgroup."""
+        if not self.per_thread:
+            yield
+            return
+        tid = str(threading.get_native_id())
+        home = os.path.join(str(self._parent), "tasks")
+        with open(os.path.join(self.path, "tasks"), "w") as fh:
+            fh.write(tid)
+        try:
+            yield
+        finally:
+            with open(home, "w") as fh:
+                fh.write(tid)
+
+    @classmethod
+    def _probe(cls) -> str | None:
+        candidates = []
+        try:
+            with open("/proc/self/cgroup") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _id, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(","):
+                candidates.append(os.path.join("/sys/fs/cgroup/pids", path.lstrip("/")))
+            elif controllers == "":
+                for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                    directory = os.path.join(base, path.lstrip("/"))
+                    try:
+                        with open(os.path.join(directory, "cgroup.subtree_control")) as fh:
+                            if "pids" in fh.read().split():
+                                candidates.append(directory)
+                    except OSError:
+                        pass
+        for directory in candidates:
+            probe = os.path.join(directory, f"piweb-probe-{os.getpid()}-{os.urandom(4).hex()}")
+            try:
+                os.mkdir(probe)
+            except OSError:
+                continue
+            try:
+                with open(os.path.join(probe, "pids.max"), "w") as fh:
+                    fh.write("10\n")
+                return directory
+            except OSError:
+                continue
+            finally:
+                try:
+                    os.rmdir(probe)
+                except OSError:
+                    pass
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        if cls._parent is False:
+            cls._parent = cls._probe()
+            if cls._parent:
+                cls._remove_stale(cls._parent)
+        return bool(cls._parent)
+
+    @staticmethod
+    def _remove_stale(parent: str) -> None:
+        """Empty cgroups left by processes that died before their cleanup finished."""
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return
+        for name in names:
+            parts = name.split("-")
+            if len(parts) != 4 or parts[:2] != ["piweb", "sandbox"] or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+                continue  # its process is alive: not ours to touch
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            try:
+                os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass
+
+    @classmethod
+    def create(cls, limit: int) -> PidsCgroup | None:
+        if not cls.available():
+            return None
+        path = os.path.join(cls._parent, f"piweb-sandbox-{os.getpid()}-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "pids.max"), "w") as fh:
+                fh.write(f"{limit}\n")
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            return None
+        return cls(path, limit)
+
+    def limit_hits(self) -> int:
+        """How many times a fork was refused because of pids.max."""
+        try:
+            with open(os.path.join(self.path, "pids.events")) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "max":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def pids(self) -> list[int]:
+        try:
+            with open(self.procs_file) as fh:
+                return [int(p) for p in fh.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    def _kill_and_remove(self) -> bool:
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.rmdir(self.path)
+            return True
+        except OSError:
+            return False
+
+    def destroy(self) -> None:
+        """Kill what is left and remove the cgroup. Normally nothing is left (the PID
+        namespace died with bwrap) but the last processes may still be being reaped,
+        which keeps the cgroup busy for a few milliseconds: then a background thread
+        finishes the job, so the command's result is not held up."""
+        if self._kill_and_remove():
+            return
+
+        def finish() -> None:
+            for _ in range(500):
+                time.sleep(0.01)
+                if self._kill_and_remove():
+                    return
+
+        threading.Thread(target=finish, name="piweb-cgroup-cleanup", daemon=True).start()
+
+
+def limit_notices(
+    config: SandboxConfig, exit_code: int | None, output: str, pids_hits: int
+) -> list[str]:
+    """Plain words for the model and the user when a sandbox limit stopped something."""
+    if not config.enabled:
+        return []
+    notices = []
+    lowered = output.lower()
+    if exit_code in (SIGXCPU_STATUS, SIGKILL_STATUS) or "cpu time limit exceeded" in lowered:
+        notices.append(
+            f"Sandbox limit: a process used its {config.cpu_seconds} s of CPU time and was stopped."
+        )
+    if (
+        exit_code == SIGXFSZ_STATUS
+        or "file size limit exceeded" in lowered
+        or "file too large" in lowered
+    ):
+        notices.append(
+            f"Sandbox limit: files written by commands may be at most {config.file_size_mb} MB; "
+            "a write beyond that was refused."
+        )
+    memory_markers = ("memoryerror", "cannot allocate memory", "out of memory", "bad_alloc")
+    if exit_code not in (0, None) and any(m in lowered for m in memory_markers):
+        notices.append(
+            f"Sandbox limit: a process may use at most {config.memory_mb} MB of address space; "
+            "an allocation beyond that failed."
+        )
+    if pids_hits or "resource temporarily unavailable" in lowered and "fork" in lowered:
+        notices.append(
+            f"Sandbox limit: at most {config.max_processes} processes may run at once; "
+            "starting more was refused."
+        )
+    return notices

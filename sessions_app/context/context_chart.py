@@ -1,0 +1,122 @@
+"""How the context filled up along one branch: the data of the session page's chart.
+
+For every assistant turn on the path root -> leaf: the context tokens the model was sent,
+from its usage (pi's `calculateContextTokens`: totalTokens, else the four counts) when
+the turn succeeded, else estimated as pi estimates (the last known usage plus chars/4
+of every message after it). Compactions carry the tokens before (their `tokensBefore`)
+and after (chars/4 of the context right after them: summary plus kept messages); branch
+summaries and model changes are marked where they happen. `index` is the entry's
+position on the path, so markers and turns share one axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .messages import message_from_entry
+from .tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
+
+
+def _model_of(holder: dict, model_field: str) -> str | None:
+    provider, model = holder.get("provider"), holder.get(model_field)
+    if not isinstance(model, str) or not model:
+        return None
+    return f"{provider}/{model}" if isinstance(provider, str) and provider else model
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _in_context(entry: dict) -> dict | None:
+    message = message_from_entry(entry)
+    if not isinstance(message, dict):
+        return None
+    if message.get("role") == "bashExecution" and message.get("excludeFromContext"):
+        return None
+    return message
+
+
+def _after_compaction(path: list[dict], index: int, position: dict) -> int:
+    """chars/4 of the context right after the compaction at `index`: its summary plus the
+    messages it keeps (from firstKeptEntryId up to it; none when that is itself)."""
+    entry = path[index]
+    tokens = estimate_tokens({"role": "compactionSummary", "summary": entry.get("summary")})
+    first_kept = position.get(entry.get("firstKeptEntryId"), index)
+    for kept in path[min(first_kept, index) : index]:
+        if kept.get("type") == "compaction":
+            continue
+        message = _in_context(kept)
+        if message is not None:
+            tokens += estimate_tokens(message)
+    return tokens
+
+
+def context_timeline(path: list[dict]) -> dict[str, Any]:
+    """Turns and markers along `path` (root first). See the module doc."""
+    points: list[dict] = []
+    compactions: list[dict] = []
+    summaries: list[dict] = []
+    model_changes: list[dict] = []
+    running = 0  # the context as it stands after the entry just read
+    model: str | None = None
+
+    def set_model(new: str | None, index: int, eid: Any) -> None:
+        nonlocal model
+        if new and new != model:
+            if model is not None:
+                model_changes.append({"id": eid, "index": index, "model": new, "from": model})
+            model = new
+
+    position = {entry.get("id"): index for index, entry in enumerate(path)}
+    for index, entry in enumerate(path):
+        etype = entry.get("type")
+        eid = entry.get("id")
+        if etype == "compaction":
+            after = _after_compaction(path, index, position)
+            before = _number(entry.get("tokensBefore"))
+            compactions.append(
+                {
+                    "id": eid,
+                    "index": index,
+                    "before": running if before is None else before,
+                    "after": after,
+                }
+            )
+            running = after
+            continue
+        if etype == "model_change":
+            set_model(_model_of(entry, "modelId"), index, eid)
+            continue
+        message = _in_context(entry)
+        if message is None:
+            continue
+        if etype == "message" and message.get("role") == "assistant":
+            usage = get_assistant_usage(message)
+            tokens = calculate_context_tokens(usage) if isinstance(usage, dict) else 0
+            set_model(
+                _model_of(message, "responseModel") or _model_of(message, "model"), index, eid
+            )
+            estimated = not (isinstance(tokens, (int, float)) and tokens > 0)
+            running = running + estimate_tokens(message) if estimated else int(tokens)
+            points.append(
+                {
+                    "id": eid,
+                    "index": index,
+                    "tokens": running,
+                    "estimated": estimated,
+                    "model": model,
+                }
+            )
+            continue
+        running += estimate_tokens(message)
+        if etype == "branch_summary":
+            summaries.append({"id": eid, "index": index, "tokens": running})
+    return {
+        "points": points,
+        "compactions": compactions,
+        "branchSummaries": summaries,
+        "modelChanges": model_changes,
+    }

@@ -1,0 +1,56 @@
+"""`manage.py run_in_workspace SESSION_ID -- COMMAND`: run one shell command exactly as
+the agent's bash tool would for that session (same sandbox, limits, cwd, environment)."""
+
+import signal
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.sandbox import SandboxUnavailable
+from sessions_app.agent.tools import ToolError, run_bash
+from sessions_app.models import Session
+from sessions_app.services import sandboxing
+
+TIMED_OUT_STATUS = 124
+INTERRUPTED_STATUS = 130
+REFUSED_STATUS = 126
+
+
+class Command(BaseCommand):
+    help = (
+        "Run COMMAND (one shell string) in a session's workspace exactly as the agent's bash "
+        "tool would; print its output (same truncation and notices) and exit with its status."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("session_id", help="The session's id (pi header id).")
+        parser.add_argument("command", nargs="+", help="The command (after --).")
+        parser.add_argument(
+            "--timeout", type=float, default=None, help="Seconds (default: the bash tool's)."
+        )
+
+    def handle(self, *args, session_id, command, timeout, **options):
+        session = Session.objects.filter(pi_id=session_id).first()
+        if session is None:
+            raise CommandError(f"No session with id {session_id!r}.")
+        try:
+            ctx = sandboxing.tool_context(session)
+        except WorkspaceError as exc:
+            raise CommandError(str(exc)) from None
+        signal.signal(signal.SIGINT, lambda *_: ctx.abort.trigger("interrupted"))
+        arguments = {"command": " ".join(command)}
+        if timeout is not None:
+            arguments["timeout"] = timeout
+        try:
+            outcome, result = run_bash(arguments, ctx)
+        except (SandboxUnavailable, ToolError) as exc:
+            self.stderr.write(str(exc))
+            sys.exit(REFUSED_STATUS)
+        sys.stdout.write(result.text.rstrip("\n") + "\n")
+        sys.stdout.flush()
+        if outcome.timed_out:
+            sys.exit(TIMED_OUT_STATUS)
+        if outcome.aborted:
+            sys.exit(INTERRUPTED_STATUS)
+        sys.exit(outcome.exit_code or 0)

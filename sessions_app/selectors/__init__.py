@@ -1,0 +1,1 @@
+"""Reads: queries the views and commands ask, kept apart from the writes in services/."""

@@ -1,0 +1,38 @@
+"""The session page's context chart: how the context filled up along one branch."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from sessions_app.context.context_chart import context_timeline
+from sessions_app.models import Session
+from sessions_app.services.jobs import compaction_settings
+from sessions_app.services.llm import resolve_profile
+from sessions_app.services.tree import load_path
+
+
+def context_window_for(model_key: str | None, default: int) -> int:
+    """The context window of a `provider/model` key (PIWEB_MODEL_CONTEXT_WINDOWS), else
+    `default`."""
+    windows = settings.PIWEB_MODEL_CONTEXT_WINDOWS
+    if model_key:
+        for name in (model_key, model_key.split("/", 1)[-1]):
+            if isinstance(windows.get(name), int):
+                return windows[name]
+    return default
+
+
+def context_chart(session: Session, leaf_pi_id=None) -> dict:
+    """The context-over-time data of the branch ending at `leaf_pi_id` (default: the
+    session's leaf), with each turn's window and compaction threshold."""
+    path = load_path(session) if leaf_pi_id is None else load_path(session, leaf_pi_id)
+    timeline = context_timeline(path)
+    profile = resolve_profile(session.model_profile)
+    default = profile.context_window if profile else settings.PIWEB_LLM_CONTEXT_WINDOW
+    reserve = compaction_settings(session).reserve_tokens
+    for point in timeline["points"]:
+        point["window"] = context_window_for(point["model"], default)
+        point["threshold"] = max(0, point["window"] - reserve)
+    timeline["reserve"] = reserve
+    timeline["leaf"] = path[-1].get("id") if path else None
+    return timeline

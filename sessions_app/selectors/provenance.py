@@ -1,0 +1,57 @@
+"""Reads for pages that gather facts from several models."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from datetime import datetime
+
+from sessions_app.models import FollowedFile, Session
+from sessions_app.services.exports import pi_session_file_name
+
+
+@dataclass
+class Provenance:
+    """Where a session comes from, and how to open it in pi."""
+
+    kind: str  # followed | gone | stopped | imported | piweb
+    label: str
+    path: str  # the pi session file on this machine ("" when none is known)
+    last_read_at: datetime | None
+    note: str
+    resume_command: str
+    export_file_name: str  # set when the command refers to the JSONL export
+
+
+def session_provenance(session: Session) -> Provenance:
+    followed = (
+        FollowedFile.objects.filter(session=session)
+        .only("path", "state", "message", "last_read_at")
+        .order_by("-updated_at")
+        .first()
+    )
+    path = session.source_path
+    last_read_at = None
+    note = ""
+    if followed is not None:
+        path = followed.path
+        last_read_at = followed.last_read_at
+        if followed.state == FollowedFile.State.GONE:
+            kind, label = "gone", "Followed: file gone from disk"
+        elif followed.state == FollowedFile.State.FOLLOWING:
+            kind, label = "followed", "Followed live"
+        else:
+            kind, label = "stopped", "Followed: not read"
+            note = followed.message
+    elif session.source == Session.Source.IMPORTED:
+        kind, label = "imported", "Imported once"
+    else:
+        kind, label = "piweb", "Started in piweb"
+    if path and kind != "gone":
+        return Provenance(
+            kind, label, path, last_read_at, note, f"pi --session {shlex.quote(path)}", ""
+        )
+    name = pi_session_file_name(session)
+    return Provenance(
+        kind, label, path, last_read_at, note, f"pi --session {shlex.quote(name)}", name
+    )

@@ -1,0 +1,139 @@
+"""The sessions list: what a user can see, filtered, sorted and paged in SQL.
+
+Every filter and sort reads a column of the session row (usage totals and times are
+stored there by services/usage.py), so a page costs one indexed query and one count,
+however many sessions there are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db.models import Exists, F, OuterRef, Q
+
+from sessions_app.context.preview import clean_text
+from sessions_app.models import Entry, Session, UsageDaily
+from sessions_app.services.access import visible_sessions
+
+# Sort name -> the expression it orders by (descending first is the natural order).
+SORTS = {
+    "name": "name",
+    "started": "started_at",
+    "last": "last_activity_at",
+    "entries": "entry_count",
+    "tokens": "usage_tokens",
+    "cost": "usage_cost",
+    "owner": "owner__username",
+}
+DEFAULT_SORT = "-last"
+MAX_CHOICES = 500
+
+
+@dataclass
+class ListFilters:
+    query: str = ""
+    source: str = ""
+    project: str = ""
+    model: str = ""
+    start: date | None = None
+    end: date | None = None
+    sort: str = DEFAULT_SORT
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_params(cls, params) -> ListFilters:
+        found = cls(
+            # clean_text: a NUL (or a lone surrogate) is no text any database accepts.
+            query=clean_text(params.get("q", "").strip()[:200]),
+            source=params.get("source", ""),
+            project=clean_text(params.get("project", "")[:1000]),
+            model=clean_text(params.get("model", "")[:200]),
+        )
+        if found.source not in Session.Source.values:
+            found.source = ""
+        found.start = found._day(params.get("from", ""), "from")
+        found.end = found._day(params.get("to", ""), "to")
+        sort = params.get("sort", DEFAULT_SORT)
+        found.sort = sort if sort.lstrip("-") in SORTS else DEFAULT_SORT
+        return found
+
+    def _day(self, value: str, name: str) -> date | None:
+        if not value:
+            return None
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            self.problems.append(f"“{value[:20]}” is not a date (YYYY-MM-DD); {name} ignored.")
+            return None
+
+    def as_params(self, **override) -> dict[str, str]:
+        """The filters as URL parameters (empty ones left out)."""
+        values = {
+            "q": self.query,
+            "source": self.source,
+            "project": self.project,
+            "model": self.model,
+            "from": self.start.isoformat() if self.start else "",
+            "to": self.end.isoformat() if self.end else "",
+            "sort": "" if self.sort == DEFAULT_SORT else self.sort,
+        }
+        values.update(override)
+        return {k: v for k, v in values.items() if v}
+
+
+def day_bounds(start: date | None, end: date | None) -> tuple[datetime | None, datetime | None]:
+    """[start of `start`, start of the day after `end`) in UTC."""
+    low = datetime.combine(start, time(), UTC) if start else None
+    high = datetime.combine(end + timedelta(days=1), time(), UTC) if end else None
+    return low, high
+
+
+def visible_list(user, filters: ListFilters):
+    """The visible sessions matching `filters`, in their order."""
+    # The page shows neither the header line nor the settings: left in the table.
+    sessions = (
+        visible_sessions(user)
+        .select_related("owner")
+        .defer("header_line", "settings", "import_sha256", "parent_session_ref")
+    )
+    if filters.query:
+        text_match = Entry.objects.filter(session=OuterRef("pk"), preview__icontains=filters.query)
+        sessions = sessions.filter(
+            Q(name__icontains=filters.query)
+            | Q(first_message__icontains=filters.query)
+            | Q(cwd__icontains=filters.query)
+            | Q(pi_id__startswith=filters.query)
+            | Exists(text_match)
+        )
+    if filters.source:
+        sessions = sessions.filter(source=filters.source)
+    if filters.project:
+        sessions = sessions.filter(cwd=filters.project)
+    if filters.model:
+        sessions = sessions.filter(
+            Exists(UsageDaily.objects.filter(session=OuterRef("pk"), key=filters.model))
+        )
+    low, high = day_bounds(filters.start, filters.end)
+    # Sessions whose own time span [start, last activity] meets the range.
+    if low:
+        sessions = sessions.filter(last_activity_at__gte=low)
+    if high:
+        sessions = sessions.filter(started_at__lt=high)
+    name = filters.sort.lstrip("-")
+    column = F(SORTS[name])
+    order = column.desc(nulls_last=True) if filters.sort.startswith("-") else column.asc()
+    return sessions.order_by(order, "-pk" if filters.sort.startswith("-") else "pk")
+
+
+def list_choices(user) -> tuple[list[str], list[str]]:
+    """(projects, models) found in the sessions `user` can see, for the filter menus."""
+    projects: set[str] = set()
+    models: set[str] = set()
+    pairs = visible_sessions(user).values_list("cwd", "usage_models").distinct()
+    for cwd, joined in pairs.iterator(chunk_size=2000):
+        if cwd and len(projects) < MAX_CHOICES:
+            projects.add(cwd)
+        if joined and len(models) < MAX_CHOICES:
+            models.update(joined.split("\n"))
+    return sorted(projects), sorted(models)

@@ -1,0 +1,451 @@
+"""Following pi's session folders: what happens when a session file appears, grows, is
+rewritten, renamed or deleted (the `watch_pi_sessions` command calls these).
+
+Each file has a FollowedFile row: how far it was read (`offset`, the end of the last
+complete line, and `lines` before it) and fingerprints (`context.file_marks`). Entries
+and the new read position are committed in one transaction, so a follower that stops
+anywhere resumes exactly where the last commit left it: nothing twice, nothing missed.
+
+- a new file, or one that was rewritten (another inode, shorter than what was read, or
+  a different first block or block before `offset`), is read whole by the importer
+  (`import_jsonl_stream`), which creates the session or adds only the entries it lacks:
+  applying a rewrite twice changes nothing;
+- a file that grew past `offset` is read from there (`importer.append_lines`); a line
+  without its newline yet is left for the next read, never parsed half-written;
+- a deleted file leaves its session, marked gone from disk; a file that shows up with
+  the inode and first block of a known one is that file, renamed;
+- a file the importer refuses (not a pi session) is reported once and then left alone
+  until it changes; errors (permissions, a file that vanished mid-read) are logged with
+  the path, once per distinct message, and the file is tried again on its next change.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat as stat_module
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.context.file_marks import RangeReader, complete_length, marks_at
+from sessions_app.models import FollowedFile, Session
+from sessions_app.services import importer
+
+log = logging.getLogger("piweb.follow")
+
+SCAN_BATCH = 500  # paths whose stored state is fetched in one query
+State = FollowedFile.State
+
+
+@dataclass
+class SyncResult:
+    path: str
+    action: (
+        str  # unchanged | created | updated | appended | waiting | refused | error | gone | ignored
+    )
+    entries_added: int = 0
+    bytes_read: int = 0
+    message: str = ""
+    session_pk: int | None = None
+
+
+# --- walking the folders --------------------------------------------------------------
+
+
+def session_files(root: str) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, stat) of every *.jsonl file under `root`, depth first, sorted per folder.
+    Symbolic links are not followed (a folder cannot lead the follower elsewhere).
+    Only the folders still to visit are kept in memory."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                items = sorted(listing, key=lambda item: item.name)
+        except OSError as exc:
+            log.warning("cannot list %s: %s", folder, exc.strerror or exc)
+            continue
+        subfolders = []
+        for item in items:
+            try:
+                if item.is_symlink():
+                    continue
+                if item.is_dir(follow_symlinks=False):
+                    subfolders.append(item.path)
+                elif item.name.endswith(".jsonl") and item.is_file(follow_symlinks=False):
+                    yield item.path, item.stat(follow_symlinks=False)
+            except OSError as exc:
+                log.warning("cannot read %s: %s", item.path, exc.strerror or exc)
+        pending.extend(reversed(subfolders))
+
+
+def _under(root: str) -> str:
+    return root.rstrip(os.sep) + os.sep
+
+
+# --- one file -------------------------------------------------------------------------
+
+
+def _same_stat(state: FollowedFile, st: os.stat_result) -> bool:
+    return (
+        state.size == st.st_size
+        and state.mtime_ns == st.st_mtime_ns
+        and state.inode == st.st_ino
+        and state.device == st.st_dev
+    )
+
+
+def is_unchanged(state: FollowedFile | None, st: os.stat_result) -> bool:
+    """Nothing to read: the file is as it was at the last read (errors are retried)."""
+    return (
+        state is not None and state.state not in (State.ERROR, State.GONE) and _same_stat(state, st)
+    )
+
+
+def sync_file(
+    path: str,
+    owner,
+    *,
+    state: FollowedFile | None = None,
+    st: os.stat_result | None = None,
+    search: str = "inline",
+) -> SyncResult:
+    """Bring the session of one file up to date with the file. `state` and `st` may be
+    passed when the caller already has them; `search` is "inline" or "worker" (where the
+    search indexing of a whole-file import runs)."""
+    try:
+        st = st or os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return mark_gone(path)
+    except OSError as exc:
+        return _record_error(path, owner, state, exc)
+    if not stat_module.S_ISREG(st.st_mode):
+        return SyncResult(path, "ignored")
+    if state is None:
+        state = FollowedFile.objects.filter(path=path).first()
+    if is_unchanged(state, st):
+        return SyncResult(path, "unchanged", session_pk=state.session_id)
+    try:
+        with open(path, "rb") as fh:
+            return _sync_open(path, fh, st, state, owner, search)
+    except FileNotFoundError:
+        return mark_gone(path)
+    except OSError as exc:
+        return _record_error(path, owner, state, exc)
+
+
+def _sync_open(path, fh, st, state, owner, search) -> SyncResult:
+    if state is None:
+        state = _renamed_from(path, fh, st)
+    if state is None or state.session_id is None:
+        return _read_whole(path, fh, st, state, owner, search)
+    rewritten = (
+        st.st_ino != state.inode
+        or st.st_dev != state.device
+        or st.st_size < state.offset
+        or marks_at(fh, state.offset) != (state.head_hash, state.tail_hash)
+    )
+    if rewritten or not state.appendable or state.state != State.FOLLOWING:
+        return _read_whole(path, fh, st, state, owner, search)
+    return _read_appended(path, fh, st, state, owner)
+
+
+def _renamed_from(path: str, fh, st) -> FollowedFile | None:
+    """The state of a known file this one is, moved here (same inode and first block,
+    and its old path gone); None for a new file."""
+    for candidate in FollowedFile.objects.filter(device=st.st_dev, inode=st.st_ino):
+        if candidate.path == path or os.path.lexists(candidate.path):
+            continue  # still there: a hard link or a copy, not a rename
+        if (
+            st.st_size < candidate.offset
+            or marks_at(fh, candidate.offset)[0] != candidate.head_hash
+        ):
+            continue  # the inode was reused by another file
+        old = candidate.path
+        with transaction.atomic():
+            candidate.path = path
+            candidate.gone_at = None
+            if candidate.state == State.GONE:
+                candidate.state = State.FOLLOWING if candidate.session_id else State.WAITING
+            candidate.save()
+            if candidate.session_id:
+                Session.objects.filter(pk=candidate.session_id).update(source_path=path)
+        log.info("%s: renamed from %s", path, old)
+        return candidate
+    return None
+
+
+def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
+    """Import the file's complete lines (a new file, or a rewrite: idempotent)."""
+    end = complete_length(fh, 0, st.st_size)
+    if end == 0:
+        _save(state, path, owner, st, state=State.WAITING, message="")
+        return SyncResult(path, "waiting")
+    reader = RangeReader(fh, 0, end)
+    try:
+        with transaction.atomic():
+            report = importer.import_jsonl_stream(
+                reader, owner, filename=path, after_commit="off", source_path=path
+            )
+            session = report.session
+            if session.source_path != path:
+                Session.objects.filter(pk=session.pk).update(source_path=path)
+            head, tail = marks_at(fh, end)
+            read_now = report.status != "unchanged" or state is None or state.session_id is None
+            _save(
+                state,
+                path,
+                owner,
+                st,
+                state=State.FOLLOWING,
+                message="",
+                session_id=session.pk,
+                offset=end,
+                lines=_lines_in(reader, fh, end),
+                head_hash=head,
+                tail_hash=tail,
+                appendable=report.migrated_from is None,
+                **({"last_read_at": timezone.now()} if read_now else {}),
+            )
+    except importer.SessionImportError as exc:
+        message = str(exc)
+        previous = state.message if state is not None else None
+        _save(state, path, owner, st, state=State.REFUSED, message=message)
+        if message != previous:
+            log.warning("%s: not followed: %s", path, message)
+        return SyncResult(path, "refused", message=message)
+    _log_skipped(path, report)
+    if report.entries_added:
+        _after_import(report, search)
+    if report.status == "created":
+        log.info("%s: new session %s (%d entries)", path, session.pi_id, report.entries_added)
+    return SyncResult(
+        path,
+        report.status if state is None or report.status != "unchanged" else "unchanged",
+        entries_added=report.entries_added,
+        bytes_read=end,
+        session_pk=session.pk,
+    )
+
+
+def _lines_in(reader: RangeReader, fh, end: int) -> int:
+    """The number of lines in [0, end): counted while importing, or here when the
+    importer knew the file by its hash and did not read it to the end."""
+    if reader.furthest == reader.end:
+        return reader.newlines
+    count = 0
+    fh.seek(0)
+    left = end
+    while left > 0:
+        data = fh.read(min(left, 1 << 20))
+        if not data:
+            break
+        count += data.count(b"\n")
+        left -= len(data)
+    return count
+
+
+def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
+    """Add the complete lines written after `state.offset`."""
+    end = complete_length(fh, state.offset, st.st_size)
+    if end == state.offset:
+        # Only a line still being written: read it once its newline is there.
+        FollowedFile.objects.filter(pk=state.pk).update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+        return SyncResult(path, "waiting", session_pk=state.session_id)
+    reader = RangeReader(fh, state.offset, end)
+    try:
+        with transaction.atomic():
+            locked = FollowedFile.objects.select_for_update().get(pk=state.pk)
+            if (locked.offset, locked.path) != (state.offset, path):
+                return SyncResult(path, "unchanged", session_pk=state.session_id)
+            report = importer.append_lines(
+                state.session_id, owner, reader, lines_before=state.lines, filename=path
+            )
+            # (a file smaller than a block has a new first-block hash too)
+            head, tail = marks_at(fh, end)
+            _save(
+                locked,
+                path,
+                owner,
+                st,
+                state=State.FOLLOWING,
+                message="",
+                offset=end,
+                lines=state.lines + reader.newlines,
+                head_hash=head,
+                tail_hash=tail,
+                last_read_at=timezone.now(),
+            )
+    except importer.SessionImportError as exc:
+        return _record_error(path, owner, state, exc)
+    _log_skipped(path, report)
+    return SyncResult(
+        path,
+        "appended",
+        entries_added=report.entries_added,
+        bytes_read=end - state.offset,
+        session_pk=state.session_id,
+    )
+
+
+def _log_skipped(path: str, report) -> None:
+    for line_no, reason in report.skipped:
+        log.warning("%s: line %d skipped: %s", path, line_no, reason)
+    for warning in report.warnings:
+        log.warning("%s: %s", path, warning)
+
+
+def _after_import(report, search: str) -> None:
+    """Search indexing (and tidying) after a whole-file import's commit."""
+    if search == "worker" and importer._queue_finish_import(report):
+        return
+    importer.finish_import(report.session.pk, report.first_new_seq)
+
+
+def _save(row: FollowedFile | None, path, owner, st, **fields) -> FollowedFile:
+    values = {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+        "device": st.st_dev,
+        "gone_at": None,
+        **fields,
+    }
+    if row is None:
+        row, _ = FollowedFile.objects.update_or_create(
+            path=path, defaults={"owner": owner, **values}
+        )
+        return row
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.path = path
+    row.save()
+    return row
+
+
+def _record_error(path, owner, state, exc) -> SyncResult:
+    message = (
+        f"{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+    ) or exc.__class__.__name__
+    if state is None:
+        state = FollowedFile.objects.filter(path=path).first()
+    if state is None or state.message != message:
+        log.warning("%s: %s", path, message)
+    if state is None:
+        FollowedFile.objects.update_or_create(
+            path=path, defaults={"owner": owner, "state": State.ERROR, "message": message}
+        )
+    else:
+        FollowedFile.objects.filter(pk=state.pk).update(state=State.ERROR, message=message)
+    return SyncResult(path, "error", message=message)
+
+
+def mark_gone(path: str) -> SyncResult:
+    """The file (or a folder of files) is no longer on disk; its sessions stay."""
+    now = timezone.now()
+    gone = FollowedFile.objects.filter(path=path).exclude(state=State.GONE)
+    count = gone.update(state=State.GONE, gone_at=now)
+    count += (
+        FollowedFile.objects.filter(path__startswith=_under(path))
+        .exclude(state=State.GONE)
+        .update(state=State.GONE, gone_at=now)
+    )
+    if count:
+        log.info("%s: gone from disk (%d file(s))", path, count)
+    return SyncResult(path, "gone" if count else "ignored")
+
+
+# --- whole folders --------------------------------------------------------------------
+
+
+@dataclass
+class ScanTotals:
+    files: int = 0
+    bytes: int = 0
+    unchanged: int = 0
+    changed: int = 0
+    refused: int = 0
+    errors: int = 0
+    gone: int = 0
+    entries_added: int = 0
+
+
+def scan(roots: Iterable[str], owner, *, progress=None, search: str = "inline") -> ScanTotals:
+    """Bring every file under `roots` up to date, and mark the files that went away.
+    `progress` (a tqdm bar counting bytes) is advanced per file. Memory: one batch of
+    paths and their states at a time, whatever the number of files."""
+    totals = ScanTotals()
+    roots = list(roots)
+    for root in roots:
+        batch: list[tuple[str, os.stat_result]] = []
+        for item in session_files(root):
+            batch.append(item)
+            if len(batch) >= SCAN_BATCH:
+                _scan_batch(batch, owner, totals, progress, search)
+                batch = []
+        _scan_batch(batch, owner, totals, progress, search)
+    for root in roots:
+        totals.gone += sweep_gone(root)
+    return totals
+
+
+def _scan_batch(batch, owner, totals: ScanTotals, progress, search: str) -> None:
+    if not batch:
+        return
+    states = {s.path: s for s in FollowedFile.objects.filter(path__in=[p for p, _ in batch])}
+    for path, st in batch:
+        totals.files += 1
+        totals.bytes += st.st_size
+        state = states.get(path)
+        if is_unchanged(state, st):
+            totals.unchanged += 1
+        else:
+            try:
+                result = sync_file(path, owner, state=state, st=st, search=search)
+            except Exception:  # one bad file must not stop the scan
+                log.exception("%s: could not be read", path)
+                totals.errors += 1
+            else:
+                totals.entries_added += result.entries_added
+                if result.action == "refused":
+                    totals.refused += 1
+                elif result.action == "error":
+                    totals.errors += 1
+                elif result.action == "unchanged":
+                    totals.unchanged += 1
+                else:
+                    totals.changed += 1
+        if progress is not None:
+            progress.update(st.st_size)
+
+
+def sweep_gone(root: str) -> int:
+    """Mark followed files under `root` that are no longer there; returns how many."""
+    count = 0
+    last = 0
+    while True:
+        page = list(
+            FollowedFile.objects.filter(path__startswith=_under(root), pk__gt=last)
+            .exclude(state=State.GONE)
+            .order_by("pk")
+            .values_list("pk", "path")[:SCAN_BATCH]
+        )
+        if not page:
+            return count
+        for _pk, path in page:
+            if not os.path.lexists(path):
+                count += 1 if mark_gone(path).action == "gone" else 0
+        last = page[-1][0]
+
+
+def folder_totals(roots: Iterable[str]) -> tuple[int, int]:
+    """(files, bytes) under `roots`: the first scan's progress bar total."""
+    files = size = 0
+    for root in roots:
+        for _path, st in session_files(root):
+            files += 1
+            size += st.st_size
+    return files, size

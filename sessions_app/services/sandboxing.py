@@ -1,0 +1,112 @@
+"""The one way a session runs anything: its sandbox, its tools, its commands.
+
+Every process started for a session goes through here, with the same sandbox, limits,
+working directory and environment: the agent's tools (:func:`tool_context`), the user's
+``!cmd``/``!!cmd`` (:func:`run_command`) and the admin commands ``run_in_workspace`` and
+``run_tool``, which call the same two functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from django.conf import settings
+
+from sessions_app.agent.paths import Workspace, output_file_factory
+from sessions_app.agent.sandbox import SandboxConfig, SandboxUnavailable, require, status_line
+from sessions_app.agent.shell import ShellOutcome, run_shell
+from sessions_app.agent.signals import AbortSignal
+from sessions_app.agent.tools import ToolContext
+from sessions_app.context.truncate import StreamSnapshot
+from sessions_app.models import Session
+from sessions_app.services import workspaces
+
+
+def config() -> SandboxConfig:
+    """The sandbox as the settings describe it."""
+    return SandboxConfig(
+        mode=settings.PIWEB_SANDBOX,
+        bwrap=settings.PIWEB_SANDBOX_BWRAP,
+        network=settings.PIWEB_SANDBOX_NETWORK,
+        cpu_seconds=settings.PIWEB_SANDBOX_CPU_SECONDS,
+        memory_mb=settings.PIWEB_SANDBOX_MEMORY_MB,
+        max_processes=settings.PIWEB_SANDBOX_MAX_PROCESSES,
+        file_size_mb=settings.PIWEB_SANDBOX_FILE_SIZE_MB,
+        tmp_size_mb=settings.PIWEB_SANDBOX_TMP_MB,
+        stage_dir=os.path.join(os.fspath(settings.VAR_DIR), "sandbox"),
+    )
+
+
+def status() -> str:
+    """The startup banner's sandbox line."""
+    return status_line(config())
+
+
+def check_available() -> None:
+    """SandboxUnavailable (with how to fix it) when commands cannot run right now."""
+    require(config())
+
+
+def session_env(session: Session) -> dict[str, str]:
+    """What a session's commands get on top of the sandbox's minimal environment."""
+    return {"PIWEB_SESSION_ID": session.pi_id}
+
+
+def session_cwd(session: Session) -> str:
+    """The session's real working directory, checked to be in its owner's area."""
+    return workspaces.check_session_cwd(session.cwd, session.owner_id)
+
+
+def tool_context(
+    session: Session,
+    abort: AbortSignal | None = None,
+    on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None,
+) -> ToolContext:
+    """The agent's tools for this session: its workspace, artifacts and sandbox."""
+    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
+    workspace = Workspace(session_cwd(session), read_roots=[os.path.join(agent_dir, "skills")])
+    return ToolContext(
+        workspace=workspace,
+        artifact_dir=workspaces.artifact_dir(session),
+        abort=abort or AbortSignal(),
+        on_bash_snapshot=on_bash_snapshot,
+        bash_env=session_env(session),
+        sandbox=config(),
+    )
+
+
+def run_command(
+    session: Session,
+    command: str,
+    *,
+    abort: AbortSignal | None = None,
+    on_snapshot: Callable[[StreamSnapshot], None] | None = None,
+    timeout: float | None = None,
+    output_prefix: str = "user-bash",
+) -> ShellOutcome:
+    """Run a user's ``!cmd`` in the session's sandbox (SandboxUnavailable if it cannot)."""
+    cwd = session_cwd(session)
+    limit = settings.PIWEB_USER_BASH_TIMEOUT if timeout is None else timeout
+    return run_shell(
+        command,
+        cwd,
+        output_path=output_file_factory(workspaces.artifact_dir(session), output_prefix),
+        timeout=limit or None,
+        abort=abort,
+        on_snapshot=on_snapshot,
+        env=session_env(session),
+        sandbox=config(),
+        workspace=cwd,
+    )
+
+
+__all__ = [
+    "SandboxUnavailable",
+    "check_available",
+    "config",
+    "run_command",
+    "session_cwd",
+    "status",
+    "tool_context",
+]

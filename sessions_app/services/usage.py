@@ -1,0 +1,169 @@
+"""Keeps the stored usage current: per-entry columns, `UsageDaily` rows, session totals.
+
+Every path that writes entries (append, import, fork) hands each entry's usage (from the
+pure core, `context.usage.entry_usage`) to a `UsageRecorder`, then calls `apply()` in the
+same transaction, under the session's row lock. The pages then read sums, never entries.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from django.db.models import Exists, F, OuterRef
+from django.db.models.functions import Least
+
+from sessions_app.context.usage import (
+    TOOLS_BUCKET,
+    EntryUsage,
+    UsageTotals,
+    entry_day,
+    parse_timestamp,
+)
+from sessions_app.models import Entry, Session, UsageDaily
+from sessions_app.selectors.usage import session_breakdown
+
+MODELS_SEPARATOR = "\n"
+
+
+def usage_columns(usage: EntryUsage | None, copied: bool = False) -> dict:
+    """The Entry usage columns for an entry's usage (None: counts nothing)."""
+    if usage is None:
+        return {"copied": copied}
+    return {
+        "usage_key": usage.key,
+        "usage_input": usage.input,
+        "usage_output": usage.output,
+        "usage_cache_read": usage.cache_read,
+        "usage_cache_write": usage.cache_write,
+        "usage_cost": usage.cost,
+        "copied": copied,
+    }
+
+
+class UsageRecorder:
+    """Collects what a batch of new entries adds, then writes it in one go."""
+
+    def __init__(self) -> None:
+        self._deltas: dict[tuple[str | None, str, bool], list] = {}
+        self._last_stamp = ""
+
+    def add(
+        self, seq: int, stamp: str, prepared: tuple[EntryUsage, str | None] | None, copied: bool
+    ) -> None:
+        # pi writes UTC ISO stamps, which sort as text; parsed once, in apply().
+        if stamp > self._last_stamp and stamp[:1].isdigit():
+            self._last_stamp = stamp
+        if prepared is None:
+            return
+        usage, day = prepared
+        slot = self._deltas.get((day, usage.key, copied))
+        if slot is None:
+            self._deltas[(day, usage.key, copied)] = [UsageTotals(), 0, seq]
+            slot = self._deltas[(day, usage.key, copied)]
+        slot[0].add(usage)
+        slot[1] += 1
+
+    def apply(self, session: Session) -> None:
+        """Write the collected usage and refresh the session's own columns (on the object
+        too, so a later `session.save()` keeps them)."""
+        if session.started_at is None:
+            session.started_at = parse_timestamp(session.header_timestamp) or datetime.now(UTC)
+        fallback_day = session.started_at.date()
+        for (day, key, copied), (totals, count, first_seq) in self._deltas.items():
+            _add_daily(session, _day(day, fallback_day), key, copied, totals, count, first_seq)
+        # The newest entry, never before the start (a fork's copies are older than it).
+        moments = [session.started_at, session.last_activity_at, parse_timestamp(self._last_stamp)]
+        session.last_activity_at = max(m for m in moments if m is not None)
+        fields = {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
+        if self._deltas:
+            breakdown = session_breakdown(session)
+            session.usage_tokens = sum(row["tokens"] for row in breakdown)
+            session.usage_cost = sum(row["cost"] for row in breakdown)
+            session.usage_models = MODELS_SEPARATOR.join(
+                row["key"] for row in breakdown if row["key"] != TOOLS_BUCKET
+            )
+            fields.update(
+                usage_tokens=session.usage_tokens,
+                usage_cost=session.usage_cost,
+                usage_models=session.usage_models,
+            )
+        Session.objects.filter(pk=session.pk).update(**fields)
+        self._deltas.clear()
+
+
+def _day(day: str | None, fallback: date) -> date:
+    return date.fromisoformat(day) if day else fallback
+
+
+def _add_daily(session, day, key, copied, totals: UsageTotals, count: int, first_seq: int):
+    updated = UsageDaily.objects.filter(session=session, day=day, key=key, copied=copied).update(
+        input=F("input") + totals.input,
+        output=F("output") + totals.output,
+        cache_read=F("cache_read") + totals.cache_read,
+        cache_write=F("cache_write") + totals.cache_write,
+        cost=F("cost") + totals.cost,
+        entries=F("entries") + count,
+        first_seq=Least(F("first_seq"), first_seq),
+    )
+    if not updated:
+        UsageDaily.objects.create(
+            session=session,
+            day=day,
+            key=key,
+            copied=copied,
+            input=totals.input,
+            output=totals.output,
+            cache_read=totals.cache_read,
+            cache_write=totals.cache_write,
+            cost=totals.cost,
+            entries=count,
+            first_seq=first_seq,
+        )
+
+
+def mark_fork_copies(session: Session) -> int:
+    """For an imported pi fork (its header names a parent session stored here): mark the
+    entries the parent also holds, same id and same line, as copies, and recount. pi's
+    /fork writes the copied path into the new file as it was, so this finds exactly the
+    copied history. Returns how many entries were marked."""
+    if session.parent_id is None:
+        return 0
+    in_parent = Entry.objects.filter(
+        session_id=session.parent_id, pi_id=OuterRef("pi_id"), line=OuterRef("line")
+    )
+    marked = (
+        Entry.objects.filter(session=session, copied=False)
+        .filter(Exists(in_parent))
+        .update(copied=True)
+    )
+    if marked:
+        recount(session)
+    return marked
+
+
+def recount(session: Session) -> None:
+    """Rebuild the session's UsageDaily rows and totals from its entries' usage columns."""
+    UsageDaily.objects.filter(session=session).delete()
+    recorder = UsageRecorder()
+    rows = (
+        Entry.objects.filter(session=session)
+        .exclude(usage_key="")
+        .order_by("seq")
+        .values_list(
+            "seq",
+            "timestamp",
+            "usage_key",
+            "usage_input",
+            "usage_output",
+            "usage_cache_read",
+            "usage_cache_write",
+            "usage_cost",
+            "copied",
+        )
+    )
+    for seq, stamp, key, i, o, cr, cw, cost, copied in rows.iterator(chunk_size=2000):
+        usage = EntryUsage(key, i, o, cr, cw, cost)
+        recorder.add(seq, stamp, (usage, entry_day({"timestamp": stamp})), copied)
+    session.usage_tokens, session.usage_cost, session.usage_models = 0, 0.0, ""
+    Session.objects.filter(pk=session.pk).update(usage_tokens=0, usage_cost=0.0, usage_models="")
+    recorder.apply(session)

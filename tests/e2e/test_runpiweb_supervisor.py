@@ -1,0 +1,126 @@
+"""When a process of `runpiweb` dies, the rest keep serving and the dead one comes back.
+
+A real `manage.py runpiweb` (daphne + Celery worker, and the embedded Redis in the
+embedded pass) is started on a free port; its children are killed with SIGKILL one by
+one, as the kernel's OOM killer would.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from piweb.supervisor import Supervisor
+from tests.conftest import REPO, _free_port, _wait_for
+
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/login/", timeout=3) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead too
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(") ")[-1][:1] != "Z"
+
+
+def _pids(log: Path, name: str) -> list[int]:
+    text = log.read_text(errors="replace")
+    return [int(p) for p in re.findall(rf"started {re.escape(name)} \(pid (\d+)\)", text)]
+
+
+@pytest.fixture
+def runpiweb(child_env, tmp_path):
+    port = _free_port()
+    env = {**child_env, "PIWEB_CELERY_QUEUE": f"q-supervisor-{port}"}
+    log = tmp_path / "runpiweb.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "runpiweb", "--port", str(port), "--concurrency", "1"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: _serving(url), 90, "runpiweb to serve", log)
+        _wait_for(lambda: _pids(log, "celery worker"), 30, "the worker", log)
+        yield process, url, log
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(40)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+def test_killed_web_and_worker_are_restarted_while_the_rest_keeps_serving(runpiweb):
+    process, url, log = runpiweb
+    daphne, worker = _pids(log, "daphne")[-1], _pids(log, "celery worker")[-1]
+
+    os.kill(daphne, signal.SIGKILL)
+    _wait_for(lambda: len(_pids(log, "daphne")) == 2, 30, "daphne to be restarted", log)
+    assert _alive(worker), "killing the web server must not stop the worker"
+    assert process.poll() is None, "runpiweb itself must keep running"
+    _wait_for(lambda: _serving(url), 90, "the restarted daphne to serve", log)
+    text = log.read_text()
+    assert re.search(rf"daphne \(pid {daphne}\) exited with -9 .*restarting it in", text)
+
+    os.kill(worker, signal.SIGKILL)
+    _wait_for(lambda: len(_pids(log, "celery worker")) == 2, 30, "the worker restart", log)
+    assert _serving(url), "the web server keeps serving while the worker is restarted"
+    new_daphne, new_worker = _pids(log, "daphne")[-1], _pids(log, "celery worker")[-1]
+    assert new_worker != worker and _alive(new_worker) and _alive(new_daphne)
+
+    process.send_signal(signal.SIGTERM)  # a clean stop still stops every child
+    process.wait(40)
+    _wait_for(lambda: not _alive(new_daphne) and not _alive(new_worker), 20, "children to stop")
+
+
+def test_backoff_doubles_for_quick_deaths_and_resets_after_a_stable_run():
+    reports = []
+    supervisor = Supervisor(
+        backoff_start=0.2, backoff_max=0.8, stable_after=5, report=reports.append
+    )
+    child = supervisor.add_command("crasher", [sys.executable, "-c", "import sys; sys.exit(3)"])
+    supervisor.start_all()
+    delays = []
+    deadline = time.monotonic() + 30
+    while len(delays) < 4 and time.monotonic() < deadline:
+        before = child.restart_at
+        supervisor.check()
+        if child.restart_at is not None and child.restart_at != before:
+            delays.append(round(supervisor.backoff(child), 1))
+        time.sleep(0.02)
+    supervisor.stop_all()
+    assert delays == [0.2, 0.4, 0.8, 0.8]  # doubling, capped
+    assert child.restarts == 3 and len(child.history) == 4
+    assert any("crasher (pid" in r and "exited with 3" in r for r in reports)
+    # a child that ran longer than stable_after starts over from the first delay
+    child.quick_deaths = 3
+    child.started_at = time.monotonic() - 10
+    child.process = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.process.wait()
+    supervisor.stopping = False
+    supervisor.check()
+    assert child.quick_deaths == 1 and supervisor.backoff(child) == 0.2

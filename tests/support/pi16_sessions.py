@@ -1,0 +1,61 @@
+"""The session files pi 1.6.0 wrote, with pi's own contexts at listed nodes (issue 13).
+
+The folder comes from ``PIWEB_PI16_SESSIONS_DIR`` or defaults to
+``<repo root>/../shared/sessions-pi-1.6.0``.  A missing folder fails the test
+that asks for it (never a skip).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessions_app.context.jsonl import parse_session_entries
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = REPO_ROOT.parent / "shared" / "sessions-pi-1.6.0"
+
+
+def sessions_dir() -> Path:
+    configured = os.environ.get("PIWEB_PI16_SESSIONS_DIR")
+    path = Path(configured).expanduser() if configured else DEFAULT_DIR
+    if not (path / "expected.json").is_file():
+        pytest.fail(
+            f"pi 1.6.0 session folder not found: {path}; set PIWEB_PI16_SESSIONS_DIR",
+            pytrace=False,
+        )
+    return path
+
+
+@functools.cache
+def _expected(folder: str) -> dict[str, Any]:
+    with open(Path(folder) / "expected.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def expected_sessions() -> list[dict[str, Any]]:
+    """expected.json's sessions: file, leafId and ``contexts`` ([{leafId, context}])."""
+    return _expected(str(sessions_dir()))["sessions"]
+
+
+def session_names() -> list[str]:
+    """File names for parametrizing (a missing folder gives one failing parameter)."""
+    try:
+        return [s["file"] for s in expected_sessions()]
+    except BaseException:  # pytest.fail raises a BaseException subclass
+        return ["<missing>"]
+
+
+def session(name: str) -> tuple[bytes, list[dict[str, Any]], dict[str, Any]]:
+    """(file bytes, entries without the header, expected record) of one file."""
+    record = next((s for s in expected_sessions() if s["file"] == name), None)
+    if record is None:
+        pytest.fail(f"no expected contexts for {name}", pytrace=False)
+    data = (sessions_dir() / name).read_bytes()
+    entries = [e for e in parse_session_entries(data.decode("utf-8")) if e.get("type") != "session"]
+    return data, entries, record

@@ -1,0 +1,256 @@
+"""The usage counter (sessions_app.context.usage) against pi 1.6.0's own figures, and one
+test per usage source."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sessions_app.context.usage import (
+    TOOLS_BUCKET,
+    entry_day,
+    entry_usage,
+    usage_breakdown,
+    usage_summary,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def pi16_dir() -> Path:
+    """`sessions-pi-1.6.0/` (PIWEB_PI16_SESSIONS_DIR, else the shared folder beside the
+    checkout or beside its worktree folder); fails the test when it is missing."""
+    configured = os.environ.get("PIWEB_PI16_SESSIONS_DIR")
+    candidates = (
+        [Path(configured)]
+        if configured
+        else [p / "shared" / "sessions-pi-1.6.0" for p in (REPO_ROOT.parent, REPO_ROOT.parents[1])]
+    )
+    for path in candidates:
+        if (path / "expected.json").is_file():
+            return path
+    pytest.fail(f"sessions-pi-1.6.0 not found in {candidates}", pytrace=False)
+
+
+def read_entries(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def pi16_cases():
+    document = json.loads((pi16_dir() / "expected.json").read_text(encoding="utf-8"))
+    assert document["usage_pi_version"] == "1.6.0"
+    return document["sessions"]
+
+
+def assert_same_breakdown(ours, theirs):
+    assert [row["key"] for row in ours] == [row["key"] for row in theirs]
+    for mine, pis in zip(ours, theirs, strict=True):
+        assert mine["tokens"] == pis["tokens"], mine["key"]
+        assert abs(mine["cost"] - pis["cost"]) <= 1e-9, mine["key"]
+
+
+def test_every_pi16_session_matches_pi_usage_breakdown():
+    cases = pi16_cases()
+    assert len(cases) >= 12
+    for case in cases:
+        entries = read_entries(pi16_dir() / case["file"])
+        assert len(entries) == case["entryCount"]
+        assert_same_breakdown(usage_breakdown(entries), case["usageBreakdown"])
+
+
+def assistant(eid, provider, model, usage, **extra):
+    message = {"role": "assistant", "content": [], "provider": provider, "model": model}
+    if usage is not None:
+        message["usage"] = usage
+    message.update(extra)
+    return {
+        "type": "message",
+        "id": eid,
+        "timestamp": "2026-01-02T10:00:00.000Z",
+        "message": message,
+    }
+
+
+def usage(i=0, o=0, cr=0, cw=0, cost=0.0, total=None):
+    return {
+        "input": i,
+        "output": o,
+        "cacheRead": cr,
+        "cacheWrite": cw,
+        "totalTokens": total if total is not None else i + o + cr + cw,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+    }
+
+
+def test_assistant_uses_response_model_when_present_and_tokens_ignore_total_tokens():
+    entries = [
+        assistant(
+            "a1", "openrouter", "auto", usage(10, 5, 0, 0, 0.5, total=999), responseModel="x/y"
+        ),
+        assistant("a2", "openrouter", "auto", usage(1, 1, 1, 1, 0.25)),
+        assistant("a3", "openrouter", "auto", usage(3, 0, 0, 0, 0.0), responseModel=None),
+    ]
+    assert usage_breakdown(entries) == [
+        {"key": "openrouter/x/y", "cost": 0.5, "tokens": 15},
+        {"key": "openrouter/auto", "cost": 0.25, "tokens": 7},
+    ]
+
+
+def test_usage_entries_count_under_their_own_model():
+    entries = [
+        {
+            "type": "usage",
+            "id": "u1",
+            "kind": "cache_warm",
+            "provider": "anthropic",
+            "model": "claude-x",
+            "usage": usage(100, 2, cost=0.01),
+        },
+        assistant("a1", "anthropic", "claude-x", usage(10, 0, cost=0.02)),
+        {"type": "usage", "id": "u2", "provider": "google", "model": "g", "usage": usage(4)},
+    ]
+    assert usage_breakdown(entries) == [
+        {"key": "anthropic/claude-x", "cost": pytest.approx(0.03), "tokens": 112},
+        {"key": "google/g", "cost": 0.0, "tokens": 4},
+    ]
+
+
+def test_tool_results_compactions_and_branch_summaries_go_to_tools_bucket():
+    tool_result = {
+        "type": "message",
+        "id": "t1",
+        "message": {
+            "role": "toolResult",
+            "toolCallId": "c",
+            "content": [],
+            "usage": usage(7, 3, cost=0.1),
+        },
+    }
+    plain_tool_result = {
+        "type": "message",
+        "id": "t2",
+        "message": {"role": "toolResult", "content": []},
+    }
+    compaction = {
+        "type": "compaction",
+        "id": "c1",
+        "summary": "s",
+        "usage": usage(50, 10, cost=0.2),
+    }
+    branch = {
+        "type": "branch_summary",
+        "id": "b1",
+        "summary": "s",
+        "usage": usage(20, 0, 5, cost=0.3),
+    }
+    entries = [tool_result, plain_tool_result, compaction, branch]
+    assert [entry_usage(e) is None for e in entries] == [False, True, False, False]
+    (row,) = usage_breakdown(entries)
+    assert row["key"] == TOOLS_BUCKET
+    assert row["tokens"] == 10 + 60 + 25
+    assert row["cost"] == pytest.approx(0.6, abs=1e-12)
+
+
+def test_zero_buckets_dropped_and_order_by_cost_then_first_seen():
+    entries = [
+        assistant("a", "p", "zero", usage(0, 0, cost=0.0)),
+        assistant("b", "p", "cheap", usage(5, cost=0.0)),
+        assistant("c", "p", "tied", usage(1, cost=0.0)),
+        assistant("d", "p", "dear", usage(1, cost=2.0)),
+        assistant("e", "p", "nousage", None),
+        {"type": "custom", "id": "x", "usage": usage(9, cost=9)},  # not a usage source
+        {"type": "message", "id": "u", "message": {"role": "user", "usage": usage(9, cost=9)}},
+    ]
+    assert [r["key"] for r in usage_breakdown(entries)] == ["p/dear", "p/cheap", "p/tied"]
+
+
+def test_missing_provider_and_broken_numbers_count_zero_not_nan():
+    entries = [
+        {
+            "type": "message",
+            "id": "a",
+            "message": {"role": "assistant", "model": "m", "usage": {"input": "x", "output": 2}},
+        },
+        {
+            "type": "usage",
+            "id": "u",
+            "provider": None,
+            "model": "m",
+            "usage": usage(1, cost=float("inf")),
+        },
+    ]
+    assert usage_breakdown(entries) == [
+        {"key": "undefined/m", "cost": 0.0, "tokens": 2},
+        {"key": "null/m", "cost": 0.0, "tokens": 1},
+    ]
+
+
+def test_summary_totals_by_day_and_model_and_cache_hit_ratio():
+    first = assistant("a", "p", "m", usage(100, 10, 300, 100, cost=1.0))
+    second = assistant("b", "p", "n", usage(50, 5, 0, 0, cost=0.5))
+    second["timestamp"] = "2026-01-03T23:30:00-02:00"  # 2026-01-04 in UTC
+    summary = usage_summary([first, second])
+    totals = summary["totals"]
+    assert summary["breakdown"] == [
+        {"key": "p/m", "cost": 1.0, "tokens": 510},
+        {"key": "p/n", "cost": 0.5, "tokens": 55},
+    ]
+    assert (totals["tokens"], totals["cost"]) == (565, 1.5)
+    assert totals["cacheHitRatio"] == pytest.approx(300 / 550)
+    assert [d["day"] for d in totals["byDay"]] == ["2026-01-02", "2026-01-04"]
+    assert totals["byModel"][0]["cacheHitRatio"] == pytest.approx(300 / 500)
+    assert totals["byModel"][1]["cacheHitRatio"] == 0.0
+    assert entry_day({"timestamp": "garbage"}) is None
+    assert entry_day({"timestamp": "2026-13-03T00:00:00.000Z"}) is None
+    assert entry_day({"timestamp": "2026-02-30T00:00:00Z"}) is None
+    assert entry_day({"timestamp": 1736987937000}) is None
+
+
+def test_context_timeline_turns_estimates_and_markers():
+    from sessions_app.context.context_chart import context_timeline
+    from sessions_app.context.messages import build_session_context
+    from sessions_app.context.tokens import estimate_tokens
+
+    def user(eid, text):
+        return {"type": "message", "id": eid, "message": {"role": "user", "content": text}}
+
+    path = [
+        user("u1", "x" * 400),  # 100 tokens
+        assistant("a1", "p", "m", usage(1000, 100, 0, 0, total=1100)),
+        user("u2", "y" * 80),  # 20 tokens
+        assistant("a2", "p", "m", usage(5, 5), stopReason="error"),  # estimated
+        {
+            "type": "compaction",
+            "id": "c1",
+            "summary": "s" * 40,
+            "firstKeptEntryId": "u2",
+            "tokensBefore": 1234,
+        },
+        {"type": "model_change", "id": "mc", "provider": "q", "modelId": "n"},
+        {"type": "branch_summary", "id": "b1", "fromId": "u1", "summary": "b" * 8},
+        assistant("a3", "q", "n", None),
+    ]
+    for parent, child in zip(path, path[1:], strict=False):
+        child["parentId"] = parent["id"]
+    timeline = context_timeline(path)
+    points = timeline["points"]
+    assert [(p["id"], p["index"], p["estimated"]) for p in points] == [
+        ("a1", 1, False),
+        ("a2", 3, True),
+        ("a3", 7, True),
+    ]
+    assert points[0]["tokens"] == 1100
+    assert points[1]["tokens"] == 1100 + 20 + estimate_tokens(path[3]["message"])
+    (compaction,) = timeline["compactions"]
+    reference = build_session_context(path[:5])["messages"]
+    assert compaction == {
+        "id": "c1",
+        "index": 4,
+        "before": 1234,
+        "after": sum(estimate_tokens(m) for m in reference),
+    }
+    assert timeline["modelChanges"] == [{"id": "mc", "index": 5, "model": "q/n", "from": "p/m"}]
+    assert timeline["branchSummaries"][0]["id"] == "b1"
+    assert points[2]["model"] == "q/n" and points[2]["tokens"] > compaction["after"]
