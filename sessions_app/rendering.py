@@ -337,10 +337,10 @@ def _files_part(details) -> Part | None:
     return Part("files", title="Files", extra={"read": read, "modified": modified})
 
 
-def render_plain(text: str) -> SafeString:
+def render_plain(text: str, limit: int | None = None) -> SafeString:
     """Plain text (a system prompt, a JSON view) as an escaped `<pre>`; lone surrogates
     (which an imported file may hold and UTF-8 cannot encode) become U+FFFD."""
-    text, rest = _cut(clean_text(str(text or "")), None)
+    text, rest = _cut(clean_text(str(text or "")), limit)
     html = format_html('<pre class="plain">{}</pre>', text)
     if rest:
         html += format_html('<p class="notice">{}</p>', rest)

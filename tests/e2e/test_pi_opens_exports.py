@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Entry, Session
-from sessions_app.services import exports, fork, jobs, navigation, tree
+from sessions_app.services import chat, exports, fork, jobs, navigation, tree
 from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
-from tests.support.pi_reference import open_in_pi, pi_or_skip
+from tests.support.pi1_session import import_pi1_session
+from tests.support.pi_reference import VERSIONS, open_in_pi, pi_or_skip
 from tests.support.real_sessions import pi160_dir, real_session_bytes
 from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
@@ -35,19 +36,17 @@ class Exported:
         self.expected: dict[str, tuple[str | None, list]] = {}
         self.texts: dict[str, str] = {}
 
-    def add(self, name: str, session: Session, *, context: bool = True) -> str:
-        """Export `session`; pi must open it at its leaf, and (with `context`) build
-        the context piweb builds there."""
+    def add(self, name: str, session: Session, *, context=VERSIONS) -> str:
+        """Export `session`; every pi must open it at its leaf, and the pi versions in
+        `context` must build the context piweb builds there."""
         session = Session.objects.get(pk=session.pk)
-        # What the download streams, as text.
-        chunks = exports.export_session(session, "jsonl").content
-        content = b"".join(chunks).decode("utf-8", "surrogatepass")
-        (self.directory / f"{name}.jsonl").write_text(content, encoding="utf-8")
+        export = exports.export_session(session, "jsonl")  # what the download streams
+        data = b"".join(export.content) if export.streams else export.content.encode()
+        (self.directory / f"{name}.jsonl").write_bytes(data)
+        content = data.decode("utf-8")
         leaf = session.leaf.pi_id if session.leaf_id else None
-        messages = None
-        if context:
-            messages = json.loads(json.dumps(tree.load_context(session)["messages"]))
-        self.expected[f"{name}.jsonl"] = (leaf, messages)
+        messages = json.loads(json.dumps(tree.load_context(session)["messages"]))
+        self.expected[f"{name}.jsonl"] = (leaf, messages, context)
         self.texts[name] = content
         return content
 
@@ -55,7 +54,7 @@ class Exported:
         files = [self.directory / name for name in self.expected]
         results = open_in_pi(pi_or_skip(), files, scratch)
         for version, by_file in results.items():
-            for name, (leaf, messages) in self.expected.items():
+            for name, (leaf, messages, context_versions) in self.expected.items():
                 got = by_file[name]
                 where = f"pi {version} on {name}"
                 if leaf is None:
@@ -65,7 +64,7 @@ class Exported:
                     assert got["leafId"] == marker["id"], where
                 else:
                     assert got["leafId"] == leaf, f"{where}: leaf"
-                if messages is not None:
+                if version in context_versions:
                     assert got["context"]["messages"] == messages, f"{where}: context"
         return results
 
@@ -135,9 +134,9 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
             forked = fork.fork_session(session, target, scope, actor=owner)
             out.add(f"fork-{scope}-{target}", forked)
 
-    # Files pi 1.6.0 wrote, with the leaf moved to an entry that has children. Their
-    # context is compared where pi 0.80 and 1.x build it alike (the pure core's 1.x
-    # context building is checked against pi's expected.json elsewhere); the leaf always.
+    # Files pi 1.6.0 wrote, with the leaf moved to an entry that has children: pi 1.6.0
+    # builds piweb's context there; pi 0.80.2 too where the path holds nothing only 1.x
+    # understands (context edits, system messages, a 1.x compaction).
     for path in sorted(pi160_dir().glob("session-*.jsonl"))[:6]:
         imported = import_jsonl_stream(path.open("rb"), owner, filename=path.name).session
         parents = set(Entry.objects.filter(session=imported).values_list("parent_pi_id", flat=True))
@@ -152,8 +151,19 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
         out.add(
             f"pi160-{path.stem}",
             imported,
-            context=not _pi1_only(tree.load_path(Session.objects.get(pk=imported.pk))),
+            context=("1.6.0",)
+            if _pi1_only(tree.load_path(Session.objects.get(pk=imported.pk)))
+            else VERSIONS,
         )
+
+    # Context edits, system messages, usage, an unknown type and a pi 1.x compaction
+    # (keeps nothing, re-states a system message): pi 1.6.0 builds piweb's context.
+    pi1 = import_pi1_session(owner)
+    out.add("pi1-unchanged", pi1, context=("1.6.0",))
+    tree.set_leaf(pi1, "b0000005", actor=owner)
+    out.add("pi1-moved-after-1x-compaction", pi1, context=("1.6.0",))
+    tree.set_leaf(pi1, "b00000e2", actor=owner)
+    out.add("pi1-moved-between-edits", pi1, context=("1.6.0",))
 
     # A 1 MB session with real pi shapes (signatures, images, aborted runs, custom
     # providers), unchanged and with the leaf moved back.
@@ -172,15 +182,19 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
     assert all(results[v]["moved-a.jsonl"]["context"]["messages"] for v in results)
 
 
+@pytest.fixture
+def owner(make_user):
+    return make_user()
+
+
 @pytest.mark.worker
 def test_pi_opens_sessions_after_piweb_compactions_summaries_and_turns(
-    worker, make_user, llm, tmp_path
+    worker, owner, workspace, llm, tmp_path
 ):
     pi_or_skip()
-    owner = make_user()
     out = Exported(tmp_path / "exports")
     out.directory.mkdir()
-    session = make_session(owner, turns=4, compaction=SMALL)
+    session = make_session(owner, turns=4, compaction=SMALL, cwd=str(workspace))
 
     llm.push(text("## Goal\nCompacted by piweb."))
     job = jobs.request_compaction(session, actor=owner)
@@ -204,6 +218,13 @@ def test_pi_opens_sessions_after_piweb_compactions_summaries_and_turns(
     out.add("branch-summary", session)
     add_turn(session, 6)
     out.add("turn-after-branch-summary", session)
+
+    # A real agent turn (the worker runs it against the scripted model).
+    llm.push(text("Turn answered by the agent."))
+    run = chat.send_message(Session.objects.get(pk=session.pk), owner, "one more thing")
+    wait_for_job(run)
+    assert run.status == "done", run.error
+    out.add("agent-turn", session)
 
     # The leaf moves back before the compaction: the compaction is no longer on the path.
     navigation.navigate(session, turn2.pi_id, actor=owner)
