@@ -324,7 +324,10 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
 
             listeners = [asyncio.create_task(listen(w, ws)) for w, ws in enumerate(sockets)]
             await asyncio.gather(*(write(w) for w in range(writers)))
-            await asyncio.sleep(3)
+            settle = time.monotonic() + 20
+            while time.monotonic() < settle and len(delivered) < len(written):
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
             for ws in sockets:
                 await ws.close()
             for task in listeners:
@@ -409,6 +412,21 @@ def scan_once(base: Path, folder: Path) -> dict:
     }
 
 
+def calibrate(folder: Path, limit: int = 50_000_000) -> float:
+    """json.loads throughput on this machine right now: the yardstick for the scan's MB/s
+    (the machine is shared, so its speed changes from minute to minute)."""
+    size = 0
+    start = time.perf_counter()
+    for path in sorted(folder.rglob("*.jsonl")):
+        with path.open("rb") as fh:
+            for line in fh:
+                json.loads(line)
+                size += len(line)
+        if size >= limit:
+            break
+    return size / 1e6 / (time.perf_counter() - start)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=2000)
@@ -455,6 +473,9 @@ def main() -> int:
                 },
                 cwd=REPO,
                 check=True,
+            )
+            print(
+                f"calibration: {calibrate(folder):.0f} MB/s for plain json.loads of these lines now"
             )
             results["first_scan"] = scan_once(base, folder)
             print(f"first scan: {json.dumps(results['first_scan'])}")

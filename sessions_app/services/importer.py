@@ -546,6 +546,7 @@ class _Append(_Import):
         self.report.status = "unchanged"
         self.next_seq = self.session.next_seq
         self.report.first_new_seq = self.next_seq
+        self.last_type = ""
 
     def add_segment(self, records: list) -> None:
         entries = [r for r in records if isinstance(r, PreparedEntry)]
@@ -564,6 +565,7 @@ class _Append(_Import):
         for record in records:
             if isinstance(record, PreparedEntry):
                 self.add(record)
+                self.last_type = record.columns[0]
             else:
                 _note(record, self.report)
 
@@ -626,7 +628,7 @@ def append_lines(
                     {
                         "id": last,
                         "parentId": job.parent_of.get(last),
-                        "type": "",
+                        "type": job.last_type,
                         "leaf": last,
                         "count": report.entries_added,
                     },

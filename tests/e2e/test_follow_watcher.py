@@ -2,7 +2,8 @@
 temporary folder, the real database, Redis and, for the page, daphne and Chromium.
 
 The follower runs with `--rescan-seconds 0` (no periodic rescan), so everything it
-picks up here came from the filesystem's change events."""
+picks up here came from the filesystem's change events. The tests marked `embedded` also
+run on SQLite (the follower then writes from one thread)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,7 @@ def test_a_growing_file_grows_the_open_page(follower, owner, page_for, tmp_path)
     assert session.entry_count == 6 and session.leaf.pi_id == "00000005"
 
 
+@pytest.mark.embedded
 def test_split_line_then_rewrite(follower, owner, tmp_path):
     session_id = sid()
     path = pi_path(tmp_path, session_id)
@@ -174,6 +176,7 @@ def test_split_line_then_rewrite(follower, owner, tmp_path):
     assert export_bytes(Session.objects.get(pi_id=session_id)) == path.read_bytes()
 
 
+@pytest.mark.embedded
 def test_rename_then_delete(follower, owner, tmp_path):
     session_id = sid()
     path = pi_path(tmp_path, session_id)
@@ -224,6 +227,7 @@ def test_two_hundred_files_at_once(follower, owner, tmp_path):
     assert FollowedFile.objects.filter(state="following").count() == 200
 
 
+@pytest.mark.embedded
 def test_restart_in_the_middle_of_a_growing_file(follower, owner, tmp_path):
     session_id = sid()
     path = pi_path(tmp_path, session_id)

@@ -309,3 +309,16 @@ def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, clie
     assert "Started in piweb" in page
     stamp = made.header_timestamp.replace(":", "-").replace(".", "-")
     assert f"pi --session {stamp}_{made.pi_id}.jsonl" in page
+
+
+def test_a_session_imported_from_disk_resumes_from_its_file(tmp_path, owner):
+    from django.core.management import call_command
+
+    from sessions_app.selectors import session_provenance
+
+    path = session_file(tmp_path, 1)
+    call_command("import_pi_sessions", str(path), owner=owner.username, verbosity=0)
+    session = Session.objects.get(pi_id=SID)
+    provenance = session_provenance(session)
+    assert (provenance.kind, provenance.path) == ("imported", str(path.resolve()))
+    assert provenance.resume_command == f"pi --session {path.resolve()}"

@@ -51,7 +51,9 @@ class Command(BaseCommand):
         for path in files:
             try:
                 with path.open("rb") as fh:
-                    report = import_jsonl_stream(fh, user, filename=str(path))
+                    report = import_jsonl_stream(
+                        fh, user, filename=str(path), source_path=str(path.resolve())
+                    )
             except SessionImportError as exc:
                 failed += 1
                 self._say(progress, self.style.ERROR(f"FAILED {exc}"))

@@ -5,7 +5,6 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
@@ -21,7 +20,6 @@ log = logging.getLogger("piweb.follow")
 # reaches open pages well within a second.
 DEBOUNCE_MS = 150
 STEP_MS = 20
-PARALLEL_FILES = 4  # files brought up to date at the same time (PostgreSQL)
 
 
 class Command(BaseCommand):
@@ -106,9 +104,6 @@ class Command(BaseCommand):
     def _follow(self, roots, rescan_seconds, poll, stop):
         import watchfiles
 
-        # SQLite has one writer at a time: threads would only wait for each other.
-        threads = 1 if connection.vendor == "sqlite" else PARALLEL_FILES
-        self.pool = ThreadPoolExecutor(threads, "follow") if threads > 1 else None
         next_rescan = time.monotonic() + rescan_seconds if rescan_seconds > 0 else None
         watching = False
         for changes in watchfiles.watch(
@@ -138,19 +133,12 @@ class Command(BaseCommand):
                 next_rescan = time.monotonic() + rescan_seconds
 
     def _apply(self, changes):
-        """One batch of watcher events: each path once; files in parallel (each file's
-        work is mostly waiting on the database), then new folders."""
+        """One batch of watcher events: each path once, files first, then new folders.
+        (One thread: the work is mostly Python, so threads only made it slower.)"""
         paths = sorted({path for _change, path in changes})
         folders = [p for p in paths if os.path.isdir(p)]
-        files = [
-            p
-            for p in paths
-            if p not in folders and (p.endswith(".jsonl") or not os.path.lexists(p))
-        ]
-        if len(files) > 1 and self.pool is not None:
-            list(self.pool.map(lambda p: self._guarded(p, lambda: self._sync(p)), files))
-        else:
-            for path in files:
+        for path in paths:
+            if path not in folders and (path.endswith(".jsonl") or not os.path.lexists(path)):
                 self._guarded(path, lambda p=path: self._sync(p))
         for path in folders:
             # A folder that appeared (or was moved in): its files may predate the watch.
@@ -173,6 +161,7 @@ class Command(BaseCommand):
 
 
 def _log_to(stream, verbosity):
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # not "N changes detected"
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
