@@ -77,29 +77,23 @@ def line_may_nest_deeper(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     return text.count("[") + text.count("{") > limit
 
 
-def _fields_of(entry: dict) -> list[tuple[str, Any]]:
-    """(where, value) of the short fields of a header or an entry that pages show."""
-    out = [(key, entry.get(key)) for key in FIELD_LIMITS if key in entry]
-    message = entry.get("message")
-    if isinstance(message, dict):
-        out += [(f"message.{key}", message.get(key)) for key in FIELD_LIMITS if key in message]
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    out.append(("toolCall name", block.get("name")))
-    return out
+_FIELD_KEYS = frozenset(FIELD_LIMITS)
 
 
 def oversized_fields(entry: dict) -> list[tuple[str, int, int]]:
-    """(field, length, limit) of each short field of `entry` longer than its limit."""
+    """(field, length, limit) of each short field of `entry` (and of its `message`)
+    longer than its limit. Cheap: runs for every imported line."""
     out = []
-    for where, value in _fields_of(entry):
-        if not isinstance(value, str):
+    for where, holder in (("", entry), ("message.", entry.get("message"))):
+        if not isinstance(holder, dict):
             continue
-        limit = FIELD_LIMITS.get(where.rsplit(".", 1)[-1], MAX_ID_CHARS)
-        if len(value) > limit:
-            out.append((where, len(value), limit))
+        for key in holder.keys() & _FIELD_KEYS:
+            value = holder[key]
+            if isinstance(value, str) and len(value) > FIELD_LIMITS[key]:
+                out.append((where + key, len(value), FIELD_LIMITS[key]))
+    if len(out) > 1:  # in FIELD_LIMITS order, whatever the file's key order
+        order = list(FIELD_LIMITS)
+        out.sort(key=lambda item: (item[0].count("."), order.index(item[0].rsplit(".", 1)[-1])))
     return out
 
 

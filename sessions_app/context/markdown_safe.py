@@ -8,7 +8,8 @@ is left. Code blocks are code, not HTML, so they stay as they are.
 
 Escaping a line can change how the lines after it parse (an HTML block that becomes a
 paragraph absorbs a following indented line), so it parses again until nothing is left;
-after `MAX_PASSES` it escapes every `<`.
+after `MAX_PASSES`, or for a document longer than `MAX_PARSED_CHARS` (the parser reads
+a few hundred KB a second), it escapes every `<` (code then shows `&lt;`, safely).
 
 Pure: no Django.
 """
@@ -20,6 +21,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 
 MAX_PASSES = 8
+MAX_PARSED_CHARS = 1_000_000
 
 # HTML the export writes itself around tool output (`context.review.branch_markdown`).
 ALLOWED_HTML = frozenset({"<details><summary>output</summary>", "</details>"})
@@ -58,10 +60,11 @@ def escape_raw_html(text: str) -> str:
     if "<" not in text:
         return text
     lines = text.split("\n")
-    for _ in range(MAX_PASSES):
-        found = [i for i in _html_lines(lines) if "<" in lines[i]]
-        if not found:
-            return "\n".join(lines)
-        for i in found:
-            lines[i] = lines[i].replace("<", "&lt;")
-    return "\n".join(line.replace("<", "&lt;") for line in lines)
+    if len(text) <= MAX_PARSED_CHARS:
+        for _ in range(MAX_PASSES):
+            found = [i for i in _html_lines(lines) if "<" in lines[i]]
+            if not found:
+                return "\n".join(lines)
+            for i in found:
+                lines[i] = lines[i].replace("<", "&lt;")
+    return "\n".join(line if line in ALLOWED_HTML else line.replace("<", "&lt;") for line in lines)

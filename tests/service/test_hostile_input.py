@@ -16,6 +16,7 @@ from django.test import Client
 from django.urls import reverse
 from markdown_it import MarkdownIt
 
+from sessions_app.context import markdown_safe
 from sessions_app.context.input_limits import MAX_CWD_CHARS, MAX_JSON_DEPTH
 from sessions_app.context.markdown_safe import escape_raw_html
 from sessions_app.context.review import branch_markdown
@@ -344,6 +345,14 @@ HOSTILE_MARKDOWN = [
 def test_escaped_markdown_has_no_raw_html(text):
     html = rendered_tags(escape_raw_html(text))
     for tag in ("<script", "<img", "<iframe", "<div"):
+        assert tag not in html, html
+
+
+@pytest.mark.parametrize("text", HOSTILE_MARKDOWN)
+def test_markdown_too_long_to_parse_has_every_tag_escaped(text, monkeypatch):
+    monkeypatch.setattr(markdown_safe, "MAX_PARSED_CHARS", 10)
+    html = rendered_tags(escape_raw_html("```\n<b>\n```\n" + text))
+    for tag in ("<script", "<img", "<iframe", "<div", "<b>"):
         assert tag not in html, html
 
 
