@@ -21,7 +21,7 @@ of one entry are rendered. Exports raise the limit with `block_limit(...)`. Page
 the rest of a large entry lazily (views/tree.entry_text, entry_raw). Markdown can cost
 more than linear time on hostile text (20,000 characters of `![` take seconds), so a
 request spends at most `render_time_budget` seconds in Markdown (settings.PIWEB_RENDER_SECONDS,
-set per request by piweb.middleware.render_deadline); once spent, later blocks are
+set per request by piweb.middleware.markdown_time_budget); once spent, later blocks are
 shown as escaped plain text, which is linear.
 """
 
