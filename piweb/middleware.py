@@ -54,3 +54,15 @@ def response_size_cap(get_response):
         return replacement
 
     return middleware
+
+
+def markdown_time_budget(get_response):
+    """Each request spends at most settings.PIWEB_RENDER_SECONDS rendering Markdown (see
+    sessions_app.rendering): hostile text cannot make a page take minutes."""
+    from sessions_app.rendering import render_time_budget
+
+    def middleware(request):
+        with render_time_budget(settings.PIWEB_RENDER_SECONDS):
+            return get_response(request)
+
+    return middleware

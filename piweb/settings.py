@@ -80,6 +80,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "piweb.middleware.content_security_policy",
     "piweb.middleware.response_size_cap",
+    "piweb.middleware.markdown_time_budget",
 ]
 
 ROOT_URLCONF = "piweb.urls"
@@ -284,6 +285,8 @@ PIWEB_PREVIEW_CHARS = int(os.environ.get("PIWEB_PREVIEW_CHARS", "20000"))
 PIWEB_SHOW_MORE_CHARS = int(os.environ.get("PIWEB_SHOW_MORE_CHARS", "200000"))
 PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 * 1024 * 1024)))
 PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
+# Seconds of Markdown rendering one request may spend; later blocks show as plain text.
+PIWEB_RENDER_SECONDS = float(os.environ.get("PIWEB_RENDER_SECONDS", "5"))
 
 LOGGING = {
     "version": 1,

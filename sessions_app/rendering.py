@@ -21,13 +21,18 @@ Bounded whatever an entry holds: every text block is cut to `limit` characters
 (settings.PIWEB_PREVIEW_CHARS on pages) before markdown, highlighting or ANSI conversion
 runs, JSON is pretty-printed only up to the limit, and at most MAX_BLOCKS content blocks
 of one entry are rendered. Exports raise the limit with `block_limit(...)`. Pages offer
-the rest of a large entry lazily (views/tree.entry_text, entry_raw).
+the rest of a large entry lazily (views/tree.entry_text, entry_raw). Markdown can cost
+more than linear time on hostile text (20,000 characters of `![` take seconds), so a
+request spends at most `render_time_budget` seconds in Markdown (settings.PIWEB_RENDER_SECONDS,
+set per request by piweb.middleware.markdown_time_budget); once spent, later blocks are
+shown as escaped plain text, which is linear.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -141,6 +146,19 @@ def page_limit() -> int:
     return settings.PIWEB_PREVIEW_CHARS if override is None else override
 
 
+_MARKDOWN_SECONDS: ContextVar[list[float] | None] = ContextVar("piweb_md_seconds", default=None)
+
+
+@contextmanager
+def render_time_budget(seconds: float):
+    """Inside the block, Markdown rendering may take `seconds` in all; plain text after."""
+    token = _MARKDOWN_SECONDS.set([seconds])
+    try:
+        yield
+    finally:
+        _MARKDOWN_SECONDS.reset(token)
+
+
 @contextmanager
 def block_limit(chars: int):
     """Render with another per-block limit inside the block (the HTML export's)."""
@@ -161,7 +179,14 @@ def _cut(text: str, limit: int | None) -> tuple[str, str]:
 def render_markdown(text: str, limit: int | None = None) -> SafeString:
     """Markdown → sanitized HTML. Raw HTML in the source is shown as text."""
     text, rest = _cut(str(text or ""), limit)
-    html = _markdown().render(text)
+    left = _MARKDOWN_SECONDS.get()
+    if left is not None and left[0] <= 0:  # (this request spent its Markdown time)
+        html = f'<pre class="plain">{escape(text)}</pre>'
+    else:
+        started = time.monotonic()
+        html = _markdown().render(text)
+        if left is not None:
+            left[0] -= time.monotonic() - started
     if rest:
         html += f'<p class="notice">{escape(rest)}</p>'
     return sanitize(html)

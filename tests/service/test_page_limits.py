@@ -184,3 +184,26 @@ def test_long_branches_render_their_newest_entries_within_the_page_budget(
     # the download holds the whole branch
     export = client.get(f"/s/{session.pi_id}/export/html/").content.decode()
     assert "message 000" in export and "Not shown on this page" not in export
+
+
+def test_markdown_stops_at_the_request_deadline_and_the_rest_is_plain_text(
+    client, make_user, settings
+):
+    """20,000 characters of `![` cost markdown-it seconds: 100 such blocks were minutes."""
+    settings.PIWEB_RENDER_SECONDS = 1
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd="/w", name="slow")
+    blocks = [{"type": "text", "text": f"**block {i}** " + "![" * 10_000} for i in range(100)]
+    entry = tree.append_entry(
+        session, {"type": "message", "message": {"role": "user", "content": blocks}}
+    )
+    client.force_login(owner)
+    started = time.monotonic()
+    body = client.get(f"/s/{session.pi_id}/e/{entry.pi_id}/").content.decode()
+    assert time.monotonic() - started < 30
+    assert "<strong>block 0</strong>" in body  # rendered while time was left
+    assert '<pre class="plain">**block 99** ![![' in body  # plain text after the deadline
+    settings.PIWEB_RENDER_SECONDS = 0
+    short = tree.append_entry(session, user("**bold**"))
+    plain = client.get(f"/s/{session.pi_id}/e/{short.pi_id}/").content.decode()
+    assert '<pre class="plain">**bold**</pre>' in plain and "<strong>bold" not in plain
