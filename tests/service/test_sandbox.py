@@ -587,3 +587,46 @@ def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
         proc.wait(30)
     banner = log.read_text()
     assert "Sandbox: OFF (PIWEB_SANDBOX=off)" in banner and "single-user machine" in banner
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_unprivileged_worker_gets_its_own_files_and_the_process_limit():
+    """The README's production layout: bwrap started by an unprivileged worker user (here
+    uid 65534). Files land owned by that user, and RLIMIT_NPROC (enforced for non-root)
+    stops a fork bomb even without a pids cgroup."""
+    import subprocess
+    import tempfile
+
+    from sessions_app.agent import sandbox as sandbox_module
+
+    workspace = Path(tempfile.mkdtemp(prefix="piweb-unpriv-ws-", dir="/tmp"))
+    stage = Path(tempfile.mkdtemp(prefix="piweb-unpriv-stage-", dir="/tmp"))
+    try:
+        os.chown(workspace, 65534, 65534)
+        os.chmod(stage, 0o700)
+        config = sandbox_module.SandboxConfig(stage_dir=str(stage), max_processes=32)
+        cgroup_parent = sandbox_module.PidsCgroup._parent
+        sandbox_module.PidsCgroup._parent = None  # only the kernel's RLIMIT_NPROC
+        try:
+            launch = sandbox_module.launch(
+                config,
+                "id -u; touch made.txt; python3 -c 'import os\nwhile True: os.fork()' 2>&1 | tail -1",
+                str(workspace),
+            )
+        finally:
+            sandbox_module.PidsCgroup._parent = cgroup_parent
+        os.chmod(stage, 0o755)  # the worker user must be able to read its staged /etc
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *launch.argv]
+        result = subprocess.run(
+            argv, pass_fds=launch.pass_fds, env=launch.env, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        launch.cleanup()
+        lines = result.stdout.splitlines()
+        assert lines[0] == "1000", result.stderr
+        assert "Resource temporarily unavailable" in lines[-1]
+        made = (workspace / "made.txt").stat()
+        assert (made.st_uid, made.st_gid) == (65534, 65534)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)
