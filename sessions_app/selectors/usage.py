@@ -60,7 +60,9 @@ def counted_rows(sessions):
     in_scope = sessions.values("pk")
     # Forks whose source is counted here too: their copies are already in the total.
     counted_twice = list(
-        Session.objects.filter(pk__in=in_scope, parent_id__in=in_scope).values_list("pk", flat=True)
+        Session.objects.filter(
+            parent__isnull=False, parent_id__in=in_scope, pk__in=in_scope
+        ).values_list("pk", flat=True)
     )
     rows = UsageDaily.objects.filter(session_id__in=in_scope)
     if counted_twice:
@@ -105,29 +107,32 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
     per_day: dict[str, dict[str, UsageTotals]] = {}
     by_key: dict[str, UsageTotals] = {}
     by_session: dict[int, UsageTotals] = {}
-    total = UsageTotals()
-    grouped = rows.values_list("day", "key", "session_id").annotate(**_SUMS).order_by("day", "key")
-    for day, key, session_id, i, o, cr, cw, c in grouped:
-        totals = UsageTotals(i, o, cr, cw, c)
-        per_day.setdefault(day.isoformat(), {}).setdefault(key, UsageTotals()).add(totals)
-        by_key.setdefault(key, UsageTotals()).add(totals)
-        by_session.setdefault(session_id, UsageTotals()).add(totals)
-        total.add(totals)
-    info = {
-        row["pk"]: row
-        for row in Session.objects.filter(pk__in=list(by_session)).values(
-            "pk", "pi_id", "name", "first_message", "cwd", "owner__username"
-        )
-    }
     by_project: dict[str, UsageTotals] = {}
     by_person: dict[str, UsageTotals] = {}
-    for session_id, totals in by_session.items():
-        by_project.setdefault(info[session_id]["cwd"], UsageTotals()).add(totals)
-        by_person.setdefault(info[session_id]["owner__username"], UsageTotals()).add(totals)
+    total = UsageTotals()
+    grouped = (
+        rows.values_list("day", "key", "session_id", "session__cwd", "session__owner__username")
+        .annotate(**_SUMS)
+        .order_by("day", "key")
+    )
+    for day, key, session_id, cwd, person, i, o, cr, cw, c in grouped:
+        totals = UsageTotals(i, o, cr, cw, c)
+        per_day.setdefault(day.isoformat(), {}).setdefault(key, UsageTotals()).add(totals)
+        for groups, name in ((by_key, key), (by_session, session_id), (by_project, cwd)):
+            groups.setdefault(name, UsageTotals()).add(totals)
+        by_person.setdefault(person, UsageTotals()).add(totals)
+        total.add(totals)
 
     def by_cost(items):
         return sorted(items, key=lambda item: (-item[1].cost, -item[1].tokens, str(item[0])))
 
+    leaders = by_cost(by_session.items())[:top]
+    info = {
+        row["pk"]: row
+        for row in Session.objects.filter(pk__in=[pk for pk, _ in leaders]).values(
+            "pk", "pi_id", "name", "first_message"
+        )
+    }
     top_sessions = [
         {
             "session_id": session_id,
@@ -136,7 +141,7 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
             "session__first_message": info[session_id]["first_message"],
             "totals": totals,
         }
-        for session_id, totals in by_cost(by_session.items())[:top]
+        for session_id, totals in leaders
     ]
     return Dashboard(
         totals=total,
