@@ -192,11 +192,19 @@ def child(backend: str, args) -> None:
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
-    loaded = search_bench._load(args, connection.vendor)
-    _add_usage(connection.vendor)
-    _more_sessions(loaded["lead"], max(0, LIST_SESSIONS - args.sessions))
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    if args.reuse:
+        from django.contrib.auth import get_user_model
+
+        if Session.objects.count() != max(args.sessions, LIST_SESSIONS):
+            raise SystemExit("--reuse: the bench database does not hold this corpus")
+        users = get_user_model().objects
+        loaded = {"member": users.get(username="user0"), "lead": users.get(username="lead")}
+    else:
+        loaded = search_bench._load(args, connection.vendor)
+        _add_usage(connection.vendor)
+        _more_sessions(loaded["lead"], max(0, LIST_SESSIONS - args.sessions))
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     load_seconds = time.perf_counter() - started
 
     rng = random.Random(SEED)
@@ -262,9 +270,11 @@ def main() -> int:
         default=os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/postgres"),
     )
     parser.add_argument("--pg-db", default="usage_bench")
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the corpus left by the previous run"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.reuse = False
     VAR.mkdir(parents=True, exist_ok=True)
     search_bench.VAR = VAR
     if args.child:
@@ -294,7 +304,8 @@ def main() -> int:
                 str(args.entries),
                 "--runs",
                 str(args.runs),
-            ],
+            ]
+            + (["--reuse"] if args.reuse else []),
             env=env,
             capture_output=True,
             text=True,

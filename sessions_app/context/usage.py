@@ -20,6 +20,7 @@ from either source.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -205,15 +206,23 @@ def parse_timestamp(value: Any) -> datetime | None:
     return moment.astimezone(UTC)
 
 
+@functools.lru_cache(maxsize=4096)
+def _valid_day(text: str) -> str | None:
+    """`text` when it is a real "YYYY-MM-DD" day (few distinct days: cached)."""
+    if not _DAY_RE.fullmatch(text):
+        return None
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        return None
+
+
 def entry_day(entry: dict) -> str | None:
     """The UTC day ("YYYY-MM-DD") an entry's usage belongs to, or None."""
     stamp = entry.get("timestamp")
     # pi writes UTC ("...Z"): its day is its first ten characters.
-    if isinstance(stamp, str) and stamp.endswith("Z") and _DAY_RE.match(stamp):
-        try:
-            return date.fromisoformat(stamp[:10]).isoformat()
-        except ValueError:
-            return None
+    if isinstance(stamp, str) and stamp[-1:] == "Z":
+        return _valid_day(stamp[:10])
     moment = parse_timestamp(stamp)
     return moment.date().isoformat() if moment else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.core.cache import cache
 from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app.context.preview import clean_text
@@ -28,6 +29,7 @@ SORTS = {
 }
 DEFAULT_SORT = "-last"
 MAX_CHOICES = 500
+CHOICES_SECONDS = 60
 
 
 @dataclass
@@ -127,7 +129,19 @@ def visible_list(user, filters: ListFilters):
 
 
 def list_choices(user) -> tuple[list[str], list[str]]:
-    """(projects, models) found in the sessions `user` can see, for the filter menus."""
+    """(projects, models) found in the sessions `user` can see, for the filter menus.
+    Reading them means a pass over every visible session, so they are kept for
+    CHOICES_SECONDS per user: a new project or model reaches the menus within that."""
+    # The join date tells apart two users that got the same id (a test database).
+    key = f"piweb:list-choices:{user.pk}:{user.date_joined.timestamp()}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = _list_choices(user)
+        cache.set(key, cached, CHOICES_SECONDS)
+    return cached
+
+
+def _list_choices(user) -> tuple[list[str], list[str]]:
     projects: set[str] = set()
     models: set[str] = set()
     pairs = visible_sessions(user).values_list("cwd", "usage_models").distinct()

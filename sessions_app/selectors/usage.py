@@ -57,10 +57,14 @@ def session_summary(session: Session) -> dict:
 def counted_rows(sessions):
     """The usage rows of `sessions` (a queryset) that a total over all of them counts:
     a fork's copied entries only when its source session is not among them."""
-    scope = dict(sessions.values_list("pk", "parent_id"))
+    in_scope = sessions.values("pk")
     # Forks whose source is counted here too: their copies are already in the total.
-    counted_twice = [pk for pk, parent in scope.items() if parent is not None and parent in scope]
-    rows = UsageDaily.objects.filter(session_id__in=sessions.values("pk"))
+    counted_twice = list(
+        Session.objects.filter(
+            parent__isnull=False, parent_id__in=in_scope, pk__in=in_scope
+        ).values_list("pk", flat=True)
+    )
+    rows = UsageDaily.objects.filter(session_id__in=in_scope)
     if counted_twice:
         rows = rows.exclude(copied=True, session_id__in=counted_twice)
     return rows
@@ -91,7 +95,10 @@ class Dashboard:
 
 
 def dashboard(sessions, start: date | None = None, end: date | None = None, top: int = 10):
-    """Usage of `sessions` (forks counted once) between two days, both included."""
+    """Usage of `sessions` (forks counted once) between two days, both included.
+
+    One grouped query (day, bucket, session) over the stored daily rows; the groupings by
+    model, session, project and person are sums of its rows."""
     rows = counted_rows(sessions)
     if start:
         rows = rows.filter(day__gte=start)
@@ -99,30 +106,53 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
         rows = rows.filter(day__lte=end)
     per_day: dict[str, dict[str, UsageTotals]] = {}
     by_key: dict[str, UsageTotals] = {}
+    by_session: dict[int, UsageTotals] = {}
+    by_project: dict[str, UsageTotals] = {}
+    by_person: dict[str, UsageTotals] = {}
     total = UsageTotals()
-    for r in rows.values("day", "key").annotate(**_SUMS).order_by("day", "key"):
-        totals = _totals(r)
-        per_day.setdefault(r["day"].isoformat(), {})[r["key"]] = totals
-        by_key.setdefault(r["key"], UsageTotals()).add(totals)
+    grouped = (
+        rows.values_list("day", "key", "session_id", "session__cwd", "session__owner__username")
+        .annotate(**_SUMS)
+        .order_by("day", "key")
+    )
+    for day, key, session_id, cwd, person, i, o, cr, cw, c in grouped:
+        totals = UsageTotals(i, o, cr, cw, c)
+        per_day.setdefault(day.isoformat(), {}).setdefault(key, UsageTotals()).add(totals)
+        for groups, name in ((by_key, key), (by_session, session_id), (by_project, cwd)):
+            groups.setdefault(name, UsageTotals()).add(totals)
+        by_person.setdefault(person, UsageTotals()).add(totals)
         total.add(totals)
-    models = sorted(by_key.items(), key=lambda item: (-item[1].cost, -item[1].tokens, item[0]))
-    grouped = {
-        "top_sessions": ("session_id", "session__pi_id", "session__name", "session__first_message"),
-        "by_project": ("session__cwd",),
-        "by_person": ("session__owner__username",),
+
+    def by_cost(items):
+        return sorted(items, key=lambda item: (-item[1].cost, -item[1].tokens, str(item[0])))
+
+    leaders = by_cost(by_session.items())[:top]
+    info = {
+        row["pk"]: row
+        for row in Session.objects.filter(pk__in=[pk for pk, _ in leaders]).values(
+            "pk", "pi_id", "name", "first_message"
+        )
     }
-    lists = {}
-    for name, fields in grouped.items():
-        query = rows.values(*fields).annotate(**_SUMS).order_by("-c", *fields)
-        if name == "top_sessions":
-            query = query[:top]
-        lists[name] = [{**{f: r[f] for f in fields}, "totals": _totals(r)} for r in query]
+    top_sessions = [
+        {
+            "session_id": session_id,
+            "session__pi_id": info[session_id]["pi_id"],
+            "session__name": info[session_id]["name"],
+            "session__first_message": info[session_id]["first_message"],
+            "totals": totals,
+        }
+        for session_id, totals in leaders
+    ]
     return Dashboard(
         totals=total,
         days=sorted(per_day),
-        models=[{"key": key, "totals": totals} for key, totals in models],
+        models=[{"key": key, "totals": totals} for key, totals in by_cost(by_key.items())],
         per_day=per_day,
-        **lists,
+        top_sessions=top_sessions,
+        by_project=[{"session__cwd": k, "totals": t} for k, t in by_cost(by_project.items())],
+        by_person=[
+            {"session__owner__username": k, "totals": t} for k, t in by_cost(by_person.items())
+        ],
     )
 
 
