@@ -98,6 +98,15 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    """Users made by tests never log in with a password (sessions come from force_login or
+    a cookie), so hashing them with PBKDF2's 10^6 rounds only costs time."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _scripted_profiles(llm_server):
     """Give this process the same model profiles the worker and daphne get."""
     from django.conf import settings

@@ -55,6 +55,7 @@ class InspectedMessage:
     source_role: str = ""  # the agent-message role before conversion (bashExecution, …)
     edit_id: str | None = None  # the context_edit that replaced this message's content
     estimated: bool = False  # too large to count exactly: pi's chars/4 estimate
+    large: bool = False  # its entry is over the page limit (set by the view)
     parts: list = field(default_factory=list)  # filled by the view (rendering)
 
 

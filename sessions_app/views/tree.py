@@ -20,6 +20,7 @@ from sessions_app.context.preview import entry_text as plain_entry_text
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Job, Session
 from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
+from sessions_app.selectors.entries import line_lengths
 from sessions_app.services import jobs, navigation, workspaces
 from sessions_app.services.access import EDITOR, VIEWER, check_access
 from sessions_app.services.fork import fork_session
@@ -456,8 +457,11 @@ def inspector(request, session_id):
     if leaf is None and access.session.leaf_id:
         leaf = access.session.leaf.pi_id
     report = inspect_context(access.session, leaf)
+    # Parts are cut to the page limit: a message from a bigger entry offers the rest lazily.
+    sizes = line_lengths(access.session, (m.entry_id for m in report.messages))
     for message in report.messages:
         message.parts = render_llm_message(message.message)
+        message.large = sizes.get(message.entry_id, 0) > page_limit()
     return render(
         request,
         "sessions_app/tree/_inspector.html",

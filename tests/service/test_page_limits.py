@@ -207,3 +207,18 @@ def test_markdown_stops_at_the_request_deadline_and_the_rest_is_plain_text(
     short = tree.append_entry(session, user("**bold**"))
     plain = client.get(f"/s/{session.pi_id}/e/{short.pi_id}/").content.decode()
     assert '<pre class="plain">**bold**</pre>' in plain and "<strong>bold" not in plain
+
+
+def test_inspector_offers_the_rest_of_a_cut_message_lazily(client, make_user, small_limits):
+    owner = make_user()
+    text = "".join(f"line {i:06d}\n" for i in range(3000))  # ~36,000 chars
+    session, entry = make_session(owner, text=text)
+    small = tree.append_entry(session, user("a short question"))
+    client.force_login(owner)
+    body = client.get(f"/s/{session.pi_id}/inspect/", {"leaf": small.pi_id}).content.decode()
+    assert "line 002999" not in body and "more characters not shown" in body
+    # the big message offers its entry's text windows and download; the short one does not
+    assert body.count("Show the whole text") == 1
+    assert f"/s/{session.pi_id}/e/{entry.pi_id}/text/" in body
+    assert f"/s/{session.pi_id}/e/{entry.pi_id}/raw/" in body
+    assert f"/s/{session.pi_id}/e/{small.pi_id}/text/" not in body
