@@ -259,7 +259,9 @@ def build_session_context(
     if by_id is None:
         # Fast path: the list already is the root-first path to its last entry and
         # the leaf is that entry -> no index and no pointer walk needed.
-        if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
+        if (leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id")) and (
+            not _recent_branch_point(entries)
+        ):
             context = _chain_context(entries)
             if context is not None:
                 return context
@@ -278,6 +280,7 @@ def build_session_context(
 _get_type = itemgetter("type")
 _get_message = itemgetter("message")
 _get_id = itemgetter("id")
+_get_parent = itemgetter("parentId")
 
 
 def _indices(values: list[Any], value: Any) -> list[int]:
@@ -381,6 +384,24 @@ def collect_messages(
         else:
             _append_special(out, entry, mode)
     return out
+
+
+def _recent_branch_point(entries: list[Entry]) -> bool:
+    """True when a recent entry's parent is not the entry before it.
+
+    A cheap look at the newest eighth of the list (C-speed column comparisons),
+    so that a branched list whose leaf is its last entry (a new branch is usually
+    the newest part) skips ``_chain_context``, whose whole pass would only find
+    the break at the end.  False proves nothing: ``_chain_context`` checks fully.
+    """
+    n = len(entries)
+    lo = max(n - 1 - max(n // 8, 64), 0)
+    try:
+        parents = list(map(_get_parent, entries[lo + 1 :]))
+        ids = list(map(_get_id, entries[lo:-1]))
+    except (KeyError, TypeError):
+        return False
+    return parents != ids
 
 
 def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
