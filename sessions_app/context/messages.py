@@ -330,7 +330,9 @@ class _PathView:
                 out.extend(map(_get_message, path[pos:i]))
             _append_special(out, path[i], mode)
             pos = i + 1
-        if pos < end:
+        if pos == 0 and end == len(path):
+            out.extend(map(_get_message, path))  # no special entries: no slice to copy
+        elif pos < end:
             out.extend(map(_get_message, path[pos:end]))
 
 
