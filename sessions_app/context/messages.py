@@ -257,14 +257,19 @@ def build_session_context(
     if not entries:
         return empty
     if by_id is None:
-        # Fast path: the list already is the root-first path to its last entry and
-        # the leaf is that entry -> no index and no pointer walk needed.
-        if (leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id")) and (
-            not _recent_branch_point(entries)
-        ):
-            context = _chain_context(entries)
-            if context is not None:
-                return context
+        # Fast path: the entries up to the leaf are the root-first path to it (the
+        # leaf is the last entry, or later entries went off on other branches) ->
+        # no index and no pointer walk needed.
+        if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
+            stop = len(entries)
+        else:
+            stop = _leaf_stop(entries, leaf_id)
+        if stop:
+            prefix = entries if stop == len(entries) else entries[:stop]
+            if not _recent_branch_point(prefix):
+                context = _chain_context(prefix, entries[stop:])
+                if context is not None:
+                    return context
         # A branched list: assemble the path from runs of consecutive entries.
         path = branch_of_list(entries, leaf_id)
         if path is not None:
@@ -406,13 +411,36 @@ def _recent_branch_point(entries: list[Entry]) -> bool:
     return parents != ids
 
 
-def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
+def _leaf_stop(entries: list[Entry], leaf_id: Any) -> int:
+    """1 + the position of the last entry with id ``leaf_id`` (0 if none or odd shapes).
+
+    Scans from the end in growing windows (leaves are usually recent entries).
+    """
+    hi = len(entries)
+    width = 256
+    try:
+        while hi > 0:
+            lo = max(hi - width, 0)
+            window = list(map(_get_id, entries[lo:hi]))
+            if leaf_id in window:
+                window.reverse()
+                return hi - window.index(leaf_id)
+            hi = lo
+            width *= 2
+    except (KeyError, TypeError):
+        return 0
+    return 0
+
+
+def _chain_context(entries: list[Entry], rest: list[Entry] = ()) -> dict[str, Any] | None:
     """Context at the last entry when ``entries`` is itself the root-first path; else None.
 
     One pass that both verifies the chain (unique truthy ids, each parent is the
     previous entry, the first has no known parent) and collects the context, so each
-    entry is touched once.  Returns None (caller indexes and walks) when the list is
-    not such a chain or holds unusual shapes.
+    entry is touched once.  ``rest``: the entries after these in the session's list
+    (other branches); none may share an id with the path or hold its first parent.
+    Returns None (caller indexes and walks) when the list is not such a chain or
+    holds unusual shapes.
     """
     seen: set[Any] = set()
     add = seen.add
@@ -461,6 +489,13 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     first_parent = entries[0].get("parentId")
     if first_parent and first_parent in seen:
         return None
+    if rest:
+        try:
+            rest_ids = set(map(_get_id, rest))
+        except (KeyError, TypeError):
+            return None
+        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
+            return None
     if edited or (compaction is not None and compaction.get("systemMessage")):
         return context_from_path_reference(entries)
 
