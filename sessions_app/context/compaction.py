@@ -220,6 +220,7 @@ _CUT_ROLES = frozenset(
     ("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary")
 )
 _TURN_START_ROLES = frozenset(("user", "bashExecution"))
+_INFINITY = float("inf")
 
 
 def _is_cut_point(entry: Entry) -> bool:
@@ -285,17 +286,19 @@ def find_cut_point(
     # Only the first cut point and the first one at/after the budget entry matter,
     # so both are found by short forward scans instead of listing every cut point.
     cut_index = first_cut
-    accumulated = 0
-    for i in range(end - 1, start_index - 1, -1):
-        entry = entries[i]
-        if entry.get("type") != "message":
-            continue
-        accumulated += estimator(entry.get("message") or {})
-        if accumulated >= keep_recent_tokens:
-            found = _next_cut_point(entries, max(i, start), end)
-            if found >= 0:
-                cut_index = found
-            break
+    # pi's chars/4 estimates are finite integers: their sum never reaches an infinite
+    # (or NaN) budget, so the walk below would end where it started, at the first cut.
+    if estimator is not estimate_tokens or keep_recent_tokens < _INFINITY:
+        accumulated = 0
+        for i in range(end - 1, start_index - 1, -1):
+            entry = entries[i]
+            if entry.get("type") == "message":
+                accumulated += estimator(entry.get("message") or {})
+                if accumulated >= keep_recent_tokens:
+                    found = _next_cut_point(entries, max(i, start), end)
+                    if found >= 0:
+                        cut_index = found
+                    break
 
     while cut_index > start_index:
         prev_type = entries[cut_index - 1].get("type")

@@ -257,12 +257,19 @@ def build_session_context(
     if not entries:
         return empty
     if by_id is None:
-        # Fast path: the list already is the root-first path to its last entry and
-        # the leaf is that entry -> no index and no pointer walk needed.
+        # Fast path: the entries up to the leaf are the root-first path to it (the
+        # leaf is the last entry, or later entries went off on other branches) ->
+        # no index and no pointer walk needed.
         if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
-            context = _chain_context(entries)
-            if context is not None:
-                return context
+            stop = len(entries)
+        else:
+            stop = _leaf_stop(entries, leaf_id)
+        if stop:
+            prefix = entries if stop == len(entries) else entries[:stop]
+            if not _recent_branch_point(prefix):
+                context = _chain_context(prefix, entries[stop:])
+                if context is not None:
+                    return context
         # A branched list: assemble the path from runs of consecutive entries.
         path = branch_of_list(entries, leaf_id)
         if path is not None:
@@ -278,6 +285,7 @@ def build_session_context(
 _get_type = itemgetter("type")
 _get_message = itemgetter("message")
 _get_id = itemgetter("id")
+_get_parent = itemgetter("parentId")
 
 
 def _indices(values: list[Any], value: Any) -> list[int]:
@@ -327,7 +335,9 @@ class _PathView:
                 out.extend(map(_get_message, path[pos:i]))
             _append_special(out, path[i], mode)
             pos = i + 1
-        if pos < end:
+        if pos == 0 and end == len(path):
+            out.extend(map(_get_message, path))  # no special entries: no slice to copy
+        elif pos < end:
             out.extend(map(_get_message, path[pos:end]))
 
 
@@ -383,13 +393,54 @@ def collect_messages(
     return out
 
 
-def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
+def _recent_branch_point(entries: list[Entry]) -> bool:
+    """True when a recent entry's parent is not the entry before it.
+
+    A cheap look at the newest eighth of the list (C-speed column comparisons),
+    so that a branched list whose leaf is its last entry (a new branch is usually
+    the newest part) skips ``_chain_context``, whose whole pass would only find
+    the break at the end.  False proves nothing: ``_chain_context`` checks fully.
+    """
+    n = len(entries)
+    lo = max(n - 1 - max(n // 8, 64), 0)
+    try:
+        parents = list(map(_get_parent, entries[lo + 1 :]))
+        ids = list(map(_get_id, entries[lo:-1]))
+    except (KeyError, TypeError):
+        return False
+    return parents != ids
+
+
+def _leaf_stop(entries: list[Entry], leaf_id: Any) -> int:
+    """1 + the position of the last entry with id ``leaf_id`` (0 if none or odd shapes).
+
+    Scans from the end in growing windows (leaves are usually recent entries).
+    """
+    hi = len(entries)
+    width = 256
+    try:
+        while hi > 0:
+            lo = max(hi - width, 0)
+            window = list(map(_get_id, entries[lo:hi]))
+            if leaf_id in window:
+                window.reverse()
+                return hi - window.index(leaf_id)
+            hi = lo
+            width *= 2
+    except (KeyError, TypeError):
+        return 0
+    return 0
+
+
+def _chain_context(entries: list[Entry], rest: list[Entry] = ()) -> dict[str, Any] | None:
     """Context at the last entry when ``entries`` is itself the root-first path; else None.
 
     One pass that both verifies the chain (unique truthy ids, each parent is the
     previous entry, the first has no known parent) and collects the context, so each
-    entry is touched once.  Returns None (caller indexes and walks) when the list is
-    not such a chain or holds unusual shapes.
+    entry is touched once.  ``rest``: the entries after these in the session's list
+    (other branches); none may share an id with the path or hold its first parent.
+    Returns None (caller indexes and walks) when the list is not such a chain or
+    holds unusual shapes.
     """
     seen: set[Any] = set()
     add = seen.add
@@ -438,6 +489,13 @@ def _chain_context(entries: list[Entry]) -> dict[str, Any] | None:
     first_parent = entries[0].get("parentId")
     if first_parent and first_parent in seen:
         return None
+    if rest:
+        try:
+            rest_ids = set(map(_get_id, rest))
+        except (KeyError, TypeError):
+            return None
+        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
+            return None
     if edited or (compaction is not None and compaction.get("systemMessage")):
         return context_from_path_reference(entries)
 

@@ -239,10 +239,12 @@ def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | 
         known = set(ids)
     except (KeyError, TypeError):
         return None
-    if len(known) != n or not all(ids):
-        return None  # with unique truthy ids, parentId == ids[i - 1] means "parent is i - 1"
+    # With unique truthy ids, parentId == ids[i - 1] means "parent is i - 1".  The
+    # falsy values JSON can give are None, "", 0, 0.0 and false (the last three equal 0).
+    if len(known) != n or None in known or "" in known or 0 in known:
+        return None
     if leaf_id is not UNSET and leaf_id and leaf_id in known:
-        i = n - 1 - ids[::-1].index(leaf_id)  # leaves are usually recent: search from the end
+        i = _last_index(ids, leaf_id)  # leaves are usually recent: search from the end
     else:
         i = n - 1
     positions: dict[Any, int] | None = None
@@ -268,10 +270,32 @@ def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | 
                 i = positions[parent]
     except (KeyError, TypeError):  # a missing or unhashable parentId
         return None
+    if len(runs) == 1:
+        start, stop = runs[0]
+        return entries[start:stop]
     path: list[Entry] = []
     for start, stop in reversed(runs):
         path += entries[start:stop]
     return path
+
+
+def _last_index(values: list[Any], value: Any) -> int:
+    """Position of ``value`` (present, unique) in ``values``, scanning from the end.
+
+    C-speed ``list.index`` scans over growing windows at the end, without the
+    copy that ``values[::-1]`` would make.
+    """
+    hi = len(values)
+    width = _RUN_WINDOW
+    while True:
+        lo = max(hi - width, 0)
+        try:
+            return values.index(value, lo, hi)
+        except ValueError:
+            if lo == 0:
+                raise
+        hi = lo
+        width *= 2
 
 
 def _run_start(entries: list[Entry], ids: list[Any], i: int) -> int:

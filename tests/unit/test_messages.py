@@ -127,6 +127,41 @@ def test_branched_trees_match_reference(seed):
         assert build_session_context(es, leaf) == expected
 
 
+@pytest.mark.parametrize("side_length", [1, 3, 12, 40, 150])
+def test_list_branched_before_its_last_entry_matches_reference(side_length):
+    """In list order, leaf last: the newest branch is short or long against the list."""
+    rng = random.Random(side_length)
+    main = random_path(rng, 200, "m")
+    side = random_path(rng, side_length, "s")
+    side[0]["parentId"] = main[rng.randrange(len(main) - 1)]["id"]
+    es = main + side
+    by_id = index_by_id(es)
+    for leaf in (UNSET, side[-1]["id"], main[-1]["id"], main[50]["id"]):
+        target = es[-1] if leaf is UNSET else by_id[leaf]
+        expected = context_from_path_reference(path_to_root(by_id, target))
+        assert build_session_context(es, leaf) == expected
+
+
+@pytest.mark.parametrize("later", ["side branch", "duplicate id", "first parent", "none"])
+def test_leaf_inside_the_list_matches_reference(later):
+    """Leaf before the list's end: what comes after it may redirect pi's id walk."""
+    rng = random.Random(later)
+    main = random_path(rng, 80, "m")
+    extra = random_path(rng, 12, "x")
+    extra[0]["parentId"] = main[30]["id"]
+    if later == "duplicate id":
+        # pi's index keeps the later one, a root here
+        extra[4] = dict(extra[4], id=main[20]["id"], parentId=None)
+    elif later == "first parent":
+        main[0]["parentId"] = "x7"  # a later entry holds the first entry's parent
+        extra[7] = user("x7", None, text="the real root")
+    es = main + (extra if later != "none" else [])
+    by_id = index_by_id(es)
+    for leaf in (main[-1]["id"], main[60]["id"], main[25]["id"], main[0]["id"]):
+        expected = context_from_path_reference(path_to_root(by_id, by_id[leaf]))
+        assert build_session_context(es, leaf) == expected
+
+
 def test_messages_are_not_copied():
     es = [user("a", None)]
     assert build_session_context(es)["messages"][0] is es[0]["message"]
