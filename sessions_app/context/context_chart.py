@@ -11,8 +11,10 @@ position on the path, so markers and turns share one axis.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from .input_limits import js_number
 from .messages import message_from_entry
 from .tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
 
@@ -25,9 +27,9 @@ def _model_of(holder: dict, model_field: str) -> str | None:
 
 
 def _number(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(value)
+    """A finite count, or None (a `1e999` reads as Infinity, which no chart can place)."""
+    value = js_number(value)  # as pi reads it: a 400-digit integer is a double or Infinity
+    return int(value) if value is not None and math.isfinite(value) else None
 
 
 def _in_context(entry: dict) -> dict | None:
@@ -99,7 +101,8 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
             set_model(
                 _model_of(message, "responseModel") or _model_of(message, "model"), index, eid
             )
-            estimated = not (isinstance(tokens, (int, float)) and tokens > 0)
+            tokens = _number(tokens)
+            estimated = not (tokens is not None and tokens > 0)
             running = running + estimate_tokens(message) if estimated else int(tokens)
             points.append(
                 {

@@ -29,6 +29,8 @@ SORTS = {
 }
 DEFAULT_SORT = "-last"
 MAX_CHOICES = 500
+MAX_PROJECT_CHARS = 1000  # the longest cwd the project filter takes
+MAX_MODEL_CHARS = 200
 CHOICES_SECONDS = 60
 
 
@@ -49,8 +51,8 @@ class ListFilters:
             # clean_text: a NUL (or a lone surrogate) is no text any database accepts.
             query=clean_text(params.get("q", "").strip()[:200]),
             source=params.get("source", ""),
-            project=clean_text(params.get("project", "")[:1000]),
-            model=clean_text(params.get("model", "")[:200]),
+            project=clean_text(params.get("project", "")[:MAX_PROJECT_CHARS]),
+            model=clean_text(params.get("model", "")[:MAX_MODEL_CHARS]),
         )
         if found.source not in Session.Source.values:
             found.source = ""
@@ -146,8 +148,9 @@ def _list_choices(user) -> tuple[list[str], list[str]]:
     models: set[str] = set()
     pairs = visible_sessions(user).values_list("cwd", "usage_models").distinct()
     for cwd, joined in pairs.iterator(chunk_size=2000):
-        if cwd and len(projects) < MAX_CHOICES:
+        # A value longer than the filter accepts could not be chosen: it is left out.
+        if cwd and len(cwd) <= MAX_PROJECT_CHARS and len(projects) < MAX_CHOICES:
             projects.add(cwd)
         if joined and len(models) < MAX_CHOICES:
-            models.update(joined.split("\n"))
+            models.update(m for m in joined.split("\n") if len(m) <= MAX_MODEL_CHARS)
     return sorted(projects), sorted(models)
