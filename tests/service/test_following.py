@@ -83,6 +83,7 @@ def test_new_file_then_appends_then_nothing(tmp_path, owner):
         append(path, chain_lines(1, start=n)[0])
         assert following.sync_file(str(path), owner).action == "appended"
     assert following.sync_file(str(path), owner).action == "unchanged"
+    session.refresh_from_db()  # the export is of the stored leaf's branch
     assert export_bytes(session) == path.read_bytes()
 
 
@@ -302,7 +303,7 @@ def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, clie
     assert f"pi --session {name}" in page and f'download="{name}"' in page
     response = client.get(reverse("sessions_app:export", args=[other, "jsonl"]))
     assert f'filename="{name}"' in response["Content-Disposition"]
-    assert response.content == data
+    assert b"".join(response.streaming_content) == data
 
     made = tree.create_session(owner=owner, cwd=str(tmp_path))
     page = client.get(reverse("sessions_app:session_detail", args=[made.pi_id])).content.decode()
@@ -314,7 +315,7 @@ def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, clie
 def test_a_session_imported_from_disk_resumes_from_its_file(tmp_path, owner):
     from django.core.management import call_command
 
-    from sessions_app.selectors import session_provenance
+    from sessions_app.selectors.provenance import session_provenance
 
     path = session_file(tmp_path, 1)
     call_command("import_pi_sessions", str(path), owner=owner.username, verbosity=0)
