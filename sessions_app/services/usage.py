@@ -46,10 +46,12 @@ class UsageRecorder:
     def __init__(self) -> None:
         self._deltas: dict[tuple[str | None, str, bool], list] = {}
         self._last_stamp = ""
+        self._pending = False  # entries added since the last apply()
 
     def add(
         self, seq: int, stamp: str, prepared: tuple[EntryUsage, str | None] | None, copied: bool
     ) -> None:
+        self._pending = True
         # pi writes UTC ISO stamps, which sort as text; parsed once, in apply().
         if stamp > self._last_stamp and stamp[:1].isdigit():
             self._last_stamp = stamp
@@ -65,7 +67,10 @@ class UsageRecorder:
 
     def apply(self, session: Session) -> None:
         """Write the collected usage and refresh the session's own columns (on the object
-        too, so a later `session.save()` keeps them)."""
+        too, so a later `session.save()` keeps them). With no entry added since the last
+        call (a writer closed before its first row, or twice), there is nothing to write."""
+        if not self._pending and session.started_at is not None:
+            return
         if session.started_at is None:
             session.started_at = parse_timestamp(session.header_timestamp) or datetime.now(UTC)
         fallback_day = session.started_at.date()
@@ -89,6 +94,7 @@ class UsageRecorder:
             )
         Session.objects.filter(pk=session.pk).update(**fields)
         self._deltas.clear()
+        self._pending = False
 
 
 def _day(day: str | None, fallback: date) -> date:
