@@ -58,6 +58,7 @@ from sessions_app.context.input_limits import (
     display_value,
 )
 from sessions_app.context.pi1_entries import (
+    content_text,
     edit_action,
     edit_replacement_content,
     json_view,
@@ -304,16 +305,6 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
     return parts
 
 
-def _text_of_blocks(content) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-    )
-
-
 def full_output_path(payload: dict) -> str | None:
     """The full-output file an entry points at (bash execution or a tool result's details)."""
     message = payload.get("message") or {}
@@ -454,7 +445,7 @@ def _render_entry(payload: dict) -> list[Part]:
                     parts.append(Part("notice", escape(f"Stopped: {stop}"), "Stop reason"))
             return parts
         if role == "toolResult":
-            text = _text_of_blocks(message.get("content"))
+            text = content_text(message.get("content"))
             body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
             blocks = message.get("content") if isinstance(message.get("content"), list) else []
             images = [
@@ -594,7 +585,7 @@ def render_llm_message(message: dict) -> list[Part]:
     message = display_value(message)
     role = message.get("role")
     if role == "toolResult":
-        text = _text_of_blocks(message.get("content"))
+        text = content_text(message.get("content"))
         return [
             Part(
                 "tool_result",

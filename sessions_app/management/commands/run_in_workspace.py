@@ -1,16 +1,13 @@
 """`manage.py run_in_workspace SESSION_ID -- COMMAND`: run one shell command exactly as
 the agent's bash tool would for that session (same sandbox, limits, cwd, environment)."""
 
-import signal
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.tools import ToolError, run_bash
-from sessions_app.models import Session
-from sessions_app.services import sandboxing
+from sessions_app.management.commands._tool_context import tool_context_for
 
 TIMED_OUT_STATUS = 124
 INTERRUPTED_STATUS = 130
@@ -31,14 +28,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, session_id, command, timeout, **options):
-        session = Session.objects.filter(pi_id=session_id).first()
-        if session is None:
-            raise CommandError(f"No session with id {session_id!r}.")
-        try:
-            ctx = sandboxing.tool_context(session)
-        except WorkspaceError as exc:
-            raise CommandError(str(exc)) from None
-        signal.signal(signal.SIGINT, lambda *_: ctx.abort.trigger("interrupted"))
+        ctx = tool_context_for(session_id)
         arguments = {"command": " ".join(command)}
         if timeout is not None:
             arguments["timeout"] = timeout

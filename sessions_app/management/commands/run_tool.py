@@ -1,15 +1,12 @@
 """`manage.py run_tool SESSION_ID TOOL 'JSON_ARGS'`: run one of the agent's tools exactly
 as the agent would for that session; print the result's text, exit 1 on a tool error."""
 
-import signal
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.tools import TOOLS_BY_NAME, execute_tool
-from sessions_app.models import Session
-from sessions_app.services import sandboxing
+from sessions_app.management.commands._tool_context import tool_context_for
 
 
 class Command(BaseCommand):
@@ -24,14 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("json_args", nargs="?", default="{}", help="A JSON object.")
 
     def handle(self, *args, session_id, tool, json_args, **options):
-        session = Session.objects.filter(pi_id=session_id).first()
-        if session is None:
-            raise CommandError(f"No session with id {session_id!r}.")
-        try:
-            ctx = sandboxing.tool_context(session)
-        except WorkspaceError as exc:
-            raise CommandError(str(exc)) from None
-        signal.signal(signal.SIGINT, lambda *_: ctx.abort.trigger("interrupted"))
+        ctx = tool_context_for(session_id)
         result = execute_tool(tool, json_args, ctx)
         sys.stdout.write(result.text.rstrip("\n") + "\n")
         sys.stdout.flush()
