@@ -264,6 +264,13 @@ PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
 PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
 PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
 PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
+# The agent run's own retries of a failed model call (the summarizer uses the three above),
+# how long a job waits for the session's agent run to end, and the Redis key prefix of
+# live run state.
+PIWEB_LLM_MAX_RETRIES = int(os.environ.get("PIWEB_LLM_MAX_RETRIES", "3"))
+PIWEB_LLM_RETRY_BASE_SECONDS = float(os.environ.get("PIWEB_LLM_RETRY_BASE_SECONDS", "1.0"))
+PIWEB_JOB_WAIT_FOR_RUN_SECONDS = float(os.environ.get("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", "1800"))
+PIWEB_CHAT_REDIS_PREFIX = os.environ.get("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
 
 # Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
 # beside its worker (comma list; none by default), the user who owns the sessions (default:

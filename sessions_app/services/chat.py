@@ -94,7 +94,7 @@ def redis_client() -> redis.Redis:
 
 
 def _key(kind: str, ident: Any) -> str:
-    prefix = getattr(settings, "PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
+    prefix = settings.PIWEB_CHAT_REDIS_PREFIX
     return f"{prefix}:{kind}:{ident}"
 
 
@@ -623,8 +623,8 @@ def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[s
         hooks=hooks,
         abort=abort,
         run_id=str(job.pk),
-        max_retries=int(getattr(settings, "PIWEB_LLM_MAX_RETRIES", 3)),
-        retry_base=float(getattr(settings, "PIWEB_LLM_RETRY_BASE_SECONDS", 1.0)),
+        max_retries=settings.PIWEB_LLM_MAX_RETRIES,
+        retry_base=settings.PIWEB_LLM_RETRY_BASE_SECONDS,
     )
     status = run.run()
     error = ""

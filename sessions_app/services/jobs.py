@@ -105,14 +105,14 @@ def _stale_seconds() -> float:
 
 
 def _heartbeat_seconds() -> float:
-    explicit = getattr(settings, "PIWEB_JOB_HEARTBEAT_SECONDS", None)
+    explicit = settings.PIWEB_JOB_HEARTBEAT_SECONDS
     if explicit:
         return float(explicit)
     return max(0.5, min(5.0, _stale_seconds() / 4))
 
 
 def _max_attempts() -> int:
-    return int(getattr(settings, "PIWEB_JOB_MAX_ATTEMPTS", 3))
+    return settings.PIWEB_JOB_MAX_ATTEMPTS
 
 
 def compaction_settings(session: Session) -> CompactionSettings:
@@ -206,7 +206,7 @@ def enqueue_job(job: Job) -> None:
 
     task = run_compare_summary_job if job.kind == Job.Kind.COMPARE_SUMMARY else run_summary_job
     job_id = str(job.id)
-    queue = getattr(settings, "PIWEB_JOBS_QUEUE", "") or None
+    queue = settings.PIWEB_JOBS_QUEUE or None
 
     def send():
         try:
@@ -788,7 +788,7 @@ def _complete(job: Job, attempt: int, payload: dict | None, *, note: str = "", m
     waits for the run to end (heartbeating), then appends at the leaf the run left:
     appending mid-run would put the compaction between the run's own entries.
     """
-    limit = time.monotonic() + float(getattr(settings, "PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800))
+    limit = time.monotonic() + settings.PIWEB_JOB_WAIT_FOR_RUN_SECONDS
     waiting = False
     while True:
         result = _complete_once(job, attempt, payload, note=note, meta=meta, **extra)

@@ -55,8 +55,8 @@ def _client(profile: ModelProfile) -> openai.OpenAI:
 
 
 def _retry_delay(attempt: int, exc: Exception) -> float:
-    base = float(getattr(settings, "PIWEB_LLM_RETRY_BASE_DELAY", 0.5))
-    cap = float(getattr(settings, "PIWEB_LLM_RETRY_MAX_DELAY", 20.0))
+    base = settings.PIWEB_LLM_RETRY_BASE_DELAY
+    cap = settings.PIWEB_LLM_RETRY_MAX_DELAY
     delay = min(cap, base * (2**attempt))
     response = getattr(exc, "response", None)
     if response is not None:
@@ -94,7 +94,7 @@ def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completi
 
     `on_retry(attempt, delay, message)` is called before each wait (for job progress).
     """
-    retries = int(getattr(settings, "PIWEB_LLM_RETRIES", 4))
+    retries = settings.PIWEB_LLM_RETRIES
     client = _client(profile)
     messages = [{"role": "system", "content": request["system"]}, *request["messages"]]
     max_tokens = max(1, min(int(request["max_tokens"]), int(profile.max_output)))
