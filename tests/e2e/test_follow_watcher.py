@@ -31,8 +31,12 @@ def owner(make_user):
 
 
 @pytest.fixture
-def follower(child_env, tmp_path_factory):
-    """start(folder, owner) -> a running watch_pi_sessions process (stopped at the end)."""
+def follower(transactional_db, child_env, tmp_path_factory):
+    """start(folder, owner) -> a running watch_pi_sessions process (stopped at the end).
+
+    It asks for the database first, so it is torn down first: the process is stopped
+    before the test database is flushed (its last commits would otherwise hold locks that
+    deadlock the flush)."""
     started: list[ManagedProcess] = []
     log_dir = tmp_path_factory.mktemp("follower")
 
