@@ -264,7 +264,7 @@ def test_restart_in_the_middle_of_a_growing_file(follower, owner, tmp_path):
     assert export_bytes(Session.objects.get(pi_id=session_id)) == path.read_bytes()
 
 
-def test_fifty_megabytes_appended_in_64k_chunks(follower, owner, tmp_path):
+def test_fifty_megabytes_appended_in_64k_chunks(worker, follower, owner, tmp_path):
     session_id = sid()
     path = pi_path(tmp_path, session_id)
     path.write_bytes(line(header(session_id)))
@@ -292,6 +292,34 @@ def test_fifty_megabytes_appended_in_64k_chunks(follower, owner, tmp_path):
     assert session.entry_count == n and session.leaf.pi_id == f"{n - 1:08x}"
     assert export_bytes(session) == path.read_bytes()
     assert "skipped" not in proc.log.read_text()
+    # So many new entries are indexed by the worker: search finds the last one once it is
+    # done (and the test ends with no indexing left holding locks on the test database).
+    last = f'"{n - 1} lorem"'
+    wait_until(lambda: search.search(owner, last).hits, timeout=300, what="indexing", proc=proc)
+    proc.stop()
+    wait_until(database_is_quiet, timeout=120, what="the worker's last commit")
+
+
+def database_is_quiet() -> bool:
+    """No other connection is inside a statement or a transaction on the test database,
+    now and a moment later (PostgreSQL: the flush that ends a test would otherwise wait on
+    a worker's commit whose foreign-key checks wait on the flush)."""
+    from django.db import connection
+
+    def busy() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state IS NOT NULL AND state <> 'idle'"
+            )
+            return cursor.fetchone()[0]
+
+    if connection.vendor != "postgresql":
+        return True
+    if busy():
+        return False
+    time.sleep(1.0)
+    return busy() == 0
 
 
 def test_runpiweb_starts_the_follower_beside_the_worker(child_env, make_user, tmp_path):
