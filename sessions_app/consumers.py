@@ -23,7 +23,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from sessions_app.models import ShareLink
-from sessions_app.services import chat, sharing
+from sessions_app.selectors.panels.chat import run_context
+from sessions_app.services import sharing
 from sessions_app.services.access import check_access
 from sessions_app.services.events import session_group
 
@@ -65,7 +66,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             {"event": "hello", "data": {"session": session_id, "role": access.role}}
         )
         if not access.via_link:  # the live run's text and tools: members only
-            state = await database_sync_to_async(_current_run)(access.session)
+            state = await database_sync_to_async(run_context)(access.session)
             await self.send_json({"event": "run_state", "data": state})
 
     def _set_access(self, access) -> None:
@@ -131,11 +132,3 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_json({"event": event, "data": notice})
             return
         await self.send_json({"event": event, "data": data})
-
-
-def _current_run(session) -> dict:
-    job = chat.active_run(session)
-    return {
-        "active": str(job.pk) if job else None,
-        "run": chat.run_state(session) if job else None,
-    }

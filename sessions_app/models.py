@@ -94,6 +94,11 @@ class Session(models.Model):
     def __str__(self):
         return self.name or self.pi_id
 
+    @property
+    def leaf_pi_id(self) -> str | None:
+        """The pi id of the session's leaf; None before the first entry (as in pi)."""
+        return self.leaf.pi_id if self.leaf_id else None
+
     def header(self) -> dict:
         """The pi session header line, with keys in pi's order."""
         header = {

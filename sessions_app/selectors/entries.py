@@ -1,16 +1,62 @@
-"""Reads about single entries that pages need without loading their payloads."""
+"""Reads about single entries: the Entry-by-pi-id lookup in one place, and reads pages
+need without loading payloads."""
 
 from __future__ import annotations
 
 from django.db.models.functions import Length
+from django.http import Http404
 
 from sessions_app.models import Entry, Session
+
+
+def session_entries(session: Session):
+    """The entries of one session (a queryset to narrow further)."""
+    return Entry.objects.filter(session=session)
+
+
+def find_entry(session: Session, pi_id: str | None, *fields: str) -> Entry | None:
+    """The session's entry with this pi id, or None (`fields`: load only those columns)."""
+    if not pi_id:
+        return None
+    entries = session_entries(session).filter(pi_id=pi_id)
+    if fields:
+        entries = entries.only(*fields)
+    return entries.first()
+
+
+def get_entry_or_404(session: Session, pi_id: str | None, *fields: str) -> Entry:
+    entry = find_entry(session, pi_id, *fields)
+    if entry is None:
+        raise Http404("No such entry in this session.")
+    return entry
+
+
+def entry_exists(session: Session, pi_id: str | None) -> bool:
+    return bool(pi_id) and session_entries(session).filter(pi_id=pi_id).exists()
+
+
+def entry_pk(session: Session, pi_id: str | None) -> int | None:
+    """The primary key of the session's entry with this pi id (no payload loaded)."""
+    if not pi_id:
+        return None
+    return session_entries(session).filter(pi_id=pi_id).values_list("pk", flat=True).first()
+
+
+def child_previews(session: Session, entry: Entry, limit: int = 20) -> list[tuple[str, str]]:
+    """(pi_id, preview) of an entry's first children, in order."""
+    return list(
+        session_entries(session)
+        .filter(parent=entry)
+        .order_by("seq")
+        .values_list("pi_id", "preview")[:limit]
+    )
 
 
 def line_lengths(session: Session, pi_ids) -> dict[str, int]:
     """Characters of each entry's stored line, by pi id (one query, no payloads)."""
     rows = (
-        Entry.objects.filter(session=session, pi_id__in=[i for i in pi_ids if i])
+        session_entries(session)
+        .filter(pi_id__in=[i for i in pi_ids if i])
         .annotate(chars=Length("line"))
         .values_list("pi_id", "chars")
     )

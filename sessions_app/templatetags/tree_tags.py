@@ -5,7 +5,8 @@ from html import escape as _esc
 from urllib.parse import quote
 
 from django import template
-from django.utils.html import escape
+from django.urls import reverse
+from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
@@ -102,12 +103,21 @@ _PREFIX = {
 }
 
 
+def comment_marker(count: int) -> str:
+    """A small badge with the number of open comment threads on an entry ("" if none)."""
+    if not count:
+        return ""
+    return format_html(
+        '<span class="rv-marker" title="{} open comment thread{}" data-open-comments="{}">💬{}</span>',
+        count,
+        "" if count == 1 else "s",
+        count,
+        count,
+    )
+
+
 class _RowContext:
     def __init__(self, context):
-        from django.urls import reverse
-
-        from sessions_app.templatetags.review_tags import comment_marker
-
         self.context = context
         self.session = context.get("session")
         sid = self.session.pi_id
@@ -121,14 +131,12 @@ class _RowContext:
         self.run_url = reverse("sessions_app:tree_run", args=[sid, _FIRST, _LAST])
         self.branch_url = reverse("sessions_app:tree_branch", args=[sid, _HEAD])
         self.query = escape(state_query(self.state))
-        self._marker = comment_marker
-        self._marker_ctx = {"request": context.get("request"), "access": context.get("access")}
+        # Open comment threads by entry (selectors/panels/tree.rows_context; empty for
+        # share-link visitors, who do not see team comments).
+        self.comment_counts = context.get("comment_counts") or {}
 
     def marker(self, node_id: str) -> str:
-        try:
-            return str(self._marker(self._marker_ctx, self.session, node_id))
-        except Exception:  # the review area's badge must never break the tree
-            return ""
+        return comment_marker(self.comment_counts.get(node_id, 0))
 
 
 def _node_html(row, rc: _RowContext) -> str:

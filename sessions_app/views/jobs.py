@@ -1,8 +1,9 @@
 """The jobs panel: compactions and branch summaries, live; compact now; settings.
 
-Thin views: check access, call services/jobs.py, render a partial. The list is
-re-rendered on websocket `job_progress` events (static/piweb/jobs.js) and, as a
-fallback, polled every 2 s by htmx while any job is active.
+Thin views: check access, call services/jobs.py, render a partial from the panel's
+context builders (selectors/panels/jobs.py). The list is re-rendered on websocket
+`job_progress` events (static/piweb/jobs.js) and, as a fallback, polled every 2 s by htmx
+while any job is active.
 """
 
 from django.contrib.auth.decorators import login_required
@@ -10,18 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
+from sessions_app.responses import notice
+from sessions_app.selectors.panels.jobs import jobs_list_context, settings_context
 from sessions_app.services import jobs
 from sessions_app.services.access import EDITOR, VIEWER, check_access
-from sessions_app.templatetags.jobs_tags import jobs_list_context
 
 
-def _list(request, access, *, error="", notice="", status=200):
-    context = {"session": access.session, "access": access, "error": error, "notice": notice}
-    context.update(jobs_list_context(access.session))
-    return render(request, "sessions_app/jobs/_list.html", context, status=status)
-
-
-def _back(request, access):
+def _back(access):
     return redirect("sessions_app:session_detail", session_id=access.session.pi_id)
 
 
@@ -31,7 +27,7 @@ def jobs_panel(request, session_id):
     """The job list (swept for dead workers first)."""
     access = check_access(request.user, session_id, VIEWER)
     jobs.sweep_stale_jobs(session=access.session)
-    return _list(request, access)
+    return render(request, "sessions_app/jobs/_list.html", jobs_list_context(access))
 
 
 @login_required
@@ -42,10 +38,11 @@ def compact_now(request, session_id):
     try:
         jobs.request_compaction(access.session, actor=request.user, focus=focus)
     except jobs.JobError as exc:
-        return _list(request, access, error=str(exc), status=400)
+        return notice(request, str(exc), level="error", status=400, target="#jobs-notice")
     if not request.htmx:
-        return _back(request, access)
-    return _list(request, access, notice="Compaction queued.")
+        return _back(access)
+    context = {**jobs_list_context(access), "notice": "Compaction queued."}
+    return render(request, "sessions_app/jobs/_list.html", context)
 
 
 @login_required
@@ -64,15 +61,9 @@ def compaction_settings(request, session_id):
     except jobs.JobError as exc:
         error = str(exc)
     if not request.htmx and not error:
-        return _back(request, access)
+        return _back(access)
     access.session.refresh_from_db()
-    context = {
-        "session": access.session,
-        "access": access,
-        "settings": jobs.compaction_settings(access.session),
-        "error": error,
-        "saved": not error,
-    }
+    context = {**settings_context(access), "error": error, "saved": not error}
     return render(
         request, "sessions_app/jobs/_settings.html", context, status=400 if error else 200
     )

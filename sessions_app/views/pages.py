@@ -1,6 +1,7 @@
 """Sessions list (search, paging, import, new session) and the session page (the tree).
 
-Thin: they ask services and render. The tree itself is laid out in views/tree.py.
+Thin: they ask services and selectors and render. The session page's panels get their
+data from the context builders in selectors/panels/.
 """
 
 from django.conf import settings
@@ -15,16 +16,15 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from sessions_app.agent.paths import WorkspaceError, user_areas
-from sessions_app.context.usage import UsageTotals
-from sessions_app.models import Entry, Session
+from sessions_app.models import Session
+from sessions_app.selectors.panels.page import session_page_context
+from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
-from sessions_app.selectors.usage import session_models
 from sessions_app.services import tree as tree_service
 from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
-from sessions_app.views.tree import entry_context, tree_context, tree_state
 
 PAGE_SIZE = 50
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
@@ -134,24 +134,16 @@ def new_session(request):
 
 @login_required
 def session_detail(request, session_id):
+    """The session page: every panel from its own context builder (selectors/panels/)."""
     access = check_access(request.user, session_id, VIEWER)
-    session = access.session
-    state = tree_state(request, session)
-    context = tree_context(request, access, state)
-    target = state["target"]
-    if target and target in context["layout"].index.by_id:
-        entry = Entry.objects.filter(session=session, pi_id=target).first()
-        if entry is not None:
-            context["entry_html"] = render_to_string(
-                "sessions_app/tree/_entry.html",
-                entry_context(access, entry, context["view_leaf"]),
-                request=request,
-            )
-    context["usage_rows"] = session_models(session)
-    context["usage_total"] = UsageTotals()
-    for row in context["usage_rows"]:
-        context["usage_total"].add(row["totals"])
-    context["provenance"] = session_provenance(session)
+    context = session_page_context(access, tree_state(request.GET))
+    entry = context.pop("entry", None)
+    if entry is not None:
+        context["entry_html"] = render_to_string(
+            "sessions_app/tree/_entry.html",
+            entry_context(access, entry, context["view_leaf"]),
+            request=request,
+        )
     return render(request, "sessions_app/session_detail.html", context)
 
 

@@ -9,14 +9,25 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
 
-from sessions_app.models import Activity, Entry, Job, SessionShare, ShareLink
+from sessions_app.models import Job, SessionShare, ShareLink
 from sessions_app.rendering import page_budget
+from sessions_app.responses import bad_request, plain_text
+from sessions_app.selectors.entries import find_entry
+from sessions_app.selectors.jobs import session_job
+from sessions_app.selectors.review import (
+    session_activity,
+    session_link,
+    session_links,
+    session_shares,
+    teams_with_shares,
+)
 from sessions_app.services import comments as comments_service
 from sessions_app.services import compare as compare_service
 from sessions_app.services import exports, sharing
@@ -30,24 +41,6 @@ from sessions_app.services.access import (
 )
 from sessions_app.services.jobs import sweep_stale_jobs
 from sessions_app.services.tree import UNSET
-
-ACTIVITY_LIMIT = 100
-
-
-def _bad_request(request, message: str, status: int = 400):
-    """An error for the person: escaped HTML for an HTMX swap, else plain text. Messages
-    may quote what was sent (an export format, an entry id): never as markup."""
-    if request.htmx:
-        return render(
-            request, "sessions_app/review/_error.html", {"message": message}, status=status
-        )
-    return plain_text(message, status)
-
-
-def plain_text(message: str, status: int) -> HttpResponse:
-    response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
 
 
 def _int(value) -> int | None:
@@ -68,13 +61,7 @@ def _mark_resolvable(request, access, threads) -> None:
 
 
 def _comments_context(request, access, entry_pi_id: str | None, error: str = ""):
-    entry = (
-        Entry.objects.filter(session=access.session, pi_id=entry_pi_id)
-        .only("pk", "pi_id", "preview", "type", "role")
-        .first()
-        if entry_pi_id
-        else None
-    )
+    entry = find_entry(access.session, entry_pi_id, "pk", "pi_id", "preview", "type", "role")
     threads = comments_service.threads_for_entry(access.session, entry.pi_id) if entry else []
     _mark_resolvable(request, access, threads)
     return {
@@ -122,7 +109,7 @@ def add_comment(request, session_id):
         request, "sessions_app/review/_comments.html", context, status=400 if error else 200
     )
     if not error:
-        response["HX-Trigger"] = "piweb:comments-changed"
+        trigger_client_event(response, "piweb:comments-changed")
     return response
 
 
@@ -140,8 +127,7 @@ def _set_resolved(request, session_id, comment_id, resolved: bool):
         return redirect(reverse("sessions_app:review_list", args=[session_id]))
     context = _comments_context(request, access, comment.entry.pi_id)
     response = render(request, "sessions_app/review/_comments.html", context)
-    response["HX-Trigger"] = "piweb:comments-changed"
-    return response
+    return trigger_client_event(response, "piweb:comments-changed")
 
 
 @login_required
@@ -160,8 +146,6 @@ def reopen_comment(request, session_id, comment_id):
 @require_GET
 def comment_counts(request, session_id):
     """{entry pi_id: open threads} as JSON, for the tree's node markers."""
-    from django.http import JsonResponse
-
     access = check_access(request.user, session_id, VIEWER)
     return JsonResponse({"open": comments_service.open_comment_counts_by_pi_id(access.session)})
 
@@ -191,7 +175,7 @@ def review_list(request, session_id):
 @require_GET
 def activity(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
-    items = Activity.objects.filter(session=access.session).select_related("actor")[:ACTIVITY_LIMIT]
+    items = session_activity(access.session)
     template = (
         "sessions_app/review/_activity.html"
         if request.htmx
@@ -207,7 +191,7 @@ def activity(request, session_id):
 
 def _sharing_page(request, access, error: str = "", new_link: ShareLink | None = None, status=200):
     session = access.session
-    links = list(ShareLink.objects.filter(session=session).order_by("-created_at"))
+    links = session_links(session)
     for link in links:
         link.state = sharing.link_state(link)
         link.url = request.build_absolute_uri(reverse("sessions_app:share_link", args=[link.token]))
@@ -217,13 +201,13 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
         {
             "access": access,
             "session": session,
-            "shares": SessionShare.objects.filter(session=session).select_related("team"),
+            "shares": session_shares(session),
             "teams": sharing.teams_for_sharing(request.user),
             "roles": SessionShare.Role.choices,
             "links": links,
             "new_link": new_link,
             "error": error,
-            "leaf": request.GET.get("leaf") or (session.leaf.pi_id if session.leaf_id else ""),
+            "leaf": request.GET.get("leaf") or session.leaf_pi_id or "",
             "scopes": ShareLink.Scope.choices,
             "target": request.GET.get("target", ""),
         },
@@ -303,9 +287,7 @@ def _link_access(request, token: str):
     if session_id is None:
         raise Http404("No such link.")
     access = check_access(request.user, session_id, VIEWER, share_token=token)
-    link = (
-        access.share_link or ShareLink.objects.filter(token=token, session=access.session).first()
-    )
+    link = access.share_link or session_link(access.session, token)
     if link is None or sharing.link_state(link) != "active":
         # A member opening a dead link: the link is gone, whatever their own rights.
         raise Http404("This link was revoked or has expired.")
@@ -320,11 +302,16 @@ def _link_entry(request, name: str, visible: set[str]) -> str | None:
     return value
 
 
+def _link_branch(request, link: ShareLink) -> tuple[set[str], str | None]:
+    """The entries the link shows, and the leaf asked for (`?leaf=`, else the link's)."""
+    visible = sharing.link_visible_entry_ids(link)
+    return visible, _link_entry(request, "leaf", visible) or link.leaf_pi_id
+
+
 @require_GET
 def share_link(request, token):
     access, link = _link_access(request, token)
-    visible = sharing.link_visible_entry_ids(link)
-    leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
+    visible, leaf = _link_branch(request, link)
     target = _link_entry(request, "target", visible) or (
         link.target_pi_id if leaf == link.leaf_pi_id else leaf
     )
@@ -359,8 +346,7 @@ def share_link_export(request, token, fmt):
     access, link = _link_access(request, token)
     if fmt == "jsonl":
         return plain_text(LINK_JSONL_REFUSED, 403)
-    visible = sharing.link_visible_entry_ids(link)
-    leaf = _link_entry(request, "leaf", visible) or link.leaf_pi_id
+    visible, leaf = _link_branch(request, link)
     return _export_response(request, access, fmt, leaf, visible)
 
 
@@ -373,7 +359,7 @@ def _export_response(request, access, fmt: str, leaf: str | None, visible: set |
             access.session, fmt, leaf, actor=request.user, visible=visible
         )
     except exports.ExportError as exc:
-        return _bad_request(request, str(exc))
+        return bad_request(request, str(exc))
     if export.streams:  # (the pi JSONL: never the whole file in memory)
         response = StreamingHttpResponse(export.content, content_type=export.content_type)
     else:
@@ -420,7 +406,7 @@ def compare_summary(request, session_id):
     try:
         job = compare_service.request_compare_summary(access.session, a, b, actor=request.user)
     except compare_service.CompareError as exc:
-        return _bad_request(request, str(exc))
+        return bad_request(request, str(exc))
     if request.htmx:
         return render(
             request,
@@ -437,9 +423,7 @@ def compare_summary(request, session_id):
 def compare_job(request, session_id, job_id):
     access = check_access(request.user, session_id, VIEWER)
     sweep_stale_jobs(session=access.session)  # a job whose worker died is queued again
-    job = Job.objects.filter(
-        pk=job_id, session=access.session, kind=Job.Kind.COMPARE_SUMMARY
-    ).first()
+    job = session_job(access.session, job_id, Job.Kind.COMPARE_SUMMARY)
     if job is None:
         raise Http404("No such comparison job.")
     return render(
@@ -490,45 +474,10 @@ def search(request):
 def teams(request):
     """The teams you are in, their members and what is shared with them (read-only:
     membership is managed in the admin)."""
-    from sessions_app.models import Team
-
-    my_teams = (
-        Team.objects.filter(members=request.user).prefetch_related("members").order_by("name")
+    return render(
+        request, "sessions_app/review/teams.html", {"rows": teams_with_shares(request.user)}
     )
-    rows = []
-    for team in my_teams:
-        shared = (
-            SessionShare.objects.filter(team=team)
-            .select_related("session", "session__owner")
-            .order_by("-session__modified_at")[:50]
-        )
-        rows.append({"team": team, "members": list(team.members.all()), "shares": shared})
-    return render(request, "sessions_app/review/teams.html", {"rows": rows})
 
-
-# Every route of this module, with the right it needs (the permissions matrix reads this).
-ROUTE_RIGHTS = {
-    "review_comments": VIEWER,
-    "review_comment_add": VIEWER,
-    "review_comment_resolve": VIEWER,
-    "review_comment_reopen": VIEWER,
-    "review_comment_counts": VIEWER,
-    "review_list": VIEWER,
-    "activity": VIEWER,
-    "sharing": OWNER,
-    "sharing_team": OWNER,
-    "sharing_team_revoke": OWNER,
-    "sharing_link": OWNER,
-    "sharing_link_revoke": OWNER,
-    "share_link": "link",
-    "share_link_export": "link",
-    "export": VIEWER,
-    "compare": VIEWER,
-    "compare_summary": EDITOR,  # a paid LLM job
-    "compare_job": VIEWER,
-    "search": "login",
-    "teams": "login",
-}
 
 urlpatterns = [
     path("s/<str:session_id>/review/", review_list, name="review_list"),

@@ -343,14 +343,16 @@ def test_summary_request_from_a_stale_page_changes_nothing(session, owner, clien
     assert response.status_code == 409
     assert "moved on since this page was drawn" in response.content.decode()
     assert Session.objects.get(pk=session.pk).leaf_id == leaf
-    # from HTMX the refusal comes as 200 (htmx swaps only 2xx) with the real status aside
+    # from HTMX too the refusal keeps its real status (htmx is configured to swap 4xx):
+    # the notice partial, and a client event that redraws the tree
     htmx = c.post(
         url("entry_navigate", session, "e0000016"),
         {"summary": "1", "old_leaf": "e000000e"},
         HTTP_HX_REQUEST="true",
     )
-    assert htmx.status_code == 200 and htmx["X-Piweb-Status"] == "409"
-    assert 'class="action-result error"' in htmx.content.decode()
+    assert htmx.status_code == 409 and "X-Piweb-Status" not in htmx
+    assert 'class="notice notice-error"' in htmx.content.decode()
+    assert "piweb:tree-refresh" in json.loads(htmx["HX-Trigger"])
     from sessions_app.models import Job
 
     assert not Job.objects.filter(session=session).exists()

@@ -1,12 +1,11 @@
-"""Template helpers for the jobs panel."""
+"""The jobs panel: compactions and branch summaries of a session, and its settings."""
 
-from django import template
+from __future__ import annotations
 
 from sessions_app.models import Job
 from sessions_app.services import jobs
 
-register = template.Library()
-
+RECENT_JOBS = 10
 PHASES = {
     "queued": "waiting for a worker",
     "preparing": "preparing",
@@ -33,25 +32,34 @@ def progress_text(job: Job) -> str:
     return text
 
 
-def jobs_list_context(session) -> dict:
-    recent = jobs.recent_jobs(session, limit=10)
+def jobs_list_context(access) -> dict:
+    """The job list (the jobs panel and `jobs_panel`)."""
+    recent = jobs.recent_jobs(access.session, limit=RECENT_JOBS)
     for job in recent:
         job.progress_text = progress_text(job)
         job.trigger = (job.params or {}).get("trigger", "")
         job.offline = job.model == "offline summarizer"
-    return {"jobs": recent, "any_active": any(j.status in Job.ACTIVE for j in recent)}
-
-
-@register.simple_tag
-def jobs_panel(session, access):
-    """Everything the jobs panel needs besides `session` and `access`.
-
-    Rendering the panel also sweeps the session's stale jobs (a dead worker's job is
-    requeued or failed), since no periodic scheduler runs in the one-command setup.
-    """
-    jobs.sweep_stale_jobs(session=session)
     return {
-        **jobs_list_context(session),
-        "settings": jobs.compaction_settings(session),
+        "session": access.session,
+        "access": access,
+        "jobs": recent,
+        "any_active": any(j.status in Job.ACTIVE for j in recent),
+    }
+
+
+def settings_context(access) -> dict:
+    """The compaction settings form (the jobs panel and `jobs_settings`)."""
+    return {
+        "session": access.session,
+        "access": access,
+        "settings": jobs.compaction_settings(access.session),
+    }
+
+
+def jobs_context(access) -> dict:
+    """The whole jobs panel of the session page (`jp` in its template)."""
+    return {
+        **jobs_list_context(access),
+        "settings": jobs.compaction_settings(access.session),
         "can_edit": access.can_edit,
     }

@@ -1,0 +1,63 @@
+"""The chat panel: the transcript of the current branch, the live run, the model."""
+
+from __future__ import annotations
+
+from sessions_app.context.input_limits import bounded, display_value
+from sessions_app.rendering import page_budget, render_entries_within
+from sessions_app.services import chat, llm, tree
+
+TRANSCRIPT_LIMIT = 200
+
+
+def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
+    """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
+    hidden, tail = tree.load_path_tail(session, limit)
+    # Imported text may hold lone surrogates: display_value makes it safe to show.
+    tail = [
+        display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
+    ]
+    # Newest first within the page's budget: older entries join the "not shown" count.
+    rendered = render_entries_within(tail, page_budget())
+    entries = []
+    for p, parts in zip(tail, rendered, strict=True):
+        if parts is None:
+            continue
+        message = p.get("message")
+        role = message.get("role", "") if isinstance(message, dict) else ""
+        entries.append(
+            {
+                "payload": p,
+                "id": p.get("id"),
+                "type": bounded(p.get("type", "")),
+                "role": bounded(role),
+                "parts": parts,
+            }
+        )
+    return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}
+
+
+def chat_context(access) -> dict:
+    """The whole chat panel of the session page (`chat` in its template)."""
+    session = access.session
+    profile = llm.resolve_profile(session.model_profile)
+    job = chat.active_run(session)
+    return {
+        "profile": profile,
+        "profiles": sorted(llm.model_profiles().values(), key=lambda p: p.name),
+        "current_profile": profile.name if profile else session.model_profile,
+        "how_to_configure": llm.HOW_TO_CONFIGURE,
+        "can_edit": access.can_edit,
+        "active_job": job,
+        "run_state": (chat.run_state(session) if job else None) or None,
+        **transcript_context(session),
+    }
+
+
+def run_context(session) -> dict:
+    """The in-progress run, for a page or socket that (re)connects."""
+    job = chat.active_run(session)
+    return {
+        "active": str(job.pk) if job else None,
+        "status": job.status if job else None,
+        "run": chat.run_state(session) if job else None,
+    }

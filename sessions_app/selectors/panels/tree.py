@@ -1,0 +1,143 @@
+"""The tree panel and the entry pane: their view state, layout and context."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from sessions_app.context.tree import SessionTree
+from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
+from sessions_app.models import Entry, Session
+from sessions_app.rendering import full_output_path, page_limit, render_entry
+from sessions_app.selectors.entries import child_previews, entry_pk, session_entries
+from sessions_app.services import navigation, workspaces
+from sessions_app.services.comments import open_comment_counts_by_pi_id
+from sessions_app.services.tree import path_entry_pks
+
+TREE_COLUMNS = (
+    "pk",
+    "pi_id",
+    "parent_id",
+    "type",
+    "role",
+    "tool_name",
+    "preview",
+    "label",
+    "token_count",
+    "seq",
+)
+FORK_SCOPES = {
+    "path": "Path to here",
+    "path_and_siblings": "Path plus sibling branches",
+    "up_to_depth": "Everything up to this depth",
+}
+
+
+def tree_state(params) -> dict:
+    """The view parameters (a QueryDict) shared by the page and the tree partials."""
+    mode = params.get("filter", "default")
+    return {
+        "leaf": params.get("leaf") or None,
+        "target": params.get("target") or None,
+        "filter": mode if mode in FILTER_MODES else "default",
+        "q": params.get("q", "").strip()[:200],
+        "open": [i for i in params.get("open", "").split(",") if i][:500],
+    }
+
+
+def tree_index(session: Session) -> TreeIndex:
+    """The whole tree from one `values_list()` query of light columns (never payloads)."""
+    return TreeIndex(session_entries(session).values_list(*TREE_COLUMNS))
+
+
+def build_layout(session: Session, state: dict) -> Layout:
+    index = tree_index(session)
+    session_leaf = session.leaf_pi_id
+    view_leaf = state["leaf"] if state["leaf"] in index.by_id else session_leaf
+    target = state["target"] if state["target"] in index.by_id else None
+    return Layout(
+        index,
+        view_leaf=view_leaf,
+        session_leaf=session_leaf,
+        target=target,
+        mode=state["filter"],
+        query=state["q"],
+        expand=state["open"],
+    )
+
+
+def page_url(session: Session) -> str:
+    return reverse("sessions_app:session_detail", args=[session.pi_id])
+
+
+def rows_context(access, state: dict, layout: Layout, rows, **extra) -> dict:
+    """What `tree_tags.tree_rows` needs to draw rows (the whole tree or a lazy piece)."""
+    session = access.session
+    return {
+        "access": access,
+        "session": session,
+        "rows": rows,
+        "layout": layout,
+        "state": state,
+        "view_leaf": layout.view_leaf.id if layout.view_leaf else None,
+        "page_url": page_url(session),
+        # The review markers: share-link visitors do not see team comments.
+        "comment_counts": open_comment_counts_by_pi_id(session) if access.can_comment else {},
+        **extra,
+    }
+
+
+def tree_context(access, state: dict) -> dict:
+    """The tree panel (the session page and `tree_panel`)."""
+    layout = build_layout(access.session, state)
+    return rows_context(
+        access,
+        state,
+        layout,
+        layout.rows(),
+        session_leaf=layout.session_leaf.id if layout.session_leaf else None,
+        filter_modes=FILTER_MODES,
+        match_count=len(layout.matches),
+        entry_count=len(layout.index),
+    )
+
+
+def node_link(session: Session, node_id: str, view_leaf: str | None, on_path: bool) -> str:
+    leaf = view_leaf if on_path and view_leaf else node_id
+    return f"{page_url(session)}?{urlencode({'leaf': leaf, 'target': node_id})}"
+
+
+def entry_parts(session: Session, payload: dict) -> list:
+    """render_entry, with the full-output link dropped when we cannot serve the file."""
+    parts = render_entry(payload)
+    if any(p.extra.get("full_output") for p in parts):
+        if workspaces.session_artifact_file(session, full_output_path(payload)) is None:
+            for p in parts:
+                if p.extra.get("full_output"):
+                    p.extra["full_output"] = None
+    return parts
+
+
+def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
+    """The entry pane (the session page's `?target=` and `entry_pane`)."""
+    session = access.session
+    leaf_pk = entry_pk(session, view_leaf)
+    on_path = bool(leaf_pk) and entry.pk in path_entry_pks(leaf_pk)
+    rule = SessionTree([entry.payload]).navigate_target(entry.pi_id)
+    return {
+        "access": access,
+        "session": session,
+        "entry": entry,
+        "parts": entry_parts(session, entry.payload),
+        "children": child_previews(session, entry),
+        "link": node_link(session, entry.pi_id, view_leaf, on_path),
+        "view_leaf": view_leaf,
+        "is_session_leaf": session.leaf_id == entry.pk,
+        "navigate_leaf": rule["leafId"],
+        "prefills": rule["editorText"] is not None,
+        "fork_scopes": FORK_SCOPES,
+        "blocking_job": navigation.blocking_job(session) if access.can_edit else None,
+        # Parts are cut to the page limit: a bigger entry offers the rest lazily.
+        "entry_chars": len(entry.line),
+        "is_large": len(entry.line) > page_limit(),
+    }
