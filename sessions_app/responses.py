@@ -49,6 +49,15 @@ def plain_text(message: str, status: int) -> HttpResponse:
     return response
 
 
+def download(response: HttpResponse, filename: str, *, inline: bool = False) -> HttpResponse:
+    """A file response's disposition (inline or attachment, with its name), never sniffed."""
+    response["Content-Disposition"] = (
+        f'{"inline" if inline else "attachment"}; filename="{filename}"'
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 def bad_request(request, message: str, status: int = 400) -> HttpResponse:
     """An error for the person: the escaped notice for htmx, else plain text. Messages may
     quote what was sent (an export format, an entry id): never as markup."""

@@ -1,12 +1,90 @@
-"""URL map: each area of the app keeps its own `urlpatterns` beside its views."""
+"""URL map of the app: every route in one list, grouped by area (the views live in
+views/<area>.py)."""
+
+from django.urls import path
 
 from sessions_app.views import chat, jobs, pages, review, tree, usage
 
 app_name = "sessions_app"
 
-urlpatterns = [*pages.urlpatterns]
-urlpatterns += review.urlpatterns
-urlpatterns += chat.urlpatterns
-urlpatterns += tree.urlpatterns
-urlpatterns += jobs.urlpatterns
-urlpatterns += usage.urlpatterns
+urlpatterns = [
+    # --- sessions list and session page
+    path("", pages.session_list, name="session_list"),
+    path("import/", pages.import_session, name="session_import"),
+    path("new/", pages.new_session, name="session_new"),
+    path("s/<str:session_id>/", pages.session_detail, name="session_detail"),
+    path("s/<str:session_id>/provenance/", pages.provenance_panel, name="session_provenance"),
+    # --- review: comments, sharing, links, exports, compare, search, teams
+    path("s/<str:session_id>/review/", review.review_list, name="review_list"),
+    path("s/<str:session_id>/review/comments/", review.entry_comments, name="review_comments"),
+    path("s/<str:session_id>/review/comments/add/", review.add_comment, name="review_comment_add"),
+    path(
+        "s/<str:session_id>/review/comments/<int:comment_id>/resolve/",
+        review.resolve_comment,
+        name="review_comment_resolve",
+    ),
+    path(
+        "s/<str:session_id>/review/comments/<int:comment_id>/reopen/",
+        review.reopen_comment,
+        name="review_comment_reopen",
+    ),
+    path(
+        "s/<str:session_id>/review/counts.json", review.comment_counts, name="review_comment_counts"
+    ),
+    path("s/<str:session_id>/activity/", review.activity, name="activity"),
+    path("s/<str:session_id>/sharing/", review.sharing_page, name="sharing"),
+    path("s/<str:session_id>/sharing/team/", review.share_team, name="sharing_team"),
+    path(
+        "s/<str:session_id>/sharing/team/<int:share_id>/revoke/",
+        review.unshare_team,
+        name="sharing_team_revoke",
+    ),
+    path("s/<str:session_id>/sharing/link/", review.create_link, name="sharing_link"),
+    path(
+        "s/<str:session_id>/sharing/link/<int:link_id>/revoke/",
+        review.revoke_link,
+        name="sharing_link_revoke",
+    ),
+    path("s/<str:session_id>/export/<str:fmt>/", review.export, name="export"),
+    path("s/<str:session_id>/compare/", review.compare, name="compare"),
+    path("s/<str:session_id>/compare/summary/", review.compare_summary, name="compare_summary"),
+    path(
+        "s/<str:session_id>/compare/summary/<uuid:job_id>/", review.compare_job, name="compare_job"
+    ),
+    path("l/<str:token>/", review.share_link, name="share_link"),
+    path("l/<str:token>/export/<str:fmt>/", review.share_link_export, name="share_link_export"),
+    path("search/", review.search, name="search"),
+    path("teams/", review.teams, name="teams"),
+    # --- chat
+    path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
+    path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),
+    path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
+    path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
+    path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
+    # --- tree, entry pane, actions, inspector
+    path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
+    path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),
+    path(
+        "s/<str:session_id>/tree/run/<str:first_id>/<str:last_id>/", tree.tree_run, name="tree_run"
+    ),
+    path("s/<str:session_id>/e/<str:entry_id>/", tree.entry_pane, name="entry_pane"),
+    path("s/<str:session_id>/e/<str:entry_id>/output/", tree.entry_output, name="entry_output"),
+    path("s/<str:session_id>/e/<str:entry_id>/text/", tree.entry_text, name="entry_text"),
+    path("s/<str:session_id>/e/<str:entry_id>/raw/", tree.entry_raw, name="entry_raw"),
+    path(
+        "s/<str:session_id>/e/<str:entry_id>/navigate/", tree.action_navigate, name="entry_navigate"
+    ),
+    path("s/<str:session_id>/e/<str:entry_id>/label/", tree.action_label, name="entry_label"),
+    path("s/<str:session_id>/e/<str:entry_id>/fork/", tree.action_fork, name="entry_fork"),
+    path("s/<str:session_id>/inspect/", tree.inspector, name="inspector"),
+    # --- jobs panel
+    path("s/<str:session_id>/jobs/", jobs.jobs_panel, name="jobs_panel"),
+    path("s/<str:session_id>/jobs/compact/", jobs.compact_now, name="jobs_compact"),
+    path("s/<str:session_id>/jobs/settings/", jobs.compaction_settings, name="jobs_settings"),
+    # --- usage
+    path(
+        "s/<str:session_id>/usage/chart/", usage.session_context_chart, name="usage_context_chart"
+    ),
+    path("usage/", usage.usage_dashboard, name="usage_dashboard"),
+    path("usage/export.csv", usage.usage_csv, name="usage_csv"),
+]

@@ -5,20 +5,18 @@ from __future__ import annotations
 from sessions_app.models import Job, Session
 
 
-def earlier_branch_summary(session: Session, old_leaf: str | None, target: str) -> Job | None:
-    """The newest branch summary already requested for leaving `old_leaf` for `target`
-    (not failed or cancelled): a repeated submission finds it instead of a second one."""
-    return (
-        Job.objects.filter(
-            session=session,
-            kind=Job.Kind.BRANCH_SUMMARY,
-            prepared_leaf_pi_id=old_leaf,
-            target_pi_id=target,
-        )
-        .exclude(status__in=(Job.Status.FAILED, Job.Status.CANCELLED))
-        .order_by("-created_at")
-        .first()
+def latest_job(
+    session: Session, kind: str, prepared_leaf: str | None, target: str, *, live: bool = False
+) -> Job | None:
+    """The newest job of `kind` prepared at `prepared_leaf` for `target` (a comparison:
+    sides a and b; a branch summary: the leaf left and where it went). `live`: not failed
+    or cancelled, so a repeated request finds the one that went through."""
+    found = Job.objects.filter(
+        session=session, kind=kind, prepared_leaf_pi_id=prepared_leaf, target_pi_id=target
     )
+    if live:
+        found = found.exclude(status__in=(Job.Status.FAILED, Job.Status.CANCELLED))
+    return found.order_by("-created_at").first()
 
 
 def session_job(session: Session, job_id, kind: str) -> Job | None:

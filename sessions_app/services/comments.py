@@ -13,7 +13,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from sessions_app.models import Comment, Entry, Session
+from sessions_app.models import Comment, Session
+from sessions_app.selectors.entries import find_entry
 from sessions_app.services.access import EDITOR, OWNER, role_for
 from sessions_app.services.tree import lock_session, record_activity
 
@@ -49,10 +50,9 @@ def add_comment(
     """A new comment on an entry (or a reply in a thread: replies attach to the thread root)."""
     body = _clean_body(body)
     locked = lock_session(session.pk)
-    try:
-        entry = Entry.objects.get(session=locked, pi_id=entry_pi_id)
-    except Entry.DoesNotExist as exc:
-        raise CommentError(f"No entry {entry_pi_id!r} in this session.") from exc
+    entry = find_entry(locked, entry_pi_id)
+    if entry is None:
+        raise CommentError(f"No entry {entry_pi_id!r} in this session.")
     parent = None
     if reply_to:
         parent = Comment.objects.filter(pk=reply_to, session=locked, entry=entry).first()
@@ -132,24 +132,19 @@ def open_threads(session: Session):
     )
 
 
-def open_comment_counts(session: Session) -> dict[int, int]:
-    """{entry_pk: number of open threads} — for the tree's node markers."""
+def open_comment_counts(session: Session, key: str = "entry_id") -> dict:
+    """{entry: number of open threads}, keyed by entry pk (or `key="entry__pi_id"`)."""
     rows = (
         Comment.objects.filter(session=session, reply_to=None, resolved=False)
-        .values("entry_id")
+        .values(key)
         .annotate(n=Count("id"))
     )
-    return {row["entry_id"]: row["n"] for row in rows}
+    return {row[key]: row["n"] for row in rows}
 
 
 def open_comment_counts_by_pi_id(session: Session) -> dict[str, int]:
-    """The same counts keyed by entry pi_id (handy in templates and JSON)."""
-    rows = (
-        Comment.objects.filter(session=session, reply_to=None, resolved=False)
-        .values("entry__pi_id")
-        .annotate(n=Count("id"))
-    )
-    return {row["entry__pi_id"]: row["n"] for row in rows}
+    """The same counts keyed by entry pi_id (the tree's markers and JSON)."""
+    return open_comment_counts(session, key="entry__pi_id")
 
 
 def comment_totals(session: Session) -> dict[str, int]:

@@ -101,19 +101,6 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
     return job
 
 
-def latest_compare_job(session: Session, a_pi_id: str, b_pi_id: str) -> Job | None:
-    return (
-        Job.objects.filter(
-            session=session,
-            kind=Job.Kind.COMPARE_SUMMARY,
-            prepared_leaf_pi_id=a_pi_id,
-            target_pi_id=b_pi_id,
-        )
-        .order_by("-created_at")
-        .first()
-    )
-
-
 def _claim(job_id) -> Job | None:
     """queued → running (or take over a running job whose heartbeat is stale)."""
     stale = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)

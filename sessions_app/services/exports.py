@@ -21,6 +21,7 @@ from sessions_app.context.review import branch_markdown, tree_rows
 from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.context_chart import context_chart
+from sessions_app.selectors.entries import entry_exists
 from sessions_app.services import tree
 from sessions_app.services.tree import UNSET
 
@@ -64,8 +65,8 @@ def pi_session_file_name(session: Session) -> str:
 
 def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
     if not leaf_pi_id:
-        return session.leaf.pi_id if session.leaf_id else None
-    if not Entry.objects.filter(session=session, pi_id=leaf_pi_id).exists():
+        return session.leaf_pi_id
+    if not entry_exists(session, leaf_pi_id):
         raise ExportError(f"No entry {leaf_pi_id!r} in this session.")
     return leaf_pi_id
 
@@ -114,7 +115,7 @@ def branch_view(
             labels[pi_id] = label
     by_id = {e["id"]: e for e in entries}
     if leaf_pi_id is UNSET or (leaf_pi_id is not None and leaf_pi_id not in by_id):
-        leaf_pi_id = session.leaf.pi_id if session.leaf_id else None
+        leaf_pi_id = session.leaf_pi_id
         if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
             leaf_pi_id = None
     path = [display_value(e) for e in tree.load_path(session, leaf_pi_id)] if leaf_pi_id else []

@@ -29,6 +29,7 @@ from sessions_app.context.preview import clean_text, entry_preview, entry_row_co
 from sessions_app.context.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.context.usage import usage_with_day
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.entries import entry_pk
 from sessions_app.services import tree
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
@@ -151,11 +152,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         raise ForkError(f"Unknown fork scope {scope!r}; choose one of {', '.join(SCOPES)}.")
     with transaction.atomic():
         source = tree.lock_session(session.pk)
-        target_pk = (
-            Entry.objects.filter(session=source, pi_id=target_pi_id)
-            .values_list("pk", flat=True)
-            .first()
-        )
+        target_pk = entry_pk(source, target_pi_id)
         if target_pk is None:
             raise ForkError(f"No entry {target_pi_id!r} in session {source.pi_id}.")
         structure = _structure(source)

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from sessions_app.context.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.entries import find_entry
 from sessions_app.services import events
 from sessions_app.services.tree import label_entry, lock_session, record_activity
 
@@ -41,7 +42,7 @@ def blocking_job(session: Session) -> Job | None:
 
 def resolve_target(session: Session, target_pi_id: str) -> dict:
     """Where the leaf goes for `target_pi_id`: {"leafId", "editorText"} (core rule)."""
-    entry = Entry.objects.filter(session=session, pi_id=target_pi_id).only("line").first()
+    entry = find_entry(session, target_pi_id, "line")
     if entry is None:
         raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
     return SessionTree([entry.payload]).navigate_target(target_pi_id)
@@ -53,17 +54,12 @@ def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationRe
         locked = lock_session(session.pk)
         rule = resolve_target(locked, target_pi_id)
         new_leaf = rule["leafId"]
-        if (
-            new_leaf is not None
-            and not Entry.objects.filter(session=locked, pi_id=new_leaf).exists()
-        ):
+        leaf = find_entry(locked, new_leaf, "pk", "pi_id")
+        if leaf is None:
             new_leaf = None  # the target's parent is dangling: "before the first entry"
-        current = locked.leaf.pi_id if locked.leaf_id else None
-        moved = current != new_leaf
+        moved = locked.leaf_pi_id != new_leaf
         if moved:
-            locked.leaf = (
-                Entry.objects.get(session=locked, pi_id=new_leaf) if new_leaf is not None else None
-            )
+            locked.leaf = leaf
             locked.save(update_fields=["leaf", "modified_at"])
             record_activity(locked, actor, "navigated", leaf=new_leaf, target=target_pi_id)
             events.publish(locked.pk, "leaf_moved", {"leaf": new_leaf})

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
@@ -432,39 +433,25 @@ def _like_prefix(text: str) -> str:
 
 
 def _hits(ids: list[int], query: str) -> list[SearchHit]:
-    rows = SearchDocument.objects.filter(entry_id__in=ids).values_list(
+    # Named as SearchHit's fields, so a row becomes a hit as it is.
+    rows = SearchDocument.objects.filter(entry_id__in=ids).values(
         "entry_id",
         "role",
         "tool_name",
         "date",
         "text",
-        "entry__pi_id",
-        "entry__label",
-        "session__pi_id",
-        "session__name",
-        "session__cwd",
+        entry_pi_id=F("entry__pi_id"),
+        label=F("entry__label"),
+        session_pi_id=F("session__pi_id"),
+        session_name=F("session__name"),
+        session_cwd=F("session__cwd"),
     )
-    by_pk = {row[0]: row for row in rows}
+    by_pk = {row.pop("entry_id"): row for row in rows}
     words = [text for op, text in parse_query(query) if op != "not"]
     hits = []
-    for pk in ids:
-        row = by_pk.get(pk)
-        if row is None:
-            continue
-        _, role, tool, when, text, entry_pi_id, label, session_pi_id, name, cwd = row
-        hits.append(
-            SearchHit(
-                session_pi_id=session_pi_id,
-                session_name=name or session_pi_id,
-                session_cwd=cwd,
-                entry_pi_id=entry_pi_id,
-                role=role,
-                tool_name=tool,
-                date=when,
-                label=label,
-                snippet=snippet(text, words),
-            )
-        )
+    for row in (by_pk[pk] for pk in ids if pk in by_pk):
+        row["session_name"] = row["session_name"] or row["session_pi_id"]
+        hits.append(SearchHit(snippet=snippet(row.pop("text"), words), **row))
     return hits
 
 

@@ -26,6 +26,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.selectors.entries import entry_exists
 from sessions_app.services import events
 from sessions_app.services.tree import lock_session, record_activity
 
@@ -93,7 +94,7 @@ def unshare_team(session: Session, share_pk: int, *, actor) -> None:
 
 
 def _entry_exists(session: Session, pi_id: str | None) -> bool:
-    return pi_id is None or Entry.objects.filter(session=session, pi_id=pi_id).exists()
+    return pi_id is None or entry_exists(session, pi_id)
 
 
 @transaction.atomic
@@ -114,7 +115,7 @@ def create_link(
         )
     expires_in_days = parse_expiry_days(expires_in_days)
     locked = lock_session(session.pk)
-    leaf_pi_id = leaf_pi_id or (locked.leaf.pi_id if locked.leaf else None)
+    leaf_pi_id = leaf_pi_id or locked.leaf_pi_id
     target_pi_id = target_pi_id or leaf_pi_id
     for pi_id in (leaf_pi_id, target_pi_id):
         if not _entry_exists(locked, pi_id):

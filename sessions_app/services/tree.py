@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from sessions_app.context.preview import entry_row_columns
 from sessions_app.context.usage import usage_with_day
 from sessions_app.models import CONTEXT_MARKER_TYPES, Activity, Entry, Session
+from sessions_app.selectors.entries import entry_exists
 from sessions_app.services import events
 from sessions_app.services.usage import UsageRecorder, usage_columns
 
@@ -152,7 +153,7 @@ def append_entry(
                 "id": pi_id,
                 "parentId": full["parentId"],
                 "type": entry.type,
-                "leaf": locked.leaf.pi_id if locked.leaf else None,
+                "leaf": locked.leaf_pi_id,
             },
         )
     session.refresh_from_db()
@@ -174,7 +175,7 @@ def set_leaf(session: Session, leaf_pi_id: str | None, *, actor=None) -> Session
 
 def label_entry(session: Session, target_pi_id: str, label: str | None, *, actor=None) -> Entry:
     """Set (or with a blank label, remove) a label, as a pi `label` entry at the leaf."""
-    if not Entry.objects.filter(session=session, pi_id=target_pi_id).exists():
+    if not entry_exists(session, target_pi_id):
         raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
     payload = {"type": "label", "targetId": target_pi_id}
     label = (label or "").strip()

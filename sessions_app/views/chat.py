@@ -2,10 +2,11 @@
 transcript/state partials the chat panel refreshes. Thin: parse, check access, call
 services/chat.py, answer with the notice partial or the panel's context builder."""
 
+from functools import wraps
+
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import render
-from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.responses import notice
@@ -14,44 +15,40 @@ from sessions_app.services import chat, llm
 from sessions_app.services.access import EDITOR, check_access
 
 
-def _chat_action(request, session_id, act):
-    """Check editor rights, run `act(session)`; a ChatError becomes the error notice."""
-    access = check_access(request.user, session_id, need=EDITOR)
-    try:
-        return access.session, act(access.session), None
-    except chat.ChatError as exc:
-        error = notice(request, str(exc), level="error", status=exc.status, code=exc.code)
-        return access.session, None, error
+def _chat_action(view):
+    """A POST that needs editor rights: `view(request, session)`; a ChatError becomes the
+    error notice, with its status and code."""
+
+    @login_required
+    @require_POST
+    @wraps(view)
+    def checked(request, session_id):
+        access = check_access(request.user, session_id, need=EDITOR)
+        try:
+            return view(request, access.session)
+        except chat.ChatError as exc:
+            return notice(request, str(exc), level="error", status=exc.status, code=exc.code)
+
+    return checked
 
 
-@login_required
-@require_POST
-def send(request, session_id):
-    text = request.POST.get("text", "")
-    _, job, error = _chat_action(
-        request, session_id, lambda s: chat.send_message(s, request.user, text)
-    )
-    return error or notice(request, "Sent.", level="ok", run_id=str(job.pk))
+@_chat_action
+def send(request, session):
+    job = chat.send_message(session, request.user, request.POST.get("text", ""))
+    return notice(request, "Sent.", level="ok", run_id=str(job.pk))
 
 
-@login_required
-@require_POST
-def stop(request, session_id):
-    _, job, error = _chat_action(request, session_id, lambda s: chat.stop_run(s, request.user))
-    if error or job is None:
-        return error or notice(request, "Nothing is running.")
+@_chat_action
+def stop(request, session):
+    job = chat.stop_run(session, request.user)
+    if job is None:
+        return notice(request, "Nothing is running.")
     return notice(request, "Stopping…", level="ok", run_id=str(job.pk))
 
 
-@login_required
-@require_POST
-def switch_model(request, session_id):
-    name = request.POST.get("profile", "")
-    session, _, error = _chat_action(
-        request, session_id, lambda s: chat.switch_model(s, request.user, name)
-    )
-    if error:
-        return error
+@_chat_action
+def switch_model(request, session):
+    chat.switch_model(session, request.user, request.POST.get("profile", ""))
     profile = llm.resolve_profile(session.model_profile)
     return notice(
         request, f"Model: {profile.label if profile else session.model_profile}", level="ok"
@@ -72,12 +69,3 @@ def state(request, session_id):
     """The in-progress run (for a page that reconnects), as JSON."""
     access = check_access(request.user, session_id)
     return JsonResponse(run_context(access.session))
-
-
-urlpatterns = [
-    path("s/<str:session_id>/chat/send/", send, name="chat_send"),
-    path("s/<str:session_id>/chat/stop/", stop, name="chat_stop"),
-    path("s/<str:session_id>/chat/model/", switch_model, name="chat_model"),
-    path("s/<str:session_id>/chat/transcript/", transcript, name="chat_transcript"),
-    path("s/<str:session_id>/chat/state/", state, name="chat_state"),
-]

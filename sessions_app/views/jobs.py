@@ -8,7 +8,6 @@ while any job is active.
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.responses import notice
@@ -67,10 +66,3 @@ def compaction_settings(request, session_id):
     return render(
         request, "sessions_app/jobs/_settings.html", context, status=400 if error else 200
     )
-
-
-urlpatterns = [
-    path("s/<str:session_id>/jobs/", jobs_panel, name="jobs_panel"),
-    path("s/<str:session_id>/jobs/compact/", compact_now, name="jobs_compact"),
-    path("s/<str:session_id>/jobs/settings/", compaction_settings, name="jobs_settings"),
-]

@@ -11,7 +11,6 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import path
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
@@ -153,12 +152,3 @@ def provenance_panel(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
     context = {"session": access.session, "provenance": session_provenance(access.session)}
     return render(request, "sessions_app/_provenance.html", context)
-
-
-urlpatterns = [
-    path("", session_list, name="session_list"),
-    path("import/", import_session, name="session_import"),
-    path("new/", new_session, name="session_new"),
-    path("s/<str:session_id>/", session_detail, name="session_detail"),
-    path("s/<str:session_id>/provenance/", provenance_panel, name="session_provenance"),
-]

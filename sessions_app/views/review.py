@@ -11,16 +11,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from sessions_app.models import Job, SessionShare, ShareLink
 from sessions_app.rendering import page_budget
-from sessions_app.responses import bad_request, plain_text
+from sessions_app.responses import bad_request, download, plain_text
 from sessions_app.selectors.entries import find_entry
-from sessions_app.selectors.jobs import session_job
+from sessions_app.selectors.jobs import latest_job, session_job
 from sessions_app.selectors.review import (
     session_activity,
     session_link,
@@ -238,15 +238,20 @@ def share_team(request, session_id):
     return redirect(reverse("sessions_app:sharing", args=[session_id]))
 
 
-@login_required
-@require_POST
-def unshare_team(request, session_id, share_id):
+def _withdraw(request, session_id, withdraw, pk: int):
+    """Remove a team share or revoke a link (owner only), then back to the sharing page."""
     access = check_access(request.user, session_id, OWNER)
     try:
-        sharing.unshare_team(access.session, share_id, actor=request.user)
+        withdraw(access.session, pk, actor=request.user)
     except sharing.SharingError as exc:
         raise Http404(str(exc)) from exc
     return redirect(reverse("sessions_app:sharing", args=[session_id]))
+
+
+@login_required
+@require_POST
+def unshare_team(request, session_id, share_id):
+    return _withdraw(request, session_id, sharing.unshare_team, share_id)
 
 
 @login_required
@@ -271,12 +276,7 @@ def create_link(request, session_id):
 @login_required
 @require_POST
 def revoke_link(request, session_id, link_id):
-    access = check_access(request.user, session_id, OWNER)
-    try:
-        sharing.revoke_link(access.session, link_id, actor=request.user)
-    except sharing.SharingError as exc:
-        raise Http404(str(exc)) from exc
-    return redirect(reverse("sessions_app:sharing", args=[session_id]))
+    return _withdraw(request, session_id, sharing.revoke_link, link_id)
 
 
 # --- the share-link page (no login) -----------------------------------------------------
@@ -364,10 +364,8 @@ def _export_response(request, access, fmt: str, leaf: str | None, visible: set |
         response = StreamingHttpResponse(export.content, content_type=export.content_type)
     else:
         response = HttpResponse(export.content, content_type=export.content_type)
-    disposition = "inline" if request.GET.get("inline") == "1" and fmt != "html" else "attachment"
-    response["Content-Disposition"] = f'{disposition}; filename="{export.filename}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    inline = request.GET.get("inline") == "1" and fmt != "html"
+    return download(response, export.filename, inline=inline)
 
 
 @login_required
@@ -390,7 +388,7 @@ def compare(request, session_id):
     if a and b:
         try:
             context["comparison"] = compare_service.compare(access.session, a, b, render=True)
-            context["job"] = compare_service.latest_compare_job(access.session, a, b)
+            context["job"] = latest_job(access.session, Job.Kind.COMPARE_SUMMARY, a, b)
         except compare_service.CompareError as exc:
             context["error"] = str(exc)
             status = 400
@@ -477,43 +475,3 @@ def teams(request):
     return render(
         request, "sessions_app/review/teams.html", {"rows": teams_with_shares(request.user)}
     )
-
-
-urlpatterns = [
-    path("s/<str:session_id>/review/", review_list, name="review_list"),
-    path("s/<str:session_id>/review/comments/", entry_comments, name="review_comments"),
-    path("s/<str:session_id>/review/comments/add/", add_comment, name="review_comment_add"),
-    path(
-        "s/<str:session_id>/review/comments/<int:comment_id>/resolve/",
-        resolve_comment,
-        name="review_comment_resolve",
-    ),
-    path(
-        "s/<str:session_id>/review/comments/<int:comment_id>/reopen/",
-        reopen_comment,
-        name="review_comment_reopen",
-    ),
-    path("s/<str:session_id>/review/counts.json", comment_counts, name="review_comment_counts"),
-    path("s/<str:session_id>/activity/", activity, name="activity"),
-    path("s/<str:session_id>/sharing/", sharing_page, name="sharing"),
-    path("s/<str:session_id>/sharing/team/", share_team, name="sharing_team"),
-    path(
-        "s/<str:session_id>/sharing/team/<int:share_id>/revoke/",
-        unshare_team,
-        name="sharing_team_revoke",
-    ),
-    path("s/<str:session_id>/sharing/link/", create_link, name="sharing_link"),
-    path(
-        "s/<str:session_id>/sharing/link/<int:link_id>/revoke/",
-        revoke_link,
-        name="sharing_link_revoke",
-    ),
-    path("s/<str:session_id>/export/<str:fmt>/", export, name="export"),
-    path("s/<str:session_id>/compare/", compare, name="compare"),
-    path("s/<str:session_id>/compare/summary/", compare_summary, name="compare_summary"),
-    path("s/<str:session_id>/compare/summary/<uuid:job_id>/", compare_job, name="compare_job"),
-    path("l/<str:token>/", share_link, name="share_link"),
-    path("l/<str:token>/export/<str:fmt>/", share_link_export, name="share_link_export"),
-    path("search/", search, name="search"),
-    path("teams/", teams, name="teams"),
-]

@@ -9,15 +9,16 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, StreamingHttpResponse
 from django.shortcuts import render
-from django.urls import path, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from sessions_app.context.preview import entry_text as plain_entry_text
+from sessions_app.models import Job
 from sessions_app.rendering import full_output_path, page_limit, render_llm_message
-from sessions_app.responses import notice
+from sessions_app.responses import download, notice
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404, line_lengths
-from sessions_app.selectors.jobs import earlier_branch_summary
+from sessions_app.selectors.jobs import latest_job
 from sessions_app.selectors.panels.tree import (
     FORK_SCOPES,
     build_layout,
@@ -141,9 +142,7 @@ def entry_raw(request, session_id, entry_id):
     )
     response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
     name = "".join(c for c in entry_id if c.isalnum() or c in "-_")[:40] or "entry"
-    response["Content-Disposition"] = f'attachment; filename="entry-{name}.json"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return download(response, f"entry-{name}.json")
 
 
 @login_required
@@ -156,13 +155,18 @@ def entry_output(request, session_id, entry_id):
     if path_ is None:
         raise Http404("No full output file of this session for this entry.")
     response = FileResponse(path_.open("rb"), content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'inline; filename="{path_.name}"'
-    response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    return response
+    return download(response, path_.name, inline=True)
 
 
 # --- actions (each answers with the notice partial; errors keep their real status) ---
+
+
+def _editable(request, session_id, entry_id):
+    """The session, for an action on one of its entries (editor rights, else 403/404)."""
+    access = check_access(request.user, session_id, EDITOR)
+    get_entry_or_404(access.session, entry_id, "pk")
+    return access.session
 
 
 def _summarize_and_navigate(request, session, entry_id):
@@ -173,7 +177,7 @@ def _summarize_and_navigate(request, session, entry_id):
     current_leaf = session.leaf_pi_id
     old_leaf = request.POST.get("old_leaf", current_leaf or "") or None
     if old_leaf != current_leaf:
-        done = earlier_branch_summary(session, old_leaf, entry_id)
+        done = latest_job(session, Job.Kind.BRANCH_SUMMARY, old_leaf, entry_id, live=True)
         if done is not None:  # a repeat of a request that already went through
             return notice(request, "Already requested.", job=done)
         return notice(
@@ -216,9 +220,7 @@ def _summarize_and_navigate(request, session, entry_id):
 @require_POST
 def action_navigate(request, session_id, entry_id):
     """Continue here (optionally with a summary of the branch being left)."""
-    access = check_access(request.user, session_id, EDITOR)
-    session = access.session
-    get_entry_or_404(session, entry_id, "pk")
+    session = _editable(request, session_id, entry_id)
     if request.POST.get("summary"):
         return _summarize_and_navigate(request, session, entry_id)
     result = navigation.navigate(session, entry_id, actor=request.user)
@@ -234,12 +236,9 @@ def action_navigate(request, session_id, entry_id):
 @login_required
 @require_POST
 def action_label(request, session_id, entry_id):
-    access = check_access(request.user, session_id, EDITOR)
-    get_entry_or_404(access.session, entry_id, "pk")
-    label = request.POST.get("label", "")
-    if request.POST.get("remove"):
-        label = ""
-    navigation.set_label(access.session, entry_id, label, actor=request.user)
+    session = _editable(request, session_id, entry_id)
+    label = "" if request.POST.get("remove") else request.POST.get("label", "")
+    navigation.set_label(session, entry_id, label, actor=request.user)
     return notice(
         request,
         "Label saved." if label.strip() else "Label removed.",
@@ -251,13 +250,12 @@ def action_label(request, session_id, entry_id):
 @login_required
 @require_POST
 def action_fork(request, session_id, entry_id):
-    access = check_access(request.user, session_id, EDITOR)
-    get_entry_or_404(access.session, entry_id, "pk")
+    session = _editable(request, session_id, entry_id)
     scope = request.POST.get("scope", "path")
     if scope not in FORK_SCOPES:
         return notice(request, "Unknown fork scope.", level="error", status=400)
     try:
-        new = fork_session(access.session, entry_id, scope, request.user)
+        new = fork_session(session, entry_id, scope, request.user)
     except ValueError as exc:
         return notice(request, str(exc), level="error", status=400)
     return HttpResponseClientRedirect(reverse("sessions_app:session_detail", args=[new.pi_id]))
@@ -287,18 +285,3 @@ def inspector(request, session_id):
         "sessions_app/tree/_inspector.html",
         {"access": access, "session": access.session, "report": report},
     )
-
-
-urlpatterns = [
-    path("s/<str:session_id>/tree/", tree_panel, name="tree_panel"),
-    path("s/<str:session_id>/tree/branch/<str:head_id>/", tree_branch, name="tree_branch"),
-    path("s/<str:session_id>/tree/run/<str:first_id>/<str:last_id>/", tree_run, name="tree_run"),
-    path("s/<str:session_id>/e/<str:entry_id>/", entry_pane, name="entry_pane"),
-    path("s/<str:session_id>/e/<str:entry_id>/output/", entry_output, name="entry_output"),
-    path("s/<str:session_id>/e/<str:entry_id>/text/", entry_text, name="entry_text"),
-    path("s/<str:session_id>/e/<str:entry_id>/raw/", entry_raw, name="entry_raw"),
-    path("s/<str:session_id>/e/<str:entry_id>/navigate/", action_navigate, name="entry_navigate"),
-    path("s/<str:session_id>/e/<str:entry_id>/label/", action_label, name="entry_label"),
-    path("s/<str:session_id>/e/<str:entry_id>/fork/", action_fork, name="entry_fork"),
-    path("s/<str:session_id>/inspect/", inspector, name="inspector"),
-]

@@ -12,7 +12,6 @@ from datetime import date
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
-from django.urls import path
 from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
@@ -195,10 +194,3 @@ def usage_csv(request):
         row("model", item["totals"], model=item["key"])
     row("total", board.totals)
     return response
-
-
-urlpatterns = [
-    path("s/<str:session_id>/usage/chart/", session_context_chart, name="usage_context_chart"),
-    path("usage/", usage_dashboard, name="usage_dashboard"),
-    path("usage/export.csv", usage_csv, name="usage_csv"),
-]

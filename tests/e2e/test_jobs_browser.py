@@ -2,7 +2,9 @@
 and failed without a reload (websocket job_progress, with htmx polling as fallback)."""
 
 import pytest
+from playwright.sync_api import expect
 
+from sessions_app.models import Job
 from sessions_app.services import jobs
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
 from tests.support.scripted_llm import error, text
@@ -125,6 +127,24 @@ def test_compact_now_button_with_focus(worker, page_for, make_user, llm):
     page.click(".jobs-settings-box summary")
     page.uncheck('#jobs-settings input[name="enabled"]')
     page.click('#jobs-settings button[type="submit"]')
-    page.wait_for_selector("#jobs-settings .jobs-notice")
+    page.wait_for_selector("#jobs-settings .notice-ok")
     session.refresh_from_db()
     assert session.settings["compaction"]["enabled"] is False
+
+
+def test_a_refused_compaction_shows_the_error_notice(page_for, make_user):
+    """A 400 from "Compact now" is swapped in (htmx is configured to swap 4xx): the
+    notice goes to the panel's notice box (HX-Retarget) and the job list stays."""
+    owner = make_user()
+    session = make_session(owner, turns=3, compaction=SMALL)
+    page = page_for(owner)
+    page.goto(f"/s/{session.pi_id}/")
+    page.wait_for_selector("#jobs-list")
+    page.evaluate("document.getElementById('jobs-focus').removeAttribute('maxlength')")
+    page.fill("#jobs-focus", "x" * 5000)
+    with page.expect_response(lambda r: "/jobs/compact/" in r.url) as refused:
+        page.click("#jobs-compact-button")
+    assert refused.value.status == 400
+    expect(page.locator("#jobs-notice .notice-error")).to_contain_text("limited to")
+    expect(page.locator("#jobs .jobs-list")).to_have_count(1)
+    assert not off_loop(lambda: Job.objects.filter(session=session).exists())

@@ -151,7 +151,7 @@ def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
     page.click("#n-e000000d .preview")
     page.wait_for_selector('#entry-pane [data-entry="e000000d"]')
     page.click("#entry-pane .act-navigate button")
-    page.wait_for_selector("#entry-status .action-result.ok")
+    page.wait_for_selector("#entry-status .notice-ok")
     page.wait_for_selector("#n-e000000c.session-leaf")
     session.refresh_from_db()
     assert session.leaf.pi_id == "e000000c"
@@ -220,7 +220,7 @@ def test_continue_with_summary_runs_on_the_worker(
     page.click("#entry-pane .act-summary summary")
     page.fill("#entry-pane .act-summary textarea[name=focus]", "focus on the tests")
     page.click("#entry-pane .act-summary button[type=submit]")
-    page.wait_for_selector("#entry-status .action-result")
+    page.wait_for_selector("#entry-status .notice")
     # a second identical request (another tab) is deduplicated by the jobs service
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     again = page.request.post(
@@ -301,3 +301,26 @@ def test_the_content_security_policy_stops_injected_handlers(page_for, make_user
         page.wait_for_selector("#content")
         page.wait_for_load_state("load")
     assert page.csp_violations == []
+
+
+def test_a_refused_action_shows_the_error_notice(page_for, make_user, workspace, artifact_dir):
+    """htmx is configured to swap 4xx responses: an action the server refuses keeps its
+    real status and the person sees the error notice where the action's result goes."""
+    owner = make_user("tree-refused")
+    session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
+    leaf = session.leaf_id
+    page = page_for(owner)
+    statuses = []
+    page.on("response", lambda r: statuses.append(r.status) if "/navigate/" in r.url else None)
+    page.goto(f"/s/{session.pi_id}/?target=e0000016")
+    page.wait_for_selector('#entry-pane [data-entry="e0000016"]')
+    # The page was drawn before the leaf moved (another tab): its form names an old leaf.
+    page.evaluate("document.querySelector('#entry-pane input[name=old_leaf]').value = 'e000000e'")
+    page.click("#entry-pane .act-summary summary")
+    page.click("#entry-pane .act-summary button[type=submit]")
+    expect(page.locator("#entry-status .notice-error")).to_contain_text(
+        "moved on since this page was drawn"
+    )
+    assert statuses == [409]
+    assert Session.objects.get(pk=session.pk).leaf_id == leaf
+    assert not Job.objects.filter(session=session).exists()
