@@ -26,8 +26,8 @@ from sessions_app.selectors.review import (
     session_link,
     session_links,
     session_shares,
-    teams_with_shares,
 )
+from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import comments as comments_service
 from sessions_app.services import compare as compare_service
 from sessions_app.services import exports, sharing

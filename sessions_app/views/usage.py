@@ -16,8 +16,9 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import Entry, Session, Team
+from sessions_app.models import Entry, Team
 from sessions_app.selectors.context_chart import context_chart
+from sessions_app.selectors.teams import member_team, team_sessions
 from sessions_app.selectors.usage import dashboard
 from sessions_app.services.access import VIEWER, check_access, visible_sessions
 
@@ -63,12 +64,10 @@ def _scope(request) -> DashboardScope:
     sessions = visible_sessions(request.user)
     team_id = request.GET.get("team", "")
     if team_id:
-        team = Team.objects.filter(
-            pk=team_id if team_id.isdigit() else 0, members=request.user
-        ).first()
+        team = member_team(request.user, team_id)
         if team is None:
             raise Http404("No such team.")
-        sessions = Session.objects.filter(pk__in=team.shares.values("session_id"))
+        sessions = team_sessions(team)
     days = []
     for name in ("from", "to"):
         value = request.GET.get(name, "")

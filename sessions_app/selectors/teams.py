@@ -1,0 +1,40 @@
+"""Reads about teams: the teams page and the usage dashboard's team scope."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+
+from sessions_app.models import Session, SessionShare, Team
+
+TEAM_SHARES_LIMIT = 50
+
+
+def member_team(user, team_id: str) -> Team | None:
+    """The team with this id if `user` is a member of it (else None)."""
+    return Team.objects.filter(pk=team_id if team_id.isdigit() else 0, members=user).first()
+
+
+def team_sessions(team: Team):
+    """The sessions shared with a team (a queryset)."""
+    return Session.objects.filter(pk__in=team.shares.values("session_id"))
+
+
+def teams_with_shares(user) -> list[dict]:
+    """The teams `user` is in, with their members and the sessions shared with them
+    (newest first, at most TEAM_SHARES_LIMIT each): three queries, whatever the count."""
+    shares = SessionShare.objects.select_related("session", "session__owner").order_by(
+        "-session__modified_at"
+    )
+    teams = (
+        Team.objects.filter(members=user)
+        .order_by("name")
+        .prefetch_related("members", Prefetch("shares", queryset=shares))
+    )
+    return [
+        {
+            "team": team,
+            "members": list(team.members.all()),
+            "shares": list(team.shares.all())[:TEAM_SHARES_LIMIT],
+        }
+        for team in teams
+    ]
