@@ -51,11 +51,6 @@ def kind_icon(kind: str) -> str:
     return KIND_ICONS.get(kind, ("?", kind))[0]
 
 
-@register.filter
-def kind_title(kind: str) -> str:
-    return KIND_ICONS.get(kind, ("?", kind))[1]
-
-
 @register.simple_tag
 def state_query(state, **overrides) -> str:
     """The tree view parameters as a query string (leaf, filter, q, open), for hx-get."""
@@ -88,7 +83,7 @@ def highlight_terms(text: str, query: str):
 # --- the tree rows ------------------------------------------------------------------------
 # Rows are rendered here in Python, not with one `{% include "_node.html" %}` per row: a
 # Django template costs 1-2 ms per row, which is seconds for the 1,000+ rows a 10,000-entry
-# session draws. `_node.html` renders one row through the same function.
+# session draws.
 
 _PREFIX = {
     "compaction": "compaction",
@@ -263,9 +258,3 @@ def tree_rows(context, rows):
     """Every row of the tree (or of a lazily loaded piece), as one HTML string."""
     rc = _RowContext(context)
     return mark_safe("".join(render_row(row, rc) for row in rows))  # noqa: S308 - escaped
-
-
-@register.simple_tag(takes_context=True)
-def tree_row(context, row):
-    """One row (what `_node.html` renders)."""
-    return mark_safe(render_row(row, _RowContext(context)))  # noqa: S308 - escaped
