@@ -24,6 +24,14 @@ def find_entry(session: Session, pi_id: str | None, *fields: str) -> Entry | Non
     return entries.first()
 
 
+def get_entry(session: Session, pi_id: str, *fields: str) -> Entry:
+    """The session's entry with this pi id; Entry.DoesNotExist when there is none."""
+    entry = find_entry(session, pi_id, *fields)
+    if entry is None:
+        raise Entry.DoesNotExist(f"No entry {pi_id!r} in this session.")
+    return entry
+
+
 def get_entry_or_404(session: Session, pi_id: str | None, *fields: str) -> Entry:
     entry = find_entry(session, pi_id, *fields)
     if entry is None:

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from sessions_app.context.preview import entry_row_columns
 from sessions_app.context.usage import usage_with_day
 from sessions_app.models import CONTEXT_MARKER_TYPES, Activity, Entry, Session
-from sessions_app.selectors.entries import entry_exists
+from sessions_app.selectors.entries import entry_exists, get_entry
 from sessions_app.services import events
 from sessions_app.services.usage import UsageRecorder, usage_columns
 
@@ -111,10 +111,10 @@ def append_entry(
         elif parent_pi_id is None:
             parent = None
         else:
-            parent = Entry.objects.get(session=locked, pi_id=parent_pi_id)
+            parent = get_entry(locked, parent_pi_id)
         existing = set()
         pi_id = new_entry_id()
-        while Entry.objects.filter(session=locked, pi_id=pi_id).exists():
+        while entry_exists(locked, pi_id):
             existing.add(pi_id)
             pi_id = new_entry_id(existing)
         full = {
@@ -164,7 +164,7 @@ def append_entry(
 def set_leaf(session: Session, leaf_pi_id: str | None, *, actor=None) -> Session:
     """Move the leaf to an entry of this session, or to None (before the first entry)."""
     locked = lock_session(session.pk)
-    leaf = None if leaf_pi_id is None else Entry.objects.get(session=locked, pi_id=leaf_pi_id)
+    leaf = None if leaf_pi_id is None else get_entry(locked, leaf_pi_id)
     locked.leaf = leaf
     locked.save(update_fields=["leaf", "modified_at"])
     record_activity(locked, actor, "navigated", leaf=leaf_pi_id)
