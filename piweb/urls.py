@@ -8,3 +8,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("sessions_app.urls")),
 ]
+
+# An htmx request that hits a 403 or 404 gets the notice partial (htmx swaps 4xx).
+handler403 = "sessions_app.views.errors.forbidden"
+handler404 = "sessions_app.views.errors.not_found"

@@ -107,3 +107,23 @@ def test_comment_changes_trigger_their_client_event(make_user):
     )
     assert added.status_code == 200
     assert json.loads(added["HX-Trigger"]) == {"piweb:comments-changed": {}}
+
+
+def test_not_found_and_forbidden_are_the_notice_for_htmx_only(make_user, workspace):
+    owner, stranger = make_user("nf-owner"), make_user("nf-stranger")
+    session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
+    client = _client(owner)
+    missing = client.get(f"/s/{session.pi_id}/e/nope/", **HTMX)
+    assert missing.status_code == 404 and _notice(missing) == "error"
+    assert "No such entry in this session." in missing.content.decode()
+    plain = client.get(f"/s/{session.pi_id}/e/nope/")
+    assert plain.status_code == 404 and "notice" not in plain.content.decode()
+    viewer = make_user("nf-viewer")
+    from sessions_app.models import SessionShare, Team
+
+    team = Team.objects.create(name="nf-team")
+    team.members.add(viewer)
+    SessionShare.objects.create(session=session, team=team, role="viewer")
+    refused = _client(viewer).post(f"/s/{session.pi_id}/e/e0000014/label/", {"label": "x"}, **HTMX)
+    assert refused.status_code == 403 and _notice(refused) == "error"
+    assert _client(stranger).get(f"/s/{session.pi_id}/tree/", **HTMX).status_code == 404
