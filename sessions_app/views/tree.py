@@ -15,14 +15,15 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from sessions_app.context.preview import entry_text as plain_entry_text
 from sessions_app.models import Job
-from sessions_app.rendering import full_output_path, page_limit, render_llm_message
+from sessions_app.rendering import full_output_path
 from sessions_app.responses import download, notice
-from sessions_app.selectors.entries import entry_exists, get_entry_or_404, line_lengths
+from sessions_app.selectors.entries import entry_exists, get_entry_or_404
 from sessions_app.selectors.jobs import latest_job
 from sessions_app.selectors.panels.tree import (
     FORK_SCOPES,
     build_layout,
     entry_context,
+    inspector_context,
     rows_context,
     tree_context,
     tree_state,
@@ -267,21 +268,9 @@ def action_fork(request, session_id, entry_id):
 @login_required
 @require_GET
 def inspector(request, session_id):
-    from sessions_app.services.inspector import inspect_context
-
     access = check_access(request.user, session_id, VIEWER)
     leaf = request.GET.get("leaf") or None
     if leaf and not entry_exists(access.session, leaf):
         raise Http404("No such entry.")
-    leaf = leaf or access.session.leaf_pi_id
-    report = inspect_context(access.session, leaf)
-    # Parts are cut to the page limit: a message from a bigger entry offers the rest lazily.
-    sizes = line_lengths(access.session, (m.entry_id for m in report.messages))
-    for message in report.messages:
-        message.parts = render_llm_message(message.message)
-        message.large = sizes.get(message.entry_id, 0) > page_limit()
-    return render(
-        request,
-        "sessions_app/tree/_inspector.html",
-        {"access": access, "session": access.session, "report": report},
-    )
+    context = inspector_context(access, leaf or access.session.leaf_pi_id)
+    return render(request, "sessions_app/tree/_inspector.html", context)

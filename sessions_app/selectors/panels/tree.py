@@ -8,10 +8,11 @@ from django.utils.http import urlencode
 from sessions_app.context.tree import SessionTree
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
-from sessions_app.rendering import full_output_path, page_limit, render_entry
-from sessions_app.selectors.entries import child_previews, entry_pk, session_entries
+from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
+from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
 from sessions_app.services import navigation, workspaces
 from sessions_app.services.comments import open_comment_counts_by_pi_id
+from sessions_app.services.inspector import inspect_context
 from sessions_app.services.tree import path_entry_pks
 
 TREE_COLUMNS = (
@@ -141,3 +142,14 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "entry_chars": len(entry.line),
         "is_large": len(entry.line) > page_limit(),
     }
+
+
+def inspector_context(access, leaf: str | None) -> dict:
+    """The context inspector at `leaf`: what the model would receive there."""
+    report = inspect_context(access.session, leaf)
+    # Parts are cut to the page limit: a message from a bigger entry offers the rest lazily.
+    sizes = line_lengths(access.session, (m.entry_id for m in report.messages))
+    for message in report.messages:
+        message.parts = render_llm_message(message.message)
+        message.large = sizes.get(message.entry_id, 0) > page_limit()
+    return {"access": access, "session": access.session, "report": report}
