@@ -289,12 +289,14 @@ def _budget_index(
         lo = max(hi - width, start)
         width = min(width * 2, _MAX_BLOCK)
         block = estimates[lo:hi]
-        if None in block:  # not stored yet: estimate those here
+        try:
+            total = sum(block)
+        except TypeError:  # a None: not stored yet, estimated here
             block = [
                 entry_token_estimate(entries[lo + k]) if value is None else value
                 for k, value in enumerate(block)
             ]
-        total = sum(block)
+            total = sum(block)
         if accumulated + total < keep_recent_tokens:
             accumulated += total
             hi = lo
