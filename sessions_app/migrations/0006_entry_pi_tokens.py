@@ -37,15 +37,8 @@ def backfill_pi_tokens(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0005_share_link_scope"),
-    ]
-
+    dependencies = [("sessions_app", "0005_share_link_scope")]
     operations = [
-        migrations.AddField(
-            model_name="entry",
-            name="pi_tokens",
-            field=models.BigIntegerField(blank=True, null=True),
-        ),
+        migrations.AddField("entry", "pi_tokens", models.BigIntegerField(blank=True, null=True)),
         migrations.RunPython(backfill_pi_tokens, migrations.RunPython.noop),
     ]

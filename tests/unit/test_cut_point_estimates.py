@@ -58,11 +58,8 @@ def test_golden_find_cut_point_with_estimates(case):
 @pytest.mark.parametrize("case", golden_params(CUTPOINT, functions={"prepareCompaction"}))
 def test_golden_prepare_compaction_with_estimates(case):
     case = require_case(CUTPOINT, case)
-    inp = case["input"]
-    entries = _golden_entries(case)
-    if "sliceEnd" in inp:
-        entries = entries[: inp["sliceEnd"]]
-    settings = CompactionSettings.from_dict(inp["settings"])
+    entries = _golden_entries(case)[: case["input"].get("sliceEnd")]
+    settings = CompactionSettings.from_dict(case["input"]["settings"])
     plain = prepare_compaction(entries, settings)
     fast = prepare_compaction(entries, settings, estimates=_estimates(entries))
     if plain is None:
