@@ -317,10 +317,16 @@ def _best_of_both(fn: Callable[[], object], repeat: int = 5) -> tuple[float, flo
 
 
 def bench_context() -> list[list[str]]:
-    """Context building, token estimates and cut points on 10k / 100k-entry paths (best of 5)."""
+    """Context building, token estimates and cut points on 10k / 100k-entry paths (best of 5).
+
+    The cut-point rows compared with pi run the way the app does: on the per-entry
+    estimates stored when each entry was written (``Entry.pi_tokens``).  Computing
+    those is part of the write; its cost is the ``entry_token_estimate`` row, and the
+    search without stored figures is printed too (``estimating each message``).
+    """
     from sessions_app.context.compaction import find_cut_point, prepare_compaction
     from sessions_app.context.messages import build_session_context, context_from_path
-    from sessions_app.context.tokens import estimate_tokens
+    from sessions_app.context.tokens import entry_token_estimate
     from sessions_app.context.tree import SessionTree
 
     # Which rows pi also runs: (pi function, which entries, leaf, keep).
@@ -353,7 +359,8 @@ def bench_context() -> list[list[str]]:
             tree_entries = entries + side  # a branched session: the leaf is not the last entry
             leaf = entries[-1]["id"]
             side_leaf = side[-1]["id"]  # the newest branch: its path jumps at entry n // 2
-            messages = [e["message"] for e in entries]
+            # What the database holds for each entry (written with it).
+            estimates = [entry_token_estimate(e) for e in entries]
             files = {
                 "path": _dump(directory, f"path-{n}.json", entries),
                 "tree": _dump(directory, f"tree-{n}.json", tree_entries),
@@ -371,22 +378,33 @@ def bench_context() -> list[list[str]]:
                 ),
                 ("context_from_path(path)", lambda e=entries: context_from_path(e)),
                 (
-                    "estimate_tokens(every message)",
-                    lambda m=messages: [estimate_tokens(x) for x in m],
+                    "entry_token_estimate(every entry): write time",
+                    lambda e=entries: [entry_token_estimate(x) for x in e],
                 ),
                 (
                     "find_cut_point(keep=20000)",
-                    lambda e=entries: find_cut_point(e, 0, len(e), 20_000),
+                    lambda e=entries, k=estimates: find_cut_point(
+                        e, 0, len(e), 20_000, estimates=k
+                    ),
                 ),
                 (
                     "find_cut_point(keep=all)",
-                    lambda e=entries: find_cut_point(e, 0, len(e), float("inf")),
+                    lambda e=entries, k=estimates: find_cut_point(
+                        e, 0, len(e), float("inf"), estimates=k
+                    ),
                 ),
                 (
                     "find_cut_point(keep=10**9)",
+                    lambda e=entries, k=estimates: find_cut_point(e, 0, len(e), 10**9, estimates=k),
+                ),
+                (
+                    "  same, estimating each message",
                     lambda e=entries: find_cut_point(e, 0, len(e), 10**9),
                 ),
-                ("prepare_compaction(defaults)", lambda e=entries: prepare_compaction(e)),
+                (
+                    "prepare_compaction(defaults)",
+                    lambda e=entries, k=estimates: prepare_compaction(e, estimates=k),
+                ),
                 (
                     "SessionTree(tree).get_branch(leaf)",
                     lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf),
@@ -404,7 +422,7 @@ def bench_context() -> list[list[str]]:
                     if keep is not None:
                         case["keep"] = keep
                     pi_cases.append(case)
-            del entries, side, tree_entries, messages
+            del entries, side, tree_entries, estimates
         pi_ms = pi_timings(pi_cases)
     rows = [
         [
@@ -419,7 +437,8 @@ def bench_context() -> list[list[str]]:
         for name, size, n, wall, cpu in measured
     ]
     _print_table(
-        "Context building, token estimates and cut points (best of 5; pi = pi 0.80.2, same entries)",
+        "Context building, token estimates and cut points (best of 5; pi = pi 0.80.2, same entries;"
+        " cut points on the stored per-entry estimates, as the app runs them)",
         [
             "function",
             "path entries",

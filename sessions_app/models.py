@@ -168,6 +168,10 @@ class Entry(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    # pi's estimateTokens of a message entry's message (0 for other entries): what the
+    # entry adds to the compaction cut-point walk (context.tokens.entry_token_estimate).
+    # Filled when the entry is written; null for a row written before it existed.
+    pi_tokens = models.BigIntegerField(null=True, blank=True)
     # What the entry adds to pi's usage breakdown (context/usage.py); blank key: nothing.
     usage_key = models.CharField(max_length=200, blank=True, default="")
     usage_input = models.BigIntegerField(default=0)

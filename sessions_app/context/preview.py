@@ -15,6 +15,7 @@ from sessions_app.context.pi1_entries import (
     unknown_entry_text,
     usage_text,
 )
+from sessions_app.context.tokens import entry_token_estimate
 
 PREVIEW_CHARS = 300
 # Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
@@ -178,9 +179,10 @@ def clean_text(value: str) -> str:
     return _BAD_TEXT_RE.sub("\ufffd", value)
 
 
-def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int]:
-    """(type, timestamp, role, tool name, preview, token count): the denormalized
-    columns of an entry, cut to their column sizes and safe for any database."""
+def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int, int]:
+    """(type, timestamp, role, tool name, preview, token count, pi token estimate): the
+    denormalized columns of an entry, cut to their column sizes and safe for any
+    database. The last is `entry_token_estimate` (what compaction's cut-point walk sums)."""
     role, tool, preview, tokens = entry_digest(payload)
     etype = payload.get("type", "")
     etype = (etype if isinstance(etype, str) else str(etype))[:32]
@@ -190,4 +192,4 @@ def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int]:
     joined = etype + stamp + role + tool + preview
     if not joined.isascii() or "\x00" in joined:
         etype, stamp, role, tool, preview = map(clean_text, (etype, stamp, role, tool, preview))
-    return etype, stamp, role, tool, preview, tokens
+    return etype, stamp, role, tool, preview, tokens, entry_token_estimate(payload)

@@ -6,6 +6,9 @@ This is the estimator the golden vectors use, kept next to the tiktoken counter
 Public API
 ----------
 - ``estimate_tokens(message) -> int``
+- ``entry_token_estimate(entry) -> int``: what an entry adds to the cut-point walk
+  (``estimate_tokens`` of a ``message`` entry's message, 0 for every other entry);
+  stored per entry at write time so cut-point searches only sum integers
 - ``estimate_text_tokens(text) -> int``
 - ``calculate_context_tokens(usage) -> int``
 - ``get_assistant_usage(message) -> dict | None``
@@ -23,6 +26,7 @@ from .jsutil import _simple_float, js_json_dumps, utf16_len
 __all__ = [
     "IMAGE_CHARS",
     "calculate_context_tokens",
+    "entry_token_estimate",
     "estimate_context_tokens",
     "estimate_text_tokens",
     "estimate_tokens",
@@ -180,6 +184,19 @@ def estimate_tokens(message: dict[str, Any]) -> int:
     if role == "branchSummary" or role == "compactionSummary":
         return _ceil4(_slen(message.get("summary")))
     return 0
+
+
+def entry_token_estimate(entry: dict[str, Any]) -> int:
+    """What one entry adds to pi's cut-point walk (``findCutPoint``).
+
+    pi sums ``estimateTokens(entry.message)`` over ``message`` entries only; every other
+    entry adds nothing. The service layer stores this figure with each entry when it is
+    written, so ``find_cut_point(..., estimates=...)`` just sums integers.
+    """
+    if entry.get("type") != "message":
+        return 0
+    message = entry.get("message")
+    return estimate_tokens(message) if isinstance(message, dict) else 0
 
 
 def estimate_text_tokens(text: str) -> int:

@@ -40,6 +40,7 @@ _KNOWN_COLUMNS = (
     "preview",
     "label",
     "token_count",
+    "pi_tokens",
     "line",
     "usage_key",
     "usage_input",
@@ -149,7 +150,7 @@ class EntryWriter:
         parent_pi_id: str | None,
         seq: int,
         line: str,
-        columns: tuple[str, str, str, str, str, int],
+        columns: tuple[str, str, str, str, str, int, int],
         payload: dict | None = None,
         label: str = "",
         usage: tuple | None = None,
@@ -159,7 +160,7 @@ class EntryWriter:
         `entry_row_columns(payload)`; the payload itself is needed only to index search.
         `usage` is `context.usage.usage_with_day(payload)`; `copied` marks an entry a fork
         copied from its source session."""
-        etype, stamp, role, tool, preview, tokens = columns
+        etype, stamp, role, tool, preview, tokens, pi_tokens = columns
         if self.index_search:
             self.payloads.append(payload)
         self.usage.add(seq, stamp, usage, copied)
@@ -179,6 +180,7 @@ class EntryWriter:
                 preview,
                 clean_text(label)[:200] if label else "",
                 tokens,
+                pi_tokens,
                 line,
                 counted.key if counted else "",
                 counted.input if counted else 0,

@@ -686,8 +686,8 @@ def _run_compaction(job: Job, attempt: int) -> str | None:
     cfg = CompactionSettings.from_dict((job.params or {}).get("settings"))
     focus = (job.params or {}).get("focus")
     prepared = job.prepared_leaf_pi_id
-    path = tree.load_path(session, prepared) if prepared else []
-    prep = prepare_compaction(path, cfg)
+    path, estimates = tree.load_path_estimates(session, prepared) if prepared else ([], [])
+    prep = prepare_compaction(path, cfg, estimates=estimates)
     if prep is None or (not prep.messages_to_summarize and not prep.turn_prefix_messages):
         return _complete(job, attempt, None, note="Nothing to compact at this point.")
     files = prep.file_lists()

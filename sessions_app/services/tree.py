@@ -39,7 +39,7 @@ def new_entry_id(existing: set[str] | None = None) -> str:
 
 def entry_columns(payload: dict) -> dict:
     """The denormalized columns of an Entry, derived from its pi payload."""
-    names = ("type", "timestamp", "role", "tool_name", "preview", "token_count")
+    names = ("type", "timestamp", "role", "tool_name", "preview", "token_count", "pi_tokens")
     return dict(zip(names, entry_row_columns(payload), strict=True))
 
 
@@ -240,6 +240,19 @@ def load_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
     return _decode_lines([row[0] for row in _path_query(leaf_pk, "e.line")])
 
 
+def load_path_estimates(session: Session, leaf_pi_id: str) -> tuple[list[dict], list]:
+    """`load_path` to an entry, with each entry's stored `pi_tokens` (None where a row
+    predates the column): what `prepare_compaction(..., estimates=)` sums."""
+    leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
+    if _large(session):
+        pks = _walk_pks(session, leaf_pk)
+        found = {row[0]: row[1:] for row in _rows_by_pk(pks, "line, pi_tokens")}
+        rows = [found[pk] for pk in pks]
+    else:
+        rows = _path_query(leaf_pk, "e.line, e.pi_tokens")
+    return _decode_lines([row[0] for row in rows]), [row[1] for row in rows]
+
+
 PATH_WALK_MIN = 5000
 
 
@@ -344,21 +357,27 @@ def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
 
 def _payload_list(pks: list[int]) -> list[dict]:
     """Payloads of the given entries, in the given order."""
+    found = dict(_rows_by_pk(pks, "line"))
+    return _decode_lines([found[pk] for pk in pks])
+
+
+def _rows_by_pk(pks: list[int], columns: str) -> list[tuple]:
+    """(id, `columns`…) rows of the given entries, in no particular order."""
     table = Entry._meta.db_table
-    found: dict[int, str] = {}
-    select = f"SELECT id, line FROM {table} "
+    rows: list[tuple] = []
+    select = f"SELECT id, {columns} FROM {table} "
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # One array parameter: no 100,000-placeholder statement to build and parse.
             cursor.execute(select + "WHERE id = ANY(%s)", [list(pks)])
-            found.update(cursor.fetchall())
+            rows.extend(cursor.fetchall())
         else:
             for start in range(0, len(pks), 10000):
                 chunk = pks[start : start + 10000]
                 marks = ", ".join(["%s"] * len(chunk))
                 cursor.execute(select + f"WHERE id IN ({marks})", chunk)
-                found.update(cursor.fetchall())
-    return _decode_lines([found[pk] for pk in pks])
+                rows.extend(cursor.fetchall())
+    return rows
 
 
 def _decode_lines(lines: list[str]) -> list[dict]:
