@@ -1,9 +1,12 @@
 """Moving around the tree from the browser: navigate (pi's rule) and labels, idempotently.
 
-`navigate` applies the pure core's rule (`SessionTree.navigate_target`): a user message
-or custom_message target puts the leaf on its parent and gives its text back for the
-input box; any other target becomes the leaf. It locks the session row and does nothing
-when the leaf is already where it would go (double clicks and two tabs are harmless).
+`resolve_target` is the one place that says where the leaf goes for a click: the pure
+core's rule (`SessionTree.navigate_target`: a user message or custom_message target puts
+the leaf on its parent and gives its text back for the input box; any other target
+becomes the leaf), with a parent this session does not hold read as "before the first
+entry". `navigate`, the branch summary request (services/jobs.py) and the entry pane use
+it. `navigate` locks the session row and does nothing when the leaf is already where it
+would go (double clicks and two tabs are harmless).
 
 Navigation while a compaction or branch summary of the same session is running is
 allowed: the jobs service (services/jobs.py) attaches a branch summary to the position
@@ -39,25 +42,33 @@ def blocking_job(session: Session) -> Job | None:
     )
 
 
-def resolve_target(session: Session, target_pi_id: str) -> dict:
-    """Where the leaf goes for `target_pi_id`: {"leafId", "editorText"} (core rule)."""
-    entry = Entry.objects.filter(session=session, pi_id=target_pi_id).only("line").first()
-    if entry is None:
-        raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
-    return SessionTree([entry.payload]).navigate_target(target_pi_id)
+@dataclass(frozen=True)
+class Target:
+    leaf: str | None  # where the leaf goes (None: before the first entry)
+    editor_text: str | None  # what goes back into the input box, if anything
+
+
+def resolve_target(session: Session, target: Entry | str) -> Target:
+    """Where the leaf goes for a click on `target` (an Entry of the session or its pi id).
+    Raises Entry.DoesNotExist for an id the session does not hold."""
+    if not isinstance(target, Entry):
+        found = Entry.objects.filter(session=session, pi_id=target).only("pi_id", "line").first()
+        if found is None:
+            raise Entry.DoesNotExist(f"No entry {target} in this session.")
+        target = found
+    rule = SessionTree([target.payload]).navigate_target(target.pi_id)
+    leaf = rule["leafId"]
+    if leaf is not None and not Entry.objects.filter(session=session, pi_id=leaf).exists():
+        leaf = None  # the target's parent is dangling: pi treats the target as a root
+    return Target(leaf=leaf, editor_text=rule["editorText"])
 
 
 def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationResult:
     """Move the leaf for a click on `target_pi_id` (see module docstring)."""
     with transaction.atomic():
         locked = lock_session(session.pk)
-        rule = resolve_target(locked, target_pi_id)
-        new_leaf = rule["leafId"]
-        if (
-            new_leaf is not None
-            and not Entry.objects.filter(session=locked, pi_id=new_leaf).exists()
-        ):
-            new_leaf = None  # the target's parent is dangling: "before the first entry"
+        target = resolve_target(locked, target_pi_id)
+        new_leaf = target.leaf
         current = locked.leaf.pi_id if locked.leaf_id else None
         moved = current != new_leaf
         if moved:
@@ -68,7 +79,7 @@ def navigate(session: Session, target_pi_id: str, *, actor=None) -> NavigationRe
             record_activity(locked, actor, "navigated", leaf=new_leaf, target=target_pi_id)
             events.publish(locked.pk, "leaf_moved", {"leaf": new_leaf})
     session.refresh_from_db()
-    return NavigationResult(leaf=new_leaf, editor_text=rule["editorText"], moved=moved)
+    return NavigationResult(leaf=new_leaf, editor_text=target.editor_text, moved=moved)
 
 
 def set_label(session: Session, target_pi_id: str, label: str | None, *, actor=None):

@@ -217,7 +217,7 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         .order_by("seq")
         .values_list("pi_id", "preview")[:20]
     )
-    rule = navigation.SessionTree([entry.payload]).navigate_target(entry.pi_id)
+    target = navigation.resolve_target(session, entry)
     return {
         "access": access,
         "session": session,
@@ -227,8 +227,8 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "link": node_link(session, entry.pi_id, view_leaf, on_path),
         "view_leaf": view_leaf,
         "is_session_leaf": session.leaf_id == entry.pk,
-        "navigate_leaf": rule["leafId"],
-        "prefills": rule["editorText"] is not None,
+        "navigate_leaf": target.leaf,
+        "prefills": target.editor_text is not None,
         "fork_scopes": FORK_SCOPES,
         "blocking_job": navigation.blocking_job(session) if access.can_edit else None,
         # Parts are cut to the page limit: a bigger entry offers the rest lazily.
