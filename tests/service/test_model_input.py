@@ -122,7 +122,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
         assert "".join(s.text for s in report.prompt_sections) == report.system_prompt
 
     # What the prompt is made of: three context files, outermost first; pi's skill
-    # order (the user's root before the project's), so the user's "deploy" wins.
+    # order (the project's root before the user's), so the project's "deploy" wins.
     agent_dir, service = os.path.realpath(settings.PIWEB_AGENT_DIR), os.path.realpath(project)
     monorepo = os.path.dirname(service)
     ours = [f.path for f in report.context_files if f.path.startswith((agent_dir, monorepo))]
@@ -133,9 +133,9 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     ]
     assert "Monorepo rule: keep services independent." in report.system_prompt
     assert [(s.name, s.description) for s in report.skills] == [
-        ("deploy", "The user's own deploy steps."),
-        ("review", "Review a change."),
         ("bench", "Run the benchmarks."),
+        ("deploy", "The project's deploy steps."),
+        ("review", "Review a change."),
     ]
     assert [w.code for w in report.prompt_warnings] == ["duplicate_name"]
 
