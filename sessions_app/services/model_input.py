@@ -6,7 +6,8 @@
   directory (its real path, as the run's tools see it), with the agent's tools, the
   project context files (the agent directory's, then every directory from the root down
   to the cwd) and the skills of pi's default roots in pi's order
-  (`context.skills.default_skill_roots`); its named sections concatenate to the prompt;
+  (`context.skills.default_skill_roots`: the project's before the user's) that the
+  agent's read tool can open; its named sections concatenate to the prompt;
 - the tools, whose OpenAI specs the run sends;
 - the messages: the core's `build_session_context` over the stored path
   (`services.tree.load_context_path` + `context_from_path`) and `convert_to_llm`;
@@ -28,13 +29,14 @@ both are reported as prompt warnings.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
 
 from sessions_app.agent.loop import LLMConfig
-from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.tools import ALL_TOOLS, Tool
 from sessions_app.context.input_limits import MAX_CWD_CHARS
 from sessions_app.context.messages import context_from_path, convert_to_llm
@@ -105,6 +107,20 @@ def _prompt_tools(tools) -> list[ToolInfo]:
     return [ToolInfo(t.name, t.snippet or t.description.split("\n")[0]) for t in tools]
 
 
+def skill_roots(cwd: str) -> list[tuple[str, str]]:
+    """pi's default skill roots, in pi's order, less those the agent's read tool cannot
+    open: a listed skill is read on demand, so one under an ancestor of the cwd or in the
+    server account's ~/.agents/skills would be listed to a model that cannot read it (and
+    it is the server's, not the session owner's)."""
+    agent_skills = workspaces.agent_skills_dir()
+    readable = [os.path.realpath(cwd), os.path.realpath(agent_skills)]
+    return [
+        (directory, source)
+        for directory, source in default_skill_roots(cwd, os.path.dirname(agent_skills))
+        if any(is_within(os.path.realpath(directory), root) for root in readable)
+    ]
+
+
 def system_prompt(session: Session, tools=ALL_TOOLS) -> SystemPromptResult:
     """The session's system prompt with its sections, context files, skills and warnings."""
     agent_dir = str(settings.PIWEB_AGENT_DIR)
@@ -124,7 +140,7 @@ def system_prompt(session: Session, tools=ALL_TOOLS) -> SystemPromptResult:
             session.cwd, _prompt_tools(tools), context_files=found, skills=[]
         )
     cwd, warning = _working_directory(session)
-    skills = load_skills(default_skill_roots(cwd, agent_dir))
+    skills = load_skills(skill_roots(cwd))
     result = build_system_prompt(cwd, _prompt_tools(tools), agent_dir=agent_dir, skills=skills)
     if warning is not None:
         result.warnings.insert(0, warning)

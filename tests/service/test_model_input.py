@@ -56,8 +56,8 @@ def _skill(directory, name: str, description: str) -> None:
 @pytest.fixture
 def project(workspace, settings, tmp_path):
     """A service inside a monorepo inside the workspace: context files in the agent
-    directory, the monorepo and the service; skills in the user root and the project
-    root, one name in both (the first root wins, so their order shows)."""
+    directory, the monorepo and the service; skills in the user root and two project
+    roots, one name in two roots (the first root wins, so their order shows)."""
     monorepo = workspace / "monorepo"
     service = monorepo / "service"
     service.mkdir(parents=True)
@@ -71,6 +71,9 @@ def project(workspace, settings, tmp_path):
     _skill(agent_dir / "skills" / "review", "review", "Review a change.")
     _skill(service / ".pi" / "skills" / "deploy", "deploy", "The project's deploy steps.")
     _skill(service / ".pi" / "skills" / "bench", "bench", "Run the benchmarks.")
+    _skill(service / ".agents" / "skills" / "lint", "lint", "Lint the service.")
+    # Above the cwd: pi would list it, but the agent's read tool could not open it.
+    _skill(monorepo / ".agents" / "skills" / "outside", "outside", "Out of reach.")
     return service
 
 
@@ -135,8 +138,10 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     assert [(s.name, s.description) for s in report.skills] == [
         ("bench", "Run the benchmarks."),
         ("deploy", "The project's deploy steps."),
+        ("lint", "Lint the service."),
         ("review", "Review a change."),
     ]
+    assert "Out of reach." not in report.system_prompt
     assert [w.code for w in report.prompt_warnings] == ["duplicate_name"]
 
     # The custom window: the run's compaction check queued a compaction because the
