@@ -66,10 +66,6 @@ class TokenCounts:
     system_estimated: bool
     messages: tuple[tuple[int, bool], ...]  # (tokens, estimated) per message
 
-    @property
-    def total(self) -> int:
-        return self.system + sum(tokens for tokens, _ in self.messages)
-
 
 class _TokenBudget:
     """tiktoken for the first `chars` characters, pi's estimate after that."""
