@@ -403,27 +403,32 @@ def load_skills(roots: Iterable[str | tuple[str, str]]) -> LoadSkillsResult:
 
 
 def default_skill_roots(cwd: str, agent_dir: str, home: str | None = None) -> list[tuple[str, str]]:
-    """pi's default skill locations, in priority order.
+    """pi's default skill locations, in priority order (the first skill of a name wins).
 
-    User: ``<agent_dir>/skills`` and ``~/.agents/skills``.  Project:
-    ``<cwd>/.pi/skills``, then ``.agents/skills`` in cwd and its ancestors up
-    to the git repository root (or the filesystem root outside a repository).
+    As pi 0.80.2's resource loader ranks them (its package manager sorts project
+    resources before user ones): project first, ``<cwd>/.pi/skills`` then
+    ``.agents/skills`` in cwd and its ancestors up to the git repository root (or the
+    filesystem root outside a repository), leaving out the user's own
+    ``~/.agents/skills``; then user, ``<agent_dir>/skills`` and ``~/.agents/skills``.
     """
     home = home or os.path.expanduser("~")
+    user_agents = os.path.join(home, ".agents", "skills")
     roots: list[tuple[str, str]] = [
-        (os.path.join(agent_dir, "skills"), "user"),
-        (os.path.join(home, ".agents", "skills"), "user"),
-        (os.path.join(os.path.abspath(cwd), ".pi", "skills"), "project"),
+        (os.path.join(os.path.abspath(cwd), ".pi", "skills"), "project")
     ]
     current = os.path.abspath(cwd)
     while True:
-        roots.append((os.path.join(current, ".agents", "skills"), "project"))
+        candidate = os.path.join(current, ".agents", "skills")
+        if os.path.abspath(candidate) != os.path.abspath(user_agents):
+            roots.append((candidate, "project"))
         if os.path.exists(os.path.join(current, ".git")):
             break
         parent = os.path.dirname(current)
         if parent == current:
             break
         current = parent
+    roots.append((os.path.join(agent_dir, "skills"), "user"))
+    roots.append((user_agents, "user"))
     return roots
 
 

@@ -69,7 +69,6 @@ __all__ = [
 
 TOOL_RESULT_MAX_CHARS = 2000
 BRANCH_SUMMARY_MAX_TOKENS = 2048
-DEFAULT_CONTEXT_WINDOW = 128000
 
 BRANCH_SUMMARY_PREAMBLE = (
     "The user explored a different conversation branch before returning here.\n"
@@ -214,9 +213,9 @@ def turn_prefix_output_budget(reserve_tokens: int) -> int:
     return math.floor(0.5 * reserve_tokens)
 
 
-def branch_token_budget(context_window: int | None, reserve_tokens: int = 16384) -> int:
-    """Input budget for a branch summary: context window (default 128k) minus reserve."""
-    return (context_window or DEFAULT_CONTEXT_WINDOW) - reserve_tokens
+def branch_token_budget(context_window: int, reserve_tokens: int = 16384) -> int:
+    """Input budget for a branch summary: the model's context window minus reserve."""
+    return context_window - reserve_tokens
 
 
 # ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from django.conf import settings
 from sessions_app.context.context_chart import context_timeline
 from sessions_app.models import Session
 from sessions_app.services.jobs import compaction_settings
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.llm import context_window, resolve_profile
 from sessions_app.services.tree import load_path
 
 
@@ -27,8 +27,7 @@ def context_chart(session: Session, leaf_pi_id=None) -> dict:
     session's leaf), with each turn's window and compaction threshold."""
     path = load_path(session) if leaf_pi_id is None else load_path(session, leaf_pi_id)
     timeline = context_timeline(path)
-    profile = resolve_profile(session.model_profile)
-    default = profile.context_window if profile else settings.PIWEB_LLM_CONTEXT_WINDOW
+    default = context_window(resolve_profile(session.model_profile))
     reserve = compaction_settings(session).reserve_tokens
     for point in timeline["points"]:
         point["window"] = context_window_for(point["model"], default)

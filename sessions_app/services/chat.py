@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -33,18 +32,15 @@ from django.conf import settings
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
-from sessions_app.agent.loop import AgentRun, LLMConfig, now_ms
+from sessions_app.agent.loop import AgentRun, now_ms
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
-from sessions_app.agent.tools import ALL_TOOLS
-from sessions_app.context.messages import build_session_context, convert_to_llm
-from sessions_app.context.skills import load_skills
-from sessions_app.context.system_prompt import ToolInfo, build_system_prompt
 from sessions_app.models import Job, Session
 from sessions_app.services import events, llm, sandboxing, tree, workspaces
 from sessions_app.services import jobs as jobs_service
+from sessions_app.services.model_input import model_input
 
 log = logging.getLogger(__name__)
 
@@ -425,8 +421,7 @@ class _Hooks:
         self.state.flush(force=structural)
 
     def context(self) -> list[dict]:
-        path = tree.load_path(self.session, self.parent)
-        return convert_to_llm(build_session_context(path)["messages"]) if path else []
+        return model_input(self.session, self.parent).messages
 
     def persist(self, message: dict) -> None:
         self.last_entry = append_on_branch(
@@ -467,24 +462,6 @@ def append_on_branch(session: Session, payload: dict, parent: str | None):
         locked = tree.lock_session(session.pk)
         current = locked.leaf.pi_id if locked.leaf_id else None
         return tree.append_entry(locked, payload, parent_pi_id=parent, move_leaf=current == parent)
-
-
-def system_prompt_for(cwd: str) -> str:
-    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
-    skills = load_skills(
-        [
-            (os.path.join(cwd, ".pi", "skills"), "project"),
-            (os.path.join(agent_dir, "skills"), "user"),
-        ]
-    )
-    result = build_system_prompt(
-        cwd,
-        [ToolInfo(t.name, t.snippet) for t in ALL_TOOLS],
-        context_files=None,
-        skills=skills,
-        agent_dir=agent_dir,
-    )
-    return result.prompt
 
 
 def _artifact_dir(session: Session) -> str:
@@ -555,11 +532,11 @@ def execute_run(job_id: str) -> str | None:
     hooks = _Hooks(session, job, state, job.params.get("parent"))
     status, error = "error", ""
     try:
-        cwd = workspaces.check_session_cwd(session.cwd, session.owner_id)
+        workspaces.check_session_cwd(session.cwd, session.owner_id)
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
-            status, error = _run_agent(job, hooks, cwd, abort)
+            status, error = _run_agent(job, hooks, abort)
     except Exception as exc:
         log.exception("agent run %s failed", job.pk)
         status, error = "failed", f"{exc.__class__.__name__}: {exc}"
@@ -596,9 +573,9 @@ def _after_run(session: Session) -> None:
         log.exception("post-run compaction check failed for session %s", session.pk)
 
 
-def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[str, str]:
-    profile = llm.resolve_profile(job.session.model_profile)
-    if profile is None:
+def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
+    seen = model_input(job.session, hooks.parent)
+    if seen.llm_config is None:
         hooks.persist(
             {
                 "role": "assistant", "content": [], "api": "openai-completions", "provider": "piweb",
@@ -609,16 +586,9 @@ def _run_agent(job: Job, hooks: _Hooks, cwd: str, abort: AbortSignal) -> tuple[s
         return "error", "no model configured"
     tool_ctx = sandboxing.tool_context(job.session, abort)
     run = AgentRun(
-        llm=LLMConfig(
-            base_url=profile.base_url,
-            model=profile.model,
-            api_key=profile.api_key,
-            provider=profile.provider,
-            max_output=profile.max_output,
-            timeout=profile.timeout,
-        ),
-        system_prompt=system_prompt_for(cwd),
-        tools=list(ALL_TOOLS),
+        llm=seen.llm_config,
+        system_prompt=seen.system_prompt,
+        tools=list(seen.tools),
         tool_ctx=tool_ctx,
         hooks=hooks,
         abort=abort,

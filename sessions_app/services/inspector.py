@@ -1,16 +1,13 @@
 """The context inspector: exactly what the model would receive with the leaf at a node.
 
-Read-only. The system prompt comes from the core `build_system_prompt` for the
-session's cwd (with the agent's tools, project context files and skills); the message
-list is the core `build_session_context` + `convert_to_llm` on the root→leaf path;
-token counts come from the core tiktoken counter. Each LLM message is paired with the
-entry it came from, and entries hidden behind the last compaction summary are listed.
+Read-only. What the model receives (system prompt, tools, messages, window, token
+counts) is `services.model_input.model_input`, the same object the agent run sends from
+and the compaction threshold check reads; this module adds what the page explains: each
+LLM message paired with the entry it came from, the entries hidden behind the last
+compaction summary, the context edits and the system messages on the path.
 
-Bounded whatever the session holds: a working directory longer than MAX_CWD_CHARS is not
-walked on the filesystem (no project context files or skills for it: walking its
-ancestors costs the square of its length), and tiktoken counts at most
-settings.PIWEB_EXACT_TOKEN_CHARS characters per report; larger texts get pi's chars/4
-estimate and are marked as estimates.
+tiktoken counts at most settings.PIWEB_EXACT_TOKEN_CHARS characters per report; larger
+texts get pi's chars/4 estimate and are marked as estimates.
 """
 
 from __future__ import annotations
@@ -18,14 +15,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
-from sessions_app.context.messages import (
-    build_session_context,
-    convert_message_to_llm,
-    convert_to_llm,
-    message_from_entry,
-)
+from sessions_app.context.compaction import CompactionSettings
+from sessions_app.context.messages import convert_message_to_llm, message_from_entry
 from sessions_app.context.pi1_entries import (
     content_text,
     edit_action,
@@ -34,14 +25,11 @@ from sessions_app.context.pi1_entries import (
     system_message_view,
 )
 from sessions_app.context.preview import entry_preview
-from sessions_app.context.tokenizer import count_message_tokens, count_tokens
-from sessions_app.context.tokens import estimate_text_tokens, estimate_tokens
 from sessions_app.services import tree
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.jobs import compaction_settings
+from sessions_app.services.model_input import ModelInput, TokenCounts, model_input
 
 log = logging.getLogger(__name__)
-DEFAULT_WINDOW = 128000
-MAX_CWD_CHARS = 4096  # Linux PATH_MAX: no real directory has a longer path
 
 
 @dataclass
@@ -61,26 +49,33 @@ class InspectedMessage:
 
 @dataclass
 class InspectorReport:
-    leaf: str | None
-    system_prompt: str
-    prompt_sections: list
-    context_files: list
-    skills: list
-    prompt_warnings: list
-    system_tokens: int
+    input: ModelInput  # what the model receives (prompt, tools, messages, window)
+    counts: TokenCounts
+    compaction: CompactionSettings
     messages: list[InspectedMessage]
+    path_length: int = 0
     hidden: list[dict] = field(default_factory=list)  # entries behind the compaction summary
     compaction_id: str | None = None
-    thinking_level: str = "off"
-    model: dict | None = None
-    model_name: str = ""
-    window: int = DEFAULT_WINDOW
-    reserve_tokens: int = 16384
-    compaction_enabled: bool = True
-    path_length: int = 0
     edits: list[dict] = field(default_factory=list)  # context_edit entries and their targets
     system_changes: list[dict] = field(default_factory=list)  # system messages in the context
-    system_estimated: bool = False
+
+    # What the model receives, as the template reads it.
+    leaf = property(lambda self: self.input.leaf)
+    system_prompt = property(lambda self: self.input.system_prompt)
+    prompt_sections = property(lambda self: self.input.prompt.sections)
+    context_files = property(lambda self: self.input.prompt.context_files)
+    skills = property(lambda self: self.input.prompt.skills)
+    prompt_warnings = property(lambda self: self.input.prompt.warnings)
+    tools = property(lambda self: self.input.tools)
+    thinking_level = property(lambda self: str(self.input.context.get("thinkingLevel", "off")))
+    model = property(lambda self: self.input.context.get("model"))
+    model_name = property(lambda self: self.input.profile.model if self.input.profile else "")
+    window = property(lambda self: self.input.window)
+    context_tokens = property(lambda self: self.input.context_tokens)
+    system_tokens = property(lambda self: self.counts.system)
+    system_estimated = property(lambda self: self.counts.system_estimated)
+    reserve_tokens = property(lambda self: self.compaction.reserve_tokens)
+    compaction_enabled = property(lambda self: self.compaction.enabled)
 
     @property
     def any_estimated(self) -> bool:
@@ -108,71 +103,9 @@ class InspectorReport:
 
     @property
     def over_threshold(self) -> bool:
-        return self.total_tokens > self.threshold
-
-
-def _compaction_settings(session):
-    try:
-        from sessions_app.services.jobs import compaction_settings
-
-        return compaction_settings(session)
-    except ImportError:  # pragma: no cover - jobs area absent
-        from sessions_app.context.compaction import CompactionSettings
-
-        return CompactionSettings()
-
-
-class _TokenBudget:
-    """tiktoken for the first `chars` characters of a report, pi's estimate after that."""
-
-    def __init__(self, chars: int, model: str | None):
-        self.left, self.model = chars, model
-
-    def text(self, text: str) -> tuple[int, bool]:
-        if len(text) <= self.left:
-            self.left -= len(text)
-            return count_tokens(text, self.model), False
-        return estimate_text_tokens(text), True
-
-    def message(self, message: dict) -> tuple[int, bool]:
-        estimate = estimate_tokens(message)
-        size = estimate * 4  # (about the characters tiktoken would read)
-        if size <= self.left:
-            self.left -= size
-            return count_message_tokens(message, self.model), False
-        return estimate, True
-
-
-def _system_prompt(session):
-    from sessions_app.context.skills import default_skill_roots, load_skills
-    from sessions_app.context.system_prompt import (
-        ContextFilesResult,
-        PromptWarning,
-        ToolInfo,
-        build_system_prompt,
-    )
-
-    try:
-        from sessions_app.agent.tools import ALL_TOOLS
-
-        tools = [ToolInfo(t.name, t.snippet or t.description.split("\n")[0]) for t in ALL_TOOLS]
-    except ImportError:  # pragma: no cover
-        tools = []
-    agent_dir = str(settings.PIWEB_AGENT_DIR)
-    cwd = session.cwd or "/"
-    if len(cwd) > MAX_CWD_CHARS:
-        warning = PromptWarning(
-            source="context_files",
-            path="(working directory)",
-            message=f"The working directory is {len(cwd):,} characters long: no directory "
-            "has such a path, so no project context files or skills were looked up.",
-            code="cwd_too_long",
-        )
-        found = ContextFilesResult()
-        found.warnings.append(warning)
-        return build_system_prompt(cwd, tools, context_files=found, skills=[])
-    skills = load_skills(default_skill_roots(cwd, agent_dir))
-    return build_system_prompt(cwd, tools, agent_dir=agent_dir, skills=skills)
+        """What the compaction check compares (it compacts when this holds and compaction
+        is on): pi's context estimate at the leaf against window - reserve."""
+        return self.context_tokens > self.threshold
 
 
 def _emitted_entries(path: list[dict]) -> tuple[list[dict], list[dict], str | None]:
@@ -257,13 +190,8 @@ def _system_changes(emitted: list[dict]) -> list[dict]:
 
 def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
     path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
-    context = build_session_context(path, leaf_pi_id) if path else build_session_context([], None)
-    llm_messages = convert_to_llm(context["messages"])
-
-    profile = resolve_profile(session.model_profile)
-    model_name = profile.model if profile else ""
-    window = profile.context_window if profile else DEFAULT_WINDOW
-    cfg = _compaction_settings(session)
+    seen = model_input(session, leaf_pi_id, path=path)
+    llm_messages = seen.messages
 
     emitted, hidden_entries, compaction_id = _emitted_entries(path)
     edits, winning_edits = _edits(path, emitted)
@@ -284,13 +212,12 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
     if not paired:
         log.warning("inspector: could not pair %s messages with entries", len(llm_messages))
 
-    budget = _TokenBudget(settings.PIWEB_EXACT_TOKEN_CHARS, model_name or None)
-    prompt = _system_prompt(session)
-    system_tokens, system_estimated = budget.text(prompt.prompt)
+    counts = seen.count()
     messages = []
-    for i, message in enumerate(llm_messages):
+    for i, (message, (tokens, estimated)) in enumerate(
+        zip(llm_messages, counts.messages, strict=True)
+    ):
         entry, _, source_role = pairs[i] if paired else ({}, None, "")
-        tokens, estimated = budget.message(message)
         messages.append(
             InspectedMessage(
                 index=i,
@@ -310,24 +237,13 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
         for e in hidden_entries
     ]
     return InspectorReport(
-        leaf=leaf_pi_id,
-        system_prompt=prompt.prompt,
-        prompt_sections=prompt.sections,
-        context_files=prompt.context_files,
-        skills=prompt.skills,
-        prompt_warnings=prompt.warnings,
-        system_tokens=system_tokens,
-        system_estimated=system_estimated,
+        input=seen,
+        counts=counts,
+        compaction=compaction_settings(session),
         messages=messages,
+        path_length=len(path),
         hidden=hidden,
         compaction_id=compaction_id,
-        thinking_level=str(context.get("thinkingLevel", "off")),
-        model=context.get("model"),
-        model_name=model_name,
-        window=window,
-        reserve_tokens=cfg.reserve_tokens,
-        compaction_enabled=cfg.enabled,
-        path_length=len(path),
         edits=edits,
         system_changes=_system_changes(emitted),
     )

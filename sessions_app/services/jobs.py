@@ -66,7 +66,6 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from sessions_app.context.compaction import CompactionSettings, prepare_compaction
-from sessions_app.context.messages import build_session_context
 from sessions_app.context.offline_summary import summarize_offline
 from sessions_app.context.summaries import (
     NO_PRIOR_HISTORY,
@@ -77,11 +76,13 @@ from sessions_app.context.summaries import (
     plan_compaction_requests,
     prepare_branch_entries,
 )
-from sessions_app.context.tokens import estimate_context_tokens, should_compact
+from sessions_app.context.tokens import should_compact
 from sessions_app.context.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import events, summarizer, tree
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.llm import context_window, resolve_profile
+from sessions_app.services.model_input import model_input
 
 log = logging.getLogger(__name__)
 
@@ -326,13 +327,8 @@ def request_branch_summary(
             and not Entry.objects.filter(session=locked, pi_id=old_leaf_pi_id).exists()
         ):
             raise JobError(f"No entry {old_leaf_pi_id} in this session.")
-        nav = SessionTree([target.payload]).navigate_target(target_pi_id)
-        position = nav["leafId"]
-        if (
-            position is not None
-            and not Entry.objects.filter(session=locked, pi_id=position).exists()
-        ):
-            position = None  # an orphan's parent is unknown: pi treats it as a root
+        nav = resolve_target(locked, target)
+        position = nav.leaf
         job = Job.objects.create(
             session=locked,
             kind=Job.Kind.BRANCH_SUMMARY,
@@ -343,7 +339,7 @@ def request_branch_summary(
                 "position": position,
                 "custom_instructions": custom,
                 "replace_prompt": bool(replace_prompt and custom),
-                "editor_text": nav["editorText"],
+                "editor_text": nav.editor_text,
                 "settings": compaction_settings(locked).to_dict(),
             },
             progress={"phase": "queued"},
@@ -362,14 +358,7 @@ def request_branch_summary(
 
 def context_tokens_at_leaf(session: Session) -> int:
     """Context size at the leaf: last assistant usage + chars/4 of what follows."""
-    path = tree.load_path(session)
-    messages = build_session_context(path)["messages"] if path else []
-    return estimate_context_tokens(messages)["tokens"]
-
-
-def _context_window(session: Session) -> int:
-    profile = resolve_profile(session.model_profile)
-    return profile.context_window if profile else settings.PIWEB_LLM_CONTEXT_WINDOW
+    return model_input(session).context_tokens
 
 
 def maybe_compact_after_run(session: Session, *, actor=None) -> Job | None:
@@ -383,8 +372,8 @@ def maybe_compact_after_run(session: Session, *, actor=None) -> Job | None:
     cfg = compaction_settings(session)
     if not cfg.enabled or session.leaf_id is None:
         return None
-    tokens = context_tokens_at_leaf(session)
-    if not should_compact(tokens, _context_window(session), cfg):
+    seen = model_input(session)
+    if not should_compact(seen.context_tokens, seen.window, cfg):
         return None
     return request_compaction(session, actor=actor, trigger="threshold")
 
@@ -739,7 +728,7 @@ def _run_branch_summary(job: Job, attempt: int) -> str | None:
         return _complete(job, attempt, None, note="Nothing to summarize: no branch was left.")
     cfg = CompactionSettings.from_dict(params.get("settings"))
     profile = resolve_profile(session.model_profile)
-    budget = branch_token_budget(profile.context_window if profile else None, cfg.reserve_tokens)
+    budget = branch_token_budget(context_window(profile), cfg.reserve_tokens)
     prep = prepare_branch_entries(collected["entries"], budget)
     if not prep.messages:
         return _complete(job, attempt, None, note="Nothing to summarize in the branch left.")

@@ -19,44 +19,49 @@ class ModelProfile:
     name: str
     base_url: str
     model: str
-    api_key: str = field(default="", repr=False)
-    context_window: int = 128000
-    max_output: int = 16384
-    timeout: float = 120.0
-    provider: str = "openai-compatible"
+    api_key: str = field(repr=False)
+    context_window: int
+    max_output: int
+    timeout: float
+    provider: str
 
     @property
     def label(self) -> str:
         return f"{self.name}: {self.model}"
 
 
+def context_window(profile: ModelProfile | None) -> int:
+    """The model's context window: its profile's, else PIWEB_LLM_CONTEXT_WINDOW. The one
+    reading of that setting (the agent run, the inspector, compaction, the context chart)."""
+    return profile.context_window if profile is not None else settings.PIWEB_LLM_CONTEXT_WINDOW
+
+
+def _profile(name: str, spec: dict) -> ModelProfile:
+    """A profile from its JSON spec; what it leaves out comes from the PIWEB_LLM_* settings."""
+    return ModelProfile(
+        name=name,
+        base_url=spec["base_url"],
+        model=spec["model"],
+        api_key=spec.get("api_key", ""),
+        context_window=int(spec.get("context_window") or context_window(None)),
+        max_output=int(spec.get("max_output", settings.PIWEB_LLM_MAX_OUTPUT)),
+        timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
+        provider=spec.get("provider", "openai-compatible"),
+    )
+
+
 def model_profiles() -> dict[str, ModelProfile]:
-    """Every configured profile by name, read at call time (settings may change in tests)."""
-    profiles: dict[str, ModelProfile] = {}
+    """Every configured profile by name, read at call time (settings may change in tests):
+    the default one from the PIWEB_LLM_* settings, then those of PIWEB_MODEL_PROFILES."""
+    specs: dict[str, dict] = {}
     if settings.PIWEB_LLM_BASE_URL and settings.PIWEB_LLM_MODEL:
-        profiles[DEFAULT_PROFILE] = ModelProfile(
-            name=DEFAULT_PROFILE,
-            base_url=settings.PIWEB_LLM_BASE_URL,
-            model=settings.PIWEB_LLM_MODEL,
-            api_key=settings.PIWEB_LLM_API_KEY,
-            context_window=settings.PIWEB_LLM_CONTEXT_WINDOW,
-            max_output=settings.PIWEB_LLM_MAX_OUTPUT,
-            timeout=settings.PIWEB_LLM_TIMEOUT,
-        )
-    raw = settings.PIWEB_MODEL_PROFILES_JSON
-    if raw:
-        for name, spec in json.loads(raw).items():
-            profiles[name] = ModelProfile(
-                name=name,
-                base_url=spec["base_url"],
-                model=spec["model"],
-                api_key=spec.get("api_key", ""),
-                context_window=int(spec.get("context_window", 128000)),
-                max_output=int(spec.get("max_output", 16384)),
-                timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
-                provider=spec.get("provider", "openai-compatible"),
-            )
-    return profiles
+        specs[DEFAULT_PROFILE] = {
+            "base_url": settings.PIWEB_LLM_BASE_URL,
+            "model": settings.PIWEB_LLM_MODEL,
+            "api_key": settings.PIWEB_LLM_API_KEY,
+        }
+    specs.update(json.loads(settings.PIWEB_MODEL_PROFILES_JSON or "{}"))
+    return {name: _profile(name, spec) for name, spec in specs.items()}
 
 
 def resolve_profile(name: str | None) -> ModelProfile | None:

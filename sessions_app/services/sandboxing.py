@@ -64,8 +64,7 @@ def tool_context(
     on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None,
 ) -> ToolContext:
     """The agent's tools for this session: its workspace, artifacts and sandbox."""
-    agent_dir = os.fspath(settings.PIWEB_AGENT_DIR)
-    workspace = Workspace(session_cwd(session), read_roots=[os.path.join(agent_dir, "skills")])
+    workspace = Workspace(session_cwd(session), read_roots=[workspaces.agent_skills_dir()])
     return ToolContext(
         workspace=workspace,
         artifact_dir=workspaces.artifact_dir(session),

@@ -35,6 +35,12 @@ def check_session_cwd(cwd: str, owner, *, create: bool = False) -> str:
     return check_cwd(cwd, settings.PIWEB_WORKSPACE_ROOTS, owner_key=owner_key(owner), create=create)
 
 
+def agent_skills_dir() -> str:
+    """The global skills directory: listed in every session's prompt, and the one place
+    outside the cwd that the agent's read tool may open."""
+    return os.path.join(os.fspath(settings.PIWEB_AGENT_DIR), "skills")
+
+
 def artifact_dir(session) -> str:
     """This session's own artifact directory (by pk: never derived from imported ids)."""
     return os.path.join(os.fspath(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk))

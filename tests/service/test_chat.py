@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from sessions_app.models import Job
 from sessions_app.services import chat, tree
+from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -150,7 +151,9 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     assert "Let me think." not in str(llm.requests[-1]["messages"])
 
 
-def test_system_prompt_has_project_context_skills_date_and_cwd(workspace, settings, tmp_path):
+def test_system_prompt_has_project_context_skills_date_and_cwd(
+    session, workspace, settings, tmp_path
+):
     (workspace / "AGENTS.md").write_text("Always run the tests.")
     skill = workspace / ".pi" / "skills" / "deploy"
     skill.mkdir(parents=True)
@@ -162,7 +165,7 @@ def test_system_prompt_has_project_context_skills_date_and_cwd(workspace, settin
     (tmp_path / "agent" / "skills" / "global-one" / "SKILL.md").write_text(
         "---\nname: global-one\ndescription: A global skill\n---\nBody."
     )
-    prompt = chat.system_prompt_for(str(workspace))
+    prompt = model_input(session, None).system_prompt
     assert f'<project_instructions path="{workspace}/AGENTS.md">' in prompt
     assert "Always run the tests." in prompt
     assert "<name>deploy</name>" in prompt and "<name>global-one</name>" in prompt

@@ -280,12 +280,25 @@ def test_default_skill_roots(tmp_path):
     cwd.mkdir()
     roots = default_skill_roots(str(cwd), str(tmp_path / "agent"), home=str(tmp_path / "home"))
     assert roots == [
-        (str(tmp_path / "agent" / "skills"), "user"),
-        (str(tmp_path / "home" / ".agents" / "skills"), "user"),
         (str(cwd / ".pi" / "skills"), "project"),
         (str(cwd / ".agents" / "skills"), "project"),
         (str(repo / ".agents" / "skills"), "project"),
+        (str(tmp_path / "agent" / "skills"), "user"),
+        (str(tmp_path / "home" / ".agents" / "skills"), "user"),
     ]
+
+
+def test_default_skill_roots_leave_the_users_own_agents_dir_to_the_user(tmp_path):
+    """Outside a repository the ancestors reach the home directory: its .agents/skills is
+    the user's, listed once, last (as pi's resource loader does)."""
+    home = tmp_path / "home"
+    cwd = home / "project"
+    cwd.mkdir(parents=True)
+    roots = default_skill_roots(str(cwd), str(tmp_path / "agent"), home=str(home))
+    user_agents = str(home / ".agents" / "skills")
+    assert [r for r in roots if r[0] == user_agents] == [(user_agents, "user")]
+    assert roots[-1] == (user_agents, "user")
+    assert roots[1] == (str(cwd / ".agents" / "skills"), "project")
 
 
 # --------------------------------------------------------------------------

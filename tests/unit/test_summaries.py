@@ -125,7 +125,7 @@ def test_turn_prefix_and_branch_requests():
     assert focus["messages"][0]["content"].endswith("Additional focus: tests")
     rep = build_branch_summary_request(msgs, custom_instructions="X", replace_instructions=True)
     assert rep["messages"][0]["content"].endswith("\n\nX")
-    assert branch_token_budget(None) == 128000 - 16384
+    assert branch_token_budget(128000) == 128000 - 16384
     assert branch_token_budget(200000, 1000) == 199000
 
 

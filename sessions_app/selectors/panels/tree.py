@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from sessions_app.context.tree import SessionTree
 from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
 from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
 from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
-from sessions_app.services import navigation, workspaces
+from sessions_app.selectors.navigation import blocking_job, resolve_target
+from sessions_app.services import workspaces
 from sessions_app.services.comments import open_comment_counts_by_pi_id
 from sessions_app.services.inspector import inspect_context
 from sessions_app.services.tree import path_entry_pks
@@ -124,7 +124,7 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
     session = access.session
     leaf_pk = entry_pk(session, view_leaf)
     on_path = bool(leaf_pk) and entry.pk in path_entry_pks(leaf_pk)
-    rule = SessionTree([entry.payload]).navigate_target(entry.pi_id)
+    target = resolve_target(session, entry)
     return {
         "access": access,
         "session": session,
@@ -134,10 +134,10 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "link": node_link(session, entry.pi_id, view_leaf, on_path),
         "view_leaf": view_leaf,
         "is_session_leaf": session.leaf_id == entry.pk,
-        "navigate_leaf": rule["leafId"],
-        "prefills": rule["editorText"] is not None,
+        "navigate_leaf": target.leaf,
+        "prefills": target.editor_text is not None,
         "fork_scopes": FORK_SCOPES,
-        "blocking_job": navigation.blocking_job(session) if access.can_edit else None,
+        "blocking_job": blocking_job(session) if access.can_edit else None,
         # Parts are cut to the page limit: a bigger entry offers the rest lazily.
         "entry_chars": len(entry.line),
         "is_large": len(entry.line) > page_limit(),

@@ -1,0 +1,44 @@
+"""Where a click in the tree moves the leaf, and what stops a move from being quiet.
+
+`resolve_target` is the one place that says where the leaf goes for a click: the pure
+core's rule (`SessionTree.navigate_target`: a user message or custom_message target puts
+the leaf on its parent and gives its text back for the input box; any other target
+becomes the leaf), with a parent this session does not hold read as "before the first
+entry". Navigating (services/navigation.py), the branch summary request (services/jobs)
+and the entry pane use it.
+"""
+
+from dataclasses import dataclass
+
+from sessions_app.context.tree import SessionTree
+from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.entries import entry_exists, get_entry
+
+BLOCKING_JOB_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
+
+
+@dataclass(frozen=True)
+class Target:
+    leaf: str | None  # where the leaf goes (None: before the first entry)
+    editor_text: str | None  # what goes back into the input box, if anything
+
+
+def resolve_target(session: Session, target: Entry | str) -> Target:
+    """Where the leaf goes for a click on `target` (an Entry of the session or its pi id).
+    Raises Entry.DoesNotExist for an id the session does not hold."""
+    if not isinstance(target, Entry):
+        target = get_entry(session, target, "pi_id", "line")
+    rule = SessionTree([target.payload]).navigate_target(target.pi_id)
+    leaf = rule["leafId"]
+    if leaf is not None and not entry_exists(session, leaf):
+        leaf = None  # the target's parent is dangling: pi treats the target as a root
+    return Target(leaf=leaf, editor_text=rule["editorText"])
+
+
+def blocking_job(session: Session) -> Job | None:
+    """A compaction / branch summary of this session that is queued or running."""
+    return (
+        Job.objects.filter(session=session, kind__in=BLOCKING_JOB_KINDS, status__in=Job.ACTIVE)
+        .order_by("created_at")
+        .first()
+    )

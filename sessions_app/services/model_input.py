@@ -1,0 +1,217 @@
+"""What the model sees at a leaf: one answer for the agent run, the inspector and compaction.
+
+`model_input(session, leaf)` is the only place that decides what goes to the model:
+
+- the system prompt: the core's `build_system_prompt` for the session's working
+  directory (its real path, as the run's tools see it), with the agent's tools, the
+  project context files (the agent directory's, then every directory from the root down
+  to the cwd) and the skills of pi's default roots in pi's order
+  (`context.skills.default_skill_roots`: the project's before the user's) that the
+  agent's read tool can open; its named sections concatenate to the prompt;
+- the tools, whose OpenAI specs the run sends;
+- the messages: the core's `build_session_context` over the stored path
+  (`services.tree.load_context_path` + `context_from_path`) and `convert_to_llm`;
+- the model profile and its context window (`services.llm.context_window`, the one
+  reading of the window setting);
+- token counts: `context_tokens`, pi's estimate that the compaction threshold check
+  uses (the last reply's usage plus chars/4 of what follows), and `count()`, tiktoken
+  counts of the prompt and of each message for the inspector's meter.
+
+Every part is computed when first asked for, so the run's per-turn message reload and
+the compaction check do not walk the filesystem and only the inspector counts tokens.
+
+A working directory longer than MAX_CWD_CHARS is not walked (walking its ancestors costs
+the square of its length; no real directory has such a path) and one the agent could not
+run in (outside the owner's workspace area, imported from elsewhere) is used as stored;
+both are reported as prompt warnings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from functools import cached_property
+
+from django.conf import settings
+
+from sessions_app.agent.loop import LLMConfig
+from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.tools import ALL_TOOLS, Tool
+from sessions_app.context.input_limits import MAX_CWD_CHARS
+from sessions_app.context.messages import context_from_path, convert_to_llm
+from sessions_app.context.skills import default_skill_roots, load_skills
+from sessions_app.context.system_prompt import (
+    ContextFilesResult,
+    PromptWarning,
+    SystemPromptResult,
+    ToolInfo,
+    build_system_prompt,
+)
+from sessions_app.context.tokenizer import count_message_tokens, count_tokens
+from sessions_app.context.tokens import (
+    estimate_context_tokens,
+    estimate_text_tokens,
+    estimate_tokens,
+)
+from sessions_app.models import Session
+from sessions_app.services import llm, tree, workspaces
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """tiktoken counts of one model input; `*_estimated`: pi's chars/4 estimate instead."""
+
+    system: int
+    system_estimated: bool
+    messages: tuple[tuple[int, bool], ...]  # (tokens, estimated) per message
+
+
+class _TokenBudget:
+    """tiktoken for the first `chars` characters, pi's estimate after that."""
+
+    def __init__(self, chars: int, model: str | None):
+        self.left, self.model = chars, model
+
+    def text(self, text: str) -> tuple[int, bool]:
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return count_tokens(text, self.model), False
+        return estimate_text_tokens(text), True
+
+    def message(self, message: dict) -> tuple[int, bool]:
+        estimate = estimate_tokens(message)
+        size = estimate * 4  # (about the characters tiktoken would read)
+        if size <= self.left:
+            self.left -= size
+            return count_message_tokens(message, self.model), False
+        return estimate, True
+
+
+def _working_directory(session: Session) -> tuple[str, PromptWarning | None]:
+    """(the cwd the prompt names, a warning when the agent could not run there)."""
+    cwd = session.cwd or "/"
+    try:
+        return workspaces.check_session_cwd(cwd, session.owner_id), None
+    except WorkspaceError as exc:
+        return cwd, PromptWarning(
+            source="context_files", path="(working directory)", message=str(exc), code="cwd"
+        )
+
+
+def _prompt_tools(tools) -> list[ToolInfo]:
+    return [ToolInfo(t.name, t.snippet or t.description.split("\n")[0]) for t in tools]
+
+
+def skill_roots(cwd: str) -> list[tuple[str, str]]:
+    """pi's default skill roots, in pi's order, less those the agent's read tool cannot
+    open: a listed skill is read on demand, so one under an ancestor of the cwd or in the
+    server account's ~/.agents/skills would be listed to a model that cannot read it (and
+    it is the server's, not the session owner's)."""
+    agent_skills = workspaces.agent_skills_dir()
+    readable = [os.path.realpath(cwd), os.path.realpath(agent_skills)]
+    return [
+        (directory, source)
+        for directory, source in default_skill_roots(cwd, os.path.dirname(agent_skills))
+        if any(is_within(os.path.realpath(directory), root) for root in readable)
+    ]
+
+
+def system_prompt(session: Session, tools=ALL_TOOLS) -> SystemPromptResult:
+    """The session's system prompt with its sections, context files, skills and warnings."""
+    agent_dir = str(settings.PIWEB_AGENT_DIR)
+    if len(session.cwd or "") > MAX_CWD_CHARS:
+        found = ContextFilesResult()
+        found.warnings.append(
+            PromptWarning(
+                source="context_files",
+                path="(working directory)",
+                message=f"The working directory is {len(session.cwd):,} characters long: no "
+                "directory has such a path, so no project context files or skills were "
+                "looked up.",
+                code="cwd_too_long",
+            )
+        )
+        return build_system_prompt(
+            session.cwd, _prompt_tools(tools), context_files=found, skills=[]
+        )
+    cwd, warning = _working_directory(session)
+    skills = load_skills(skill_roots(cwd))
+    result = build_system_prompt(cwd, _prompt_tools(tools), agent_dir=agent_dir, skills=skills)
+    if warning is not None:
+        result.warnings.insert(0, warning)
+    return result
+
+
+@dataclass
+class ModelInput:
+    """Everything one model request at `leaf` is made of (see the module docstring)."""
+
+    session: Session
+    leaf: str | None
+    path: list[dict] | None = None  # the root→leaf path, when the caller read it already
+    tools: tuple[Tool, ...] = tuple(ALL_TOOLS)
+
+    @cached_property
+    def prompt(self) -> SystemPromptResult:
+        return system_prompt(self.session, self.tools)
+
+    @property
+    def system_prompt(self) -> str:
+        return self.prompt.prompt
+
+    @cached_property
+    def context(self) -> dict:
+        """The core's session context at the leaf: agent messages, thinking level, model."""
+        if self.leaf is None:
+            return context_from_path([])
+        path = (
+            self.path if self.path is not None else tree.load_context_path(self.session, self.leaf)
+        )
+        return context_from_path(path)
+
+    @cached_property
+    def messages(self) -> list[dict]:
+        """The messages sent after the system prompt (pi's LLM shapes)."""
+        return convert_to_llm(self.context["messages"])
+
+    @cached_property
+    def profile(self) -> llm.ModelProfile | None:
+        return llm.resolve_profile(self.session.model_profile)
+
+    @property
+    def window(self) -> int:
+        return llm.context_window(self.profile)
+
+    @property
+    def llm_config(self) -> LLMConfig | None:
+        """How the run reaches the model (None: no model configured)."""
+        if self.profile is None:
+            return None
+        names = (f.name for f in dataclasses.fields(LLMConfig))
+        return LLMConfig(**{name: getattr(self.profile, name) for name in names})
+
+    @cached_property
+    def context_tokens(self) -> int:
+        """pi's context size at the leaf: what the compaction threshold is checked against."""
+        return estimate_context_tokens(self.context["messages"])["tokens"]
+
+    def count(self, exact_chars: int | None = None) -> TokenCounts:
+        """tiktoken counts of the prompt and each message, exact for the first
+        `exact_chars` characters (default PIWEB_EXACT_TOKEN_CHARS), estimated after."""
+        chars = settings.PIWEB_EXACT_TOKEN_CHARS if exact_chars is None else exact_chars
+        budget = _TokenBudget(chars, self.profile.model if self.profile else None)
+        system, system_estimated = budget.text(self.system_prompt)
+        counted = tuple(budget.message(message) for message in self.messages)
+        return TokenCounts(system, system_estimated, counted)
+
+
+def model_input(
+    session: Session, leaf: str | None | object = tree.UNSET, *, path: list[dict] | None = None
+) -> ModelInput:
+    """What the model receives with the leaf at `leaf` (a pi id; None: before the first
+    entry; default: the session's leaf). `path`: the root→leaf payloads, when the caller
+    holds them already (the context is then built from them, by the same core function)."""
+    if leaf is tree.UNSET:
+        leaf = session.leaf.pi_id if session.leaf_id else None
+    return ModelInput(session, leaf, path)

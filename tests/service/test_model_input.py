@@ -1,0 +1,152 @@
+"""One truth about what the model sees: the context inspector shows exactly what the agent
+run sends to the model (system prompt, tools, messages) for the same session and leaf, and
+it reads the same window and context size as the compaction threshold check.
+
+The run is executed here (real scripted server through the openai SDK, real Redis, real
+database); the scripted server records every request body, which is the ground truth."""
+
+import json
+import os
+
+import pytest
+
+from sessions_app.agent.openai_format import to_openai_messages
+from sessions_app.models import Job
+from sessions_app.services import chat, tree
+from sessions_app.services.inspector import inspect_context
+from sessions_app.services.model_input import model_input
+from tests.support.scripted_llm import text, tool_call
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+WINDOW = 40_000  # the session's model: threshold 40,000 - 16,384 = 23,616
+FALLBACK_WINDOW = 64_000  # what reading the global setting instead would give
+
+
+@pytest.fixture(autouse=True)
+def _tasks_stay_in_process(monkeypatch):
+    """The run executes here; queued work (the threshold compaction) must stay queued: a
+    worker started by another test module must not claim it."""
+    from piweb.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user()
+
+
+@pytest.fixture
+def windowed_profile(settings):
+    profiles = json.loads(settings.PIWEB_MODEL_PROFILES_JSON)
+    profiles["scripted-window"] = {**profiles["scripted"], "context_window": WINDOW}
+    settings.PIWEB_MODEL_PROFILES_JSON = json.dumps(profiles)
+    settings.PIWEB_LLM_CONTEXT_WINDOW = FALLBACK_WINDOW
+    return "scripted-window"
+
+
+def _skill(directory, name: str, description: str) -> None:
+    directory.mkdir(parents=True)
+    (directory / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\nSteps.\n"
+    )
+
+
+@pytest.fixture
+def project(workspace, settings, tmp_path):
+    """A service inside a monorepo inside the workspace: context files in the agent
+    directory, the monorepo and the service; skills in the user root and two project
+    roots, one name in two roots (the first root wins, so their order shows)."""
+    monorepo = workspace / "monorepo"
+    service = monorepo / "service"
+    service.mkdir(parents=True)
+    (monorepo / "CLAUDE.md").write_text("Monorepo rule: keep services independent.\n")
+    (service / "AGENTS.md").write_text("Service rule: run make test before you stop.\n")
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "AGENTS.md").write_text("Global rule: be brief.\n")
+    settings.PIWEB_AGENT_DIR = agent_dir
+    _skill(agent_dir / "skills" / "deploy", "deploy", "The user's own deploy steps.")
+    _skill(agent_dir / "skills" / "review", "review", "Review a change.")
+    _skill(service / ".pi" / "skills" / "deploy", "deploy", "The project's deploy steps.")
+    _skill(service / ".pi" / "skills" / "bench", "bench", "Run the benchmarks.")
+    _skill(service / ".agents" / "skills" / "lint", "lint", "Lint the service.")
+    # Above the cwd: pi would list it, but the agent's read tool could not open it.
+    _skill(monorepo / ".agents" / "skills" / "outside", "outside", "Out of reach.")
+    return service
+
+
+def _big_usage(prompt_tokens: int) -> dict:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": 5,
+        "total_tokens": prompt_tokens + 5,
+    }
+
+
+def _threshold_compactions(session) -> int:
+    return Job.objects.filter(
+        session=session, kind=Job.Kind.COMPACTION, params__trigger="threshold"
+    ).count()
+
+
+def test_the_inspector_shows_exactly_what_the_run_sends(
+    owner, project, windowed_profile, llm, settings
+):
+    session = tree.create_session(owner=owner, cwd=str(project), model_profile=windowed_profile)
+    llm.push(tool_call("read", {"path": "AGENTS.md"}, call_id="c1"), text("Run make test."))
+    assert chat.execute_run(str(chat.send_message(session, owner, "the rules?").pk)) == "done"
+
+    # Small so far: the compaction check and the inspector agree that it is under.
+    session.refresh_from_db()
+    leaf = tree.load_path(session)[-1]["id"]
+    report = inspect_context(session, leaf)
+    assert report.window == WINDOW and report.threshold == WINDOW - 16384
+    assert not report.over_threshold and _threshold_compactions(session) == 0
+
+    llm.push(text("Deployed.", usage=_big_usage(30_000)))
+    assert chat.execute_run(str(chat.send_message(session, owner, "deploy it").pk)) == "done"
+    session.refresh_from_db()
+    path = tree.load_path(session)
+    roles = [e["message"]["role"] for e in path]
+    assert roles == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
+
+    # Each request the model got equals the inspector at the leaf it was sent from.
+    assert len(llm.requests) == 3
+    for request, leaf in zip(
+        llm.requests, [path[0]["id"], path[2]["id"], path[4]["id"]], strict=True
+    ):
+        report = inspect_context(session, leaf)
+        sent = [m.message for m in report.messages]
+        assert request["messages"][0] == {"role": "system", "content": report.system_prompt}
+        assert request["messages"] == to_openai_messages(report.system_prompt, sent)
+        assert request["tools"] == [t.openai_spec() for t in report.tools]
+        assert "".join(s.text for s in report.prompt_sections) == report.system_prompt
+
+    # What the prompt is made of: three context files, outermost first; pi's skill
+    # order (the project's root before the user's), so the project's "deploy" wins.
+    agent_dir, service = os.path.realpath(settings.PIWEB_AGENT_DIR), os.path.realpath(project)
+    monorepo = os.path.dirname(service)
+    ours = [f.path for f in report.context_files if f.path.startswith((agent_dir, monorepo))]
+    assert ours == [
+        os.path.join(agent_dir, "AGENTS.md"),
+        os.path.join(monorepo, "CLAUDE.md"),
+        os.path.join(service, "AGENTS.md"),
+    ]
+    assert "Monorepo rule: keep services independent." in report.system_prompt
+    assert [(s.name, s.description) for s in report.skills] == [
+        ("bench", "Run the benchmarks."),
+        ("deploy", "The project's deploy steps."),
+        ("lint", "Lint the service."),
+        ("review", "Review a change."),
+    ]
+    assert "Out of reach." not in report.system_prompt
+    assert [w.code for w in report.prompt_warnings] == ["duplicate_name"]
+
+    # The custom window: the run's compaction check queued a compaction because the
+    # context (30,005 from the last reply's usage) is over 40,000 - 16,384; the inspector
+    # reads the same numbers and says so.
+    report = inspect_context(session, path[-1]["id"])
+    assert report.context_tokens == model_input(session).context_tokens >= 30_005
+    assert report.over_threshold and _threshold_compactions(session) == 1
