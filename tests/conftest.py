@@ -323,6 +323,43 @@ def place_workspace(user, path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def fresh_workspace_root(settings, tmp_path):
+    """A workspace root of this test's own: user pks repeat across test databases, so an
+    area (``<root>/<user pk>``, see tests/support/workspaces.py) must not outlive its test."""
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    settings.PIWEB_WORKSPACE_ROOTS = [root.resolve()]
+    return root
+
+
+@pytest.fixture
+def client_for():
+    """tests.support.web.client_for as a fixture: ``client_for(user, csrf=False)``."""
+    from tests.support.web import client_for
+
+    return client_for
+
+
+# --- jobs that run in this process ------------------------------------------------------
+
+
+@pytest.fixture
+def tasks_stay_in_process(monkeypatch):
+    """For tests that run a job here: a worker started by another test module may still be
+    alive, so tasks go to a queue nobody consumes and it cannot claim them first."""
+    from piweb.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+
+
+@pytest.fixture
+def no_worker_for_these_jobs(settings):
+    """For tests that run jobs in this process (jobs.run_job): their tasks go to a queue no
+    worker consumes, so a worker started by another test module cannot race them."""
+    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
+
+
 def session_cookie_for(user) -> dict:
     """A logged-in Django session cookie for `user` (for websockets and the browser)."""
     from django.conf import settings

@@ -26,6 +26,7 @@ from tests.support.scripted_llm import (
     tool_call,
     tool_calls,
 )
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -46,12 +47,6 @@ def wait_until(predicate, timeout=30.0, interval=0.1):
 def new_session(user, workspace, profile="scripted"):
     cwd = place_workspace(user, workspace)  # sessions run only in their owner's folder
     return tree.create_session(owner=user, cwd=str(cwd), model_profile=profile)
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def send(client, session, text_):

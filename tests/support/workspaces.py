@@ -1,0 +1,14 @@
+"""Per-user workspace areas: ``<first workspace root>/<user pk>``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def area_of(settings, user) -> Path:
+    """``user``'s area of the first workspace root (made if missing). Use it with the
+    ``fresh_workspace_root`` fixture so the area belongs to this test alone."""
+    path = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(user.pk)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
