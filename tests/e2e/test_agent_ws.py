@@ -26,22 +26,13 @@ from tests.support.scripted_llm import (
     tool_call,
     tool_calls,
 )
+from tests.support.waiting import wait_until
 from tests.support.web import client_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def wait_until(predicate, timeout=30.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return None
 
 
 def new_session(user, workspace, profile="scripted"):

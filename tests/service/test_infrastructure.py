@@ -3,7 +3,6 @@ round trip through daphne, on whichever backends this pass uses."""
 
 import asyncio
 import json
-import time
 
 import pytest
 import websockets
@@ -12,18 +11,10 @@ from sessions_app.models import Activity
 from sessions_app.services import tree
 from sessions_app.tasks import ping
 from tests.conftest import session_cookie_for
+from tests.support.waiting import wait_until
 from tests.support.web import client_for, upload
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
-
-
-def wait_until(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_celery_round_trip_through_a_real_worker(worker, make_user):

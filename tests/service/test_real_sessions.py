@@ -17,7 +17,8 @@ from django.urls import reverse
 from sessions_app.models import Entry
 from sessions_app.services.exporter import export_bytes
 from sessions_app.services.importer import import_jsonl_stream
-from tests.support.real_sessions import pi160_dir, real_session_bytes
+from tests.support.pi16_sessions import sessions_dir as pi160_dir
+from tests.support.real_sessions import real_session_bytes
 from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]

@@ -23,6 +23,7 @@ from django.core.management import call_command
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import execute_tool
 from sessions_app.services import chat, sandboxing, tree
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("bwrap_required")]
 
@@ -91,15 +92,6 @@ def host_processes_with(marker):
         for p in psutil.process_iter(["cmdline", "status"])
         if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
     ]
-
-
-def wait_until(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # --- who and where ---------------------------------------------------------------------------

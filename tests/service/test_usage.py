@@ -17,8 +17,10 @@ from sessions_app.services import tree
 from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
+from tests.support.pi16_sessions import assert_same_breakdown
+from tests.support.pi16_sessions import sessions_dir as pi16_dir
+from tests.support.pi16_sessions import usage_cases as pi16_cases
 from tests.support.usage_data import costly_entries, import_costly, usage
-from tests.unit.test_usage import assert_same_breakdown, pi16_cases, pi16_dir
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 

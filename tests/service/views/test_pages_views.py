@@ -34,7 +34,7 @@ def test_it_requires_login(shared):
     assert not Session.objects.exclude(pk=shared.session.pk).exists()
 
 
-def test_it_requires_a_share_to_see_a_session(shared):
+def test_it_requires_a_share_of_the_session(shared):
     strangers = statuses(client_for(shared.stranger), SESSION_PAGES, shared.session)
     assert strangers == each(SESSION_PAGES, 404)
     viewers = statuses(client_for(shared.viewer), SESSION_PAGES, shared.session)

@@ -19,7 +19,7 @@ def test_it_requires_login(shared):
     assert login_redirects(calls, shared.session) == each(calls, "/login/")
 
 
-def test_it_requires_a_share_to_see_a_sessions_chart(shared):
+def test_it_requires_a_share_of_the_session(shared):
     assert statuses(client_for(shared.stranger), CHART, shared.session) == each(CHART, 404)
     assert statuses(client_for(shared.viewer), CHART, shared.session) == each(CHART, 200)
 
