@@ -14,7 +14,7 @@ from sessions_app.models import Job
 from sessions_app.services import chat, tree
 from tests.support.scripted_llm import text, tool_call
 from tests.support.web import client_for
-from tests.support.workspaces import area_of
+from tests.support.workspaces import area_of, write_project_context
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -151,12 +151,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
 
 
 def test_system_prompt_has_project_context_skills_date_and_cwd(workspace, settings, tmp_path):
-    (workspace / "AGENTS.md").write_text("Always run the tests.")
-    skill = workspace / ".pi" / "skills" / "deploy"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: deploy\ndescription: How to deploy this app\n---\nSteps."
-    )
+    write_project_context(workspace, "How to deploy this app")
     settings.PIWEB_AGENT_DIR = tmp_path / "agent"
     (tmp_path / "agent" / "skills" / "global-one").mkdir(parents=True)
     (tmp_path / "agent" / "skills" / "global-one" / "SKILL.md").write_text(

@@ -12,3 +12,14 @@ def area_of(settings, user) -> Path:
     path = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(user.pk)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def write_project_context(workspace: Path, skill_description: str) -> None:
+    """A project's context files: ``AGENTS.md`` ("Always run the tests.") and a project
+    skill ``deploy`` (in ``.pi/skills/``) described by ``skill_description``."""
+    (workspace / "AGENTS.md").write_text("Always run the tests.\n")
+    skill = workspace / ".pi" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        f"---\nname: deploy\ndescription: {skill_description}\n---\nSteps.\n"
+    )

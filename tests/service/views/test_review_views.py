@@ -3,16 +3,12 @@ and compare, who may start a compare summary, and who may manage sharing. Each r
 feature's own pages are also tested with it (test_review_comments.py, test_review_compare.py,
 test_review_exports.py, test_review_search.py, test_review_sharing.py, test_share_scope.py)."""
 
-import uuid
-
 import pytest
 from django.urls import reverse
 
 from sessions_app.models import Job
 from tests.support.access import Call, each, login_redirects, post, statuses
-from tests.support.tree_data import import_branched
-from tests.support.web import client_for, share
-from tests.support.workspaces import area_of
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.django_db]
 
@@ -46,26 +42,19 @@ def test_it_requires_ownership_to_manage_sharing(shared):
     assert not shared.session.share_links.exists()
 
 
-@pytest.mark.usefixtures("fresh_workspace_root")
-def test_it_requires_editor_rights_to_start_a_compare_summary(make_user, settings):
-    owner, viewer = make_user(), make_user()
-    s = import_branched(owner, str(area_of(settings, owner)), session_id=str(uuid.uuid4()))
-    share(s, viewer, "viewer")
+def test_it_requires_editor_rights_to_start_a_compare_summary(shared):
+    s = shared.session
     url = reverse("sessions_app:compare_summary", args=[s.pi_id])
-    response = client_for(viewer).post(url, {"a": "e0000014", "b": "e0000016"})
+    response = client_for(shared.viewer).post(url, {"a": "e0000014", "b": "e0000016"})
     assert response.status_code == 403
     assert not Job.objects.filter(session=s, kind=Job.Kind.COMPARE_SUMMARY).exists()
 
 
-@pytest.mark.usefixtures("fresh_workspace_root")
-def test_the_compare_summary_redirect_encodes_its_query(make_user, settings):
+def test_the_compare_summary_redirect_encodes_its_query(shared):
     from urllib.parse import parse_qs, urlsplit
 
-    owner, editor = make_user(), make_user()
-    s = import_branched(owner, str(area_of(settings, owner)), session_id=str(uuid.uuid4()))
-    share(s, editor, "editor")
-    url = reverse("sessions_app:compare_summary", args=[s.pi_id])
-    response = client_for(editor).post(url, {"a": "e0000014", "b": "e0000016"})
+    url = reverse("sessions_app:compare_summary", args=[shared.session.pi_id])
+    response = client_for(shared.editor).post(url, {"a": "e0000014", "b": "e0000016"})
     assert response.status_code == 302, response.content
     query = parse_qs(urlsplit(response["Location"]).query)
     assert query == {"a": ["e0000014"], "b": ["e0000016"]}

@@ -14,7 +14,7 @@ from tests.support.access import Call, each, login_redirects, post
 from tests.support.pi_files import as_file, header, jsonl_text, message
 from tests.support.tree_data import bulk_session, import_branched
 from tests.support.web import share
-from tests.support.workspaces import area_of
+from tests.support.workspaces import area_of, write_project_context
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +31,15 @@ def session(owner, workspace):
 
 def url(name, session, *args):
     return reverse(f"sessions_app:{name}", args=[session.pi_id, *args])
+
+
+def set_full_output_path(session, path) -> None:
+    """Point the bash result e0000013 at ``path``, as an imported file may."""
+    entry = Entry.objects.get(session=session, pi_id="e0000013")
+    payload = entry.payload
+    payload["message"]["details"]["fullOutputPath"] = str(path)
+    entry.payload = payload
+    entry.save(update_fields=["line"])
 
 
 # --- page and partials ---------------------------------------------------------------
@@ -137,11 +146,7 @@ def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, se
     inside = Path(artifact_dir(s)) / "bash-0123.log"
     inside.parent.mkdir(parents=True, exist_ok=True)
     inside.write_text("the full output\n")
-    entry = Entry.objects.get(session=s, pi_id="e0000013")
-    payload = entry.payload
-    payload["message"]["details"]["fullOutputPath"] = str(inside)
-    entry.payload = payload
-    entry.save(update_fields=["line"])
+    set_full_output_path(s, inside)
     response = c.get(url("entry_output", s, "e0000013"))
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"the full output\n"
@@ -335,12 +340,7 @@ def test_summary_request_from_a_stale_page_changes_nothing(session, owner, clien
 
 
 def test_inspector_lists_project_context_and_skills(owner, client_for, workspace):
-    (workspace / "AGENTS.md").write_text("Always run the tests.\n")
-    skill = workspace / ".pi" / "skills" / "deploy"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: deploy\ndescription: Ship the app safely.\n---\nSteps.\n"
-    )
+    write_project_context(workspace, "Ship the app safely.")
     s = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
     html = client_for(owner).get(url("inspector", s), {"leaf": "e0000004"}).content.decode()
     assert str(workspace / "AGENTS.md") in html
@@ -369,11 +369,7 @@ def test_full_output_of_a_path_into_another_users_area_is_refused(make_user, set
     other = Path(settings.PIWEB_ARTIFACT_DIR) / "sessions" / "999999999" / "bash-x.log"
     other.parent.mkdir(parents=True, exist_ok=True)
     other.write_text("someone else's output")
-    entry = Entry.objects.get(session=s, pi_id="e0000013")
-    payload = entry.payload
-    payload["message"]["details"]["fullOutputPath"] = str(other)
-    entry.payload = payload
-    entry.save(update_fields=["line"])
+    set_full_output_path(s, other)
     response = c.get(reverse("sessions_app:entry_output", args=[s.pi_id, "e0000013"]))
     assert response.status_code == 404
 
