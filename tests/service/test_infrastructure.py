@@ -10,9 +10,8 @@ import websockets
 from sessions_app.models import Activity
 from sessions_app.services import tree
 from sessions_app.tasks import ping
-from tests.conftest import session_cookie_for
 from tests.support.waiting import wait_until
-from tests.support.web import client_for, upload
+from tests.support.web import client_for, session_cookie_for, upload
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 

@@ -83,3 +83,21 @@ def assert_context_matches_core(session, entries: list[dict], leaf_ids) -> None:
         assert from_db == expected, f"context differs at leaf {leaf_id}"
         # and the compaction-aware loader that reads only what the context needs
         assert tree.load_context(session, leaf_id) == expected, f"load_context at {leaf_id}"
+
+
+def line(entry: dict) -> bytes:
+    return (serialize_entry(entry) + "\n").encode()
+
+
+def chain_lines(count: int, start: int = 0) -> list[bytes]:
+    out = []
+    for n in range(start, start + count):
+        parent = f"{n - 1:08x}" if n else None
+        role = "user" if n % 2 == 0 else "assistant"
+        out.append(line(message(f"{n:08x}", parent, role, f"text number {n}", ts=n)))
+    return out
+
+
+def append(path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import uuid
 
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
@@ -33,3 +34,9 @@ def upload(client: Client, data: bytes, name: str = "upload.jsonl", htmx: bool =
     fileobj.name = name
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
     return client.post(reverse("sessions_app:session_import"), {"file": fileobj}, **headers)
+
+
+def session_cookie_for(user) -> dict:
+    """A signed-in Django session cookie for ``user`` (for websockets and the browser)."""
+    name = settings.SESSION_COOKIE_NAME
+    return {"name": name, "value": client_for(user).cookies[name].value}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 
@@ -23,3 +24,19 @@ def write_project_context(workspace: Path, skill_description: str) -> None:
     (skill / "SKILL.md").write_text(
         f"---\nname: deploy\ndescription: {skill_description}\n---\nSteps.\n"
     )
+
+
+def place_workspace(user, path: Path) -> Path:
+    """Move a test workspace into ``user``'s folder of its root and return the new real
+    path; a symlink is left at the old path so the test's ``workspace / "x"`` still works."""
+    from django.conf import settings
+
+    area = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(user.pk)
+    real = Path(os.path.realpath(path))
+    if area in real.parents:
+        return real
+    area.mkdir(parents=True, exist_ok=True)
+    target = area / real.name
+    shutil.move(str(real), str(target))
+    os.symlink(target, path)
+    return target
