@@ -11,21 +11,19 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import REPO, ManagedProcess, free_port
 from tests.support.scripted_llm import ScriptedLLM
 
 # Playwright's sync API keeps an event loop running in the main thread once a browser
 # has started; Django then refuses ORM calls from that thread unless told otherwise.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
 
-REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("PIWEB_CHROMIUM", "/usr/bin/chromium")
 
@@ -144,62 +142,6 @@ def child_env(django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_p
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(predicate, timeout: float, what: str, log: Path | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
-    raise RuntimeError(f"timed out waiting for {what}\n{tail}")
-
-
-class ManagedProcess:
-    """A child process with its log file, restartable (for kill -9 tests)."""
-
-    def __init__(self, name: str, argv: list[str], env: dict, ready, log_dir: Path):
-        self.name, self.argv, self.env, self.ready = name, argv, env, ready
-        self.log = log_dir / f"{name}.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 60):
-        log = self.log.open("ab")
-        self.process = subprocess.Popen(
-            self.argv,
-            env=self.env,
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        _wait_for(
-            lambda: self.process.poll() is None and self.ready(self),
-            timeout,
-            f"{self.name} to start",
-            self.log,
-        )
-        return self
-
-    def kill(self, sig: int = 9):
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-            self.process.wait(30)
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, 15)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 @pytest.fixture(scope="session")
 def worker(child_env, tmp_path_factory):
     """A real Celery worker process on this run's broker and database."""
@@ -237,7 +179,7 @@ def worker(child_env, tmp_path_factory):
 @pytest.fixture(scope="session")
 def asgi_server(child_env, tmp_path_factory):
     """daphne serving piweb.asgi on a free loopback port; yields its base URL."""
-    port = _free_port()
+    port = free_port()
 
     def ready(_):
         try:
@@ -292,7 +234,8 @@ def workspace(settings, tmp_path, request):
 
     Sessions may only run in their owner's folder of a root (``<root>/<owner pk>/``): when
     the test has an ``owner`` fixture the workspace is made there; otherwise give it to the
-    session's owner with ``place_workspace(user, workspace)`` before creating the session.
+    session's owner with ``tests.support.workspaces.place_workspace(user, workspace)``
+    before creating the session.
     """
     root = Path(settings.PIWEB_WORKSPACE_ROOTS[0])
     if "owner" in request.fixturenames:
@@ -307,33 +250,41 @@ def workspace(settings, tmp_path, request):
     shutil.rmtree(path, ignore_errors=True)
 
 
-def place_workspace(user, path: Path) -> Path:
-    """Move a test workspace into ``user``'s folder of its root and return the new real
-    path; a symlink is left at the old path so the test's ``workspace / "x"`` still works."""
-    from django.conf import settings
-
-    area = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(user.pk)
-    real = Path(os.path.realpath(path))
-    if area in real.parents:
-        return real
-    area.mkdir(parents=True, exist_ok=True)
-    target = area / real.name
-    shutil.move(str(real), str(target))
-    os.symlink(target, path)
-    return target
+@pytest.fixture
+def fresh_workspace_root(settings, tmp_path):
+    """A workspace root of this test's own: user pks repeat across test databases, so an
+    area (``<root>/<user pk>``, see tests/support/workspaces.py) must not outlive its test."""
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    settings.PIWEB_WORKSPACE_ROOTS = [root.resolve()]
+    return root
 
 
-def session_cookie_for(user) -> dict:
-    """A logged-in Django session cookie for `user` (for websockets and the browser)."""
-    from django.conf import settings
-    from django.test import Client
+@pytest.fixture
+def client_for():
+    """tests.support.web.client_for as a fixture: ``client_for(user, csrf=False)``."""
+    from tests.support.web import client_for
 
-    client = Client()
-    client.force_login(user)
-    return {
-        "name": settings.SESSION_COOKIE_NAME,
-        "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-    }
+    return client_for
+
+
+# --- jobs that run in this process ------------------------------------------------------
+
+
+@pytest.fixture
+def tasks_stay_in_process(monkeypatch):
+    """For tests that run a job here: a worker started by another test module may still be
+    alive, so tasks go to a queue nobody consumes and it cannot claim them first."""
+    from piweb.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+
+
+@pytest.fixture
+def no_worker_for_these_jobs(settings):
+    """For tests that run jobs in this process (jobs.run_job): their tasks go to a queue no
+    worker consumes, so a worker started by another test module cannot race them."""
+    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
 
 
 # --- browser ----------------------------------------------------------------------------
@@ -384,6 +335,8 @@ def page_for(browser, asgi_server):
             base_url=asgi_server.url, viewport={"width": 1400, "height": 900}
         )
         if user is not None:
+            from tests.support.web import session_cookie_for
+
             cookie = session_cookie_for(user)
             context.add_cookies([{**cookie, "url": asgi_server.url}])
         contexts.append(context)

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from sessions_app.models import Job
 from sessions_app.services import tree
-from tests.e2e.test_agent_ws import messages, new_session, wait_run
+from tests.support.agent_runs import messages, new_session, wait_run
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]

@@ -18,9 +18,8 @@ import pytest
 from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.services import search
 from sessions_app.services.exporter import export_bytes
-from tests.conftest import REPO, ManagedProcess, _free_port
-from tests.service.test_following import chain_lines, line
-from tests.support.pi_files import header, message
+from tests.support.pi_files import append, chain_lines, header, line, message
+from tests.support.processes import REPO, ManagedProcess, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -84,11 +83,6 @@ def pi_path(folder, session_id: str):
     path = folder / "--home-me-project--" / f"2026-01-01T00-00-00-000Z_{session_id}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def append(path, data: bytes) -> None:
-    with open(path, "ab") as fh:
-        fh.write(data)
 
 
 def count(session_id: str) -> int:
@@ -330,7 +324,7 @@ def test_runpiweb_starts_the_follower_beside_the_worker(child_env, make_user, tm
     path.write_bytes(line(header(session_id)) + b"".join(chain_lines(2)))
     env = {**child_env, "PIWEB_PI_SESSION_DIRS": str(tmp_path)}
     env.pop("PIWEB_PI_SESSION_OWNER", None)
-    port = str(_free_port())
+    port = str(free_port())
     log_dir = tmp_path.parent / f"runpiweb-{uuid.uuid4().hex[:6]}"
     log_dir.mkdir()
     proc = ManagedProcess(

@@ -12,7 +12,6 @@ from sessions_app.context.offline_summary import OFFLINE_LABEL
 from sessions_app.context.summaries import BRANCH_SUMMARY_PREAMBLE, SPLIT_TURN_HEADING
 from sessions_app.models import Job
 from sessions_app.services import jobs, tree
-from tests.conftest import session_cookie_for
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -25,6 +24,7 @@ from tests.support.job_sessions import (
     wait_for_job,
 )
 from tests.support.scripted_llm import error, text
+from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

@@ -14,7 +14,7 @@ import pytest
 
 from sessions_app.models import ShareLink
 from sessions_app.services import sharing, tree
-from tests.conftest import REPO
+from tests.support.processes import REPO
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 

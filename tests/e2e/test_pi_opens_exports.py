@@ -20,8 +20,9 @@ from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
 from tests.support.pi1_session import import_pi1_session
+from tests.support.pi16_sessions import sessions_dir as pi160_dir
 from tests.support.pi_reference import VERSIONS, open_in_pi, pi_or_skip
-from tests.support.real_sessions import pi160_dir, real_session_bytes
+from tests.support.real_sessions import real_session_bytes
 from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
 

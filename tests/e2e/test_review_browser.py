@@ -3,7 +3,6 @@ resolve; search and land on the node; compare two branches (summary by the real 
 download the HTML export and open it offline with the network blocked."""
 
 import threading
-import time
 
 import pytest
 from playwright.sync_api import expect
@@ -11,18 +10,9 @@ from playwright.sync_api import expect
 from sessions_app.models import Comment, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.services import tree
 from tests.support.review_data import assistant, build_branchy_session
+from tests.support.waiting import wait_db
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def wait_db(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for the database")
 
 
 def test_share_a_branch_link_and_open_it_logged_out(page_for, make_user, artifact_dir):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from piweb.supervisor import Supervisor
-from tests.conftest import REPO, _free_port, _wait_for
+from tests.support.processes import REPO, free_port, wait_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 
@@ -47,7 +47,7 @@ def _pids(log: Path, name: str) -> list[int]:
 
 @pytest.fixture
 def runpiweb(child_env, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {**child_env, "PIWEB_CELERY_QUEUE": f"q-supervisor-{port}"}
     log = tmp_path / "runpiweb.log"
     with log.open("ab") as out:
@@ -61,8 +61,8 @@ def runpiweb(child_env, tmp_path):
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(lambda: _serving(url), 90, "runpiweb to serve", log)
-        _wait_for(lambda: _pids(log, "celery worker"), 30, "the worker", log)
+        wait_for(lambda: _serving(url), 90, "runpiweb to serve", log)
+        wait_for(lambda: _pids(log, "celery worker"), 30, "the worker", log)
         yield process, url, log
     finally:
         if process.poll() is None:
@@ -79,22 +79,22 @@ def test_killed_web_and_worker_are_restarted_while_the_rest_keeps_serving(runpiw
     daphne, worker = _pids(log, "daphne")[-1], _pids(log, "celery worker")[-1]
 
     os.kill(daphne, signal.SIGKILL)
-    _wait_for(lambda: len(_pids(log, "daphne")) == 2, 30, "daphne to be restarted", log)
+    wait_for(lambda: len(_pids(log, "daphne")) == 2, 30, "daphne to be restarted", log)
     assert _alive(worker), "killing the web server must not stop the worker"
     assert process.poll() is None, "runpiweb itself must keep running"
-    _wait_for(lambda: _serving(url), 90, "the restarted daphne to serve", log)
+    wait_for(lambda: _serving(url), 90, "the restarted daphne to serve", log)
     text = log.read_text()
     assert re.search(rf"daphne \(pid {daphne}\) exited with -9 .*restarting it in", text)
 
     os.kill(worker, signal.SIGKILL)
-    _wait_for(lambda: len(_pids(log, "celery worker")) == 2, 30, "the worker restart", log)
+    wait_for(lambda: len(_pids(log, "celery worker")) == 2, 30, "the worker restart", log)
     assert _serving(url), "the web server keeps serving while the worker is restarted"
     new_daphne, new_worker = _pids(log, "daphne")[-1], _pids(log, "celery worker")[-1]
     assert new_worker != worker and _alive(new_worker) and _alive(new_daphne)
 
     process.send_signal(signal.SIGTERM)  # a clean stop still stops every child
     process.wait(40)
-    _wait_for(lambda: not _alive(new_daphne) and not _alive(new_worker), 20, "children to stop")
+    wait_for(lambda: not _alive(new_daphne) and not _alive(new_worker), 20, "children to stop")
 
 
 def test_backoff_doubles_for_quick_deaths_and_resets_after_a_stable_run():

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_agent_ws import (
-    EventLog,
-    client_for,
-    messages,
-    new_session,
-    send,
-    wait_run,
-)
+from tests.support.agent_runs import EventLog, messages, new_session, send, wait_run
 from tests.support.scripted_llm import text, tool_calls
+from tests.support.web import client_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -2,27 +2,18 @@
 navigate (plain and with a summary, real worker + scripted model), fork, and that
 hostile model output stays inert."""
 
-import time
 import uuid
 
 import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import Entry, Job, Session
+from tests.support.browser import collect_errors
 from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
+from tests.support.waiting import wait_db
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def wait_db(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def selected_id(page):
@@ -38,18 +29,7 @@ def assert_inert(page):
 def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
     owner = make_user("tree-owner")
     page = page_for(owner)
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    # console errors other than "Failed to load resource" (Chromium's /favicon.ico probe;
-    # real failed requests are caught by the response hook below)
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.text.startswith("Failed to load resource")
-            else None
-        ),
-    )
+    errors = collect_errors(page)  # and failed requests, from the response hook:
     page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
 
     # --- import through the upload form, see the report -----------------------------

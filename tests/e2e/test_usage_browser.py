@@ -6,26 +6,13 @@ import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import SessionShare, Team, TeamMembership
+from tests.support.browser import collect_errors
 from tests.support.usage_data import import_costly
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SOURCE = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER = "aaaaaaaa-0000-4000-8000-000000000002"
-
-
-def collect_errors(page):
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not m.text.startswith("Failed to load resource")
-            else None
-        ),
-    )
-    return errors
 
 
 def test_session_header_and_context_chart(page_for, make_user):

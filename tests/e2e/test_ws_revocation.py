@@ -15,8 +15,8 @@ import websockets
 
 from sessions_app.models import ShareLink, Team, TeamMembership
 from sessions_app.services import events, sharing, tree
-from tests.conftest import session_cookie_for
 from tests.support.review_data import assistant, build_branchy_session
+from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 

@@ -1,26 +1,26 @@
 """Chat services in-process: input parsing, the run guard, stale runs, the run's branch,
 and one agent turn executed here (real scripted server, real Redis, no worker)."""
 
+import os
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import Job
 from sessions_app.services import chat, tree
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
+from tests.support.web import client_for
+from tests.support.workspaces import area_of, write_project_context
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _tasks_stay_in_process(monkeypatch):
-    """These tests run the job here. A worker started by another test module may still
-    be alive: send its tasks to a queue nobody consumes so it cannot claim them first."""
-    from piweb.celery import app
-
-    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("tasks_stay_in_process"),
+]
 
 
 @pytest.fixture
@@ -154,12 +154,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
 def test_system_prompt_has_project_context_skills_date_and_cwd(
     session, workspace, settings, tmp_path
 ):
-    (workspace / "AGENTS.md").write_text("Always run the tests.")
-    skill = workspace / ".pi" / "skills" / "deploy"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: deploy\ndescription: How to deploy this app\n---\nSteps."
-    )
+    write_project_context(workspace, "How to deploy this app")
     settings.PIWEB_AGENT_DIR = tmp_path / "agent"
     (tmp_path / "agent" / "skills" / "global-one").mkdir(parents=True)
     (tmp_path / "agent" / "skills" / "global-one" / "SKILL.md").write_text(
@@ -185,3 +180,62 @@ def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):
     assert chat.execute_run(str(live.pk)) is None
     live.refresh_from_db()
     assert live.status == "running"  # e.g. redelivered after the visibility timeout
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_agent_and_user_bash_share_one_artifact_dir_by_session_pk(make_user, settings):
+    from sessions_app.agent.paths import Workspace
+    from sessions_app.agent.tools import ToolContext
+    from sessions_app.services import workspaces
+
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    expected = os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk))
+    assert workspaces.artifact_dir(session) == expected
+    assert chat._artifact_dir(session) == expected
+    ctx = ToolContext(workspace=Workspace(str(area_of(settings, owner))), artifact_dir=expected)
+    made = ctx.output_file("bash")()
+    assert os.path.dirname(made) == expected and re.fullmatch(
+        r"bash-[0-9a-f]{16}\.log", os.path.basename(made)
+    )
+    # A file our run wrote there is served for this session.
+    Path(made).write_text("full output\n")
+    assert workspaces.session_artifact_file(session, made) == Path(os.path.realpath(made))
+    assert workspaces.session_artifact_file(session, made + "/../../x") is None
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_chat_refuses_a_cwd_outside_the_owners_area(make_user, settings):
+    alice, bob = make_user(), make_user()
+    alice_proj = area_of(settings, alice) / "proj"
+    alice_proj.mkdir(parents=True, exist_ok=True)
+    # e.g. an imported session whose recorded cwd is alice's project: kept for display...
+    session = tree.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
+    page = client_for(bob).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
+    assert page.status_code == 200
+    # ...but bob's chat never runs there.
+    with pytest.raises(chat.ChatError) as exc:
+        chat.send_message(session, bob, "!cat .env")
+    assert exc.value.code == "workspace" and "outside your workspace area" in str(exc.value)
+    assert not Job.objects.filter(session=session).exists()
+    # the root itself is not a workspace either
+    root_session = tree.create_session(
+        owner=bob, cwd=str(settings.PIWEB_WORKSPACE_ROOTS[0]), model_profile="scripted"
+    )
+    with pytest.raises(chat.ChatError):
+        chat.send_message(root_session, bob, "!ls")
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_a_run_refuses_tools_outside_the_owners_area(make_user, settings, redis_ready):
+    alice, bob = make_user(), make_user()
+    alice_proj = area_of(settings, alice) / "proj"
+    alice_proj.mkdir(parents=True, exist_ok=True)
+    session = tree.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
+    job = Job.objects.create(
+        session=session, kind=Job.Kind.AGENT_RUN, params={"mode": "bash", "command": "touch pwn"}
+    )
+    chat.execute_run(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == "failed" and "outside your workspace area" in job.error
+    assert not (alice_proj / "pwn").exists()

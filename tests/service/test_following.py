@@ -10,15 +10,13 @@ import os
 
 import pytest
 
-from sessions_app.context.jsonl import serialize_entry
 from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.services import following, search
 from sessions_app.services.exporter import export_bytes
-from tests.support.pi_files import header, message
+from tests.support.pi_files import FOLLOWED_SID as SID
+from tests.support.pi_files import append, chain_lines, header, line, session_file
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
-
-SID = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
 
 
 @pytest.fixture
@@ -26,35 +24,10 @@ def owner(make_user):
     return make_user("follower")
 
 
-def line(entry: dict) -> bytes:
-    return (serialize_entry(entry) + "\n").encode()
-
-
-def chain_lines(count: int, start: int = 0) -> list[bytes]:
-    out = []
-    for n in range(start, start + count):
-        parent = f"{n - 1:08x}" if n else None
-        role = "user" if n % 2 == 0 else "assistant"
-        out.append(line(message(f"{n:08x}", parent, role, f"text number {n}", ts=n)))
-    return out
-
-
-def session_file(folder, count: int = 2, sid: str = SID):
-    path = folder / "--work-project--" / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(line(header(sid)) + b"".join(chain_lines(count)))
-    return path
-
-
 def entry_ids(session) -> list[str]:
     return list(
         Entry.objects.filter(session=session).order_by("seq").values_list("pi_id", flat=True)
     )
-
-
-def append(path, data: bytes) -> None:
-    with open(path, "ab") as fh:
-        fh.write(data)
 
 
 def test_new_file_then_appends_then_nothing(tmp_path, owner):

@@ -18,7 +18,6 @@ rolled back, so examples do not see each other.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 
@@ -35,6 +34,7 @@ from sessions_app.models import Session
 from sessions_app.services.exporter import export_bytes
 from tests.support import page_walk
 from tests.support.pi_fuzz import SESSION_ID, FuzzFile, session_files
+from tests.support.web import upload
 
 EXAMPLES = int(os.environ.get("PIWEB_FUZZ_EXAMPLES", "0") or 0)
 # A bigger budget needs more than the suite's 300 s per test (a few seconds per example).
@@ -57,12 +57,6 @@ FUZZ = settings(
         HealthCheck.large_base_example,
     ],
 )
-
-
-def upload(client: Client, data: bytes):
-    fileobj = io.BytesIO(data)
-    fileobj.name = "fuzz.jsonl"
-    return client.post(reverse("sessions_app:session_import"), {"file": fileobj})
 
 
 def accepted_lines(data: bytes) -> list[int]:

@@ -26,6 +26,7 @@ from sessions_app.services.importer import SessionImportError, import_jsonl_stre
 from sessions_app.services.search import search
 from tests.support import page_walk
 from tests.support.pi_files import header, jsonl_text, message
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
@@ -42,12 +43,6 @@ def upload(data: str | bytes, owner) -> object:
     return import_jsonl_stream(
         io.BytesIO(raw), owner, filename="hostile.jsonl", after_commit="inline"
     )
-
-
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def assert_pages_fine(session, owner) -> list[page_walk.Fetched]:
@@ -135,7 +130,7 @@ def test_json_nested_deeper_than_the_limit_is_skipped_with_its_reason_not_a_500(
         '{"type":"custom","id":"d3","parentId":"a1","data":' + "[" * 990 + "]" * 990 + "}",
     ]
     data = "\n".join(lines) + "\n"
-    response = logged_in(owner).post(
+    response = client_for(owner).post(
         reverse("sessions_app:session_import"),
         {"file": io.BytesIO(data.encode()) | _named("deep.jsonl")},
     )
@@ -181,7 +176,7 @@ def test_numbers_beyond_the_double_range_render_as_pi_reads_them(owner):
     session = upload(data, owner).session
     assert_export_is_the_file(session, data)
     assert_pages_fine(session, owner)
-    client = logged_in(owner)
+    client = client_for(owner)
     pane = client.get(reverse("sessions_app:entry_pane", args=[session.pi_id, "c1"]))
     assert "∞ tokens before" in pane.content.decode()
     compare = reverse("sessions_app:compare", args=[session.pi_id])
@@ -253,7 +248,7 @@ def test_text_around_lone_surrogates_is_searchable(owner):
     session = upload(surrogate_file(), owner).session
     hits = search(owner, "haystack").hits
     assert [(h.session_pi_id, h.entry_pi_id) for h in hits] == [(session.pi_id, "a1")]
-    page = logged_in(owner).get(reverse("sessions_app:search"), {"q": "needle"})
+    page = client_for(owner).get(reverse("sessions_app:search"), {"q": "needle"})
     assert page.status_code == 200 and "a1" in page.content.decode()
 
 
@@ -266,7 +261,7 @@ def test_a_file_whose_entry_lines_are_all_invalid_is_refused_and_creates_nothing
     with pytest.raises(SessionImportError, match="none of the 200 entry line"):
         upload(data, owner)
     assert not Session.objects.filter(pi_id=HEADER_ID).exists()
-    response = logged_in(owner).post(
+    response = client_for(owner).post(
         reverse("sessions_app:session_import"), {"file": io.BytesIO(data.encode()) | _named("x")}
     )
     assert response.status_code == 400
@@ -297,7 +292,7 @@ def test_importing_another_users_session_id_says_no_more_than_cannot_import(owne
         upload(jsonl_text(header(cwd="/elsewhere"), [message("a1", None)]), owner)
     assert str(theirs.value) == str(mine.value)
     assert "another user" not in str(theirs.value) and owner.username not in str(theirs.value)
-    response = logged_in(intruder).post(
+    response = client_for(intruder).post(
         reverse("sessions_app:session_import"),
         {"file": io.BytesIO(jsonl_text(header(), []).encode()) | _named("x.jsonl")},
     )
@@ -311,7 +306,7 @@ def test_importing_another_users_session_id_says_no_more_than_cannot_import(owne
 @pytest.mark.parametrize("query", ["\x00", "a\x00b", '"\x00"', "-\x00 x"])
 def test_search_and_the_sessions_list_answer_a_nul_byte_normally(owner, query):
     upload(jsonl_text(header(), [message("a1", None, text="a b x")]), owner)
-    client = logged_in(owner)
+    client = client_for(owner)
     for name, params in (
         ("sessions_app:search", {"q": query}),
         ("sessions_app:search", {"q": "x", "tool": query, "cwd": query, "label": query}),
@@ -387,7 +382,7 @@ def test_the_markdown_export_escapes_raw_html_from_the_session(owner):
         reverse("sessions_app:export", args=[session.pi_id, "md"]),
         *[u for u in page_walk.link_urls(session, owner) if u.endswith("/md/")],
     ):
-        client = logged_in(owner) if url.startswith("/s/") else Client()
+        client = client_for(owner) if url.startswith("/s/") else Client()
         markdown = client.get(url).content.decode()
         assert "alert(8)" in markdown  # the text is there, as text
         html = rendered_tags(markdown)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from sessions_app.context.jsonl import serialize_entry
 from sessions_app.context.messages import build_session_context
@@ -28,6 +30,8 @@ from tests.support.pi_files import (
     message,
     write_fixture,
 )
+from tests.support.tree_data import import_branched
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
@@ -541,3 +545,43 @@ def test_on_sqlite_the_import_commits_to_the_log_and_finish_import_checkpoints(o
     finish_import(report.session.pk, 0)
     assert os.path.getsize(database_file) - size_before > 6_000_000
     assert tree.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000
+
+
+@pytest.mark.parametrize("bad", ["x/y", "..", ".", "a b", "x" * 65, "ü"])
+def test_a_bad_header_id_refuses_the_file(make_user, bad):
+    owner = make_user()
+    data = jsonl_text(header(bad), [message("aaaa0001", None)])
+    with pytest.raises(SessionImportError) as exc:
+        import_jsonl_stream(as_file(data), owner, filename="f.jsonl")
+    assert "session header id" in str(exc.value)
+    assert not Session.objects.filter(owner=owner).exists()
+    # The session list still renders.
+    assert client_for(owner).get(reverse("sessions_app:session_list")).status_code == 200
+
+
+def test_a_bad_entry_id_is_a_reported_malformed_line(make_user):
+    owner = make_user()
+    sid = str(uuid.uuid4())
+    entries = [
+        message("aaaa0001", None),
+        message("bad/id", "aaaa0001", "assistant", ts=2),
+        message("..", "aaaa0001", "assistant", ts=3),
+        message("aaaa0004", "aaaa0001", "assistant", ts=4),
+    ]
+    data = jsonl_text(header(sid), entries)
+    report = import_jsonl_stream(as_file(data), owner, filename="f.jsonl")
+    assert report.skipped_count == 2
+    assert [n for n, _ in report.skipped] == [3, 4]
+    assert all("not a valid id" in reason for _, reason in report.skipped)
+    ids = set(Entry.objects.filter(session__pi_id=sid).values_list("pi_id", flat=True))
+    assert ids == {"aaaa0001", "aaaa0004"}
+    page = client_for(owner).get(reverse("sessions_app:session_detail", args=[sid]))
+    assert page.status_code == 200
+
+
+def test_pi_style_ids_stay_valid(make_user):
+    from sessions_app.context.import_lines import valid_id
+
+    assert valid_id(str(uuid.uuid4())) and valid_id("e0000013") and valid_id("a1b2c3d4")
+    s = import_branched(make_user(), "/tmp/x", session_id=str(uuid.uuid4()))
+    assert s.entries.count() > 10

@@ -3,7 +3,6 @@ round trip through daphne, on whichever backends this pass uses."""
 
 import asyncio
 import json
-import time
 
 import pytest
 import websockets
@@ -11,18 +10,10 @@ import websockets
 from sessions_app.models import Activity
 from sessions_app.services import tree
 from sessions_app.tasks import ping
-from tests.conftest import session_cookie_for
+from tests.support.waiting import wait_until
+from tests.support.web import client_for, session_cookie_for, upload
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
-
-
-def wait_until(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_celery_round_trip_through_a_real_worker(worker, make_user):
@@ -83,20 +74,6 @@ def test_websocket_refuses_foreign_origin_and_strangers(asgi_server, make_user):
     assert asyncio.run(attempt(owner_cookie, asgi_server.url)) is None
 
 
-def _upload(user, name: str, data: bytes):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.test import Client
-    from django.urls import reverse
-
-    client = Client()
-    client.force_login(user)
-    return client.post(
-        reverse("sessions_app:session_import"),
-        {"file": SimpleUploadedFile(name, data)},
-        HTTP_HX_REQUEST="true",
-    )
-
-
 def _searchable_session(word: str) -> tuple[str, bytes]:
     import uuid
 
@@ -113,7 +90,7 @@ def test_an_uploaded_session_is_indexed_for_search_by_the_worker(worker, make_us
 
     owner = make_user()
     session_id, data = _searchable_session("the okapiquux answer")
-    response = _upload(owner, "s.jsonl", data)
+    response = upload(client_for(owner), data, "s.jsonl", htmx=True)
     assert response.status_code == 200 and "created" in response.content.decode()
     assert wait_until(lambda: SearchDocument.objects.filter(session__pi_id=session_id).exists())
     assert [h.entry_pi_id for h in search(owner, "okapiquux").hits] == ["a1"]
@@ -130,6 +107,23 @@ def test_an_upload_is_indexed_at_once_when_no_broker_answers(make_user, monkeypa
     monkeypatch.setattr(app.amqp, "_producer_pool", None)
     owner = make_user()
     _session_id, data = _searchable_session("the narwhalquux answer")
-    response = _upload(owner, "s.jsonl", data)
+    response = upload(client_for(owner), data, "s.jsonl", htmx=True)
     assert response.status_code == 200 and "created" in response.content.decode()
     assert [h.entry_pi_id for h in search(owner, "narwhalquux").hits] == ["a1"]
+
+
+def test_the_consumer_ignores_frames_that_are_not_objects():
+    from sessions_app.consumers import SessionConsumer
+
+    consumer = SessionConsumer()
+    sent = []
+
+    async def send_json(content, close=False):
+        sent.append(content)
+
+    consumer.send_json = send_json
+    for frame in ([], 1, "ping", None, [{"type": "ping"}]):
+        asyncio.run(consumer.receive_json(frame))
+    assert sent == []
+    asyncio.run(consumer.receive_json({"type": "ping"}))
+    assert sent == [{"event": "pong", "data": {}}]

@@ -30,16 +30,12 @@ from tests.support.job_sessions import (
 )
 from tests.support.scripted_llm import context_overflow, error, hang, text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("no_worker_for_these_jobs"),
+]
 
 SUMMARY = "## Goal\nShip the thing.\n\n## Progress\n### Done\n- [x] looked at files"
-
-
-@pytest.fixture(autouse=True)
-def _no_worker_for_these_jobs(settings):
-    """These tests run jobs in this process (jobs.run_job); their tasks go to a queue no
-    worker consumes, so a worker started by another test module cannot race them."""
-    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
 
 
 @pytest.fixture(autouse=True)

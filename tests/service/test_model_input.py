@@ -17,19 +17,14 @@ from sessions_app.services.inspector import inspect_context
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    # The run executes here; queued work (the threshold compaction) must stay queued.
+    pytest.mark.usefixtures("tasks_stay_in_process"),
+]
 
 WINDOW = 40_000  # the session's model: threshold 40,000 - 16,384 = 23,616
 FALLBACK_WINDOW = 64_000  # what reading the global setting instead would give
-
-
-@pytest.fixture(autouse=True)
-def _tasks_stay_in_process(monkeypatch):
-    """The run executes here; queued work (the threshold compaction) must stay queued: a
-    worker started by another test module must not claim it."""
-    from piweb.celery import app
-
-    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
 
 
 @pytest.fixture

@@ -6,20 +6,14 @@ import re
 import uuid
 
 import pytest
-from django.test import Client
 
 from tests.support.review_data import build_branchy_session
 from tests.support.tree_data import import_branched
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _notice(response) -> str:
@@ -31,7 +25,7 @@ def _notice(response) -> str:
 
 
 def test_htmx_is_told_to_swap_4xx_from_a_meta_tag(make_user):
-    page = _client(make_user()).get("/").content.decode()
+    page = client_for(make_user()).get("/").content.decode()
     content = re.search(r"<meta name=\"htmx-config\" content='([^']+)'>", page).group(1)
     rules = json.loads(content)["responseHandling"]
     assert {"code": "4..", "swap": True, "error": False} in rules
@@ -42,7 +36,7 @@ def test_refusals_in_every_area_are_the_notice_with_their_status(make_user, work
     owner = make_user("notice-owner")
     session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
     sid = session.pi_id
-    client = _client(owner)
+    client = client_for(owner)
     cases = {
         "chat": client.post(f"/s/{sid}/chat/send/", {"text": "  "}, **HTMX),
         "tree fork": client.post(f"/s/{sid}/e/e0000014/fork/", {"scope": "all"}, **HTMX),
@@ -76,20 +70,20 @@ def test_a_refused_compaction_goes_to_the_panels_notice_box(make_user, settings)
     settings.PIWEB_JOBS_QUEUE = "q-notice-tests-unconsumed"
     owner = make_user()
     session = make_session(owner, turns=3, compaction=SMALL)
-    response = _client(owner).post(
+    response = client_for(owner).post(
         f"/s/{session.pi_id}/jobs/compact/", {"focus": "x" * 5000}, **HTMX
     )
     assert response.status_code == 400 and _notice(response) == "error"
     assert response["HX-Retarget"] == "#jobs-notice" and response["HX-Reswap"] == "innerHTML"
     # without htmx there is nothing to retarget
-    plain = _client(owner).post(f"/s/{session.pi_id}/jobs/compact/", {"focus": "x" * 5000})
+    plain = client_for(owner).post(f"/s/{session.pi_id}/jobs/compact/", {"focus": "x" * 5000})
     assert plain.status_code == 400 and "HX-Retarget" not in plain
 
 
 def test_successes_are_the_same_partial_with_client_events(make_user, workspace):
     owner = make_user("notice-ok")
     session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
-    client = _client(owner)
+    client = client_for(owner)
     label = client.post(f"/s/{session.pi_id}/e/e0000011/label/", {"label": "B"}, **HTMX)
     assert label.status_code == 200 and _notice(label) == "ok"
     assert json.loads(label["HX-Trigger"]) == {"piweb:tree-refresh": {"entry": "e0000011"}}
@@ -99,7 +93,7 @@ def test_successes_are_the_same_partial_with_client_events(make_user, workspace)
 
 def test_comment_changes_trigger_their_client_event(make_user):
     data = build_branchy_session(make_user("commenter"))
-    client = _client(data.session.owner)
+    client = client_for(data.session.owner)
     added = client.post(
         f"/s/{data.session.pi_id}/review/comments/add/",
         {"entry": data.ids["a3"], "body": "Looks right"},
@@ -112,7 +106,7 @@ def test_comment_changes_trigger_their_client_event(make_user):
 def test_not_found_and_forbidden_are_the_notice_for_htmx_only(make_user, workspace):
     owner, stranger = make_user("nf-owner"), make_user("nf-stranger")
     session = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
-    client = _client(owner)
+    client = client_for(owner)
     missing = client.get(f"/s/{session.pi_id}/e/nope/", **HTMX)
     assert missing.status_code == 404 and _notice(missing) == "error"
     assert "No such entry in this session." in missing.content.decode()
@@ -124,6 +118,8 @@ def test_not_found_and_forbidden_are_the_notice_for_htmx_only(make_user, workspa
     team = Team.objects.create(name="nf-team")
     team.members.add(viewer)
     SessionShare.objects.create(session=session, team=team, role="viewer")
-    refused = _client(viewer).post(f"/s/{session.pi_id}/e/e0000014/label/", {"label": "x"}, **HTMX)
+    refused = client_for(viewer).post(
+        f"/s/{session.pi_id}/e/e0000014/label/", {"label": "x"}, **HTMX
+    )
     assert refused.status_code == 403 and _notice(refused) == "error"
-    assert _client(stranger).get(f"/s/{session.pi_id}/tree/", **HTMX).status_code == 404
+    assert client_for(stranger).get(f"/s/{session.pi_id}/tree/", **HTMX).status_code == 404

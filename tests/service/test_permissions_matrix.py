@@ -332,7 +332,7 @@ def _ws_outcome(world: World, persona: str, token: str | None):
     from channels.testing import WebsocketCommunicator
 
     from piweb.asgi import application
-    from tests.conftest import session_cookie_for
+    from tests.support.web import session_cookie_for
 
     headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
     if persona in world.users:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from sessions_app.services import search
 from sessions_app.services.inspector import inspect_context
 from tests.support.pi1_session import REPLACEMENT, import_pi1_session
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -21,12 +21,6 @@ def owner(make_user):
 @pytest.fixture
 def session(owner):
     return import_pi1_session(owner)
-
-
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.mark.embedded
@@ -61,7 +55,7 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
     assert restated["id"] == "b00000c1" and restated["entry_type"] == "compaction"
     assert restated["sections"] == [("rules", "<rules>Restated rules</rules>")]
     pane = (
-        _client(owner)
+        client_for(owner)
         .get(reverse("sessions_app:entry_pane", args=[session.pi_id, "b00000c1"]))
         .content.decode()
     )
@@ -69,7 +63,7 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
     assert "System message (re-stated)" in pane and "Restated prompt" in pane
     assert "Usage of the summary call" in pane and "$0.0081" in pane
     pane = (
-        _client(owner)
+        client_for(owner)
         .get(reverse("sessions_app:entry_pane", args=[session.pi_id, "b0000003"]))
         .content.decode()
     )
@@ -79,7 +73,7 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
 @pytest.mark.embedded
 def test_inspector_page_shows_edits_and_system_changes(session, owner):
     url = reverse("sessions_app:inspector", args=[session.pi_id]) + "?leaf=b0000004"
-    html = _client(owner).get(url).content.decode()
+    html = client_for(owner).get(url).content.decode()
     assert "3 context edits on this path" in html
     assert "overridden by a later edit" in html
     assert 'class="ctx-edit edit-dropped"' in html and "Find the flaky test" in html
@@ -103,10 +97,10 @@ def test_search_finds_the_text_of_new_entry_types(session, owner):
 def test_tree_rows_name_each_new_type(session, owner):
     url = reverse("sessions_app:session_detail", args=[session.pi_id])
     # As in pi 1.6.0's tree, the default filter leaves usage and context edits out.
-    html = _client(owner).get(url).content.decode()
+    html = client_for(owner).get(url).content.decode()
     assert 'id="n-b00000s1"' in html and 'id="n-b00000x1"' in html
     assert 'id="n-b00000u1"' not in html and 'id="n-b00000e2"' not in html
-    html = _client(owner).get(url + "?filter=all").content.decode()
+    html = client_for(owner).get(url + "?filter=all").content.decode()
 
     def row(entry_id):
         start = html.index(f'id="n-{entry_id}"')

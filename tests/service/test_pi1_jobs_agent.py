@@ -12,15 +12,10 @@ from tests.support.job_sessions import SMALL
 from tests.support.pi1_session import import_pi1_session, jsonl_bytes
 from tests.support.scripted_llm import text
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _tasks_stay_in_process(monkeypatch):
-    """The jobs run here; a worker from another module must not claim them first."""
-    from piweb.celery import app
-
-    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("tasks_stay_in_process"),
+]
 
 
 @pytest.fixture

@@ -16,11 +16,10 @@ from sessions_app.models import Entry
 from sessions_app.services import chat, following, jobs, tree
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
-from tests.service.test_following import append, chain_lines, session_file
 from tests.support.job_sessions import SMALL, add_turn, make_session
 from tests.support.pi16_sessions import session as pi16_session
 from tests.support.pi16_sessions import session_names
-from tests.support.pi_files import as_file
+from tests.support.pi_files import append, as_file, chain_lines, session_file
 from tests.support.real_sessions import real_session_bytes
 from tests.support.scripted_llm import text, tool_call
 

@@ -7,7 +7,6 @@ import uuid
 import pytest
 from django.db import connection
 from django.http import Http404
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app.models import Job, Session, SessionShare, Team
@@ -16,14 +15,9 @@ from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import jobs, tree
 from tests.support.job_sessions import SMALL, make_session
 from tests.support.tree_data import import_branched
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -94,7 +88,7 @@ def test_the_page_and_the_jobs_endpoint_draw_the_same_list(make_user, settings):
     owner = make_user()
     session = make_session(owner, turns=3, compaction=SMALL)
     job = jobs.request_compaction(session, actor=owner)
-    client = _client(owner)
+    client = client_for(owner)
     page = client.get(f"/s/{session.pi_id}/").content.decode()
     panel = client.get(f"/s/{session.pi_id}/jobs/").content.decode()
     assert _jobs_ids(page) == _jobs_ids(panel) == [str(job.pk)]
@@ -118,7 +112,7 @@ def test_drawing_the_session_page_writes_nothing(make_user, settings):
     job = jobs.request_compaction(session, actor=owner)
     old = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 1)
     Job.objects.filter(pk=job.pk).update(status="running", attempts=1, heartbeat_at=old)
-    client = _client(owner)
+    client = client_for(owner)
     client.get("/")  # (the login's own session writes happen before we count)
     with CaptureQueriesContext(connection) as queries:
         assert client.get(f"/s/{session.pi_id}/").status_code == 200

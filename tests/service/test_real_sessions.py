@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Entry
 from sessions_app.services.exporter import export_bytes
 from sessions_app.services.importer import import_jsonl_stream
-from tests.support.real_sessions import pi160_dir, real_session_bytes
+from tests.support.pi16_sessions import sessions_dir as pi160_dir
+from tests.support.real_sessions import real_session_bytes
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
@@ -28,12 +29,6 @@ def pi160_files() -> list[Path]:
     if len(files) != 12:
         pytest.fail(f"expected the 12 pi 1.6.0 session files in {pi160_dir()}, found {len(files)}")
     return files
-
-
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _get(client, name, session, *args) -> str:
@@ -57,7 +52,7 @@ def test_a_1mb_real_shaped_session_imports_renders_and_exports_byte_exact(make_u
     assert export_bytes(session) == data
     assert session.name == "订单服务：库存并发修复"
 
-    client = _client(owner)
+    client = client_for(owner)
     page = _get(client, "session_detail", session)
     assert "订单服务" in page
 
@@ -94,7 +89,7 @@ def test_a_1mb_real_shaped_session_imports_renders_and_exports_byte_exact(make_u
 
 def test_the_pi_1_6_0_files_import_render_and_export_byte_exact(make_user):
     owner = make_user()
-    client = _client(owner)
+    client = client_for(owner)
     seen_types: set[str] = set()
     for path in pi160_files():
         data = path.read_bytes()
@@ -134,7 +129,7 @@ def test_unknown_future_entry_types_round_trip_and_render(make_user):
     report = import_jsonl_stream(io.BytesIO(data.encode()), owner, filename="future.jsonl")
     session = report.session
     assert export_bytes(session) == data.encode()
-    client = _client(owner)
+    client = client_for(owner)
     page = _get(client, "session_detail", session)
     assert "hologram" in page
     pane = _get(client, "entry_pane", session, "a2")

@@ -8,15 +8,7 @@ from sessions_app.models import Job
 from sessions_app.services import compare
 from sessions_app.services.compare import CompareError
 from tests.support.review_data import build_branchy_session
-
-
-def wait_for(predicate, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.django_db
@@ -68,7 +60,7 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
         data.session, data.ids["a3"], data.ids["b3"], actor=owner
     )
     assert again.pk == job.pk or Job.objects.get(pk=job.pk).status == "done"
-    assert wait_for(lambda: Job.objects.get(pk=job.pk).status == "done")
+    assert wait_until(lambda: Job.objects.get(pk=job.pk).status == "done", 60)
     job.refresh_from_db()
     assert job.kind == Job.Kind.COMPARE_SUMMARY and job.progress["offline"] is True
     assert "Offline comparison" in job.progress["summary"]
@@ -85,7 +77,7 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
         data.session, data.ids["a3"], data.ids["b3"], actor=owner
     )
     assert job2.pk != job.pk
-    assert wait_for(lambda: Job.objects.get(pk=job2.pk).status in ("done", "failed"))
+    assert wait_until(lambda: Job.objects.get(pk=job2.pk).status in ("done", "failed"), 60)
     job2.refresh_from_db()
     assert job2.status == "done", job2.error
     assert job2.progress == {
@@ -166,7 +158,7 @@ def test_a_compare_job_whose_worker_died_is_run_again_or_given_up(
     # The page polling the job sweeps: the job is queued again and a live worker runs it.
     client.force_login(data.session.owner)
     client.get(f"/s/{data.session.pi_id}/compare/summary/{orphan.pk}/")
-    assert wait_for(lambda: Job.objects.get(pk=orphan.pk).status == Job.Status.DONE)
+    assert wait_until(lambda: Job.objects.get(pk=orphan.pk).status == Job.Status.DONE, 60)
     orphan.refresh_from_db()
     assert orphan.attempts == 2 and "Offline comparison" in orphan.progress["summary"]
     # Out of attempts: it fails with a reason instead of spinning for ever.

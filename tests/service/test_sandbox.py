@@ -23,6 +23,8 @@ from django.core.management import call_command
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import execute_tool
 from sessions_app.services import chat, sandboxing, tree
+from tests.support.agent_runs import host_processes_with
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("bwrap_required")]
 
@@ -83,23 +85,6 @@ def sh(session, command, **kwargs):
 
 def tool(session, name, args, **kwargs):
     return execute_tool(name, json.dumps(args), sandboxing.tool_context(session, **kwargs))
-
-
-def host_processes_with(marker):
-    return [
-        p
-        for p in psutil.process_iter(["cmdline", "status"])
-        if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
-    ]
-
-
-def wait_until(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # --- who and where ---------------------------------------------------------------------------
@@ -568,12 +553,12 @@ def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO, _free_port
+    from tests.support.processes import REPO, free_port
 
     # Its own Celery queue: its worker must not take tasks meant for the test worker.
     queue = f"runpiweb-banner-{os.urandom(4).hex()}"
     env = dict(child_env, PIWEB_SANDBOX="off", PYTHONUNBUFFERED="1", PIWEB_CELERY_QUEUE=queue)
-    argv = [sys.executable, "manage.py", "runpiweb", "--port", str(_free_port())]
+    argv = [sys.executable, "manage.py", "runpiweb", "--port", str(free_port())]
     argv += ["--concurrency", "1"]
     log = tmp_path / "runpiweb.log"
     with log.open("wb") as out:

@@ -9,12 +9,10 @@ from sessions_app.context.messages import build_session_context, message_from_en
 from sessions_app.context.summaries import assemble_compaction_summary
 from sessions_app.models import Entry, Job
 from sessions_app.services import tree
+from tests.support.review_data import tool_result as tool_result  # for the jobs tests
+from tests.support.review_data import user as user
 
 _ids = itertools.count(1)
-
-
-def user(text):
-    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
 
 
 def assistant_call(name, path, text="", usage_total=500):
@@ -37,20 +35,6 @@ def assistant_call(name, path, text="", usage_total=500):
         "timestamp": 2,
     }
     return {"type": "message", "message": msg}, call_id
-
-
-def tool_result(call_id, name, text):
-    return {
-        "type": "message",
-        "message": {
-            "role": "toolResult",
-            "toolCallId": call_id,
-            "toolName": name,
-            "content": [{"type": "text", "text": text}],
-            "isError": False,
-            "timestamp": 3,
-        },
-    }
 
 
 def assistant_text(text, usage_total=600):

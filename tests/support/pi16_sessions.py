@@ -1,8 +1,8 @@
 """The session files pi 1.6.0 wrote, with pi's own contexts at listed nodes (issue 13).
 
 The folder comes from ``PIWEB_PI16_SESSIONS_DIR`` or defaults to
-``<repo root>/../shared/sessions-pi-1.6.0``.  A missing folder fails the test
-that asks for it (never a skip).
+``shared/sessions-pi-1.6.0`` beside the checkout (or beside its worktree folder).  A
+missing folder fails the test that asks for it (never a skip).
 """
 
 from __future__ import annotations
@@ -18,18 +18,33 @@ import pytest
 from sessions_app.context.jsonl import parse_session_entries
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DIR = REPO_ROOT.parent / "shared" / "sessions-pi-1.6.0"
+DEFAULT_DIRS = [base / "shared" / "sessions-pi-1.6.0" for base in REPO_ROOT.parents[:2]]
 
 
 def sessions_dir() -> Path:
     configured = os.environ.get("PIWEB_PI16_SESSIONS_DIR")
-    path = Path(configured).expanduser() if configured else DEFAULT_DIR
-    if not (path / "expected.json").is_file():
-        pytest.fail(
-            f"pi 1.6.0 session folder not found: {path}; set PIWEB_PI16_SESSIONS_DIR",
-            pytrace=False,
-        )
-    return path
+    candidates = [Path(configured).expanduser()] if configured else DEFAULT_DIRS
+    for path in candidates:
+        if (path / "expected.json").is_file():
+            return path
+    pytest.fail(
+        f"pi 1.6.0 session folder not found in {candidates}; set PIWEB_PI16_SESSIONS_DIR",
+        pytrace=False,
+    )
+
+
+def usage_cases() -> list[dict]:
+    """pi 1.6.0's own usage figures for each file (``expected.json``)."""
+    document = json.loads((sessions_dir() / "expected.json").read_text(encoding="utf-8"))
+    assert document["usage_pi_version"] == "1.6.0"
+    return document["sessions"]
+
+
+def assert_same_breakdown(ours, theirs):
+    assert [row["key"] for row in ours] == [row["key"] for row in theirs]
+    for mine, pis in zip(ours, theirs, strict=True):
+        assert mine["tokens"] == pis["tokens"], mine["key"]
+        assert abs(mine["cost"] - pis["cost"]) <= 1e-9, mine["key"]
 
 
 @functools.cache

@@ -83,3 +83,32 @@ def assert_context_matches_core(session, entries: list[dict], leaf_ids) -> None:
         assert from_db == expected, f"context differs at leaf {leaf_id}"
         # and the compaction-aware loader that reads only what the context needs
         assert tree.load_context(session, leaf_id) == expected, f"load_context at {leaf_id}"
+
+
+def line(entry: dict) -> bytes:
+    return (serialize_entry(entry) + "\n").encode()
+
+
+def chain_lines(count: int, start: int = 0) -> list[bytes]:
+    out = []
+    for n in range(start, start + count):
+        parent = f"{n - 1:08x}" if n else None
+        role = "user" if n % 2 == 0 else "assistant"
+        out.append(line(message(f"{n:08x}", parent, role, f"text number {n}", ts=n)))
+    return out
+
+
+FOLLOWED_SID = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
+
+
+def session_file(folder, count: int = 2, sid: str = FOLLOWED_SID):
+    """A pi session file of ``count`` chained messages in pi's ``--<cwd>--`` folder layout."""
+    path = folder / "--work-project--" / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(line(header(sid)) + b"".join(chain_lines(count)))
+    return path
+
+
+def append(path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)

@@ -24,7 +24,6 @@ import base64
 import random
 import struct
 import zlib
-from pathlib import Path
 
 from sessions_app.context.jsonl import serialize_entry
 
@@ -295,14 +294,3 @@ def real_session_entries(target_bytes: int = 1_100_000, seed: int = 7) -> tuple[
 def real_session_bytes(target_bytes: int = 1_100_000, seed: int = 7) -> bytes:
     header, entries = real_session_entries(target_bytes, seed)
     return "".join(serialize_entry(e) + "\n" for e in [header, *entries]).encode("utf-8")
-
-
-def pi160_dir() -> Path:
-    """../shared/sessions-pi-1.6.0: the 12 files pi 1.6.0 wrote (beside the checkout, or
-    beside the worktree folder)."""
-    here = Path(__file__).resolve()
-    for base in (here.parents[3], here.parents[4]):
-        candidate = base / "shared" / "sessions-pi-1.6.0"
-        if candidate.is_dir():
-            return candidate
-    return here.parents[3] / "shared" / "sessions-pi-1.6.0"

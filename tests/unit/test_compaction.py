@@ -23,8 +23,7 @@ from sessions_app.context.tokens import (
     get_assistant_usage,
     should_compact,
 )
-
-from ._ctxdata import assistant, entry, random_path, tool_result, user
+from tests.support.context_entries import assistant, entry, random_path, tool_result, user
 
 
 def brute_force_cut_point(entries, start, end, keep):

@@ -16,8 +16,7 @@ from sessions_app.context.compaction import CompactionSettings, find_cut_point, 
 from sessions_app.context.tokens import entry_token_estimate, estimate_tokens
 from tests.conformance._cases import golden_params, require_case
 from tests.conformance.golden import load_golden
-
-from ._ctxdata import random_path
+from tests.support.context_entries import random_path
 
 CUTPOINT = "cutpoint.json"
 

@@ -18,8 +18,7 @@ from sessions_app.context.messages import (
     iso_to_ms,
 )
 from sessions_app.context.tree import TreeCycleError, index_by_id, path_to_root
-
-from ._ctxdata import assistant, entry, random_path, tool_result, user
+from tests.support.context_entries import assistant, entry, random_path, tool_result, user
 
 
 def test_null_leaf_is_empty_context():

@@ -11,18 +11,7 @@ from sessions_app.context.offline_summary import (
     parse_summary,
     summarize_offline,
 )
-
-COMPACTION_HEADINGS = [
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-]
+from tests.support.context_entries import SUMMARY_HEADINGS
 
 
 def user(text):
@@ -105,14 +94,14 @@ def test_sections_present_in_order_and_label_first():
     text = summarize_offline(CONVERSATION)
     assert text.split("\n")[0] == OFFLINE_LABEL
     assert "without a language model" in text.split("\n")[0]
-    positions = [text.index(h + "\n") for h in COMPACTION_HEADINGS]
+    positions = [text.index(h + "\n") for h in SUMMARY_HEADINGS]
     assert positions == sorted(positions)
 
 
 def test_branch_kind_has_five_sections():
     text = summarize_offline(CONVERSATION, kind="branch")
     assert text.startswith(OFFLINE_LABEL)
-    for heading in COMPACTION_HEADINGS[:-1]:
+    for heading in SUMMARY_HEADINGS[:-1]:
         assert heading + "\n" in text
     assert "## Critical Context" not in text
     assert [ln for ln in text.split("\n") if ln.startswith("## ")] == [
@@ -455,7 +444,7 @@ def test_bounded_output():
     text = summarize_offline(messages, max_chars=4000)
     assert len(text) <= 4000
     assert text.startswith(OFFLINE_LABEL)
-    for heading in COMPACTION_HEADINGS:
+    for heading in SUMMARY_HEADINGS:
         assert heading + "\n" in text
     # the original goal survives trimming, and the most recent work is kept
     assert "Request number 0:" in text

@@ -22,20 +22,7 @@ from sessions_app.context.summaries import (
     prepare_branch_entries,
     serialize_conversation,
 )
-
-from ._ctxdata import assistant, entry, tool_result, user
-
-SIX = [
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-]
+from tests.support.context_entries import SUMMARY_HEADINGS, assistant, entry, tool_result, user
 
 
 def test_serialize_roles_and_tool_calls():
@@ -86,10 +73,10 @@ def test_tool_result_cut_at_2000_utf16_units():
 
 
 def test_prompts_keep_the_structure():
-    for heading in SIX:
+    for heading in SUMMARY_HEADINGS:
         assert heading in COMPACTION_SUMMARY_PROMPT
         assert heading in COMPACTION_UPDATE_PROMPT
-    for heading in SIX[:-1]:
+    for heading in SUMMARY_HEADINGS[:-1]:
         assert heading in BRANCH_SUMMARY_PROMPT
     assert "## Critical Context" not in BRANCH_SUMMARY_PROMPT
     assert "Do not continue the conversation" in SUMMARIZATION_SYSTEM_PROMPT

@@ -423,3 +423,22 @@ def test_tool_result_images_follow_as_a_user_message():
     }
     assert out[2]["role"] == "user"
     assert out[2]["content"][1]["image_url"]["url"] == "data:image/png;base64,QUJD"
+
+
+def test_bash_snapshots_carry_no_server_path(tmp_path):
+    from sessions_app.agent.paths import output_file_factory
+    from sessions_app.agent.shell import run_shell, snapshot_event
+
+    events = []
+    outcome = run_shell(
+        "seq 1 30000",
+        str(tmp_path),
+        output_path=output_file_factory(str(tmp_path / "art"), "bash"),
+        on_snapshot=lambda snap: events.append(snapshot_event(snap)),
+    )
+    assert outcome.result.full_output_path  # the output was long enough to spill to a file
+    assert events
+    for event in events:
+        assert "full_output_path" not in event
+        assert str(tmp_path) not in json.dumps(event)
+    assert any(event["has_full_output"] for event in events)

@@ -17,8 +17,7 @@ from sessions_app.context.tree import (
     path_to_root,
     validate_entries,
 )
-
-from ._ctxdata import assistant, entry, user
+from tests.support.context_entries import assistant, entry, user
 
 
 def chain(n, prefix="e"):

@@ -2,7 +2,6 @@
 test per usage source."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -14,41 +13,14 @@ from sessions_app.context.usage import (
     usage_breakdown,
     usage_summary,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def pi16_dir() -> Path:
-    """`sessions-pi-1.6.0/` (PIWEB_PI16_SESSIONS_DIR, else the shared folder beside the
-    checkout or beside its worktree folder); fails the test when it is missing."""
-    configured = os.environ.get("PIWEB_PI16_SESSIONS_DIR")
-    candidates = (
-        [Path(configured)]
-        if configured
-        else [p / "shared" / "sessions-pi-1.6.0" for p in (REPO_ROOT.parent, REPO_ROOT.parents[1])]
-    )
-    for path in candidates:
-        if (path / "expected.json").is_file():
-            return path
-    pytest.fail(f"sessions-pi-1.6.0 not found in {candidates}", pytrace=False)
+from tests.support.pi16_sessions import assert_same_breakdown
+from tests.support.pi16_sessions import sessions_dir as pi16_dir
+from tests.support.pi16_sessions import usage_cases as pi16_cases
 
 
 def read_entries(path: Path) -> list[dict]:
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[1:] if line.strip()]
-
-
-def pi16_cases():
-    document = json.loads((pi16_dir() / "expected.json").read_text(encoding="utf-8"))
-    assert document["usage_pi_version"] == "1.6.0"
-    return document["sessions"]
-
-
-def assert_same_breakdown(ours, theirs):
-    assert [row["key"] for row in ours] == [row["key"] for row in theirs]
-    for mine, pis in zip(ours, theirs, strict=True):
-        assert mine["tokens"] == pis["tokens"], mine["key"]
-        assert abs(mine["cost"] - pis["cost"]) <= 1e-9, mine["key"]
 
 
 def test_every_pi16_session_matches_pi_usage_breakdown():

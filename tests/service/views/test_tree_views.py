@@ -1,15 +1,20 @@
 """The tree area's views against a real database: page, partials, actions, rights, CSRF."""
 
 import json
+import re
 import uuid
 from pathlib import Path
 
 import pytest
-from django.test import Client
-from django.urls import reverse
+from django.urls import resolve, reverse
 
-from sessions_app.models import Activity, Entry, Session, SessionShare, Team, TeamMembership
+from sessions_app.models import Activity, Entry, Session, SessionShare
+from sessions_app.services.importer import import_jsonl_stream
+from tests.support.access import Call, each, login_redirects, post
+from tests.support.pi_files import as_file, header, jsonl_text, message
 from tests.support.tree_data import bulk_session, import_branched
+from tests.support.web import share
+from tests.support.workspaces import area_of, write_project_context
 
 pytestmark = pytest.mark.django_db
 
@@ -24,24 +29,17 @@ def session(owner, workspace):
     return import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
 
 
-@pytest.fixture
-def client_for():
-    def make(user, csrf=False):
-        c = Client(enforce_csrf_checks=csrf)
-        c.force_login(user)
-        return c
-
-    return make
-
-
 def url(name, session, *args):
     return reverse(f"sessions_app:{name}", args=[session.pi_id, *args])
 
 
-def share(session, user, role):
-    team = Team.objects.create(name=f"team-{uuid.uuid4().hex[:6]}")
-    TeamMembership.objects.create(team=team, user=user)
-    SessionShare.objects.create(session=session, team=team, role=role)
+def set_full_output_path(session, path) -> None:
+    """Point the bash result e0000013 at ``path``, as an imported file may."""
+    entry = Entry.objects.get(session=session, pi_id="e0000013")
+    payload = entry.payload
+    payload["message"]["details"]["fullOutputPath"] = str(path)
+    entry.payload = payload
+    entry.save(update_fields=["line"])
 
 
 # --- page and partials ---------------------------------------------------------------
@@ -148,11 +146,7 @@ def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, se
     inside = Path(artifact_dir(s)) / "bash-0123.log"
     inside.parent.mkdir(parents=True, exist_ok=True)
     inside.write_text("the full output\n")
-    entry = Entry.objects.get(session=s, pi_id="e0000013")
-    payload = entry.payload
-    payload["message"]["details"]["fullOutputPath"] = str(inside)
-    entry.payload = payload
-    entry.save(update_fields=["line"])
+    set_full_output_path(s, inside)
     response = c.get(url("entry_output", s, "e0000013"))
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"the full output\n"
@@ -220,8 +214,28 @@ def test_inspector_shows_context_after_compaction(session, owner, client_for):
 # --- rights and CSRF -----------------------------------------------------------------
 
 
+TREE_CALLS = [
+    Call("tree_panel"),
+    Call("tree_branch", args=("e0000004",)),
+    Call("entry_pane", args=("e0000004",)),
+    Call("entry_text", args=("e0000004",)),
+    Call("entry_raw", args=("e0000004",)),
+    Call("entry_output", args=("e0000013",)),
+    Call("inspector"),
+    post("entry_navigate", args=("e0000004",)),
+    post("entry_label", {"label": "x"}, args=("e0000004",)),
+    post("entry_fork", {"scope": "path"}, args=("e0000004",)),
+]
+
+
+def test_it_requires_login(session):
+    entries, sessions = session.entries.count(), Session.objects.count()
+    assert login_redirects(TREE_CALLS, session) == each(TREE_CALLS, "/login/")
+    assert (session.entries.count(), Session.objects.count()) == (entries, sessions)
+
+
 @pytest.mark.embedded
-def test_strangers_get_404_everywhere(session, make_user, client_for):
+def test_it_requires_a_share_of_the_session(session, make_user, client_for):
     c = client_for(make_user("stranger"))
     for response in (
         c.get(url("session_detail", session)),
@@ -237,7 +251,7 @@ def test_strangers_get_404_everywhere(session, make_user, client_for):
 
 
 @pytest.mark.embedded
-def test_viewer_reads_but_cannot_mutate(session, make_user, client_for):
+def test_it_requires_editor_rights_to_change_the_tree(session, make_user, client_for):
     viewer = make_user("viewer")
     share(session, viewer, SessionShare.Role.VIEWER)
     c = client_for(viewer)
@@ -262,7 +276,7 @@ def test_editor_may_navigate(session, make_user, client_for):
     assert client_for(editor).post(url("entry_navigate", session, "e0000004")).status_code == 200
 
 
-def test_csrf_enforced_on_actions(session, owner, client_for):
+def test_it_requires_a_csrf_token_on_actions(session, owner, client_for):
     c = client_for(owner, csrf=True)
     assert c.post(url("entry_navigate", session, "e0000004")).status_code == 403
     assert c.post(url("entry_label", session, "e0000004"), {"label": "x"}).status_code == 403
@@ -301,37 +315,6 @@ def test_fork_scopes(session, owner, client_for):
     assert c.post(url("entry_fork", session, "e000000d"), {"scope": "bogus"}).status_code == 400
 
 
-def test_sessions_list_search_import_and_new(owner, client_for, workspace):
-    c = client_for(owner)
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    from tests.support.tree_data import branched_jsonl
-
-    upload = SimpleUploadedFile(
-        "b.jsonl", branched_jsonl(str(workspace), session_id=str(uuid.uuid4()))
-    )
-    response = c.post(
-        reverse("sessions_app:session_import"), {"file": upload}, HTTP_HX_REQUEST="true"
-    )
-    html = response.content.decode()
-    assert response.status_code == 200, html
-    assert "created" in html and "1 malformed line skipped" in html and "line 6" in html
-    bad = SimpleUploadedFile("bad.jsonl", b"not json at all\n")
-    response = c.post(reverse("sessions_app:session_import"), {"file": bad}, HTTP_HX_REQUEST="true")
-    assert response.status_code == 400 and "Import failed" in response.content.decode()
-    listing = c.get(reverse("sessions_app:session_list"), {"q": "approach C"}).content.decode()
-    assert "Imported" in listing and "Set up the project" in listing
-    assert (
-        "No session matches"
-        in c.get(reverse("sessions_app:session_list"), {"q": "zzzz-nothing"}).content.decode()
-    )
-    response = c.post(reverse("sessions_app:session_new"), {"cwd": "/etc", "name": "x"})
-    assert response.status_code == 400 and "inside a workspace root" in response.content.decode()
-    response = c.post(reverse("sessions_app:session_new"), {"cwd": str(workspace), "name": "Fresh"})
-    assert response.status_code == 302
-    assert Session.objects.filter(owner=owner, name="Fresh", source="live").exists()
-
-
 def test_summary_request_from_a_stale_page_changes_nothing(session, owner, client_for):
     """A page drawn before the leaf moved (another tab) must not summarize the wrong branch."""
     c = client_for(owner)
@@ -359,12 +342,7 @@ def test_summary_request_from_a_stale_page_changes_nothing(session, owner, clien
 
 
 def test_inspector_lists_project_context_and_skills(owner, client_for, workspace):
-    (workspace / "AGENTS.md").write_text("Always run the tests.\n")
-    skill = workspace / ".pi" / "skills" / "deploy"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: deploy\ndescription: Ship the app safely.\n---\nSteps.\n"
-    )
+    write_project_context(workspace, "Ship the app safely.")
     s = import_branched(owner, str(workspace), session_id=str(uuid.uuid4()))
     html = client_for(owner).get(url("inspector", s), {"leaf": "e0000004"}).content.decode()
     assert str(workspace / "AGENTS.md") in html
@@ -373,3 +351,51 @@ def test_inspector_lists_project_context_and_skills(owner, client_for, workspace
     # no compaction on this path: nothing hidden, messages are the path's messages
     assert "hidden behind the compaction summary" not in html
     assert html.count('class="ctx-msg ') == 4
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_full_output_of_a_path_into_another_users_area_is_refused(make_user, settings, client_for):
+    victim, attacker = make_user(), make_user()
+    secret = area_of(settings, victim) / "proj" / ".env"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("API_KEY=victim-secret\n")
+    s = import_branched(attacker, "/tmp/anything", str(secret), session_id=str(uuid.uuid4()))
+    c = client_for(attacker)
+    response = c.get(reverse("sessions_app:entry_output", args=[s.pi_id, "e0000013"]))
+    assert response.status_code == 404
+    # ...and the page does not offer the link for it.
+    pane = c.get(reverse("sessions_app:entry_pane", args=[s.pi_id, "e0000013"]))
+    assert pane.status_code == 200
+    assert "/output/" not in pane.content.decode()
+    # A file in the global artifact dir but not this session's is refused too.
+    other = Path(settings.PIWEB_ARTIFACT_DIR) / "sessions" / "999999999" / "bash-x.log"
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text("someone else's output")
+    set_full_output_path(s, other)
+    response = c.get(reverse("sessions_app:entry_output", args=[s.pi_id, "e0000013"]))
+    assert response.status_code == 404
+
+
+def test_fold_urls_survive_ids_containing_the_old_placeholders(make_user, client_for):
+    owner = make_user()
+    sid = "FIRST-LAST-HEAD-" + uuid.uuid4().hex[:8]
+    entries, parent = [], None
+    for i in range(400):
+        eid = f"LAST{i:04d}HEADFIRST"
+        entries.append(message(eid, parent, "user" if i % 2 == 0 else "assistant", ts=i))
+        parent = eid
+    # a side branch so a "more in this branch" row can appear too
+    for j in range(60):
+        eid = f"HEADb{j:03d}"
+        entries.append(message(eid, "LAST0010HEADFIRST" if j == 0 else f"HEADb{j - 1:03d}", ts=j))
+    import_jsonl_stream(as_file(jsonl_text(header(sid), entries)), owner, filename="f.jsonl")
+    html = client_for(owner).get(reverse("sessions_app:session_detail", args=[sid])).content
+    urls = re.findall(r'hx-get="([^"?]*/tree/(?:run|branch)/[^"?]*)', html.decode())
+    assert urls, "expected folded rows in a 460-entry session"
+    known = set(Entry.objects.filter(session__pi_id=sid).values_list("pi_id", flat=True))
+    for url in urls:
+        match = resolve(url.replace("&amp;", "&"))
+        assert match.kwargs["session_id"] == sid
+        for key in ("first_id", "last_id", "head_id"):
+            if key in match.kwargs:
+                assert match.kwargs[key] in known, url

@@ -1,30 +1,28 @@
-"""The jobs panel views: rights, CSRF, validation, stale sweep on render."""
+"""The jobs views (sessions_app/views/jobs.py): the panel, compact now and the compaction
+settings: rights, CSRF, validation, stale sweep on render."""
 
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import Job, SessionShare, Team
 from sessions_app.services import jobs
+from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.job_sessions import SMALL, make_session
+from tests.support.web import client_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("no_worker_for_these_jobs"),
+]
 
-
-@pytest.fixture(autouse=True)
-def _no_worker_for_these_jobs(settings):
-    """These tests run jobs in this process (jobs.run_job); their tasks go to a queue no
-    worker consumes, so a worker started by another test module cannot race them."""
-    settings.PIWEB_JOBS_QUEUE = "q-jobs-service-tests-unconsumed"
-
-
-def _client(user, **kw):
-    client = Client(**kw)
-    client.force_login(user)
-    return client
+PANEL = [Call("jobs_panel")]
+CHANGES = [
+    post("jobs_compact", {"focus": "x"}),
+    post("jobs_settings", {"enabled": "on", "reserve_tokens": "9", "keep_recent_tokens": "9"}),
+]
 
 
 def _shared(session, role):
@@ -43,15 +41,15 @@ def test_panel_rights_and_compact_now(make_user):
     panel = reverse("sessions_app:jobs_panel", args=[session.pi_id])
     compact = reverse("sessions_app:jobs_compact", args=[session.pi_id])
 
-    page = _client(viewer).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
+    page = client_for(viewer).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
     assert page.status_code == 200
     assert b'id="jobs-list"' in page.content and b"Compact now" not in page.content
-    assert _client(viewer).get(panel).status_code == 200
-    assert _client(stranger).get(panel).status_code == 404
-    assert _client(viewer).post(compact, {"focus": "x"}).status_code == 403
+    assert client_for(viewer).get(panel).status_code == 200
+    assert client_for(stranger).get(panel).status_code == 404
+    assert client_for(viewer).post(compact, {"focus": "x"}).status_code == 403
     assert not Job.objects.filter(session=session).exists()
 
-    ed = _client(editor)
+    ed = client_for(editor)
     response = ed.post(compact, {"focus": "the cache"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     job = Job.objects.get(session=session)
@@ -66,10 +64,25 @@ def test_panel_rights_and_compact_now(make_user):
     assert b"every 2s" not in ed.get(panel).content  # nothing active: no polling
 
 
-def test_csrf_is_enforced(make_user):
+def test_it_requires_login(shared):
+    assert login_redirects(PANEL + CHANGES, shared.session) == each(PANEL + CHANGES, "/login/")
+
+
+def test_it_requires_a_share_of_the_session(shared):
+    strangers = statuses(client_for(shared.stranger), PANEL + CHANGES, shared.session)
+    assert strangers == each(PANEL + CHANGES, 404)
+
+
+def test_it_requires_editor_rights_to_compact_or_change_the_settings(shared):
+    assert statuses(client_for(shared.viewer), CHANGES, shared.session) == each(CHANGES, 403)
+    assert not Job.objects.filter(session=shared.session).exists()
+    assert statuses(client_for(shared.viewer), PANEL, shared.session) == each(PANEL, 200)
+
+
+def test_it_requires_a_csrf_token(make_user):
     owner = make_user()
     session = make_session(owner, turns=1)
-    client = _client(owner, enforce_csrf_checks=True)
+    client = client_for(owner, csrf=True)
     url = reverse("sessions_app:jobs_compact", args=[session.pi_id])
     assert client.post(url, {"focus": ""}).status_code == 403
     assert not Job.objects.filter(session=session).exists()
@@ -81,16 +94,16 @@ def test_settings_form(make_user):
     viewer = _shared(session, "viewer")
     url = reverse("sessions_app:jobs_settings", args=[session.pi_id])
     data = {"enabled": "on", "reserve_tokens": "9000", "keep_recent_tokens": "1234"}
-    assert _client(viewer).post(url, data).status_code == 403
-    ok = _client(owner).post(url, data, HTTP_HX_REQUEST="true")
+    assert client_for(viewer).post(url, data).status_code == 403
+    ok = client_for(owner).post(url, data, HTTP_HX_REQUEST="true")
     assert ok.status_code == 200 and b"Saved." in ok.content
     session.refresh_from_db()
     cfg = jobs.compaction_settings(session)
     assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 9000, 1234)
-    off = _client(owner).post(url, {**data, "enabled": ""}, HTTP_HX_REQUEST="true")
+    off = client_for(owner).post(url, {**data, "enabled": ""}, HTTP_HX_REQUEST="true")
     session.refresh_from_db()
     assert off.status_code == 200 and not jobs.compaction_settings(session).enabled
-    bad = _client(owner).post(url, {**data, "reserve_tokens": "lots"}, HTTP_HX_REQUEST="true")
+    bad = client_for(owner).post(url, {**data, "reserve_tokens": "lots"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 400 and b"whole numbers" in bad.content
 
 
@@ -100,7 +113,7 @@ def test_loading_the_panel_sweeps_dead_jobs(make_user, settings):
     job = jobs.request_compaction(session, actor=owner)
     old = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 1)
     Job.objects.filter(pk=job.pk).update(status="running", attempts=1, heartbeat_at=old)
-    response = _client(owner).get(reverse("sessions_app:jobs_panel", args=[session.pi_id]))
+    response = client_for(owner).get(reverse("sessions_app:jobs_panel", args=[session.pi_id]))
     assert response.status_code == 200
     job.refresh_from_db()
     assert job.status == "queued" and job.progress["phase"] == "requeued"

@@ -1,4 +1,5 @@
-"""Builders for session entries used by the context/tree unit tests."""
+"""Builders for session entries used by the context/tree unit tests, and the headings of
+pi's structured summaries."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ from datetime import UTC
 from typing import Any
 
 BASE_MS = 1_748_779_200_000  # 2025-06-01T12:00:00Z
+
+# The headings of a compaction summary, in pi's order.
+SUMMARY_HEADINGS = [
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+]
 
 
 def iso(ms: int) -> str:

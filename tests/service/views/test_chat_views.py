@@ -1,0 +1,49 @@
+"""The chat views (sessions_app/views/chat.py): who may send, stop and switch the model,
+who may read the transcript and the run state, and what a stop says when Redis is away."""
+
+import pytest
+from django.urls import reverse
+
+from sessions_app.models import Job
+from sessions_app.services import tree
+from tests.support.access import Call, each, login_redirects, post, statuses
+from tests.support.web import client_for
+from tests.support.workspaces import area_of
+
+pytestmark = [pytest.mark.django_db]
+
+READS = [Call("chat_transcript"), Call("chat_state")]
+CHANGES = [
+    post("chat_send", {"text": "hello"}),
+    post("chat_stop"),
+    post("chat_model", {"profile": "scripted"}),
+]
+
+
+def test_it_requires_login(shared):
+    assert login_redirects(READS + CHANGES, shared.session) == each(READS + CHANGES, "/login/")
+
+
+def test_it_requires_a_share_of_the_session(shared):
+    strangers = statuses(client_for(shared.stranger), READS + CHANGES, shared.session)
+    assert strangers == each(READS + CHANGES, 404)
+    assert statuses(client_for(shared.viewer), READS, shared.session) == each(READS, 200)
+
+
+def test_it_requires_editor_rights_to_send_stop_or_switch_the_model(shared):
+    assert statuses(client_for(shared.viewer), CHANGES, shared.session) == each(CHANGES, 403)
+    assert not Job.objects.filter(session=shared.session).exists()
+    shared.session.refresh_from_db()
+    assert shared.session.model_profile == "scripted"
+
+
+def test_a_stop_with_redis_unreachable_is_a_clear_503(make_user, settings):
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    Job.objects.create(
+        session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING, params={}
+    )
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    response = client_for(owner).post(reverse("sessions_app:chat_stop", args=[session.pi_id]))
+    assert response.status_code == 503
+    assert "Could not reach Redis" in response.content.decode()

@@ -1,0 +1,117 @@
+"""The page views (sessions_app/views/pages.py): the session list, import, a new session,
+the session page and its provenance panel."""
+
+import os
+import uuid
+
+import pytest
+from django.urls import reverse
+
+from sessions_app.models import Session
+from sessions_app.services import tree
+from tests.support.access import Call, each, login_redirects, post, statuses
+from tests.support.web import client_for
+from tests.support.workspaces import area_of
+
+pytestmark = [pytest.mark.django_db]
+
+ANY_USER = [
+    Call("session_list", per_session=False),
+    post("session_import", per_session=False),
+    post("session_new", {"cwd": "/tmp/x"}, per_session=False),
+]
+SESSION_PAGES = [Call("session_detail"), Call("session_provenance")]
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user("owner")
+
+
+def test_it_requires_login(shared):
+    calls = ANY_USER + SESSION_PAGES
+    assert login_redirects(calls, shared.session) == each(calls, "/login/")
+    assert not Session.objects.exclude(pk=shared.session.pk).exists()
+
+
+def test_it_requires_a_share_of_the_session(shared):
+    strangers = statuses(client_for(shared.stranger), SESSION_PAGES, shared.session)
+    assert strangers == each(SESSION_PAGES, 404)
+    viewers = statuses(client_for(shared.viewer), SESSION_PAGES, shared.session)
+    assert viewers == each(SESSION_PAGES, 200)
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_the_page_of_a_session_without_entries_renders(make_user, settings):
+    owner = make_user()
+    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    assert session.leaf_id is None
+    response = client_for(owner).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
+    assert response.status_code == 200
+    assert 'data-review-leaf=""' in response.content.decode()
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_a_new_session_is_made_only_inside_the_users_own_area(make_user, settings):
+    alice, bob = make_user(), make_user()
+    alice_proj = area_of(settings, alice) / "proj"
+    alice_proj.mkdir(parents=True, exist_ok=True)
+    c = client_for(bob)
+    new = reverse("sessions_app:session_new")
+    for cwd in (str(alice_proj), str(settings.PIWEB_WORKSPACE_ROOTS[0]), "/etc", "relative/x"):
+        response = c.post(new, {"cwd": cwd, "name": "x"})
+        assert response.status_code == 400, cwd
+    assert not Session.objects.filter(owner=bob).exists()
+    # a symlink in bob's area pointing into alice's is refused too
+    os.symlink(alice_proj, area_of(settings, bob) / "sneaky")
+    assert c.post(new, {"cwd": str(area_of(settings, bob) / "sneaky")}).status_code == 400
+    mine = area_of(settings, bob) / "fresh-project"
+    response = c.post(new, {"cwd": str(mine), "name": "Mine"})
+    assert response.status_code == 302
+    assert mine.is_dir()  # created on demand
+    session = Session.objects.get(owner=bob)
+    assert session.cwd == str(mine) and session.name == "Mine"
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_a_new_session_with_a_name_is_created_with_its_name(make_user, settings):
+    owner = make_user()
+    cwd = area_of(settings, owner) / "named"
+    response = client_for(owner).post(
+        reverse("sessions_app:session_new"), {"cwd": str(cwd), "name": "Named"}
+    )
+    assert response.status_code == 302
+    session = Session.objects.get(owner=owner)
+    assert session.name == "Named"
+    assert session.entries.filter(type="session_info").count() == 1
+
+
+def test_sessions_list_search_import_and_new(owner, workspace):
+    c = client_for(owner)
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.support.tree_data import branched_jsonl
+
+    upload = SimpleUploadedFile(
+        "b.jsonl", branched_jsonl(str(workspace), session_id=str(uuid.uuid4()))
+    )
+    response = c.post(
+        reverse("sessions_app:session_import"), {"file": upload}, HTTP_HX_REQUEST="true"
+    )
+    html = response.content.decode()
+    assert response.status_code == 200, html
+    assert "created" in html and "1 malformed line skipped" in html and "line 6" in html
+    bad = SimpleUploadedFile("bad.jsonl", b"not json at all\n")
+    response = c.post(reverse("sessions_app:session_import"), {"file": bad}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and "Import failed" in response.content.decode()
+    listing = c.get(reverse("sessions_app:session_list"), {"q": "approach C"}).content.decode()
+    assert "Imported" in listing and "Set up the project" in listing
+    assert (
+        "No session matches"
+        in c.get(reverse("sessions_app:session_list"), {"q": "zzzz-nothing"}).content.decode()
+    )
+    response = c.post(reverse("sessions_app:session_new"), {"cwd": "/etc", "name": "x"})
+    assert response.status_code == 400 and "inside a workspace root" in response.content.decode()
+    response = c.post(reverse("sessions_app:session_new"), {"cwd": str(workspace), "name": "Fresh"})
+    assert response.status_code == 302
+    assert Session.objects.filter(owner=owner, name="Fresh", source="live").exists()
