@@ -1,4 +1,8 @@
-"""Celery tasks. They stay thin: load ids, call a service, nothing else."""
+"""Celery tasks. They stay thin: load ids, call a service, nothing else.
+
+Services never import this module: they send a task by its name (the job kinds name
+theirs in ``services/jobs``' registry), so the names here are part of that contract.
+"""
 
 from celery import shared_task
 
@@ -11,7 +15,7 @@ def ping(value: str) -> str:
     return record_ping(value)
 
 
-# --- jobs area: compaction and branch summaries ------------------------------------------
+# --- jobs (services/jobs): compaction, branch and compare summaries, agent runs ---------
 
 
 @shared_task(name="piweb.run_summary_job", acks_late=True, reject_on_worker_lost=True)
@@ -23,7 +27,7 @@ def run_summary_job(job_id: str) -> str | None:
 
 
 def _start_job_sweeper(sender=None, **kwargs):
-    """Each worker sweeps stale jobs (dead workers) itself: no Celery beat needed."""
+    """Each worker sweeps stale jobs of every kind itself: no Celery beat needed."""
     from sessions_app.services.jobs import start_sweeper
 
     start_sweeper()
@@ -48,10 +52,10 @@ def finish_import(session_pk: int, from_seq: int) -> int:
 
 @shared_task(name="piweb.compare_summary", acks_late=True)
 def run_compare_summary_job(job_id: str):
-    """Summarize the difference of two branches (review area; services/compare.py)."""
-    from sessions_app.services.compare import run_compare_summary
+    """Summarize the difference of two branches (services/jobs/compare_summary.py)."""
+    from sessions_app.services.jobs import run_job
 
-    return run_compare_summary(job_id)
+    return run_job(job_id)
 
 
 @shared_task(name="piweb.agent_run", acks_late=True)

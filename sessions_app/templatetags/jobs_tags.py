@@ -44,12 +44,7 @@ def jobs_list_context(session) -> dict:
 
 @register.simple_tag
 def jobs_panel(session, access):
-    """Everything the jobs panel needs besides `session` and `access`.
-
-    Rendering the panel also sweeps the session's stale jobs (a dead worker's job is
-    requeued or failed), since no periodic scheduler runs in the one-command setup.
-    """
-    jobs.sweep_stale_jobs(session=session)
+    """Everything the jobs panel needs besides `session` and `access`."""
     return {
         **jobs_list_context(session),
         "settings": jobs.compaction_settings(session),

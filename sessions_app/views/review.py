@@ -28,7 +28,7 @@ from sessions_app.services.access import (
     check_access,
     share_link_session_id,
 )
-from sessions_app.services.jobs import sweep_stale_jobs
+from sessions_app.services.jobs import compare_summary as compare_jobs
 from sessions_app.services.tree import UNSET
 
 ACTIVITY_LIMIT = 100
@@ -404,7 +404,7 @@ def compare(request, session_id):
     if a and b:
         try:
             context["comparison"] = compare_service.compare(access.session, a, b, render=True)
-            context["job"] = compare_service.latest_compare_job(access.session, a, b)
+            context["job"] = compare_jobs.latest_compare_job(access.session, a, b)
         except compare_service.CompareError as exc:
             context["error"] = str(exc)
             status = 400
@@ -418,7 +418,7 @@ def compare_summary(request, session_id):
     access = check_access(request.user, session_id, EDITOR)
     a, b = request.POST.get("a", ""), request.POST.get("b", "")
     try:
-        job = compare_service.request_compare_summary(access.session, a, b, actor=request.user)
+        job = compare_jobs.request_compare_summary(access.session, a, b, actor=request.user)
     except compare_service.CompareError as exc:
         return _bad_request(request, str(exc))
     if request.htmx:
@@ -436,7 +436,6 @@ def compare_summary(request, session_id):
 @require_GET
 def compare_job(request, session_id, job_id):
     access = check_access(request.user, session_id, VIEWER)
-    sweep_stale_jobs(session=access.session)  # a job whose worker died is queued again
     job = Job.objects.filter(
         pk=job_id, session=access.session, kind=Job.Kind.COMPARE_SUMMARY
     ).first()
