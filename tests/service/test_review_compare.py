@@ -6,8 +6,8 @@ import pytest
 
 from sessions_app.models import Job
 from sessions_app.services import compare
-from sessions_app.services.jobs import compare_summary, lifecycle
 from sessions_app.services.compare import CompareError
+from sessions_app.services.jobs import compare_summary, lifecycle
 from tests.support.review_data import build_branchy_session
 
 
@@ -64,7 +64,9 @@ def test_compare_page(client, make_user):
 def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     owner = make_user()
     data = build_branchy_session(owner)
-    job = compare_summary.request_compare_summary(data.session, data.ids["a3"], data.ids["b3"], actor=owner)
+    job = compare_summary.request_compare_summary(
+        data.session, data.ids["a3"], data.ids["b3"], actor=owner
+    )
     again = compare_summary.request_compare_summary(
         data.session, data.ids["a3"], data.ids["b3"], actor=owner
     )
