@@ -25,16 +25,9 @@ OUTCOMES = {
 
 def create(session: Session, *, actor, params: dict, model: str) -> Job:
     """Store the queued run (the caller holds the session lock) and enqueue it."""
-    return lifecycle.create(
-        session,
-        Job.Kind.AGENT_RUN,
-        actor=actor,
-        activity="chat_sent",
-        details={"mode": params["mode"]},
-        params=params,
-        model=model,
-        prepared_leaf_pi_id=params["parent"],
-    )
+    activity = ("chat_sent", {"mode": params["mode"]})
+    fields = {"params": params, "model": model, "prepared_leaf_pi_id": params["parent"]}
+    return lifecycle.create(session, Job.Kind.AGENT_RUN, actor, activity, **fields)
 
 
 def claim(job_id) -> tuple[Job, int] | None:

@@ -85,21 +85,21 @@ def request_branch_summary(
         current = locked.leaf.pi_id if locked.leaf_id else None
         if current != position:
             tree.set_leaf(locked, position, actor=actor)
+        params = {
+            "position": position,
+            "custom_instructions": custom,
+            "replace_prompt": bool(replace_prompt and custom),
+            "editor_text": nav["editorText"],
+            "settings": compaction_settings(locked).to_dict(),
+        }
         job = lifecycle.create(
             locked,
             Job.Kind.BRANCH_SUMMARY,
-            actor=actor,
-            activity="branch_summary_requested",
-            details={"target": target_pi_id},
+            actor,
+            ("branch_summary_requested", {"target": target_pi_id}),
             prepared_leaf_pi_id=old_leaf_pi_id,
             target_pi_id=target_pi_id,
-            params={
-                "position": position,
-                "custom_instructions": custom,
-                "replace_prompt": bool(replace_prompt and custom),
-                "editor_text": nav["editorText"],
-                "settings": compaction_settings(locked).to_dict(),
-            },
+            params=params,
         )
     session.refresh_from_db()
     return job

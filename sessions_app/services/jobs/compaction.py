@@ -79,16 +79,10 @@ def _create(
     }
     if leaf_pi_id is not None:
         params["append_at"] = leaf_pi_id
-    return lifecycle.create(
-        session,
-        Job.Kind.COMPACTION,
-        actor=actor,
-        activity="compaction_requested",
-        details={"trigger": trigger},
-        send=send,
-        prepared_leaf_pi_id=leaf_pi_id or (session.leaf.pi_id if session.leaf_id else None),
-        params=params,
-    )
+    prepared = leaf_pi_id or (session.leaf.pi_id if session.leaf_id else None)
+    activity = ("compaction_requested", {"trigger": trigger})
+    fields = {"params": params, "prepared_leaf_pi_id": prepared}
+    return lifecycle.create(session, Job.Kind.COMPACTION, actor, activity, send=send, **fields)
 
 
 def request_compaction(

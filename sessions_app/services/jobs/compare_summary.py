@@ -38,15 +38,15 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
         )
         if existing is not None:
             return existing
+        pair = {"a": a_pi_id, "b": b_pi_id}
         return lifecycle.create(
             locked,
             Job.Kind.COMPARE_SUMMARY,
-            actor=actor,
-            activity="compare_requested",
-            details={"a": a_pi_id, "b": b_pi_id},
+            actor,
+            ("compare_requested", pair),
+            params=pair,
             prepared_leaf_pi_id=a_pi_id,
             target_pi_id=b_pi_id,
-            params={"a": a_pi_id, "b": b_pi_id},
         )
 
 

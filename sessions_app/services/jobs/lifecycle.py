@@ -146,19 +146,12 @@ def publish_progress(job: Job) -> None:
 
 
 def create(
-    session: Session,
-    kind: str,
-    *,
-    actor,
-    activity: str = "",
-    details=None,
-    send: bool = True,
-    **fields,
+    session: Session, kind: str, actor, activity: tuple[str, dict], *, send=True, **fields
 ) -> Job:
     """Store a queued job of `kind` on `session` (whose row the caller has locked),
-    record `activity` (with `details`) in the session's log, publish the job and enqueue
-    it after the commit (unless `send` is false: the caller runs it itself). `fields` are
-    the Job's own (params, prepared_leaf_pi_id, …)."""
+    record `activity` (an action and its details) in the session's log, publish the job
+    and enqueue it after the commit (unless `send` is false: the caller runs it itself).
+    `fields` are the Job's own (params, prepared_leaf_pi_id, …)."""
     spec = kind_of(kind)
     fields.setdefault("progress", {"phase": "queued"})
     job = Job.objects.create(
@@ -168,8 +161,8 @@ def create(
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
         **fields,
     )
-    if activity:
-        tree.record_activity(session, actor, activity, job=str(job.id), **(details or {}))
+    action, details = activity
+    tree.record_activity(session, actor, action, job=str(job.id), **details)
     publish_progress(job)
     if send:
         enqueue(job)
