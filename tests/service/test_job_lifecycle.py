@@ -71,7 +71,7 @@ def test_create_enqueues_the_kinds_task_by_name_after_commit(make_user, queue):
     sent = _sent(queue)
     assert len(sent) == 1
     task, args = sent[0]
-    assert task == "piweb.run_summary_job" and args == [str(job.pk)]
+    assert task == "piweb.run_job" and args == [str(job.pk)]
     assert job.status == Status.QUEUED and job.progress == {"phase": "queued"}
 
 
@@ -93,7 +93,7 @@ def test_enqueue_with_the_broker_down_flags_the_job_and_the_sweep_sends_it(
     assert lifecycle.sweep(session=session) == [str(job.pk)]
     job.refresh_from_db()
     assert job.status == Status.QUEUED and "enqueue_failed" not in job.progress
-    assert [task for task, _ in _sent(queue)] == ["piweb.run_summary_job"]
+    assert [task for task, _ in _sent(queue)] == ["piweb.run_job"]
 
 
 def test_services_never_import_the_tasks_module():
@@ -180,10 +180,7 @@ def test_the_sweep_requeues_summaries_and_fails_agent_runs(make_user, queue, set
     # requeue: queued again, sent again
     assert summary.status == compare.status == Status.QUEUED
     assert summary.progress["phase"] == compare.progress["phase"] == "requeued"
-    assert sorted(task for task, _ in _sent(queue)) == [
-        "piweb.compare_summary",
-        "piweb.run_summary_job",
-    ]
+    assert [task for task, _ in _sent(queue)] == ["piweb.run_job", "piweb.run_job"]
     # fail: an agent run never runs twice
     assert run.status == Status.FAILED and run.error == agent_run.KIND.stale_error
     assert never_picked.status == Status.FAILED
@@ -199,7 +196,6 @@ def test_a_kind_registered_with_the_fail_policy_is_failed_on_redelivery(make_use
     session = make_session(owner, turns=3, compaction=SMALL)
     spec = lifecycle.JobKind(
         kind=Job.Kind.COMPARE_SUMMARY,
-        task="piweb.compare_summary",
         on_stale=lifecycle.FAIL,
         stale_error="gone for good",
     )

@@ -8,8 +8,8 @@
   attaching the entry).
 
 A new kind: write its module (request function, ``run(job, attempt)``, a
-``lifecycle.register(JobKind(...))``), import it below, and add a thin task in
-``tasks.py`` under the task name it registered.
+``lifecycle.register(JobKind(...))``) and import it below; the generic task
+``piweb.run_job`` runs it.
 
 The names below are the package's public API (views, tasks and tests use them).
 """

@@ -164,7 +164,5 @@ def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry:
 
 
 KIND = lifecycle.register(
-    lifecycle.JobKind(
-        kind=Job.Kind.BRANCH_SUMMARY, task="piweb.run_summary_job", on_claim=on_claim, run=run
-    )
+    lifecycle.JobKind(kind=Job.Kind.BRANCH_SUMMARY, on_claim=on_claim, run=run)
 )

@@ -268,8 +268,4 @@ def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry | No
     return entry
 
 
-KIND = lifecycle.register(
-    lifecycle.JobKind(
-        kind=Job.Kind.COMPACTION, task="piweb.run_summary_job", on_claim=on_claim, run=run
-    )
-)
+KIND = lifecycle.register(lifecycle.JobKind(kind=Job.Kind.COMPACTION, on_claim=on_claim, run=run))

@@ -112,7 +112,5 @@ def _on_claim(job: Job) -> None:
 
 
 KIND = lifecycle.register(
-    lifecycle.JobKind(
-        kind=Job.Kind.COMPARE_SUMMARY, task="piweb.compare_summary", on_claim=_on_claim, run=run
-    )
+    lifecycle.JobKind(kind=Job.Kind.COMPARE_SUMMARY, on_claim=_on_claim, run=run)
 )

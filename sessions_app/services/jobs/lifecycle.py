@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 Status = Job.Status
 REQUEUE, FAIL = "requeue", "fail"
+RUN_JOB_TASK = "piweb.run_job"  # tasks.run_job: runs any kind that has a `run`
 
 
 class JobError(ValueError):
@@ -53,7 +54,8 @@ class JobError(ValueError):
 class JobKind:
     """What the lifecycle needs to know about one kind of job.
 
-    ``task``: the Celery task name that runs it. ``on_stale``: ``REQUEUE`` (run it again,
+    ``task``: the Celery task name that runs it (by default the generic one, which calls
+    :func:`run_job`). ``on_stale``: ``REQUEUE`` (run it again,
     up to ``PIWEB_JOB_MAX_ATTEMPTS`` runs) or ``FAIL`` (never run twice; fail it with
     ``stale_error``, and a queued job nobody picked up in time with ``lost_error``).
     ``jobs_queue``: send it to ``PIWEB_JOBS_QUEUE`` rather than the default queue.
@@ -64,7 +66,7 @@ class JobKind:
     """
 
     kind: str
-    task: str
+    task: str = RUN_JOB_TASK
     on_stale: str = REQUEUE
     jobs_queue: bool = True
     stale_error: str = "The worker running this stopped."
