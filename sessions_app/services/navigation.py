@@ -6,9 +6,9 @@ input box; any other target becomes the leaf. It locks the session row and does 
 when the leaf is already where it would go (double clicks and two tabs are harmless).
 
 Navigation while a compaction or branch summary of the same session is running is
-allowed: the jobs service (services/jobs.py) attaches a branch summary to the position
-it was requested for, whatever the leaf does meanwhile, and supersedes a compaction
-whose leaf moved to another branch. `blocking_job` lets the page say so.
+allowed: the branch-summary job (services/jobs/branch_summary.py) attaches its summary
+to the position it was requested for, whatever the leaf does meanwhile, and a compaction
+whose leaf moved to another branch is superseded. `blocking_job` lets the page say so.
 """
 
 from dataclasses import dataclass
