@@ -37,7 +37,7 @@ def claim(job_id) -> tuple[Job, int] | None:
 def finish(job: Job, attempt: int, outcome: str, error: str = "", entry=None) -> str | None:
     """Store the run's outcome (if this attempt still holds the job); publish `run_end`."""
     return lifecycle.finish_own(
-        job, attempt, OUTCOMES[outcome], error=error, entry=entry, outcome=outcome
+        job, attempt, OUTCOMES[outcome], error=error, entry=entry, phase=outcome, outcome=outcome
     )
 
 
