@@ -18,28 +18,20 @@ REQUEST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _tasks_stay_in_process(monkeypatch):
-    """The run happens here: a worker from another module must not claim it first."""
+@pytest.fixture
+def session(make_user, workspace, redis_ready, monkeypatch):
+    """A session on the scripted model whose runs happen here: their tasks go to a queue
+    no worker consumes (a worker from another module must not claim them first)."""
     from piweb.celery import app
 
-    monkeypatch.setitem(app.conf, "task_default_queue", "piweb-in-process-tests")
+    monkeypatch.setitem(app.conf, "task_default_queue", "q-retry-tests-unconsumed")
+    return tree.create_session(owner=make_user(), cwd=str(workspace), model_profile="scripted")
 
 
-@pytest.fixture
-def owner(make_user):
-    return make_user()
-
-
-@pytest.fixture
-def session(owner, workspace, redis_ready):
-    return tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
-
-
-def agent_calls(session, owner, llm_server) -> tuple[int, float]:
+def agent_calls(session, llm_server) -> tuple[int, float]:
     before = len(llm_server.requests)
     started = time.monotonic()
-    job = chat.send_message(session, owner, "hello")
+    job = chat.send_message(session, session.owner, "hello")
     chat.execute_run(str(job.pk))
     return len(llm_server.requests) - before, time.monotonic() - started
 
@@ -56,14 +48,14 @@ def summary_calls(llm_server) -> tuple[int, float, str]:
 
 
 @pytest.mark.parametrize("retries", [0, 2])
-def test_both_callers_obey_the_same_retry_settings(session, owner, llm, settings, retries):
+def test_both_callers_obey_the_same_retry_settings(session, llm, settings, retries):
     settings.PIWEB_LLM_RETRIES = retries
     settings.PIWEB_LLM_RETRY_BASE_DELAY = 0.3
     settings.PIWEB_LLM_RETRY_MAX_DELAY = 0.4
     waits = sum(min(0.4, 0.3 * 2**n) for n in range(retries))  # 0.3 + 0.4
 
     llm.push(*[error(503, "overloaded")] * (retries + 2))
-    calls, took = agent_calls(session, owner, llm)
+    calls, took = agent_calls(session, llm)
     assert calls == retries + 1 and took >= waits
     assert tree.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
 
@@ -76,6 +68,6 @@ def test_both_callers_obey_the_same_retry_settings(session, owner, llm, settings
     # Within the budget both get through.
     llm.reset()
     llm.push(*[error(429, "slow down")] * retries, text("fine"))
-    assert agent_calls(session, owner, llm)[0] == retries + 1
+    assert agent_calls(session, llm)[0] == retries + 1
     llm.push(*[error(429, "slow down")] * retries, text("fine"))
     assert summary_calls(llm)[::2] == (retries + 1, "ok")
