@@ -19,13 +19,18 @@ REQUEST = {
 
 
 @pytest.fixture
-def session(make_user, workspace, redis_ready, monkeypatch):
+def owner(make_user):
+    return make_user("retry-owner")  # (the `workspace` fixture is made in their folder)
+
+
+@pytest.fixture
+def session(owner, workspace, redis_ready, monkeypatch):
     """A session on the scripted model whose runs happen here: their tasks go to a queue
     no worker consumes (a worker from another module must not claim them first)."""
     from piweb.celery import app
 
     monkeypatch.setitem(app.conf, "task_default_queue", "q-retry-tests-unconsumed")
-    return tree.create_session(owner=make_user(), cwd=str(workspace), model_profile="scripted")
+    return tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
 
 
 def agent_calls(session, llm_server) -> tuple[int, float]:
@@ -33,6 +38,7 @@ def agent_calls(session, llm_server) -> tuple[int, float]:
     started = time.monotonic()
     job = chat.send_message(session, session.owner, "hello")
     chat.execute_run(str(job.pk))
+    session.refresh_from_db()
     return len(llm_server.requests) - before, time.monotonic() - started
 
 
