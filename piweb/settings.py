@@ -261,14 +261,13 @@ PIWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("PIWEB_JOB_HEARTBEAT_SECONDS"
 PIWEB_JOB_MAX_ATTEMPTS = int(os.environ.get("PIWEB_JOB_MAX_ATTEMPTS", "3"))
 # Queue for compaction / branch-summary tasks ("" = CELERY_TASK_DEFAULT_QUEUE).
 PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
+# The one retry policy of model calls (agent runs and summaries; agent/retry.py): how many
+# retries, and the capped exponential backoff between them (seconds).
 PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
-PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "0.5"))
-PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "20"))
-# The agent run's own retries of a failed model call (the summarizer uses the three above),
-# how long a job waits for the session's agent run to end, and the Redis key prefix of
+PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "1.0"))
+PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "30"))
+# How long a job waits for the session's agent run to end, and the Redis key prefix of
 # live run state.
-PIWEB_LLM_MAX_RETRIES = int(os.environ.get("PIWEB_LLM_MAX_RETRIES", "3"))
-PIWEB_LLM_RETRY_BASE_SECONDS = float(os.environ.get("PIWEB_LLM_RETRY_BASE_SECONDS", "1.0"))
 PIWEB_JOB_WAIT_FOR_RUN_SECONDS = float(os.environ.get("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", "1800"))
 PIWEB_CHAT_REDIS_PREFIX = os.environ.get("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
 

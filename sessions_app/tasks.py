@@ -1,4 +1,8 @@
-"""Celery tasks. They stay thin: load ids, call a service, nothing else."""
+"""Celery tasks. They stay thin: load ids, call a service, nothing else.
+
+Services never import this module: they send a task by its name (the job kinds name
+theirs in ``services/jobs``' registry), so the names here are part of that contract.
+"""
 
 from celery import shared_task
 
@@ -11,19 +15,25 @@ def ping(value: str) -> str:
     return record_ping(value)
 
 
-# --- jobs area: compaction and branch summaries ------------------------------------------
+# --- jobs (services/jobs): compaction, branch and compare summaries, agent runs ---------
 
 
-@shared_task(name="piweb.run_summary_job", acks_late=True, reject_on_worker_lost=True)
-def run_summary_job(job_id: str) -> str | None:
-    """Run a compaction / branch-summary Job (idempotent: redelivery writes nothing twice)."""
-    from sessions_app.services.jobs import run_job
+@shared_task(name="piweb.run_job", acks_late=True, reject_on_worker_lost=True)
+def run_job(job_id: str) -> str | None:
+    """Run a queued Job of any kind with a `run` (idempotent: see services/jobs/lifecycle)."""
+    from sessions_app.services.jobs import run_job as run
 
-    return run_job(job_id)
+    return run(job_id)
+
+
+# The names earlier versions queued summary jobs under: kept so that their messages
+# still run after an upgrade.
+run_summary_job = shared_task(name="piweb.run_summary_job", acks_late=True)(run_job.run)
+run_compare_summary_job = shared_task(name="piweb.compare_summary", acks_late=True)(run_job.run)
 
 
 def _start_job_sweeper(sender=None, **kwargs):
-    """Each worker sweeps stale jobs (dead workers) itself: no Celery beat needed."""
+    """Each worker sweeps stale jobs of every kind itself: no Celery beat needed."""
     from sessions_app.services.jobs import start_sweeper
 
     start_sweeper()
@@ -44,14 +54,6 @@ def finish_import(session_pk: int, from_seq: int) -> int:
     from sessions_app.services.importer import finish_import as finish
 
     return finish(session_pk, from_seq)
-
-
-@shared_task(name="piweb.compare_summary", acks_late=True)
-def run_compare_summary_job(job_id: str):
-    """Summarize the difference of two branches (review area; services/compare.py)."""
-    from sessions_app.services.compare import run_compare_summary
-
-    return run_compare_summary(job_id)
 
 
 @shared_task(name="piweb.agent_run", acks_late=True)

@@ -8,9 +8,9 @@ message, publish an event, compact on overflow). Messages come out in pi's shape
   timestamp[, errorMessage]}``;
 - toolResult ``{role, toolCallId, toolName, content, details, isError, timestamp}``.
 
-Provider errors: 429 and 5xx are retried with exponential backoff (capped) as long as
-nothing was streamed yet; a timeout or any other error ends the run with a visible
-assistant message (stopReason ``error`` + ``errorMessage``, partial text kept). A
+Provider errors that :mod:`agent.retry`'s policy retries (429, 5xx, …) are retried with
+capped exponential backoff as long as nothing was streamed yet; a timeout or any other
+error ends the run with a visible assistant message (stopReason ``error`` + ``errorMessage``, partial text kept). A
 context-overflow error calls ``hooks.compact_for_overflow()`` and retries the turn once;
 a second overflow is an error message. Abort (the :class:`AbortSignal`) closes the HTTP
 stream at once and kills running tools; the partial message is kept as ``aborted``.
@@ -32,6 +32,7 @@ import httpx
 import openai
 
 from .openai_format import to_openai_messages
+from .retry import RetryPolicy
 from .signals import AbortSignal
 from .tools import Tool, ToolContext, ToolResult, execute_tool, parse_arguments, text_result
 
@@ -112,12 +113,6 @@ def is_context_overflow(exc: BaseException) -> bool:
     if exc.status_code in (400, 413, 422):
         return bool(_OVERFLOW_PATTERNS.search(str(exc.message or "")))
     return False
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, openai.APIStatusError) and (
-        exc.status_code == 429 or exc.status_code >= 500
-    )
 
 
 def error_text(exc: BaseException) -> str:
@@ -242,9 +237,7 @@ class AgentRun:
         hooks: RunHooks,
         abort: AbortSignal,
         run_id: str,
-        max_retries: int = 3,
-        retry_base: float = 1.0,
-        retry_cap: float = 30.0,
+        retry: RetryPolicy | None = None,
         max_turns: int = 200,
         http_client: httpx.Client | None = None,
     ):
@@ -255,9 +248,7 @@ class AgentRun:
         self.hooks = hooks
         self.abort = abort
         self.run_id = run_id
-        self.max_retries = max_retries
-        self.retry_base = retry_base
-        self.retry_cap = retry_cap
+        self.retry = retry or RetryPolicy()
         self.max_turns = max_turns
         self.client = openai.OpenAI(
             base_url=llm.base_url,
@@ -379,11 +370,8 @@ class AgentRun:
             except BaseException as exc:
                 if is_context_overflow(exc) and not asm.received:
                     return self._assistant([], "error", error=error_text(exc)), exc
-                if is_retryable(exc) and not asm.received and attempt < self.max_retries:
-                    delay = min(self.retry_cap, self.retry_base * (2**attempt))
-                    retry_after = _retry_after(exc)
-                    if retry_after is not None:
-                        delay = min(self.retry_cap, max(delay, retry_after))
+                delay = None if asm.received else self.retry.delay(attempt, exc, streaming=True)
+                if delay is not None:
                     attempt += 1
                     self.hooks.emit(
                         "run_status",
@@ -518,17 +506,6 @@ class AgentRun:
 
     def _close_open_calls(self, message: dict) -> None:
         """Tool calls of an aborted message never run; nothing to persist (pi drops them)."""
-        return None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
         return None
 
 

@@ -24,13 +24,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import redis
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, transaction
-from django.utils import timezone
 
 from sessions_app.agent.loop import AgentRun, now_ms
 from sessions_app.agent.paths import WorkspaceError
@@ -39,7 +37,7 @@ from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.models import Job, Session
 from sessions_app.services import events, llm, sandboxing, tree, workspaces
-from sessions_app.services import jobs as jobs_service
+from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
 log = logging.getLogger(__name__)
@@ -47,7 +45,6 @@ log = logging.getLogger(__name__)
 RUN_STATE_TTL = 3600
 ABORT_TTL = 3600
 ABORT_POLL_SECONDS = 0.2
-HEARTBEAT_SECONDS = 5.0
 STATE_FLUSH_SECONDS = 0.25
 MAX_MESSAGE_CHARS = 200_000
 
@@ -143,34 +140,6 @@ def parse_input(text: str) -> Parsed:
     return Parsed("agent", text)
 
 
-def _reap_stale(session: Session) -> None:
-    """Fail active runs whose worker stopped reporting (crashed), so the session is usable."""
-    limit = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)
-    stale = Job.objects.filter(
-        session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING, heartbeat_at__lt=limit
-    )
-    lost = Job.objects.filter(
-        session=session,
-        kind=Job.Kind.AGENT_RUN,
-        status=Job.Status.QUEUED,
-        created_at__lt=timezone.now() - timedelta(seconds=10 * settings.PIWEB_JOB_STALE_SECONDS),
-    )
-    for job in lost:  # the broker message never reached a worker
-        Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
-            status=Job.Status.FAILED,
-            error="No worker picked this up in time; send the message again.",
-            finished_at=timezone.now(),
-        )
-        events.publish(session.pk, "run_end", {"run_id": str(job.pk), "status": "failed"})
-    for job in stale:
-        Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(
-            status=Job.Status.FAILED,
-            error="The worker running this stopped reporting.",
-            finished_at=timezone.now(),
-        )
-        events.publish(session.pk, "run_end", {"run_id": str(job.pk), "status": "failed"})
-
-
 def send_message(session: Session, user, text: str) -> Job:
     """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
     parsed = parse_input(text)
@@ -189,7 +158,9 @@ def send_message(session: Session, user, text: str) -> Job:
     try:
         with transaction.atomic():
             locked = tree.lock_session(session.pk)
-            _reap_stale(locked)
+            # A run whose worker died must not keep the session busy (the worker's
+            # sweeper would fail it too, a few seconds later).
+            lifecycle.sweep(session=locked, kinds=[Job.Kind.AGENT_RUN])
             busy = active_run(locked)
             if busy is not None:
                 raise RunBusy(
@@ -217,39 +188,16 @@ def send_message(session: Session, user, text: str) -> Job:
                     exclude=parsed.exclude,
                     parent=locked.leaf.pi_id if locked.leaf_id else None,
                 )
-            job = Job.objects.create(
-                session=locked,
-                kind=Job.Kind.AGENT_RUN,
-                status=Job.Status.QUEUED,
-                created_by=user if getattr(user, "is_authenticated", False) else None,
+            job = agent_run.create(
+                locked,
+                actor=user,
                 params=params,
                 model=profile.model if profile and parsed.mode == "agent" else "",
-                prepared_leaf_pi_id=params["parent"],
             )
-            tree.record_activity(locked, user, "chat_sent", mode=parsed.mode, job=str(job.pk))
-            transaction.on_commit(lambda: _enqueue(job))
     except IntegrityError:
         raise RunBusy("A run is already in progress on this session.") from None
     session.refresh_from_db()
     return job
-
-
-def _enqueue(job: Job) -> None:
-    from sessions_app.tasks import agent_run
-
-    agent_run.delay(str(job.pk))
-    events.publish_now(
-        job.session_id,
-        "job_progress",
-        {
-            "job_id": str(job.pk),
-            "kind": job.kind,
-            "status": job.status,
-            "progress": {},
-            "error": "",
-            "result_entry": None,
-        },
-    )
 
 
 def stop_run(session: Session, user) -> Job | None:
@@ -257,12 +205,7 @@ def stop_run(session: Session, user) -> Job | None:
     job = active_run(session)
     if job is None:
         return None
-    cancelled = Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
-        status=Job.Status.CANCELLED, finished_at=timezone.now(), error="Stopped before it started."
-    )
-    if cancelled:
-        events.publish_now(session.pk, "run_end", {"run_id": str(job.pk), "status": "cancelled"})
-    else:
+    if not lifecycle.cancel_queued(job, "Stopped before it started."):
         try:
             redis_client().set(_key("abort", job.pk), "1", ex=ABORT_TTL)
         except redis.RedisError as exc:
@@ -373,17 +316,22 @@ class RunState:
 
 
 class _Watcher(threading.Thread):
-    """Polls the Redis abort key and keeps the job's heartbeat fresh."""
+    """Polls the Redis abort key while the run lives; the job's heartbeat (the
+    lifecycle's, checked against the run's attempt) runs beside it."""
 
-    def __init__(self, job: Job, abort: AbortSignal):
+    def __init__(self, job: Job, attempt: int, abort: AbortSignal):
         super().__init__(name=f"run-watch-{str(job.pk)[:8]}", daemon=True)
         self.job_pk = job.pk
         self.abort = abort
         self.stopped = threading.Event()
+        self.heartbeat = lifecycle.Heartbeat(job.pk, attempt)
+
+    def start(self) -> None:
+        self.heartbeat.__enter__()
+        super().start()
 
     def run(self) -> None:
         key = _key("abort", self.job_pk)
-        last_beat = time.monotonic()
         try:
             while not self.stopped.wait(ABORT_POLL_SECONDS):
                 try:
@@ -391,18 +339,13 @@ class _Watcher(threading.Thread):
                         self.abort.trigger("stopped by user")
                 except redis.RedisError as exc:
                     log.warning("abort poll failed: %s", exc)
-                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                    last_beat = time.monotonic()
-                    try:
-                        Job.objects.filter(pk=self.job_pk).update(heartbeat_at=timezone.now())
-                    except Exception as exc:  # the heartbeat must not kill the run
-                        log.warning("heartbeat failed: %s", exc)
         finally:
             close_old_connections()
 
     def stop(self) -> None:
         self.stopped.set()
         self.join(5)
+        self.heartbeat.__exit__(None, None, None)
 
 
 class _Hooks:
@@ -443,7 +386,7 @@ class _Hooks:
     def compact_for_overflow(self) -> bool:
         self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})
         try:
-            result = jobs_service.compact_for_overflow(self.session, leaf_pi_id=self.parent)
+            result = compaction.compact_for_overflow(self.session, leaf_pi_id=self.parent)
         except Exception as exc:
             log.warning("overflow compaction failed: %s", exc)
             return False
@@ -468,64 +411,16 @@ def _artifact_dir(session: Session) -> str:
     return workspaces.artifact_dir(session)
 
 
-def _claim(job_id: str) -> Job | None:
-    now = timezone.now()
-    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-        status=Job.Status.RUNNING, started_at=now, heartbeat_at=now
-    )
-    if not claimed:
-        job = Job.objects.filter(pk=job_id).first()
-        stale = now - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS)
-        beat = job.heartbeat_at or job.started_at if job is not None else None
-        if job is not None and job.status == Job.Status.RUNNING and (beat is None or beat < stale):
-            # Redelivered after the worker that ran it died: nobody is running it now.
-            # (A fresh heartbeat means a live worker still has it: leave it alone.)
-            Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
-                status=Job.Status.FAILED,
-                error="The worker running this died; send the message again.",
-                finished_at=now,
-            )
-            events.publish_now(
-                job.session_id, "run_end", {"run_id": str(job_id), "status": "failed"}
-            )
-        return None
-    return Job.objects.select_related("session").get(pk=job_id)
-
-
-def _finish(job: Job, status: str, error: str = "", result_entry=None) -> None:
-    job_status = {
-        "done": Job.Status.DONE,
-        "aborted": Job.Status.CANCELLED,
-        "error": Job.Status.FAILED,
-        "failed": Job.Status.FAILED,
-    }[status]
-    Job.objects.filter(pk=job.pk).update(
-        status=job_status,
-        error=error[:2000],
-        finished_at=timezone.now(),
-        progress={"outcome": status},
-        result_entry=result_entry,
-    )
-    events.publish_now(job.session_id, "run_end", {"run_id": str(job.pk), "status": status})
-    events.publish_now(
-        job.session_id,
-        "job_progress",
-        {
-            "job_id": str(job.pk), "kind": job.kind, "status": job_status, "progress": {"outcome": status},
-            "error": error[:2000], "result_entry": result_entry.pi_id if result_entry else None,
-        },
-    )  # fmt: skip
-
-
 def execute_run(job_id: str) -> str | None:
     """Run one queued agent_run job to the end (called by the Celery task)."""
-    job = _claim(job_id)
-    if job is None:
+    claimed = agent_run.claim(job_id)
+    if claimed is None:
         return None
+    job, attempt = claimed
     session = job.session
     mode = job.params.get("mode", "agent")
     abort = AbortSignal()
-    watcher = _Watcher(job, abort)
+    watcher = _Watcher(job, attempt, abort)
     state = RunState(session.pk, str(job.pk), mode)
     state.flush(force=True)
     watcher.start()
@@ -559,7 +454,7 @@ def execute_run(job_id: str) -> str | None:
             redis_client().delete(_key("abort", job.pk))
         except redis.RedisError:
             pass
-        _finish(job, status, error, hooks.last_entry)
+        agent_run.finish(job, attempt, status, error, hooks.last_entry)
     if status == "done" and mode == "agent":
         _after_run(session)
     return status
@@ -568,7 +463,7 @@ def execute_run(job_id: str) -> str | None:
 def _after_run(session: Session) -> None:
     try:
         session.refresh_from_db()
-        jobs_service.maybe_compact_after_run(session)
+        compaction.maybe_compact_after_run(session)
     except Exception:
         log.exception("post-run compaction check failed for session %s", session.pk)
 
@@ -593,8 +488,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         hooks=hooks,
         abort=abort,
         run_id=str(job.pk),
-        max_retries=settings.PIWEB_LLM_MAX_RETRIES,
-        retry_base=settings.PIWEB_LLM_RETRY_BASE_SECONDS,
+        retry=llm.retry_policy(),
     )
     status = run.run()
     error = ""

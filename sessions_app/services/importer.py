@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
+from piweb.celery import app as celery_app
 from sessions_app.context.import_lines import (
     MAX_LINE_BYTES,
     LinePreparer,
@@ -75,6 +76,7 @@ from sessions_app.services.search import index_stored_entries
 from sessions_app.services.usage import mark_fork_copies
 
 log = logging.getLogger(__name__)
+FINISH_IMPORT_TASK = "piweb.finish_import"  # (tasks.finish_import; sent by name)
 
 BATCH_SIZE = 2000
 READ_CHUNK = 1 << 20
@@ -670,10 +672,8 @@ def finish_import(session_pk: int, from_seq: int) -> int:
 
 
 def _queue_finish_import(report: ImportReport) -> bool:
-    from sessions_app.tasks import finish_import as finish_import_task
-
     try:
-        finish_import_task.apply_async(args=[report.session.pk, report.first_new_seq])
+        celery_app.send_task(FINISH_IMPORT_TASK, args=[report.session.pk, report.first_new_seq])
     except Exception as exc:  # the broker is down: the caller does it inline instead
         log.warning("could not queue the end of the import of %s: %s", report.session.pi_id, exc)
         return False

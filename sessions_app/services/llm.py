@@ -7,9 +7,12 @@ API keys never leave this module in logs or pages (`ModelProfile.__repr__` hides
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from django.conf import settings
+
+from sessions_app.agent.loop import LLMConfig
+from sessions_app.agent.retry import RetryPolicy
 
 DEFAULT_PROFILE = "default"
 
@@ -28,6 +31,19 @@ class ModelProfile:
     @property
     def label(self) -> str:
         return f"{self.name}: {self.model}"
+
+    def llm_config(self) -> LLMConfig:
+        """What the agent loop needs of this profile (the fields both share)."""
+        return LLMConfig(**{f.name: getattr(self, f.name) for f in fields(LLMConfig)})
+
+
+def retry_policy() -> RetryPolicy:
+    """The one retry policy of model calls (the agent run and the summaries)."""
+    return RetryPolicy(
+        retries=settings.PIWEB_LLM_RETRIES,
+        base_delay=settings.PIWEB_LLM_RETRY_BASE_DELAY,
+        max_delay=settings.PIWEB_LLM_RETRY_MAX_DELAY,
+    )
 
 
 def context_window(profile: ModelProfile | None) -> int:

@@ -28,7 +28,6 @@ both are reported as prompt warnings.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -186,10 +185,7 @@ class ModelInput:
     @property
     def llm_config(self) -> LLMConfig | None:
         """How the run reaches the model (None: no model configured)."""
-        if self.profile is None:
-            return None
-        names = (f.name for f in dataclasses.fields(LLMConfig))
-        return LLMConfig(**{name: getattr(self.profile, name) for name in names})
+        return self.profile.llm_config() if self.profile is not None else None
 
     @cached_property
     def context_tokens(self) -> int:

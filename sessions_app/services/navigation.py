@@ -5,9 +5,9 @@ Where a click puts the leaf is decided by `selectors.navigation.resolve_target`.
 would go (double clicks and two tabs are harmless).
 
 Navigation while a compaction or branch summary of the same session is running is
-allowed: the jobs service attaches a branch summary to the position it was requested
-for, whatever the leaf does meanwhile, and supersedes a compaction whose leaf moved to
-another branch. `selectors.navigation.blocking_job` lets the page say so.
+allowed: the branch-summary job (services/jobs/branch_summary.py) attaches its summary
+to the position it was requested for, whatever the leaf does meanwhile, and a compaction
+whose leaf moved to another branch is superseded. `selectors.navigation.blocking_job` lets the page say so.
 """
 
 from dataclasses import dataclass

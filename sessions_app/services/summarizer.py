@@ -3,25 +3,22 @@
 The request dicts come from the pure core (`context/summaries.py` builders:
 `{"system", "messages", "max_tokens"}`); this module only sends them. Provider errors
 that are worth another try (429, 408, 5xx, timeouts, dropped connections) are retried
-with exponential backoff up to `PIWEB_LLM_RETRIES` times; anything else fails at once
-with a `SummaryError` whose text is safe to show (no keys, no request bodies).
+as the one retry policy says (`services.llm.retry_policy()`, shared with the agent run);
+anything else fails at once with a `SummaryError` whose text is safe to show (no keys,
+no request bodies).
 """
 
 import logging
 import os
-import random
 import threading
 import time
 from dataclasses import dataclass
 
 import openai
-from django.conf import settings
 
-from sessions_app.services.llm import ModelProfile
+from sessions_app.services.llm import ModelProfile, retry_policy
 
 log = logging.getLogger(__name__)
-
-RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 
 
 class SummaryError(Exception):
@@ -54,19 +51,6 @@ def _client(profile: ModelProfile) -> openai.OpenAI:
         return client
 
 
-def _retry_delay(attempt: int, exc: Exception) -> float:
-    base = settings.PIWEB_LLM_RETRY_BASE_DELAY
-    cap = settings.PIWEB_LLM_RETRY_MAX_DELAY
-    delay = min(cap, base * (2**attempt))
-    response = getattr(exc, "response", None)
-    if response is not None:
-        try:
-            delay = max(delay, min(cap, float(response.headers.get("retry-after") or 0)))
-        except (TypeError, ValueError):
-            pass
-    return delay * (1 + random.random() * 0.1)
-
-
 def _describe(exc: Exception) -> str:
     if isinstance(exc, openai.APIStatusError):
         message = ""
@@ -81,20 +65,12 @@ def _describe(exc: Exception) -> str:
     return f"{exc.__class__.__name__}: {exc}"[:500]
 
 
-def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
-    return False
-
-
 def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completion:
     """Send one summary request; return the text. Retries transient provider errors.
 
     `on_retry(attempt, delay, message)` is called before each wait (for job progress).
     """
-    retries = settings.PIWEB_LLM_RETRIES
+    policy = retry_policy()
     client = _client(profile)
     messages = [{"role": "system", "content": request["system"]}, *request["messages"]]
     max_tokens = max(1, min(int(request["max_tokens"]), int(profile.max_output)))
@@ -110,10 +86,10 @@ def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completi
             )
         except Exception as exc:  # classified below; never leaks the key
             spent += time.monotonic() - started
-            if not _retryable(exc) or attempt >= retries:
+            delay = policy.delay(attempt, exc)
+            if delay is None:
                 suffix = f" (after {calls} calls)" if calls > 1 else ""
                 raise SummaryError(_describe(exc) + suffix) from exc
-            delay = _retry_delay(attempt, exc)
             log.warning(
                 "summary call failed (%s); retry %d in %.1fs", _describe(exc), attempt + 1, delay
             )

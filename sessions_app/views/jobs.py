@@ -23,9 +23,8 @@ def _back(access):
 @login_required
 @require_GET
 def jobs_panel(request, session_id):
-    """The job list (swept for dead workers first)."""
+    """The job list (the worker's sweeper deals with jobs whose worker died)."""
     access = check_access(request.user, session_id, VIEWER)
-    jobs.sweep_stale_jobs(session=access.session)
     return render(request, "sessions_app/jobs/_list.html", jobs_list_context(access))
 
 

@@ -39,7 +39,7 @@ from sessions_app.services.access import (
     check_access,
     share_link_session_id,
 )
-from sessions_app.services.jobs import sweep_stale_jobs
+from sessions_app.services.jobs import compare_summary as compare_jobs
 from sessions_app.services.tree import UNSET
 
 
@@ -402,7 +402,7 @@ def compare_summary(request, session_id):
     access = check_access(request.user, session_id, EDITOR)
     a, b = request.POST.get("a", ""), request.POST.get("b", "")
     try:
-        job = compare_service.request_compare_summary(access.session, a, b, actor=request.user)
+        job = compare_jobs.request_compare_summary(access.session, a, b, actor=request.user)
     except compare_service.CompareError as exc:
         return bad_request(request, str(exc))
     if request.htmx:
@@ -420,7 +420,6 @@ def compare_summary(request, session_id):
 @require_GET
 def compare_job(request, session_id, job_id):
     access = check_access(request.user, session_id, VIEWER)
-    sweep_stale_jobs(session=access.session)  # a job whose worker died is queued again
     job = session_job(access.session, job_id, Job.Kind.COMPARE_SUMMARY)
     if job is None:
         raise Http404("No such comparison job.")

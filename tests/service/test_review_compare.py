@@ -7,6 +7,7 @@ import pytest
 from sessions_app.models import Job
 from sessions_app.services import compare
 from sessions_app.services.compare import CompareError
+from sessions_app.services.jobs import compare_summary, lifecycle
 from tests.support.review_data import build_branchy_session
 from tests.support.waiting import wait_until
 
@@ -55,8 +56,10 @@ def test_compare_page(client, make_user):
 def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     owner = make_user()
     data = build_branchy_session(owner)
-    job = compare.request_compare_summary(data.session, data.ids["a3"], data.ids["b3"], actor=owner)
-    again = compare.request_compare_summary(
+    job = compare_summary.request_compare_summary(
+        data.session, data.ids["a3"], data.ids["b3"], actor=owner
+    )
+    again = compare_summary.request_compare_summary(
         data.session, data.ids["a3"], data.ids["b3"], actor=owner
     )
     assert again.pk == job.pk or Job.objects.get(pk=job.pk).status == "done"
@@ -65,7 +68,7 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     assert job.kind == Job.Kind.COMPARE_SUMMARY and job.progress["offline"] is True
     assert "Offline comparison" in job.progress["summary"]
     assert "src/tokenizer.py" in job.progress["summary"]
-    assert compare.run_compare_summary(job.pk) is None  # idempotent: finished stays finished
+    assert lifecycle.run_job(job.pk) is None  # idempotent: finished stays finished
 
     # with the scripted model
     from tests.support.scripted_llm import text
@@ -73,7 +76,7 @@ def test_summary_job_offline_and_with_model(worker, make_user, llm, client):
     data.session.model_profile = "scripted"
     data.session.save(update_fields=["model_profile"])
     llm.push(text("Branch A fixed the bug; branch B gave up after a failing test."))
-    job2 = compare.request_compare_summary(
+    job2 = compare_summary.request_compare_summary(
         data.session, data.ids["a3"], data.ids["b3"], actor=owner
     )
     assert job2.pk != job.pk
@@ -121,7 +124,6 @@ def test_a_slow_model_call_keeps_its_job_alive(make_user, llm, settings):
     once PIWEB_JOB_STALE_SECONDS have passed."""
     import threading
 
-    from sessions_app.services.jobs import sweep_stale_jobs
     from tests.support.scripted_llm import hang, text
 
     settings.PIWEB_JOB_STALE_SECONDS = 2
@@ -132,12 +134,12 @@ def test_a_slow_model_call_keeps_its_job_alive(make_user, llm, settings):
     job = _running_compare_job(data, status=Job.Status.QUEUED, attempts=0, heartbeat_at=None)
     llm.push(hang(4), text("A got further than B."))
     results = []
-    runner = threading.Thread(target=lambda: results.append(compare.run_compare_summary(job.pk)))
+    runner = threading.Thread(target=lambda: results.append(lifecycle.run_job(job.pk)))
     runner.start()
     time.sleep(3)  # past the stale limit, still inside the model call
     assert Job.objects.get(pk=job.pk).status == Job.Status.RUNNING
-    assert sweep_stale_jobs(session=data.session) == []
-    assert compare._claim(job.pk) is None  # a redelivered task would leave it alone
+    assert lifecycle.sweep(session=data.session) == []
+    assert lifecycle.claim(job.pk) is None  # a redelivered task would leave it alone
     runner.join(30)
     job.refresh_from_db()
     assert results == [Job.Status.DONE] and job.attempts == 1
@@ -155,9 +157,12 @@ def test_a_compare_job_whose_worker_died_is_run_again_or_given_up(
     data = build_branchy_session(make_user())
     silent_since = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 60)
     orphan = _running_compare_job(data, heartbeat_at=silent_since)
-    # The page polling the job sweeps: the job is queued again and a live worker runs it.
+    # The sweep (the worker's sweeper thread calls it) queues the job again and a live
+    # worker runs it; polling the job's page only reads.
     client.force_login(data.session.owner)
     client.get(f"/s/{data.session.pi_id}/compare/summary/{orphan.pk}/")
+    assert Job.objects.get(pk=orphan.pk).status == Job.Status.RUNNING
+    assert lifecycle.sweep(session=data.session) == [str(orphan.pk)]
     assert wait_until(lambda: Job.objects.get(pk=orphan.pk).status == Job.Status.DONE, 60)
     orphan.refresh_from_db()
     assert orphan.attempts == 2 and "Offline comparison" in orphan.progress["summary"]
@@ -165,6 +170,7 @@ def test_a_compare_job_whose_worker_died_is_run_again_or_given_up(
     exhausted = _running_compare_job(
         data, attempts=settings.PIWEB_JOB_MAX_ATTEMPTS, heartbeat_at=silent_since
     )
+    assert lifecycle.sweep(session=data.session) == [str(exhausted.pk)]
     partial = client.get(f"/s/{data.session.pi_id}/compare/summary/{exhausted.pk}/")
     exhausted.refresh_from_db()
     assert exhausted.status == Job.Status.FAILED and "Gave up after" in exhausted.error

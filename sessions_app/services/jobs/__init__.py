@@ -1,0 +1,60 @@
+"""Background jobs on a session: one lifecycle, one small module per kind.
+
+- ``lifecycle``: create, enqueue (a registry from kind to Celery task name), claim (the
+  attempt number is the claim token), heartbeat, finish and publish, sweep.
+- ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``: one kind each;
+  each registers a ``lifecycle.JobKind`` when imported (this package imports them all).
+- ``summaries``: what the two summary kinds share (compaction settings, model calls,
+  attaching the entry).
+
+A new kind: write its module (request function, ``run(job, attempt)``, a
+``lifecycle.register(JobKind(...))``) and import it below; the generic task
+``piweb.run_job`` runs it.
+
+The names below are the package's public API (views, tasks and tests use them).
+"""
+
+from sessions_app.services.jobs import agent_run, branch_summary, compaction, compare_summary
+from sessions_app.services.jobs.branch_summary import request_branch_summary
+from sessions_app.services.jobs.compaction import (
+    compact_for_overflow,
+    context_tokens_at_leaf,
+    maybe_compact_after_run,
+    request_compaction,
+)
+from sessions_app.services.jobs.lifecycle import (
+    Heartbeat,
+    JobError,
+    job_event_data,
+    publish_progress,
+    run_job,
+    start_sweeper,
+)
+from sessions_app.services.jobs.lifecycle import sweep as sweep_stale_jobs
+from sessions_app.services.jobs.summaries import (
+    compaction_settings,
+    recent_jobs,
+    update_compaction_settings,
+)
+
+__all__ = [
+    "Heartbeat",
+    "JobError",
+    "agent_run",
+    "branch_summary",
+    "compact_for_overflow",
+    "compaction",
+    "compaction_settings",
+    "compare_summary",
+    "context_tokens_at_leaf",
+    "job_event_data",
+    "maybe_compact_after_run",
+    "publish_progress",
+    "recent_jobs",
+    "request_branch_summary",
+    "request_compaction",
+    "run_job",
+    "start_sweeper",
+    "sweep_stale_jobs",
+    "update_compaction_settings",
+]
