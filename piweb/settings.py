@@ -161,6 +161,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("PIWEB_CELERY_QUEUE", "piweb")
 CELERY_TASK_ALWAYS_EAGER = False
 
+# `make run` (manage.py runpiweb): where daphne listens and how many worker processes run.
+PIWEB_HOST = os.environ.get("HOST", "127.0.0.1")
+PIWEB_PORT = int(os.environ.get("PORT", "8000"))
+PIWEB_WORKER_CONCURRENCY = int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4"))
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

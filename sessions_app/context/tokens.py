@@ -13,7 +13,7 @@ Public API
 - ``calculate_context_tokens(usage) -> int``
 - ``get_assistant_usage(message) -> dict | None``
 - ``estimate_context_tokens(messages) -> {tokens, usageTokens, trailingTokens, lastUsageIndex}``
-- ``should_compact(context_tokens, context_window, settings) -> bool``
+- ``should_compact(context_tokens, context_window, compaction) -> bool``
 """
 
 from __future__ import annotations
@@ -259,18 +259,18 @@ def estimate_context_tokens(messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _setting(settings: Any, attr: str, key: str) -> Any:
-    if isinstance(settings, dict):
-        return settings.get(key)
-    return getattr(settings, attr)
+def _setting(compaction: Any, attr: str, key: str) -> Any:
+    if isinstance(compaction, dict):
+        return compaction.get(key)
+    return getattr(compaction, attr)
 
 
-def should_compact(context_tokens: float, context_window: float, settings: Any) -> bool:
+def should_compact(context_tokens: float, context_window: float, compaction: Any) -> bool:
     """True when compaction is enabled and tokens > window - reserveTokens.
 
-    ``settings`` is a ``CompactionSettings`` or a pi-shaped dict
+    ``compaction`` is a ``CompactionSettings`` or a pi-shaped dict
     (``enabled``, ``reserveTokens``).
     """
-    if not _setting(settings, "enabled", "enabled"):
+    if not _setting(compaction, "enabled", "enabled"):
         return False
-    return context_tokens > context_window - _setting(settings, "reserve_tokens", "reserveTokens")
+    return context_tokens > context_window - _setting(compaction, "reserve_tokens", "reserveTokens")

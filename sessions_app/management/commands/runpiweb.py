@@ -23,11 +23,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument(
-            "--concurrency", type=int, default=int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4"))
-        )
+        parser.add_argument("--host", default=settings.PIWEB_HOST)
+        parser.add_argument("--port", type=int, default=settings.PIWEB_PORT)
+        parser.add_argument("--concurrency", type=int, default=settings.PIWEB_WORKER_CONCURRENCY)
 
     def children(self, supervisor: Supervisor, *, host, port, concurrency) -> list[str] | None:
         """Every process runpiweb keeps running, in start order; returns the follower's
