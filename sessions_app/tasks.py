@@ -46,6 +46,14 @@ def finish_import(session_pk: int, from_seq: int) -> int:
     return finish(session_pk, from_seq)
 
 
+@shared_task(name="piweb.finish_imports", acks_late=True)
+def finish_imports(work: list[list[int]]) -> None:
+    """finish_import for imports committed together ([session pk, from seq] pairs)."""
+    from sessions_app.services.importer import finish_imports as finish
+
+    finish([(session_pk, from_seq) for session_pk, from_seq in work])
+
+
 @shared_task(name="piweb.compare_summary", acks_late=True)
 def run_compare_summary_job(job_id: str):
     """Summarize the difference of two branches (review area; services/compare.py)."""

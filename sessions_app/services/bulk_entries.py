@@ -75,8 +75,19 @@ def _copy_type(field) -> str:
 class EntryWriter:
     """Writes entry rows for one session in batches (see the module doc)."""
 
-    def __init__(self, session: Session, *, batch_size: int = 2000, index_search: bool = True):
+    def __init__(
+        self,
+        session: Session,
+        *,
+        batch_size: int = 2000,
+        index_search: bool = True,
+        defer_usage: bool = False,
+    ):
         self.session = session
+        # defer_usage: close() leaves the usage of each session to the caller
+        # (`recorded`, see next_session), to write it for many sessions at once.
+        self.defer_usage = defer_usage
+        self.recorded: list[tuple[Session, UsageRecorder]] = []
         self.index_search = index_search
         self.batch_size = batch_size
         self.table = Entry._meta.db_table
@@ -221,12 +232,23 @@ class EntryWriter:
             )
         return len(rows)
 
+    def next_session(self, session: Session) -> None:
+        """Go on with the rows of another session (new sessions imported together share
+        one writer, so one COPY). Only with `defer_usage`: the usage recorded so far is
+        kept in `recorded` for the caller."""
+        assert self.defer_usage
+        self.recorded.append((self.session, self.usage))
+        self.session, self.usage = session, UsageRecorder()
+
     def close(self) -> int:
         """Write everything queued and end the COPY, then the usage the rows add; returns
         the rows written in all."""
         self.flush()
         self._end_copy()
-        self.usage.apply(self.session)
+        if not self.defer_usage:
+            self.usage.apply(self.session)
+        elif not self.recorded or self.recorded[-1][1] is not self.usage:
+            self.recorded.append((self.session, self.usage))
         return self.written
 
     def __enter__(self) -> EntryWriter:
