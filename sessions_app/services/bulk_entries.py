@@ -24,7 +24,7 @@ from django.db import connection
 
 from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session
-from sessions_app.services.usage import UsageRecorder
+from sessions_app.services.usage import USAGE_COLUMNS, UsageRecorder
 
 _KNOWN_COLUMNS = (
     "id",
@@ -41,13 +41,7 @@ _KNOWN_COLUMNS = (
     "label",
     "token_count",
     "line",
-    "usage_key",
-    "usage_input",
-    "usage_output",
-    "usage_cache_read",
-    "usage_cache_write",
-    "usage_cost",
-    "copied",
+    *USAGE_COLUMNS,
 )
 # Ids reserved at a time by new_pk(): the block grows, so a small session reserves few
 # and a big one seldom stops its COPY to reserve more (unused ids only leave gaps).
@@ -283,26 +277,23 @@ class EntryWriter:
 
 def set_parents(pairs: list[tuple[int, int]]) -> None:
     """UPDATE parent_id for (entry pk, parent pk) pairs (forward references)."""
-    if not pairs:
-        return
-    table = Entry._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET parent_id = %s WHERE id = %s",
-            [(parent, pk) for pk, parent in pairs],
-        )
+    _update_entries("SET parent_id = %s WHERE id = %s", [(parent, pk) for pk, parent in pairs])
 
 
 def apply_labels(session: Session, labels: dict[str, str]) -> None:
     """Set the denormalized `label` column for targets (pi: latest label entry wins)."""
-    if not labels:
+    _update_entries(
+        "SET label = %s WHERE session_id = %s AND pi_id = %s",
+        [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
+    )
+
+
+def _update_entries(assignment: str, rows: list[tuple]) -> None:
+    """`UPDATE <entries> SET ... WHERE ...` (`assignment`) run once per row of values."""
+    if not rows:
         return
-    table = Entry._meta.db_table
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET label = %s WHERE session_id = %s AND pi_id = %s",
-            [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
-        )
+        cursor.executemany(f"UPDATE {Entry._meta.db_table} {assignment}", rows)
 
 
 @contextmanager

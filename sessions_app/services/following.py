@@ -352,15 +352,19 @@ def _after_import(report, search: str) -> None:
     importer.finish_import(report.session.pk, report.first_new_seq)
 
 
-def _save(row: FollowedFile | None, path, owner, st, **fields) -> FollowedFile:
-    values = {
+def _stat_fields(st: os.stat_result) -> dict:
+    """The FollowedFile fields that say which file, as it is now, a state is about."""
+    return {
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "inode": st.st_ino,
         "device": st.st_dev,
         "gone_at": None,
-        **fields,
     }
+
+
+def _save(row: FollowedFile | None, path, owner, st, **fields) -> FollowedFile:
+    values = {**_stat_fields(st), **fields}
     if row is None:
         row, _ = FollowedFile.objects.update_or_create(
             path=path, defaults={"owner": owner, **values}
@@ -605,15 +609,12 @@ def _read_together(files, owner) -> list[importer.ImportReport]:
                             owner=owner,
                             session=report.session,
                             state=State.FOLLOWING,
-                            size=st.st_size,
-                            mtime_ns=st.st_mtime_ns,
-                            inode=st.st_ino,
-                            device=st.st_dev,
                             offset=end,
                             lines=_lines_in(reader, fh, end),
                             head_hash=head,
                             tail_hash=tail,
                             last_read_at=timezone.now(),
+                            **_stat_fields(st),
                         )
                     )
             reports = batch.finish()

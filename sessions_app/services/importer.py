@@ -508,16 +508,7 @@ def import_jsonl_stream(
         with deferred_wal_checkpoint(), transaction.atomic():
             job = _run(fileobj, owner, report, hasher, batch_size, source_path)
             if report.status in ("created", "updated"):
-                tree.record_activity(
-                    job.session,
-                    owner,
-                    "imported",
-                    filename=report.filename,
-                    status=report.status,
-                    entries_added=report.entries_added,
-                    skipped_lines=report.skipped_count,
-                    warnings=report.warning_count,
-                )
+                _import_activity(report, owner).save()
                 if report.status == "updated":
                     events.publish(job.session.pk, "leaf_moved", {"leaf": job.last_pi_id or None})
     except SessionImportError as exc:
@@ -673,22 +664,22 @@ class NewSessionsBatch:
                 *NEW_SESSION_FIELDS,
             ],
         )
-        Activity.objects.bulk_create(
-            [
-                tree.new_activity(
-                    report.session,
-                    self.owner,
-                    "imported",
-                    filename=report.filename,
-                    status=report.status,
-                    entries_added=report.entries_added,
-                    skipped_lines=report.skipped_count,
-                    warnings=report.warning_count,
-                )
-                for report in self.reports
-            ]
-        )
+        Activity.objects.bulk_create([_import_activity(r, self.owner) for r in self.reports])
         return self.reports
+
+
+def _import_activity(report: ImportReport, owner) -> Activity:
+    """The activity row of an import that added entries (not saved)."""
+    return tree.new_activity(
+        report.session,
+        owner,
+        "imported",
+        filename=report.filename,
+        status=report.status,
+        entries_added=report.entries_added,
+        skipped_lines=report.skipped_count,
+        warnings=report.warning_count,
+    )
 
 
 def _save_columns(sessions: list[Session], names: list[str]) -> None:

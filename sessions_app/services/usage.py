@@ -24,6 +24,16 @@ from sessions_app.models import Entry, Session, UsageDaily
 from sessions_app.selectors.usage import session_breakdown, totals_by_key_per_session
 
 MODELS_SEPARATOR = "\n"
+# The Entry columns that hold an entry's usage (see usage_columns), in this order.
+USAGE_COLUMNS = (
+    "usage_key",
+    "usage_input",
+    "usage_output",
+    "usage_cache_read",
+    "usage_cache_write",
+    "usage_cost",
+    "copied",
+)
 
 
 def usage_columns(usage: EntryUsage | None, copied: bool = False) -> dict:
@@ -208,17 +218,7 @@ def recount(session: Session) -> None:
         Entry.objects.filter(session=session)
         .exclude(usage_key="")
         .order_by("seq")
-        .values_list(
-            "seq",
-            "timestamp",
-            "usage_key",
-            "usage_input",
-            "usage_output",
-            "usage_cache_read",
-            "usage_cache_write",
-            "usage_cost",
-            "copied",
-        )
+        .values_list("seq", "timestamp", *USAGE_COLUMNS)
     )
     for seq, stamp, key, i, o, cr, cw, cost, copied in rows.iterator(chunk_size=2000):
         usage = EntryUsage(key, i, o, cr, cw, cost)

@@ -160,68 +160,20 @@ def snapshot(owner) -> dict:
             },
             "usage_cost": round(s.usage_cost, 9),
         }
-    entries = [
-        (
-            e["session__pi_id"],
-            e["seq"],
-            e["pi_id"],
-            e["parent__pi_id"],
-            e["parent_pi_id"],
-            e["type"],
-            e["timestamp"],
-            e["role"],
-            e["tool_name"],
-            e["preview"],
-            e["label"],
-            e["token_count"],
-            e["line"],
-            e["usage_key"],
-            e["usage_input"],
-            e["usage_output"],
-            e["usage_cache_read"],
-            e["usage_cache_write"],
-            round(e["usage_cost"], 9),
-            e["copied"],
-        )
-        for e in Entry.objects.order_by("session__pi_id", "seq").values(
-            "session__pi_id",
-            "seq",
-            "pi_id",
-            "parent__pi_id",
-            "parent_pi_id",
-            "type",
-            "timestamp",
-            "role",
-            "tool_name",
-            "preview",
-            "label",
-            "token_count",
-            "line",
-            "usage_key",
-            "usage_input",
-            "usage_output",
-            "usage_cache_read",
-            "usage_cache_write",
-            "usage_cost",
-            "copied",
-        )
-    ]
-    usage = sorted(
-        (
-            u.session.pi_id,
-            u.day,
-            u.key,
-            u.copied,
-            u.input,
-            u.output,
-            u.cache_read,
-            u.cache_write,
-            round(u.cost, 9),
-            u.entries,
-            u.first_seq,
-        )
-        for u in UsageDaily.objects.select_related("session")
-    )
+
+    def rows(model, order):
+        """Every column of every row, keys for ids (floats rounded: sums of costs)."""
+        names = [
+            f.attname for f in model._meta.concrete_fields if f.attname not in ("id", "session_id")
+        ]
+        names = ["session__pi_id", *(n if n != "parent_id" else "parent__pi_id" for n in names)]
+        return [
+            tuple(round(v, 9) if isinstance(v, float) else v for v in row)
+            for row in model.objects.order_by(*order).values_list(*names)
+        ]
+
+    entries = rows(Entry, ["session__pi_id", "seq"])
+    usage = rows(UsageDaily, ["session__pi_id", "day", "key", "copied"])
     followed = sorted(
         (
             f.path,
