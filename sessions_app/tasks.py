@@ -56,6 +56,14 @@ def finish_import(session_pk: int, from_seq: int) -> int:
     return finish(session_pk, from_seq)
 
 
+@shared_task(name="piweb.finish_imports", acks_late=True)
+def finish_imports(work: list[list[int]]) -> None:
+    """finish_import for imports committed together ([session pk, from seq] pairs)."""
+    from sessions_app.services.importer import finish_imports as finish
+
+    finish([(session_pk, from_seq) for session_pk, from_seq in work])
+
+
 @shared_task(name="piweb.agent_run", acks_late=True)
 def agent_run(job_id: str) -> str | None:
     """Chat: run one queued agent turn (or `!cmd`) to the end; see services/chat.py."""

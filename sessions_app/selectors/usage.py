@@ -19,9 +19,14 @@ from sessions_app.models import Session, UsageDaily
 
 def session_totals_by_key(session: Session) -> dict[str, UsageTotals]:
     """The session's whole-tree totals per bucket key, keys in pi's first-seen order."""
+    return totals_by_key_per_session([session.pk]).get(session.pk, {})
+
+
+def totals_by_key_per_session(session_pks: list[int]) -> dict[int, dict[str, UsageTotals]]:
+    """`session_totals_by_key` of several sessions, in one query."""
     rows = (
-        UsageDaily.objects.filter(session=session)
-        .values("key")
+        UsageDaily.objects.filter(session_id__in=session_pks)
+        .values("session_id", "key")
         .annotate(
             i=Sum("input"),
             o=Sum("output"),
@@ -30,9 +35,14 @@ def session_totals_by_key(session: Session) -> dict[str, UsageTotals]:
             c=Sum("cost"),
             first=Min("first_seq"),
         )
-        .order_by("first", "key")
+        .order_by("session_id", "first", "key")
     )
-    return {r["key"]: UsageTotals(r["i"], r["o"], r["cr"], r["cw"], r["c"]) for r in rows}
+    out: dict[int, dict[str, UsageTotals]] = {}
+    for r in rows:
+        out.setdefault(r["session_id"], {})[r["key"]] = UsageTotals(
+            r["i"], r["o"], r["cr"], r["cw"], r["c"]
+        )
+    return out
 
 
 def session_breakdown(session: Session) -> list[dict]:

@@ -24,7 +24,7 @@ from django.db import connection
 
 from sessions_app.context.preview import clean_text
 from sessions_app.models import Entry, Session
-from sessions_app.services.usage import UsageRecorder
+from sessions_app.services.usage import USAGE_COLUMNS, UsageRecorder
 
 _KNOWN_COLUMNS = (
     "id",
@@ -42,13 +42,7 @@ _KNOWN_COLUMNS = (
     "token_count",
     "pi_tokens",
     "line",
-    "usage_key",
-    "usage_input",
-    "usage_output",
-    "usage_cache_read",
-    "usage_cache_write",
-    "usage_cost",
-    "copied",
+    *USAGE_COLUMNS,
 )
 # Ids reserved at a time by new_pk(): the block grows, so a small session reserves few
 # and a big one seldom stops its COPY to reserve more (unused ids only leave gaps).
@@ -76,8 +70,19 @@ def _copy_type(field) -> str:
 class EntryWriter:
     """Writes entry rows for one session in batches (see the module doc)."""
 
-    def __init__(self, session: Session, *, batch_size: int = 2000, index_search: bool = True):
+    def __init__(
+        self,
+        session: Session,
+        *,
+        batch_size: int = 2000,
+        index_search: bool = True,
+        defer_usage: bool = False,
+    ):
         self.session = session
+        # defer_usage: close() leaves the usage of each session to the caller
+        # (`recorded`, see next_session), to write it for many sessions at once.
+        self.defer_usage = defer_usage
+        self.recorded: list[tuple[Session, UsageRecorder]] = []
         self.index_search = index_search
         self.batch_size = batch_size
         self.table = Entry._meta.db_table
@@ -223,12 +228,23 @@ class EntryWriter:
             )
         return len(rows)
 
+    def next_session(self, session: Session) -> None:
+        """Go on with the rows of another session (new sessions imported together share
+        one writer, so one COPY). Only with `defer_usage`: the usage recorded so far is
+        kept in `recorded` for the caller."""
+        assert self.defer_usage
+        self.recorded.append((self.session, self.usage))
+        self.session, self.usage = session, UsageRecorder()
+
     def close(self) -> int:
         """Write everything queued and end the COPY, then the usage the rows add; returns
         the rows written in all."""
         self.flush()
         self._end_copy()
-        self.usage.apply(self.session)
+        if not self.defer_usage:
+            self.usage.apply(self.session)
+        elif not self.recorded or self.recorded[-1][1] is not self.usage:
+            self.recorded.append((self.session, self.usage))
         return self.written
 
     def __enter__(self) -> EntryWriter:
@@ -263,26 +279,23 @@ class EntryWriter:
 
 def set_parents(pairs: list[tuple[int, int]]) -> None:
     """UPDATE parent_id for (entry pk, parent pk) pairs (forward references)."""
-    if not pairs:
-        return
-    table = Entry._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET parent_id = %s WHERE id = %s",
-            [(parent, pk) for pk, parent in pairs],
-        )
+    _update_entries("SET parent_id = %s WHERE id = %s", [(parent, pk) for pk, parent in pairs])
 
 
 def apply_labels(session: Session, labels: dict[str, str]) -> None:
     """Set the denormalized `label` column for targets (pi: latest label entry wins)."""
-    if not labels:
+    _update_entries(
+        "SET label = %s WHERE session_id = %s AND pi_id = %s",
+        [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
+    )
+
+
+def _update_entries(assignment: str, rows: list[tuple]) -> None:
+    """`UPDATE <entries> SET ... WHERE ...` (`assignment`) run once per row of values."""
+    if not rows:
         return
-    table = Entry._meta.db_table
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {table} SET label = %s WHERE session_id = %s AND pi_id = %s",
-            [(clean_text(label)[:200], session.pk, target) for target, label in labels.items()],
-        )
+        cursor.executemany(f"UPDATE {Entry._meta.db_table} {assignment}", rows)
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils import timezone
 
 from piweb.celery import app as celery_app
 from sessions_app.context.import_lines import (
@@ -55,6 +56,7 @@ from sessions_app.context.import_lines import (
     is_current_header,
     prepare_entry,
     stored_line,
+    valid_id,
 )
 from sessions_app.context.input_limits import MAX_CWD_CHARS
 from sessions_app.context.jsonl import (
@@ -64,7 +66,7 @@ from sessions_app.context.jsonl import (
     serialize_entry,
 )
 from sessions_app.context.preview import clean_text
-from sessions_app.models import Entry, Session
+from sessions_app.models import Activity, Entry, Session
 from sessions_app.services import events, tree
 from sessions_app.services.bulk_entries import (
     EntryWriter,
@@ -73,10 +75,11 @@ from sessions_app.services.bulk_entries import (
     set_parents,
 )
 from sessions_app.services.search import index_stored_entries
-from sessions_app.services.usage import mark_fork_copies
+from sessions_app.services.usage import NEW_SESSION_FIELDS, apply_to_new_sessions, mark_fork_copies
 
 log = logging.getLogger(__name__)
 FINISH_IMPORT_TASK = "piweb.finish_import"  # (tasks.finish_import; sent by name)
+FINISH_IMPORTS_TASK = "piweb.finish_imports"  # (tasks.finish_imports; sent by name)
 
 BATCH_SIZE = 2000
 READ_CHUNK = 1 << 20
@@ -361,23 +364,28 @@ class _Import:
         """Write what is queued and update the session row (not saved) for the entries
         added: labels, name, first message, leaf, counts."""
         self.writer.close()
-        self._settle_forward_references()
-        session = self.session
+        set_parents(self._forward_parents())
         if self.report.status == "created":
-            mark_fork_copies(session)  # a pi fork of a stored session: count its copies once
+            mark_fork_copies(self.session)  # a pi fork of a stored session: count its copies once
         if self.report.entries_added:
             if self.report.status == "unchanged":
                 self.report.status = "updated"
-            if self.labels:
-                known = {t: lab for t, lab in self.labels.items() if t in self.pks}
-                apply_labels(session, known)
-            if self.name is not None:
-                session.name = clean_text(self.name)[:500]
-            if not session.first_message and self.first_message:
-                session.first_message = clean_text(self.first_message)[:300]
-            session.leaf_id = self.pks[self.last_pi_id]
-            session.next_seq = self.next_seq
-            session.entry_count += self.report.entries_added
+            apply_labels(self.session, self._known_labels())
+            self._count_new_entries()
+
+    def _known_labels(self) -> dict[str, str]:
+        return {t: lab for t, lab in self.labels.items() if t in self.pks}
+
+    def _count_new_entries(self) -> None:
+        """The session row's columns for the entries added (on the object, not saved)."""
+        session = self.session
+        if self.name is not None:
+            session.name = clean_text(self.name)[:500]
+        if not session.first_message and self.first_message:
+            session.first_message = clean_text(self.first_message)[:300]
+        session.leaf_id = self.pks[self.last_pi_id]
+        session.next_seq = self.next_seq
+        session.entry_count += self.report.entries_added
 
     def _refuse_if_no_entry_was_valid(self) -> None:
         """A file with entry lines of which none could be read is refused (a header-only
@@ -391,9 +399,9 @@ class _Import:
             f"none of the {count:,} entry line(s) could be read ({reasons}); nothing was imported"
         )
 
-    def _settle_forward_references(self) -> None:
-        if not self.forward:
-            return
+    def _forward_parents(self) -> list[tuple[int, int]]:
+        """(entry pk, parent pk) of the forward references that found their parent (the
+        others are reported); a parentId cycle raises."""
         resolved: list[tuple[int, int]] = []
         for pk, eid, line_no, pid in self.forward:
             parent_pk = self.pks.get(pid)
@@ -406,7 +414,7 @@ class _Import:
                 )
         if resolved:
             self._check_cycles([eid for _, eid, _, pid in self.forward if pid in self.pks])
-            set_parents(resolved)
+        return resolved
 
     def _check_cycles(self, starts: list[str]) -> None:
         """A cycle needs a forward reference, so walking up from those finds every one."""
@@ -503,16 +511,7 @@ def import_jsonl_stream(
         with deferred_wal_checkpoint(), transaction.atomic():
             job = _run(fileobj, owner, report, hasher, batch_size, source_path)
             if report.status in ("created", "updated"):
-                tree.record_activity(
-                    job.session,
-                    owner,
-                    "imported",
-                    filename=report.filename,
-                    status=report.status,
-                    entries_added=report.entries_added,
-                    skipped_lines=report.skipped_count,
-                    warnings=report.warning_count,
-                )
+                _import_activity(report, owner).save()
                 if report.status == "updated":
                     events.publish(job.session.pk, "leaf_moved", {"leaf": job.last_pi_id or None})
     except SessionImportError as exc:
@@ -528,6 +527,198 @@ def import_jsonl_stream(
             finish_import(report.session.pk, report.first_new_seq)
             report.after_commit_seconds = time.perf_counter() - started
     return report
+
+
+# --- many new sessions in one transaction (the follower's first scan) ------------------
+
+
+def batchable_header(first_line: bytes) -> tuple[dict, str] | None:
+    """(header, stored header line) when a file whose first line is `first_line` (with
+    its newline) can be imported by `NewSessionsBatch`: a v3 header with a valid id,
+    read without a warning, naming no parent session (a fork's parent is looked up, so
+    forks are imported alone, in their turn). None: import the file alone."""
+    records = LinePreparer(MAX_LINE_BYTES).feed(first_line)
+    if len(records) != 1 or not isinstance(records[0], RawObject) or records[0].number != 1:
+        return None
+    header = records[0].value
+    if header_problem(header) or not is_current_header(header) or not valid_id(header["id"]):
+        return None
+    parent_ref = header.get("parentSession")
+    if isinstance(parent_ref, str) and parent_ref:
+        return None
+    return header, stored_line(records[0].text, header)
+
+
+@dataclass
+class NewSessionFile:
+    header: dict  # from batchable_header
+    header_line: str
+    filename: str
+    source_path: str = ""
+
+
+class NewSessionsBatch:
+    """New session files, imported in the caller's transaction exactly as
+    `import_jsonl_stream` imports each (same rows, same report), with the work that does
+    not need a file's own rows done once for all of them: the sessions are created in one
+    INSERT, entries of all files go through one writer (one COPY on PostgreSQL), and
+    usage rows, session columns and activity rows are written by `finish()`.
+
+    The caller checks that no session holds the header ids (and that the ids differ).
+    A file that cannot be imported raises SessionImportError from `add()`: the caller
+    then rolls its transaction back and imports the files one by one. After the commit,
+    `finish_imports(batch.search_work())` indexes the new entries for search.
+    """
+
+    def __init__(self, owner, files: list[NewSessionFile], *, batch_size: int = BATCH_SIZE):
+        self.owner = owner
+        self.files = files
+        self.batch_size = batch_size
+        self.sessions = Session.objects.bulk_create(
+            [
+                Session(
+                    pi_id=new.header["id"],
+                    version=CURRENT_SESSION_VERSION,
+                    cwd=header_text_field(new.header, "cwd"),
+                    header_timestamp=clean_text(str(new.header.get("timestamp", "")))[:40],
+                    owner=owner,
+                    source=Session.Source.IMPORTED,
+                    header_line=new.header_line,
+                    source_path=new.source_path,
+                )
+                for new in files
+            ]
+        )
+        self.writer = EntryWriter(
+            self.sessions[0], batch_size=batch_size, index_search=False, defer_usage=True
+        )
+        self.reports: list[ImportReport] = []
+        self.parents: list[tuple[int, int]] = []  # forward references, for set_parents
+        self.labels: list[tuple[Session, dict[str, str]]] = []
+
+    def __enter__(self) -> NewSessionsBatch:
+        self.writer.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is not None:
+            self.writer.__exit__(exc_type, exc, traceback)  # cancels an open COPY
+
+    def add(self, fileobj) -> ImportReport:
+        """Import the next file (`files[len(reports)]`, `fileobj` at its start)."""
+        started = time.perf_counter()
+        index = len(self.reports)
+        new, session = self.files[index], self.sessions[index]
+        if index:
+            self.writer.next_session(session)
+        report = ImportReport(filename=new.filename, session=session, status="created")
+        job = _Import(self.owner, report, self.batch_size, new.source_path)
+        job.session, job.writer = session, self.writer
+        hasher = hashlib.sha256()
+        records = _records(fileobj, report, hasher)
+        header = next(records, None)
+        if not isinstance(header, RawObject) or header.value.get("id") != new.header["id"]:
+            raise SessionImportError("the file changed while it was read", filename=new.filename)
+        job.header_number = header.number
+        try:
+            for record in records:
+                if isinstance(record, PreparedEntry):
+                    job.add(record)
+                else:
+                    _note(record, report)
+            if not report.entries_added:
+                job._refuse_if_no_entry_was_valid()
+            self.parents.extend(job._forward_parents())
+        except SessionImportError as exc:
+            if not exc.filename:
+                raise SessionImportError(str(exc), filename=report.filename) from exc
+            raise
+        if report.entries_added:
+            job._count_new_entries()
+            labels = job._known_labels()
+            if labels:
+                self.labels.append((session, labels))
+        session.import_sha256 = hasher.hexdigest()
+        self.reports.append(report)  # (the job and its maps of ids go)
+        report.import_seconds = time.perf_counter() - started
+        return report
+
+    def finish(self) -> list[ImportReport]:
+        """The writes left for all the files added; returns their reports."""
+        self.writer.close()
+        set_parents(self.parents)
+        for session, labels in self.labels:
+            apply_labels(session, labels)
+        apply_to_new_sessions(self.writer.recorded)
+        sessions = [report.session for report in self.reports]
+        now = timezone.now()
+        for session in sessions:
+            session.modified_at = now
+        _save_columns(
+            sessions,
+            [
+                "name",
+                "first_message",
+                "leaf",
+                "next_seq",
+                "entry_count",
+                "import_sha256",
+                "modified_at",
+                *NEW_SESSION_FIELDS,
+            ],
+        )
+        Activity.objects.bulk_create([_import_activity(r, self.owner) for r in self.reports])
+        return self.reports
+
+
+def _import_activity(report: ImportReport, owner) -> Activity:
+    """The activity row of an import that added entries (not saved)."""
+    return tree.new_activity(
+        report.session,
+        owner,
+        "imported",
+        filename=report.filename,
+        status=report.status,
+        entries_added=report.entries_added,
+        skipped_lines=report.skipped_count,
+        warnings=report.warning_count,
+    )
+
+
+def _save_columns(sessions: list[Session], names: list[str]) -> None:
+    """UPDATE these columns of many sessions, one statement run for each (Django's
+    bulk_update builds a CASE per column and row, which costs more than the rows)."""
+    fields = [Session._meta.get_field(name) for name in names]
+    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    rows = [
+        [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields] + [session.pk]
+        for session in sessions
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {Session._meta.db_table} SET {assignments} WHERE id = %s", rows)
+
+
+def search_work(reports: list[ImportReport]) -> list[tuple[int, int]]:
+    """(session pk, first new seq) of the reports that added entries: what
+    `finish_imports` indexes."""
+    return [(r.session.pk, r.first_new_seq) for r in reports if r.entries_added]
+
+
+def finish_imports(work: list[tuple[int, int]], *, where: str = "inline") -> None:
+    """`finish_import` for several imports committed together: the tidying once, then
+    each session's search indexing; `where="worker"` hands it all to one Celery job
+    (here when no broker answers)."""
+    if not work:
+        return
+    if where == "worker":
+        try:
+            celery_app.send_task(FINISH_IMPORTS_TASK, args=[[list(pair) for pair in work]])
+            return
+        except Exception as exc:  # the broker is down: do it here
+            log.warning("could not queue the end of %d imports: %s", len(work), exc)
+    finish_import(*work[0])
+    for session_pk, from_seq in work[1:]:
+        index_stored_entries(session_pk, from_seq)
 
 
 # --- appending (the follower) -----------------------------------------------------------

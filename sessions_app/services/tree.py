@@ -48,7 +48,12 @@ def lock_session(session_pk: int) -> Session:
 
 
 def record_activity(session: Session, actor, verb: str, **details) -> None:
-    Activity.objects.create(
+    new_activity(session, actor, verb, **details).save()
+
+
+def new_activity(session: Session, actor, verb: str, **details) -> Activity:
+    """The (unsaved) activity row `record_activity` writes; for writing many at once."""
+    return Activity(
         session=session,
         actor=actor if getattr(actor, "is_authenticated", False) else None,
         verb=verb,

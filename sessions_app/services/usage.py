@@ -17,12 +17,23 @@ from sessions_app.context.usage import (
     EntryUsage,
     UsageTotals,
     entry_day,
+    order_buckets,
     parse_timestamp,
 )
 from sessions_app.models import Entry, Session, UsageDaily
-from sessions_app.selectors.usage import session_breakdown
+from sessions_app.selectors.usage import session_breakdown, totals_by_key_per_session
 
 MODELS_SEPARATOR = "\n"
+# The Entry columns that hold an entry's usage (see usage_columns), in this order.
+USAGE_COLUMNS = (
+    "usage_key",
+    "usage_input",
+    "usage_output",
+    "usage_cache_read",
+    "usage_cache_write",
+    "usage_cost",
+    "copied",
+)
 
 
 def usage_columns(usage: EntryUsage | None, copied: bool = False) -> dict:
@@ -71,30 +82,87 @@ class UsageRecorder:
         call (a writer closed before its first row, or twice), there is nothing to write."""
         if not self._pending and session.started_at is not None:
             return
-        if session.started_at is None:
-            session.started_at = parse_timestamp(session.header_timestamp) or datetime.now(UTC)
+        fields = self._set_times(session)
         fallback_day = session.started_at.date()
         for (day, key, copied), (totals, count, first_seq) in self._deltas.items():
             _add_daily(session, _day(day, fallback_day), key, copied, totals, count, first_seq)
-        # The newest entry, never before the start (a fork's copies are older than it).
-        moments = [session.started_at, session.last_activity_at, parse_timestamp(self._last_stamp)]
-        session.last_activity_at = max(m for m in moments if m is not None)
-        fields = {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
         if self._deltas:
-            breakdown = session_breakdown(session)
-            session.usage_tokens = sum(row["tokens"] for row in breakdown)
-            session.usage_cost = sum(row["cost"] for row in breakdown)
-            session.usage_models = MODELS_SEPARATOR.join(
-                row["key"] for row in breakdown if row["key"] != TOOLS_BUCKET
-            )
-            fields.update(
-                usage_tokens=session.usage_tokens,
-                usage_cost=session.usage_cost,
-                usage_models=session.usage_models,
-            )
+            fields.update(_set_totals(session, session_breakdown(session)))
         Session.objects.filter(pk=session.pk).update(**fields)
         self._deltas.clear()
         self._pending = False
+
+    def _set_times(self, session: Session) -> dict:
+        """The session's start (once) and last activity, on the object; returns them."""
+        if session.started_at is None:
+            session.started_at = parse_timestamp(session.header_timestamp) or datetime.now(UTC)
+        # The newest entry, never before the start (a fork's copies are older than it).
+        moments = [session.started_at, session.last_activity_at, parse_timestamp(self._last_stamp)]
+        session.last_activity_at = max(m for m in moments if m is not None)
+        return {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
+
+
+NEW_SESSION_FIELDS = (
+    "started_at",
+    "last_activity_at",
+    "usage_tokens",
+    "usage_cost",
+    "usage_models",
+)
+
+
+def apply_to_new_sessions(recorded: list[tuple[Session, UsageRecorder]]) -> None:
+    """`apply()` for sessions created in this transaction (none has usage rows yet):
+    their usage rows in one INSERT and their totals from one query. The columns
+    (`NEW_SESSION_FIELDS`) are set on the session objects: the caller saves them."""
+    rows = []
+    for session, recorder in recorded:
+        recorder._set_times(session)
+        fallback_day = session.started_at.date()
+        for (day, key, copied), (totals, count, first_seq) in recorder._deltas.items():
+            rows.append(
+                UsageDaily(
+                    session=session,
+                    day=_day(day, fallback_day),
+                    key=key,
+                    copied=copied,
+                    **_daily_values(totals, count),
+                    first_seq=first_seq,
+                )
+            )
+    UsageDaily.objects.bulk_create(rows, batch_size=1000)
+    counted = [session.pk for session, recorder in recorded if recorder._deltas]
+    by_session = totals_by_key_per_session(counted) if counted else {}
+    for session, recorder in recorded:
+        if recorder._deltas:
+            _set_totals(session, order_buckets(by_session.get(session.pk, {})))
+        recorder._deltas.clear()
+        recorder._pending = False
+
+
+def _set_totals(session: Session, breakdown: list[dict]) -> dict:
+    """The session's usage columns from pi's breakdown, on the object; returns them."""
+    session.usage_tokens = sum(row["tokens"] for row in breakdown)
+    session.usage_cost = sum(row["cost"] for row in breakdown)
+    session.usage_models = MODELS_SEPARATOR.join(
+        row["key"] for row in breakdown if row["key"] != TOOLS_BUCKET
+    )
+    return {
+        "usage_tokens": session.usage_tokens,
+        "usage_cost": session.usage_cost,
+        "usage_models": session.usage_models,
+    }
+
+
+def _daily_values(totals: UsageTotals, count: int) -> dict:
+    return {
+        "input": totals.input,
+        "output": totals.output,
+        "cache_read": totals.cache_read,
+        "cache_write": totals.cache_write,
+        "cost": totals.cost,
+        "entries": count,
+    }
 
 
 def _day(day: str | None, fallback: date) -> date:
@@ -117,12 +185,7 @@ def _add_daily(session, day, key, copied, totals: UsageTotals, count: int, first
             day=day,
             key=key,
             copied=copied,
-            input=totals.input,
-            output=totals.output,
-            cache_read=totals.cache_read,
-            cache_write=totals.cache_write,
-            cost=totals.cost,
-            entries=count,
+            **_daily_values(totals, count),
             first_seq=first_seq,
         )
 
@@ -155,17 +218,7 @@ def recount(session: Session) -> None:
         Entry.objects.filter(session=session)
         .exclude(usage_key="")
         .order_by("seq")
-        .values_list(
-            "seq",
-            "timestamp",
-            "usage_key",
-            "usage_input",
-            "usage_output",
-            "usage_cache_read",
-            "usage_cache_write",
-            "usage_cost",
-            "copied",
-        )
+        .values_list("seq", "timestamp", *USAGE_COLUMNS)
     )
     for seq, stamp, key, i, o, cr, cw, cost, copied in rows.iterator(chunk_size=2000):
         usage = EntryUsage(key, i, o, cr, cw, cost)
