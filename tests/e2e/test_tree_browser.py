@@ -47,7 +47,7 @@ def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
         ],
     )
     page.click("#import-form button[type=submit]")
-    page.wait_for_selector("#import-result .ok")
+    page.wait_for_selector("#import-result .ok", timeout=30_000)  # a busy machine
     assert "1 malformed line skipped" in page.inner_text("#import-result")
     Session.objects.filter(pi_id=sid).update(model_profile="scripted")
     page.click("#import-result a")
