@@ -140,6 +140,9 @@ def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
     # double-click from a second "tab": idempotent
     page.click("#entry-pane .act-navigate button")
     expect(page.locator("#entry-status")).to_contain_text("Already here")
+    # The answer also refreshes the tree, which scrolls its selection into view: wait for
+    # that before clicking another row, or the click may land on a row that moved.
+    page.wait_for_function("() => !document.querySelector('#tree-panel.htmx-request')")
 
     # --- context inspector at a node -------------------------------------------------------
     page.click("#n-e0000014 .preview")
