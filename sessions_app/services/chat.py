@@ -186,7 +186,7 @@ def send_message(session: Session, user, text: str) -> Job:
                 params.update(
                     command=parsed.text,
                     exclude=parsed.exclude,
-                    parent=locked.leaf.pi_id if locked.leaf_id else None,
+                    parent=locked.leaf_pi_id,
                 )
             job = agent_run.create(
                 locked,
@@ -403,7 +403,7 @@ def append_on_branch(session: Session, payload: dict, parent: str | None):
     `parent`: a viewer who navigated elsewhere meanwhile is not pulled back."""
     with transaction.atomic():
         locked = tree.lock_session(session.pk)
-        current = locked.leaf.pi_id if locked.leaf_id else None
+        current = locked.leaf_pi_id
         return tree.append_entry(locked, payload, parent_pi_id=parent, move_leaf=current == parent)
 
 

@@ -209,5 +209,5 @@ def model_input(
     entry; default: the session's leaf). `path`: the root→leaf payloads, when the caller
     holds them already (the context is then built from them, by the same core function)."""
     if leaf is tree.UNSET:
-        leaf = session.leaf.pi_id if session.leaf_id else None
+        leaf = session.leaf_pi_id
     return ModelInput(session, leaf, path)

@@ -146,7 +146,7 @@ def run(job: Job, attempt: int) -> str | None:
 
 def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry:
     position = job.params.get("position")
-    current = session.leaf.pi_id if session.leaf_id else None
+    current = session.leaf_pi_id
     entry = tree.append_entry(
         session, payload, parent_pi_id=position, move_leaf=current == position, actor=job.created_by
     )

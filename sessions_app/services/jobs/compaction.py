@@ -27,6 +27,7 @@ from sessions_app.context.summaries import (
 )
 from sessions_app.context.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.entries import find_entry
 from sessions_app.services import tree
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
@@ -77,7 +78,7 @@ def _create(
     }
     if leaf_pi_id is not None:
         params["append_at"] = leaf_pi_id
-    prepared = leaf_pi_id or (session.leaf.pi_id if session.leaf_id else None)
+    prepared = leaf_pi_id or session.leaf_pi_id
     activity = ("compaction_requested", {"trigger": trigger})
     fields = {"params": params, "prepared_leaf_pi_id": prepared}
     return lifecycle.create(session, Job.Kind.COMPACTION, actor, activity, send=send, **fields)
@@ -142,10 +143,10 @@ def compact_for_overflow(
     lifecycle.sweep(session=session, kinds=[Job.Kind.COMPACTION])
     with transaction.atomic():
         locked = tree.lock_session(session.pk)
-        leaf_pi_id = leaf_pi_id or (locked.leaf.pi_id if locked.leaf_id else None)
+        leaf_pi_id = leaf_pi_id or locked.leaf_pi_id
         if leaf_pi_id is None:
             return None
-        leaf = Entry.objects.filter(session=locked, pi_id=leaf_pi_id).first()
+        leaf = find_entry(locked, leaf_pi_id)
         if leaf is None:
             raise JobError(f"No entry {leaf_pi_id} in this session.")
         existing = _active_compaction(locked.pk)
@@ -236,7 +237,7 @@ def _waits(job: Job) -> bool:
 def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry | None:
     append_at = (job.params or {}).get("append_at")
     if append_at:  # overflow recovery: the run's position, wherever the leaf is
-        leaf = Entry.objects.filter(session=session, pi_id=append_at).first()
+        leaf = find_entry(session, append_at)
         move = session.leaf_id is not None and leaf is not None and session.leaf_id == leaf.pk
     else:
         leaf = session.leaf

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from sessions_app.context.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.entries import entry_pk
 from sessions_app.services import summarizer, tree
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
@@ -123,11 +124,7 @@ def is_ancestor_or_self(session: Session, ancestor_pi_id: str, leaf: Entry | Non
         return False
     if leaf.pi_id == ancestor_pi_id:
         return True
-    ancestor_pk = (
-        Entry.objects.filter(session=session, pi_id=ancestor_pi_id)
-        .values_list("pk", flat=True)
-        .first()
-    )
+    ancestor_pk = entry_pk(session, ancestor_pi_id)
     return ancestor_pk is not None and ancestor_pk in tree.path_entry_pks(leaf.pk)
 
 
