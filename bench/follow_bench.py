@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from calibration import json_loads_mb_per_s
+
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_follow_bench")
 REDIS_URL = os.environ.get("PIWEB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/5")
@@ -415,16 +417,7 @@ def scan_once(base: Path, folder: Path) -> dict:
 def calibrate(folder: Path, limit: int = 50_000_000) -> float:
     """json.loads throughput on this machine right now: the yardstick for the scan's MB/s
     (the machine is shared, so its speed changes from minute to minute)."""
-    size = 0
-    start = time.perf_counter()
-    for path in sorted(folder.rglob("*.jsonl")):
-        with path.open("rb") as fh:
-            for line in fh:
-                json.loads(line)
-                size += len(line)
-        if size >= limit:
-            break
-    return size / 1e6 / (time.perf_counter() - start)
+    return json_loads_mb_per_s(sorted(folder.rglob("*.jsonl")), limit)
 
 
 def main() -> int:

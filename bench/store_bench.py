@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from calibration import json_loads_mb_per_s
+
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "store-bench"
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_store_bench")
@@ -195,15 +197,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
 def calibrate(path: Path, limit: int = 20_000_000) -> float:
     """How fast this machine parses the file's lines with json.loads alone (MB/s): the
     ceiling any importer written in Python has here."""
-    size = 0
-    start = time.perf_counter()
-    with path.open("rb") as fh:
-        for line in fh:
-            json.loads(line)
-            size += len(line)
-            if size >= limit:
-                break
-    return size / 1e6 / (time.perf_counter() - start)
+    return json_loads_mb_per_s([path], limit)
 
 
 # --- child processes ---------------------------------------------------------------------
