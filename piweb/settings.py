@@ -282,6 +282,13 @@ PIWEB_CHAT_REDIS_PREFIX = os.environ.get("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat"
 PIWEB_PI_SESSION_DIRS = _env_list("PIWEB_PI_SESSION_DIRS", "")
 PIWEB_PI_SESSION_OWNER = os.environ.get("PIWEB_PI_SESSION_OWNER", "")
 PIWEB_PI_SESSION_RESCAN_SECONDS = float(os.environ.get("PIWEB_PI_SESSION_RESCAN_SECONDS", "60"))
+# Whether a scan prepares new files in a second process while it writes (auto: when this
+# process may run on more than one CPU; on; off).
+PIWEB_FOLLOW_READ_AHEAD = os.environ.get("PIWEB_FOLLOW_READ_AHEAD", "auto").strip().lower()
+if PIWEB_FOLLOW_READ_AHEAD not in ("auto", "on", "off"):
+    raise RuntimeError(
+        f"PIWEB_FOLLOW_READ_AHEAD must be 'auto', 'on' or 'off', not {PIWEB_FOLLOW_READ_AHEAD!r}."
+    )
 # pi's own session folder, named in the startup banner when it exists and is not followed.
 PIWEB_PI_DEFAULT_SESSION_DIR = Path(
     os.environ.get("PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions")

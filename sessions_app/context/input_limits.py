@@ -73,8 +73,17 @@ def nesting_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 def line_may_nest_deeper(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """False when `text` has too few brackets to be nested deeper than `limit` (cheap)."""
-    return text.count("[") + text.count("{") > limit
+    """False when `text` has too few brackets to be nested deeper than `limit` (cheap: a
+    line has a few brackets, and `find` skips to the next one; it stops at limit + 1)."""
+    count = 0
+    for bracket in "[{":
+        at = text.find(bracket)
+        while at >= 0:
+            count += 1
+            if count > limit:
+                return True
+            at = text.find(bracket, at + 1)
+    return False
 
 
 _FIELD_KEYS = frozenset(FIELD_LIMITS)

@@ -36,13 +36,15 @@ import logging
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.context.file_marks import RangeReader, complete_length, marks_at
+from sessions_app.context.read_ahead import ReadAhead, prepared_files
 from sessions_app.models import FollowedFile, Session
 from sessions_app.services import importer
 from sessions_app.services.bulk_entries import deferred_wal_checkpoint
@@ -424,65 +426,89 @@ class ScanTotals:
     entries_added: int = 0
 
 
+@dataclass
+class _Scan:
+    """One scan's settings and running totals, and its read-ahead helper (or None)."""
+
+    owner: object
+    totals: ScanTotals
+    progress: object
+    search: str
+    helper: ReadAhead | None
+
+
 def scan(roots: Iterable[str], owner, *, progress=None, search: str = "inline") -> ScanTotals:
     """Bring every file under `roots` up to date, and mark the files that went away.
     `progress` (a tqdm bar counting bytes) is advanced per file. Memory: one batch of
     paths and their states at a time, whatever the number of files."""
-    totals = ScanTotals()
     roots = list(roots)
+    with _read_ahead() as helper:
+        run = _Scan(owner, ScanTotals(), progress, search, helper)
+        for root in roots:
+            batch: list[tuple[str, os.stat_result]] = []
+            for item in session_files(root):
+                batch.append(item)
+                if len(batch) >= SCAN_BATCH:
+                    _scan_batch(batch, run)
+                    batch = []
+            _scan_batch(batch, run)
     for root in roots:
-        batch: list[tuple[str, os.stat_result]] = []
-        for item in session_files(root):
-            batch.append(item)
-            if len(batch) >= SCAN_BATCH:
-                _scan_batch(batch, owner, totals, progress, search)
-                batch = []
-        _scan_batch(batch, owner, totals, progress, search)
-    for root in roots:
-        totals.gone += sweep_gone(root)
-    return totals
+        run.totals.gone += sweep_gone(root)
+    return run.totals
 
 
-def _scan_batch(batch, owner, totals: ScanTotals, progress, search: str) -> None:
+def _read_ahead():
+    """The scan's read-ahead helpers (`context.read_ahead`): processes preparing new files
+    while this one writes, on the cores this process and the database server leave (one
+    on two cores, two on more)."""
+    cpus = len(os.sched_getaffinity(0))
+    if settings.PIWEB_FOLLOW_READ_AHEAD == "off" or (
+        settings.PIWEB_FOLLOW_READ_AHEAD == "auto" and cpus < 2
+    ):
+        return nullcontext(None)
+    return ReadAhead(processes=min(2, max(1, cpus - 1)))
+
+
+def _scan_batch(batch, run: _Scan) -> None:
     if not batch:
         return
     states = {s.path: s for s in FollowedFile.objects.filter(path__in=[p for p, _ in batch])}
     new: list[tuple[str, os.stat_result]] = []  # files never seen: imported together
     new_bytes = 0
     for path, st in batch:
-        totals.files += 1
-        totals.bytes += st.st_size
+        run.totals.files += 1
+        run.totals.bytes += st.st_size
         state = states.get(path)
         if is_unchanged(state, st):
-            totals.unchanged += 1
-            _advance(progress, st.st_size)
+            run.totals.unchanged += 1
+            _advance(run, st.st_size)
         elif state is None and stat_module.S_ISREG(st.st_mode) and st.st_size > 0:
             new.append((path, st))
             new_bytes += st.st_size
             if len(new) >= RUN_FILES or new_bytes >= RUN_BYTES:
-                _scan_new(new, owner, totals, progress, search)
+                _scan_new(new, run)
                 new, new_bytes = [], 0
         else:
-            _scan_new(new, owner, totals, progress, search)  # (files in order)
+            _scan_new(new, run)  # (files in order)
             new, new_bytes = [], 0
-            _scan_one(path, st, state, owner, totals, progress, search)
-    _scan_new(new, owner, totals, progress, search)
+            _scan_one(path, st, state, run)
+    _scan_new(new, run)
 
 
-def _advance(progress, size: int) -> None:
-    if progress is not None:
-        progress.update(size)
+def _advance(run: _Scan, size: int) -> None:
+    if run.progress is not None:
+        run.progress.update(size)
 
 
-def _scan_one(path, st, state, owner, totals: ScanTotals, progress, search: str) -> None:
+def _scan_one(path, st, state, run: _Scan) -> None:
     try:
-        result = sync_file(path, owner, state=state, st=st, search=search)
+        result = sync_file(path, run.owner, state=state, st=st, search=run.search)
     except Exception:  # one bad file must not stop the scan
         log.exception("%s: could not be read", path)
-        totals.errors += 1
+        run.totals.errors += 1
     else:
-        _count(result, totals)
-    _advance(progress, st.st_size)
+        _count(result, run.totals)
+    _advance(run, st.st_size)
 
 
 def _count(result: SyncResult, totals: ScanTotals) -> None:
@@ -507,23 +533,26 @@ def _count(result: SyncResult, totals: ScanTotals) -> None:
 # a header id already stored or twice in the run, a possible rename, an unusual first
 # line) is imported alone, in its turn; if anything fails in a run, nothing of it is
 # committed and its files are imported one by one (which reports each file's problem).
+# A run of at least READ_AHEAD_BYTES is prepared by the scan's read-ahead helper (when
+# it has one) while this process writes the rows.
 
 RUN_FILES = 200  # new files imported in one transaction
 RUN_BYTES = 64 << 20  # and about this many bytes at most
 HEAD_BYTES = 1 << 16  # a header line longer than this: the file is imported alone
+READ_AHEAD_BYTES = 4 << 20  # smaller runs are prepared here (the helpers would only wait)
 
 
-def _scan_new(files, owner, totals: ScanTotals, progress, search: str) -> None:
+def _scan_new(files, run: _Scan) -> None:
     together: list[tuple[str, os.stat_result, importer.NewSessionFile]] = []
     for path, st in files:
         header = _plain_header(path, st)
         if header is None:
-            _import_together(together, owner, totals, progress, search)
+            _import_together(together, run)
             together = []
-            _scan_one(path, st, None, owner, totals, progress, search)
+            _scan_one(path, st, None, run)
         else:
             together.append((path, st, importer.NewSessionFile(*header, path, path)))
-    _import_together(together, owner, totals, progress, search)
+    _import_together(together, run)
 
 
 def _plain_header(path: str, st: os.stat_result) -> tuple[dict, str] | None:
@@ -536,10 +565,10 @@ def _plain_header(path: str, st: os.stat_result) -> tuple[dict, str] | None:
     return importer.batchable_header(head[: newline + 1]) if newline >= 0 else None
 
 
-def _import_together(files, owner, totals: ScanTotals, progress, search: str) -> None:
+def _import_together(files, run: _Scan) -> None:
     if len(files) < 2:  # nothing to share
         for path, st, _new in files:
-            _scan_one(path, st, None, owner, totals, progress, search)
+            _scan_one(path, st, None, run)
         return
     taken = set(
         Session.objects.filter(pi_id__in=[new.header["id"] for _, _, new in files]).values_list(
@@ -559,8 +588,9 @@ def _import_together(files, owner, totals: ScanTotals, progress, search: str) ->
         else:
             taken.add(new.header["id"])
             together.append(item)
+    helper = run.helper if sum(st.st_size for _, st, _ in together) >= READ_AHEAD_BYTES else None
     try:
-        reports = _read_together(together, owner) if together else []
+        reports = _read_together(together, run.owner, helper) if together else []
     except Exception as exc:  # each file alone says what is wrong
         log.info("%d new files imported one by one (%s)", len(together), exc)
         together, reports, alone = [], [], files
@@ -569,12 +599,12 @@ def _import_together(files, owner, totals: ScanTotals, progress, search: str) ->
         log.info(
             "%s: new session %s (%d entries)", path, report.session.pi_id, report.entries_added
         )
-        _count(SyncResult(path, "created", entries_added=report.entries_added), totals)
-    importer.finish_imports(importer.search_work(reports), where=search)
+        _count(SyncResult(path, "created", entries_added=report.entries_added), run.totals)
+    importer.finish_imports(importer.search_work(reports), where=run.search)
     if reports:
-        _advance(progress, sum(st.st_size for _, st, _ in together))
+        _advance(run, sum(st.st_size for _, st, _ in together))
     for path, st, _new in alone:
-        _scan_one(path, st, None, owner, totals, progress, search)
+        _scan_one(path, st, None, run)
 
 
 @contextmanager
@@ -592,31 +622,29 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _read_together(files, owner) -> list[importer.ImportReport]:
-    """Import new files in one transaction, with their FollowedFile rows."""
+def _read_together(files, owner, helper: ReadAhead | None) -> list[importer.ImportReport]:
+    """Import new files in one transaction, with their FollowedFile rows; `helper` (when
+    there is one) prepares the files while this process writes."""
     rows = []
+    run = [(path, st.st_size) for path, st, _new in files]
     with _no_cycle_collection(), deferred_wal_checkpoint(), _file_transaction():
         with importer.NewSessionsBatch(owner, [new for _, _, new in files]) as batch:
-            for path, st, _new in files:
-                with open(path, "rb") as fh:
-                    end = complete_length(fh, 0, st.st_size)
-                    reader = RangeReader(fh, 0, end)
-                    report = batch.add(reader)
-                    head, tail = marks_at(fh, end)
-                    rows.append(
-                        FollowedFile(
-                            path=path,
-                            owner=owner,
-                            session=report.session,
-                            state=State.FOLLOWING,
-                            offset=end,
-                            lines=_lines_in(reader, fh, end),
-                            head_hash=head,
-                            tail_hash=tail,
-                            last_read_at=timezone.now(),
-                            **_stat_fields(st),
-                        )
+            for (path, st, _new), prepared in zip(files, prepared_files(run, helper), strict=True):
+                report, digest = batch.add(prepared)
+                rows.append(
+                    FollowedFile(
+                        path=path,
+                        owner=owner,
+                        session=report.session,
+                        state=State.FOLLOWING,
+                        offset=digest.end,
+                        lines=digest.lines,
+                        head_hash=digest.marks.head_hash,
+                        tail_hash=digest.marks.tail_hash,
+                        last_read_at=timezone.now(),
+                        **_stat_fields(st),
                     )
+                )
             reports = batch.finish()
         FollowedFile.objects.bulk_create(rows)
     return reports

@@ -66,6 +66,7 @@ from sessions_app.context.jsonl import (
     serialize_entry,
 )
 from sessions_app.context.preview import clean_text
+from sessions_app.context.read_ahead import FileDigest
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.services import events, tree
 from sessions_app.services.bulk_entries import (
@@ -604,8 +605,9 @@ class NewSessionsBatch:
         if exc_type is not None:
             self.writer.__exit__(exc_type, exc, traceback)  # cancels an open COPY
 
-    def add(self, fileobj) -> ImportReport:
-        """Import the next file (`files[len(reports)]`, `fileobj` at its start)."""
+    def add(self, prepared: Iterator) -> tuple[ImportReport, FileDigest]:
+        """Import the next file (`files[len(reports)]`) from its prepared records
+        (`context.read_ahead.prepare_file`, run here or by a helper process)."""
         started = time.perf_counter()
         index = len(self.reports)
         new, session = self.files[index], self.sessions[index]
@@ -614,18 +616,21 @@ class NewSessionsBatch:
         report = ImportReport(filename=new.filename, session=session, status="created")
         job = _Import(self.owner, report, self.batch_size, new.source_path)
         job.session, job.writer = session, self.writer
-        hasher = hashlib.sha256()
-        records = _records(fileobj, report, hasher)
-        header = next(records, None)
-        if not isinstance(header, RawObject) or header.value.get("id") != new.header["id"]:
-            raise SessionImportError("the file changed while it was read", filename=new.filename)
-        job.header_number = header.number
+        digest = None
         try:
-            for record in records:
-                if isinstance(record, PreparedEntry):
-                    job.add(record)
-                else:
-                    _note(record, report)
+            for item in prepared:
+                if isinstance(item, FileDigest):
+                    digest = item
+                    break
+                for record in item:
+                    if isinstance(record, PreparedEntry):
+                        job.add(record)
+                    elif job.header_number:
+                        _note(record, report)
+                    else:
+                        self._check_header(record, new, job)
+            if digest is None or not job.header_number:
+                raise SessionImportError("the file changed while it was read")
             if not report.entries_added:
                 job._refuse_if_no_entry_was_valid()
             self.parents.extend(job._forward_parents())
@@ -638,10 +643,18 @@ class NewSessionsBatch:
             labels = job._known_labels()
             if labels:
                 self.labels.append((session, labels))
-        session.import_sha256 = hasher.hexdigest()
+        report.bytes_read = digest.end
+        session.import_sha256 = digest.sha256
         self.reports.append(report)  # (the job and its maps of ids go)
         report.import_seconds = time.perf_counter() - started
-        return report
+        return report, digest
+
+    @staticmethod
+    def _check_header(record, new: NewSessionFile, job: _Import) -> None:
+        """The file's first record must be the header `batchable_header` read."""
+        if not isinstance(record, RawObject) or record.value.get("id") != new.header["id"]:
+            raise SessionImportError("the file changed while it was read")
+        job.header_number = record.number
 
     def finish(self) -> list[ImportReport]:
         """The writes left for all the files added; returns their reports."""

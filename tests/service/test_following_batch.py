@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -217,7 +219,18 @@ def wipe() -> None:
     Session.objects.all().delete()
 
 
-def test_a_scan_in_batches_gives_what_one_file_at_a_time_gives(tmp_path, owner, monkeypatch):
+def use_read_ahead(settings, monkeypatch) -> None:
+    """Helper processes prepare every run, however small (`context.read_ahead`)."""
+    settings.PIWEB_FOLLOW_READ_AHEAD = "on"
+    monkeypatch.setattr(following, "READ_AHEAD_BYTES", 0)
+
+
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["here", "helpers"])
+def test_a_scan_in_batches_gives_what_one_file_at_a_time_gives(
+    tmp_path, owner, monkeypatch, settings, read_ahead
+):
+    if read_ahead:
+        use_read_ahead(settings, monkeypatch)
     build_folder(tmp_path)
     files = len(list(tmp_path.rglob("*.jsonl")))
     with CaptureQueriesContext(connection) as batched_queries:
@@ -278,14 +291,41 @@ def test_a_file_that_fails_in_a_batch_rolls_the_batch_back_and_each_file_goes_al
     assert FollowedFile.objects.get(path__endswith=f"03_{sid(3)}.jsonl").state == "refused"
 
 
+def test_a_run_the_helpers_cannot_send_is_imported_file_by_file(
+    tmp_path, owner, monkeypatch, settings, caplog
+):
+    """A valid pi file whose header holds an integer beyond 64 bits cannot travel from a
+    helper (msgpack): its run fails, and the files are then imported one by one, with
+    the same result as without helpers."""
+    for n in range(5):
+        write(tmp_path / "--p--" / f"{n:02d}_{sid(n)}.jsonl", [header(sid(n)), *varied_entries(n)])
+    big = tmp_path / "--p--" / f"02_{sid(2)}.jsonl"  # (written by hand: JSON.stringify says 1e+30)
+    big.write_bytes(
+        big.read_bytes().replace(b'"version":3,', b'"version":3,"n":' + b"1" * 31 + b",", 1)
+    )
+    totals = following.scan([str(tmp_path)], owner)
+    without = snapshot(owner)
+    wipe()
+    use_read_ahead(settings, monkeypatch)
+    with caplog.at_level("INFO", logger="piweb.follow"):
+        again = following.scan([str(tmp_path)], owner)
+    (why,) = [r.getMessage() for r in caplog.records if "one by one" in r.getMessage()]
+    assert why.startswith("5 new files imported one by one") and str(big) in why
+    assert vars(again) == vars(totals) and totals.changed == 5
+    assert snapshot(owner) == without
+
+
 def test_killed_in_the_middle_of_a_batch_then_restarted(tmp_path, owner, child_env):
     """A real follower process killed (SIGKILL) while it imports batches of new files:
-    what was committed stays, what was not is read again, nothing twice."""
+    what was committed stays, what was not is read again, nothing twice. Its read-ahead
+    helpers (runs of more than READ_AHEAD_BYTES) end with it."""
     count = 450  # more than two runs of following.RUN_FILES
     for n in range(count):
-        entries = [message("00000001", None, "user", f"start {n}", 1)]
+        entries = [message("00000001", None, "user", f"start {n} " + "x" * 2200, 1)]
         for i in range(2, 11):
-            entries.append(message(f"{i:08x}", f"{i - 1:08x}", "user", f"text {n} {i}", i))
+            entries.append(
+                message(f"{i:08x}", f"{i - 1:08x}", "user", f"text {n} {i} " + "y" * 2200, i)
+            )
         write(tmp_path / f"--p{n % 5}--" / f"{n:03d}_{sid(n)}.jsonl", [header(sid(n)), *entries])
     argv = [
         sys.executable,
@@ -298,20 +338,27 @@ def test_killed_in_the_middle_of_a_batch_then_restarted(tmp_path, owner, child_e
         "--verbosity",
         "0",
     ]
-    env = {**child_env}
+    env = {**child_env, "PIWEB_FOLLOW_READ_AHEAD": "on"}
     proc = subprocess.Popen(
         argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    helpers = []
     try:
-        import time
-
         deadline = time.monotonic() + 120
         while FollowedFile.objects.count() == 0 and proc.poll() is None:
             assert time.monotonic() < deadline, "the follower committed nothing"
+            helpers = helpers or [
+                child
+                for child in psutil.Process(proc.pid).children()
+                if "sessions_app.context.read_ahead" in " ".join(child.cmdline())
+            ]
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(30)
+    assert helpers, "the follower's runs were not prepared by helpers"
+    _gone, alive = psutil.wait_procs(helpers, timeout=15)
+    assert alive == []
     committed = FollowedFile.objects.count()
     assert 0 < committed < count, committed  # killed between two commits
     assert committed % following.RUN_FILES == 0  # whole runs only

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessions_app.context.import_lines import (
     LinePreparer,
@@ -14,7 +17,7 @@ from sessions_app.context.import_lines import (
     Warn,
     prepare_entry,
 )
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.context.jsonl import parse_session_line, serialize_entry
 from sessions_app.context.preview import entry_row_columns
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/p"}
@@ -171,3 +174,159 @@ def test_the_size_limit_counts_the_line_without_its_newline(size):
                 Skip(1, f"line too long ({size} bytes; the limit is 1000)"),
                 Skip(2, f"line too long ({size} bytes; the limit is 1000)"),
             ]
+
+
+# --- the fast reader (msgspec) against the exact one (json, pi's rules) ------------------
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def same(a, b) -> bool:
+    """Equal with the same types all the way down (1, 1.0 and True differ; so do 0.0 and
+    -0.0) and the same key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return a == b
+
+
+def exact_reading(raw: bytes):
+    """What the exact path (json with pi's rules) makes of a line: (object or None, error)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not utf-8"
+    return parse_session_line(text)
+
+
+def fast_reading(raw: bytes):
+    """(object, None) when the fast path takes the line, else None."""
+    out: list = []
+    value, text, error = LinePreparer._parse(raw, 2, out)
+    return value, text, error, out
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6), ascii=st.booleans())
+def test_the_fast_reader_reads_every_object_as_the_exact_one_does(value, ascii):
+    raw = json.dumps(value, ensure_ascii=ascii, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+    fast_value, text, error, out = fast_reading(raw)
+    exact_value, exact_error = exact_reading(raw)
+    assert error == exact_error
+    assert same(fast_value, exact_value)
+    if exact_error is None:
+        assert text == raw.decode("utf-8") and out == []
+
+
+# Bytes a writer might put on a line, good and bad, spliced into a valid object.
+ODD_PIECES = [
+    b"\x00",
+    b"\x01",
+    b"\x7f",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"\r",
+    b"\t",
+    b"\x0c",
+    b"\xc2\xa0",
+    b"\\",
+    b'"',
+    b"\\ud800",
+    b"\\udc00",
+    b"\\ud83d\\ude00",
+    b"\\u0000",
+    b"NaN",
+    b"Infinity",
+    b"-0",
+    b"1e999",
+    b"1e-999",
+    b"12345678901234567890",
+    b"-9223372036854775809",
+    b"0.1e1",
+    b"01",
+    b"1.",
+    b".5",
+    b"+1",
+    b"true",
+    b"nul",
+    b",",
+    b":",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b" ",
+    b"\n",
+    b"/*x*/",
+    b"'",
+    b"\xe2\x80\xa8",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    base=st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=4),
+    cuts=st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(ODD_PIECES)), max_size=3),
+)
+def test_the_fast_reader_never_accepts_what_the_exact_one_reads_differently(base, cuts):
+    """Any line, however broken: where the fast path takes it, the exact path gives the
+    same object; everything else goes to the exact path (so keeps its messages)."""
+    raw = json.dumps(base, separators=(",", ":")).encode()
+    for at, piece in cuts:
+        at %= len(raw) + 1
+        raw = raw[:at] + piece + raw[at:]
+    try:
+        fast = LinePreparer._fast_object(raw)
+    except Exception as exc:  # (the fast path must only ever decline)
+        raise AssertionError(f"the fast path raised {exc!r}") from exc
+    if fast is not None:
+        exact_value, exact_error = exact_reading(raw)
+        assert exact_error is None and same(fast, exact_value), raw
+    # and the whole record is what the exact path alone gives
+    out: list = []
+    value, text, error = LinePreparer._parse(raw, 2, out)
+    slow_out: list = []
+    slow = LinePreparer._exact_parse(raw, 2, slow_out)
+    assert same(value, slow[0]) and (text, error, out) == (slow[1], slow[2], slow_out)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"n":18446744073709551616}',  # beyond 64 bits: an exact int, not a float
+        b'{"n":-9223372036854775809}',
+        b'{"n":1' + b"0" * 40 + b"}",
+        b'{"x":1e400}',  # json reads inf; the fast reader declines
+        b'{"s":"\\ud800"}',  # a lone surrogate stays in the string
+        b'{"a":1,"a":2}',  # the last of repeated keys wins, at the first one's place
+        b"\xef\xbb\xbf{}",
+        b'{"a":"\xff"}',
+        b"[1]",
+        b"   ",
+    ],
+)
+def test_lines_the_fast_reader_declines_or_must_read_exactly(raw):
+    out: list = []
+    value, text, error = LinePreparer._parse(raw, 1, out)
+    slow_out: list = []
+    slow_value, slow_text, slow_error = LinePreparer._exact_parse(raw, 1, slow_out)
+    assert same(value, slow_value) and (text, error, out) == (slow_text, slow_error, slow_out)

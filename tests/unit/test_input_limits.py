@@ -12,6 +12,7 @@ from sessions_app.context.input_limits import (
     display_text,
     display_value,
     js_number,
+    line_may_nest_deeper,
     nesting_exceeds,
 )
 from sessions_app.context.jsutil import js_json_dumps
@@ -37,6 +38,25 @@ def test_nesting_is_measured_in_arrays_and_objects():
     assert nesting_exceeds(json.loads(nested_line(MAX_JSON_DEPTH + 1)))
     assert not nesting_exceeds({"a": [1, 2, {"b": "x" * 1000}]}, limit=3)
     assert nesting_exceeds({"a": [1, 2, {"b": []}]}, limit=3)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3, MAX_JSON_DEPTH])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "plain",
+        '{"a":[1,{"b":[]}]}',
+        "[" * 50 + "{" * 50 + "x",
+        "[" * 50 + "{" * 51,
+        '{"s":"[[[[{{{{"}',
+        "{[" * 60,
+    ],
+)
+def test_the_bracket_precheck_counts_every_bracket_up_to_the_limit(text, limit):
+    """The cheap check before the walk: true exactly when the line has more than `limit`
+    brackets (a line with fewer cannot be nested that deep)."""
+    assert line_may_nest_deeper(text, limit) == (text.count("[") + text.count("{") > limit)
 
 
 def test_a_line_nested_past_the_limit_is_skipped_with_its_reason():

@@ -1,4 +1,4 @@
-"""The import rules of docs/ARCHITECTURE.md for views, template tags and panels, read from
+"""The import rules of docs/ARCHITECTURE.md for views, template tags, panels and the pure core, read from
 the source (no Django needed)."""
 
 import ast
@@ -63,3 +63,16 @@ def test_views_and_consumers_read_through_selectors(path):
     source = path.read_text()
     assert ".objects." not in source, f"{path.name} queries the ORM itself"
     assert "leaf.pi_id if" not in source, "use Session.leaf_pi_id"
+
+
+@pytest.mark.parametrize("path", modules("context"), ids=lambda p: p.name)
+def test_the_pure_core_imports_no_django_and_nothing_outside_the_core(path):
+    """The core runs without Django: in tests, and as the follower's read-ahead helper
+    processes (`python -m sessions_app.context.read_ahead`)."""
+    bad = {
+        name
+        for name in imported_modules(path)
+        if name.split(".")[0] == "django"
+        or (name.startswith("sessions_app.") and not name.startswith("sessions_app.context"))
+    }
+    assert not bad, f"{path.name} imports {sorted(bad)}"
