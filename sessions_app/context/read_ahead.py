@@ -19,6 +19,7 @@ Pure: no Django (a helper imports only the core).
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import os
@@ -122,18 +123,34 @@ def _unpack(payload: bytes) -> list:
 
 
 def _write_frame(out, kind: bytes, payload: bytes) -> None:
-    out.write(_HEADER.pack(kind, len(payload)))
-    out.write(payload)
+    for data in (_HEADER.pack(kind, len(payload)), payload):
+        view = memoryview(data)
+        while view:  # (an unbuffered pipe may take part of it)
+            view = view[out.write(view) :]
 
 
-def _read_frame(source) -> tuple[bytes, bytes] | None:
+def _read_frame(source) -> tuple[bytes, bytearray] | None:
     """The next frame, or None at the end of the stream (the other side is gone)."""
-    header = source.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = _read_exactly(source, _HEADER.size)
+    if header is None:
         return None
     kind, size = _HEADER.unpack(header)
-    payload = source.read(size)
-    return (kind, payload) if len(payload) == size else None
+    payload = _read_exactly(source, size)
+    return None if payload is None else (kind, payload)
+
+
+def _read_exactly(source, size: int) -> bytearray | None:
+    """`size` bytes from a stream that may return fewer per read (a pipe), read straight
+    into one buffer; None when the stream ends first."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        count = source.readinto(view[got:])
+        if not count:
+            return None
+        got += count
+    return buffer
 
 
 def _frames_of(path: str, size: int) -> Iterator[tuple[bytes, bytes]]:
@@ -188,12 +205,16 @@ class _Helper:
             [sys.executable, "-m", __name__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,  # (frames are read whole into one buffer, written whole)
             env={**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")},
         )
+        try:  # a pipe as big as a chunk: a frame in one or two reads, not twenty
+            fcntl.fcntl(self.process.stdout.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
+        except (AttributeError, OSError):  # (not Linux, or above the system's limit)
+            pass
 
     def ask(self, run: list[tuple[str, int]]) -> None:
         _write_frame(self.process.stdin, b"R", _ENCODER.encode(run))
-        self.process.stdin.flush()
 
     def receive(self) -> tuple[bytes, bytes]:
         frame = _read_frame(self.process.stdout)
