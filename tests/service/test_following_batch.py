@@ -4,6 +4,7 @@ gives, and a run that fails or is killed half way must leave nothing twice."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import psutil
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from tqdm import tqdm
 
 from sessions_app.context.jsonl import serialize_entry
 from sessions_app.models import Activity, Entry, FollowedFile, SearchDocument, Session, UsageDaily
@@ -233,8 +235,10 @@ def test_a_scan_in_batches_gives_what_one_file_at_a_time_gives(
         use_read_ahead(settings, monkeypatch)
     build_folder(tmp_path)
     files = len(list(tmp_path.rglob("*.jsonl")))
+    bar = tqdm(total=sum(p.stat().st_size for p in tmp_path.rglob("*.jsonl")), file=io.StringIO())
     with CaptureQueriesContext(connection) as batched_queries:
-        batched = following.scan([str(tmp_path)], owner)
+        batched = following.scan([str(tmp_path)], owner, progress=bar)
+    assert bar.n == bar.total
     together = snapshot(owner)
     again = following.scan([str(tmp_path)], owner)
     assert (again.unchanged, again.changed) == (files, 0)
@@ -307,8 +311,10 @@ def test_a_run_the_helpers_cannot_send_is_imported_file_by_file(
     without = snapshot(owner)
     wipe()
     use_read_ahead(settings, monkeypatch)
+    bar = tqdm(total=sum(p.stat().st_size for p in tmp_path.rglob("*.jsonl")), file=io.StringIO())
     with caplog.at_level("INFO", logger="piweb.follow"):
-        again = following.scan([str(tmp_path)], owner)
+        again = following.scan([str(tmp_path)], owner, progress=bar)
+    assert bar.n == bar.total  # (the failed run's files counted once, not twice)
     (why,) = [r.getMessage() for r in caplog.records if "one by one" in r.getMessage()]
     assert why.startswith("5 new files imported one by one") and str(big) in why
     assert vars(again) == vars(totals) and totals.changed == 5
@@ -319,7 +325,7 @@ def test_killed_in_the_middle_of_a_batch_then_restarted(tmp_path, owner, child_e
     """A real follower process killed (SIGKILL) while it imports batches of new files:
     what was committed stays, what was not is read again, nothing twice. Its read-ahead
     helpers (runs of more than READ_AHEAD_BYTES) end with it."""
-    count = 450  # more than two runs of following.RUN_FILES
+    count = 2 * following.RUN_FILES + 100  # more than two runs
     for n in range(count):
         entries = [message("00000001", None, "user", f"start {n} " + "x" * 2200, 1)]
         for i in range(2, 11):
