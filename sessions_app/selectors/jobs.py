@@ -21,3 +21,15 @@ def latest_job(
 
 def session_job(session: Session, job_id, kind: str) -> Job | None:
     return Job.objects.filter(pk=job_id, session=session, kind=kind).first()
+
+
+SUMMARY_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
+
+
+def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
+    """The session's latest compactions and branch summaries (the jobs panel)."""
+    return list(
+        Job.objects.filter(session=session, kind__in=SUMMARY_KINDS)
+        .select_related("result_entry")
+        .order_by("-created_at")[:limit]
+    )

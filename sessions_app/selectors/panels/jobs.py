@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sessions_app.models import Job
+from sessions_app.selectors.jobs import recent_jobs
 from sessions_app.services import jobs
 
 RECENT_JOBS = 10
@@ -34,7 +35,7 @@ def progress_text(job: Job) -> str:
 
 def jobs_list_context(access) -> dict:
     """The job list (the jobs panel and `jobs_panel`)."""
-    recent = jobs.recent_jobs(access.session, limit=RECENT_JOBS)
+    recent = recent_jobs(access.session, limit=RECENT_JOBS)
     for job in recent:
         job.progress_text = progress_text(job)
         job.trigger = (job.params or {}).get("trigger", "")

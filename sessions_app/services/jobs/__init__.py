@@ -33,7 +33,6 @@ from sessions_app.services.jobs.lifecycle import (
 from sessions_app.services.jobs.lifecycle import sweep as sweep_stale_jobs
 from sessions_app.services.jobs.summaries import (
     compaction_settings,
-    recent_jobs,
     update_compaction_settings,
 )
 
@@ -50,7 +49,6 @@ __all__ = [
     "job_event_data",
     "maybe_compact_after_run",
     "publish_progress",
-    "recent_jobs",
     "request_branch_summary",
     "request_compaction",
     "run_job",

@@ -194,15 +194,3 @@ def _complete_once(job, attempt, payload, attach, waits, note, meta, extra):
             locked, Status.DONE, entry=entry, phase="done", leaf_moved=moved, **meta, **extra
         )
         return Status.DONE
-
-
-SUMMARY_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
-
-
-def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
-    """The session's latest compactions and branch summaries (the jobs panel)."""
-    return list(
-        Job.objects.filter(session=session, kind__in=SUMMARY_KINDS)
-        .select_related("result_entry")
-        .order_by("-created_at")[:limit]
-    )
