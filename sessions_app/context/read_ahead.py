@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from .file_marks import Marks, complete_length, marks_at
+from .file_marks import Marks, RangeReader, complete_length, marks_at
 from .import_lines import MAX_LINE_BYTES, LinePreparer, PreparedEntry, RawObject, Skip, Warn
 
 CHUNK = 1 << 20  # bytes prepared and sent at a time
@@ -64,21 +64,16 @@ def prepare_file(path: str, size: int, chunk_size: int = CHUNK) -> Iterator[list
     yet) is left out; raises OSError when the file cannot be read."""
     with open(path, "rb") as fh:
         end = complete_length(fh, 0, size)
+        reader = RangeReader(fh, 0, end)  # (it counts the newlines)
         hasher = hashlib.sha256()
         preparer = LinePreparer(MAX_LINE_BYTES)
-        lines = 0
-        fh.seek(0)
-        left = end
-        while left > 0:
-            data = fh.read(min(left, chunk_size))
-            if not data:
-                raise OSError(f"{path} became shorter while it was read")
-            left -= len(data)
+        while data := reader.read(chunk_size):
             hasher.update(data)
-            lines += data.count(b"\n")
             yield preparer.feed(data)
+        if reader.furthest != end:
+            raise OSError(f"{path} became shorter while it was read")
         yield preparer.end()
-        yield FileDigest(end, hasher.hexdigest(), lines, marks_at(fh, end))
+        yield FileDigest(end, hasher.hexdigest(), reader.newlines, marks_at(fh, end))
 
 
 # --- the helper process ----------------------------------------------------------------

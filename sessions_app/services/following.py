@@ -242,20 +242,15 @@ def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
             session = report.session
             if session.source_path != path:
                 Session.objects.filter(pk=session.pk).update(source_path=path)
-            head, tail = marks_at(fh, end)
             read_now = report.status != "unchanged" or state is None or state.session_id is None
             _save(
                 state,
                 path,
                 owner,
                 st,
-                state=State.FOLLOWING,
+                **_read_position(end, _lines_in(reader, fh, end), marks_at(fh, end)),
                 message="",
                 session_id=session.pk,
-                offset=end,
-                lines=_lines_in(reader, fh, end),
-                head_hash=head,
-                tail_hash=tail,
                 appendable=report.migrated_from is None,
                 **({"last_read_at": timezone.now()} if read_now else {}),
             )
@@ -314,18 +309,13 @@ def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
                 state.session_id, owner, reader, lines_before=state.lines, filename=path
             )
             # (a file smaller than a block has a new first-block hash too)
-            head, tail = marks_at(fh, end)
             _save(
                 locked,
                 path,
                 owner,
                 st,
-                state=State.FOLLOWING,
+                **_read_position(end, state.lines + reader.newlines, marks_at(fh, end)),
                 message="",
-                offset=end,
-                lines=state.lines + reader.newlines,
-                head_hash=head,
-                tail_hash=tail,
                 last_read_at=timezone.now(),
             )
     except importer.SessionImportError as exc:
@@ -362,6 +352,18 @@ def _stat_fields(st: os.stat_result) -> dict:
         "inode": st.st_ino,
         "device": st.st_dev,
         "gone_at": None,
+    }
+
+
+def _read_position(end: int, lines: int, marks) -> dict:
+    """The FollowedFile fields of a file read up to `end` (the end of its last complete
+    line): followed from there, with its line count and fingerprints at that point."""
+    return {
+        "state": State.FOLLOWING,
+        "offset": end,
+        "lines": lines,
+        "head_hash": marks.head_hash,
+        "tail_hash": marks.tail_hash,
     }
 
 
@@ -495,11 +497,9 @@ def _scan_batch(batch, run: _Scan) -> None:
     _scan_new(new, run)
 
 
-def _advance(run: _Scan, size: int, record: list[int] | None = None) -> None:
+def _advance(run: _Scan, size: int) -> None:
     if run.progress is not None:
         run.progress.update(size)
-    if record is not None:
-        record.append(size)
 
 
 def _scan_one(path, st, state, run: _Scan) -> None:
@@ -594,16 +594,18 @@ def _import_together(files, run: _Scan) -> None:
             taken.add(new.header["id"])
             together.append(item)
     helper = run.helper if sum(st.st_size for _, st, _ in together) >= READ_AHEAD_BYTES else None
-    advanced = []  # the progress bar moves per file; a failed run takes it back
+    advanced = 0  # the progress bar moves per file; a failed run takes it back
+
+    def file_read(size: int) -> None:
+        nonlocal advanced
+        advanced += size
+        _advance(run, size)
+
     try:
-        reports = (
-            _read_together(together, run.owner, helper, lambda size: _advance(run, size, advanced))
-            if together
-            else []
-        )
+        reports = _read_together(together, run.owner, helper, file_read) if together else []
     except Exception as exc:  # each file alone says what is wrong
         log.info("%d new files imported one by one (%s)", len(together), exc)
-        _advance(run, -sum(advanced))
+        _advance(run, -advanced)
         together, reports, alone = [], [], files
     for (path, _st, _new), report in zip(together, reports, strict=True):
         _log_skipped(path, report)
@@ -649,11 +651,7 @@ def _read_together(
                         path=path,
                         owner=owner,
                         session=report.session,
-                        state=State.FOLLOWING,
-                        offset=digest.end,
-                        lines=digest.lines,
-                        head_hash=digest.marks.head_hash,
-                        tail_hash=digest.marks.tail_hash,
+                        **_read_position(digest.end, digest.lines, digest.marks),
                         last_read_at=timezone.now(),
                         **_stat_fields(st),
                     )
