@@ -445,6 +445,10 @@ def scan_once(base: Path, folder: Path) -> dict:
         "process_wall_s": round(wall, 1),
         # the follower and its read-ahead helpers together (wait4 gives the largest one)
         "peak_rss_mb": round(max(usage.ru_maxrss * 1024, peak.bytes) / 2**20, 1),
+        # CPU of the follower and its helpers (they end before it, waited for); the
+        # database server's share is not in it. On a busy machine the same work costs
+        # more CPU time, which this shows beside the calibration.
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "errors": text.count(" ERROR ") + text.count(" WARNING "),
     }
 

@@ -1,4 +1,5 @@
-"""The session websocket: one per open session page.
+"""The websockets: one per open session page (`SessionConsumer`), one per open sessions
+list (`SessionListConsumer`).
 
 It joins the session's channel-layer group and forwards every event published there
 (entries appended, leaf moves, streamed text and bash snapshots, job progress), so
@@ -26,7 +27,7 @@ from sessions_app.models import ShareLink
 from sessions_app.selectors.panels.chat import run_context
 from sessions_app.services import sharing
 from sessions_app.services.access import check_access
-from sessions_app.services.events import session_group
+from sessions_app.services.events import session_group, sessions_list_group
 
 ACCESS_RECHECK_SECONDS = 60
 # What a share-link visitor's socket forwards: notices that the link's branch grew (the
@@ -132,3 +133,33 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_json({"event": event, "data": notice})
             return
         await self.send_json({"event": event, "data": data})
+
+
+class SessionListConsumer(AsyncJsonWebsocketConsumer):
+    """The sessions list's socket: `sessions_changed` when a session the user may see was
+    created, grew or was shared (services/events.publish_sessions_changed), so the page
+    fetches its rows again, through the user's rights. Logged-in users only; the event
+    names no session."""
+
+    group = None
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.group = sessions_list_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json({"event": "hello", "data": {}})
+
+    async def disconnect(self, code):
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"event": "pong", "data": {}})
+
+    async def sessions_changed(self, message):
+        await self.send_json({"event": "sessions_changed", "data": {}})

@@ -14,7 +14,7 @@ from django.core.cache import cache
 from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app.context.preview import clean_text
-from sessions_app.models import Entry, Session, UsageDaily
+from sessions_app.models import Entry, Session, SessionShare, TeamMembership, UsageDaily
 from sessions_app.services.access import visible_sessions
 
 # Sort name -> the expression it orders by (descending first is the natural order).
@@ -128,6 +128,17 @@ def visible_list(user, filters: ListFilters):
     column = F(SORTS[name])
     order = column.desc(nulls_last=True) if filters.sort.startswith("-") else column.asc()
     return sessions.order_by(order, "-pk" if filters.sort.startswith("-") else "pk")
+
+
+def session_audience(session_pks: list[int]) -> set[int]:
+    """The users whose sessions list may show any of these sessions: the owners, and the
+    members of the teams they are shared with."""
+    if not session_pks:
+        return set()
+    owners = Session.objects.filter(pk__in=session_pks).values_list("owner_id", flat=True)
+    teams = SessionShare.objects.filter(session_id__in=session_pks).values("team_id")
+    members = TeamMembership.objects.filter(team_id__in=teams).values_list("user_id", flat=True)
+    return set(owners.union(members))
 
 
 def list_choices(user) -> tuple[list[str], list[str]]:

@@ -1,4 +1,5 @@
-"""Publishing session events to the channel layer group every open page listens on."""
+"""Publishing events to the channel layer groups open pages listen on: one group per
+session (its page's websocket) and one per user (the sessions list's websocket)."""
 
 import asyncio
 import logging
@@ -7,6 +8,8 @@ import threading
 
 from channels.layers import get_channel_layer
 from django.db import transaction
+
+from sessions_app.selectors.sessions import session_audience
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +38,28 @@ def session_group(session_pk: int) -> str:
     return f"session.{session_pk}"
 
 
-def publish_now(session_pk: int, event: str, data: dict) -> None:
-    """Send one event to every websocket on the session. Never raises: a page that
-    misses an event catches up on its next load, but a write must not fail for it."""
+def sessions_list_group(user_pk: int) -> str:
+    return f"sessions-list.{user_pk}"
+
+
+def _send(groups: list[str], message: dict) -> None:
+    """group_send to each group on the publisher loop. Raises what the layer raises."""
     layer = get_channel_layer()
     if layer is None:
         return
+
+    async def send_all():
+        for group in groups:
+            await layer.group_send(group, message)
+
+    asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop()).result(timeout=10)
+
+
+def publish_now(session_pk: int, event: str, data: dict) -> None:
+    """Send one event to every websocket on the session. Never raises: a page that
+    misses an event catches up on its next load, but a write must not fail for it."""
     try:
-        message = {"type": "session.event", "event": event, "data": data}
-        future = asyncio.run_coroutine_threadsafe(
-            layer.group_send(session_group(session_pk), message), _publisher_loop()
-        )
-        future.result(timeout=10)
+        _send([session_group(session_pk)], {"type": "session.event", "event": event, "data": data})
     except Exception as exc:  # the channel layer is best effort by design
         log.warning("could not publish %s for session %s: %s", event, session_pk, exc)
 
@@ -54,3 +67,22 @@ def publish_now(session_pk: int, event: str, data: dict) -> None:
 def publish(session_pk: int, event: str, data: dict) -> None:
     """Publish after the current transaction commits (at once outside one)."""
     transaction.on_commit(lambda: publish_now(session_pk, event, data))
+
+
+def publish_sessions_changed(session_pks) -> None:
+    """Tell the sessions lists of everyone who may see these sessions (their owners, the
+    members of the teams they are shared with, as of now: call it before a share goes)
+    that rows changed, after the commit. The event carries nothing: each open list asks
+    the server for its page again, through the user's own rights."""
+    users = session_audience(list(session_pks))
+    if users:
+        transaction.on_commit(lambda: publish_sessions_changed_to(users))
+
+
+def publish_sessions_changed_to(user_pks) -> None:
+    """`sessions_changed` to these users' open sessions lists, now. Never raises."""
+    groups = [sessions_list_group(pk) for pk in sorted(user_pks)]
+    try:
+        _send(groups, {"type": "sessions.changed"})
+    except Exception as exc:  # best effort, as publish_now
+        log.warning("could not tell %d sessions list(s) of a change: %s", len(groups), exc)

@@ -41,12 +41,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from sessions_app.context.file_marks import RangeReader, complete_length, marks_at
 from sessions_app.context.read_ahead import ReadAhead, prepared_files
 from sessions_app.models import FollowedFile, Session
-from sessions_app.services import importer
+from sessions_app.services import events, importer
 from sessions_app.services.bulk_entries import deferred_wal_checkpoint
 
 log = logging.getLogger("piweb.follow")
@@ -188,6 +189,7 @@ def _renamed_from(path: str, fh, st) -> FollowedFile | None:
             candidate.save()
             if candidate.session_id:
                 Session.objects.filter(pk=candidate.session_id).update(source_path=path)
+            _provenance_changed([candidate.session_id])
         log.info("%s: renamed from %s", path, old)
         return candidate
     return None
@@ -260,6 +262,7 @@ def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
         _save(state, path, owner, st, state=State.REFUSED, message=message)
         if message != previous:
             log.warning("%s: not followed: %s", path, message)
+            _provenance_changed([state.session_id if state is not None else None])
         return SyncResult(path, "refused", message=message)
     _log_skipped(path, report)
     if report.entries_added:
@@ -395,21 +398,28 @@ def _record_error(path, owner, state, exc) -> SyncResult:
         )
     else:
         FollowedFile.objects.filter(pk=state.pk).update(state=State.ERROR, message=message)
+        if state.message != message:
+            _provenance_changed([state.session_id])
     return SyncResult(path, "error", message=message)
+
+
+def _provenance_changed(session_pks) -> None:
+    """Open pages of these sessions show the file's new state (the provenance line: gone,
+    moved, not read), without waiting for an entry."""
+    for session_pk in {pk for pk in session_pks if pk is not None}:
+        events.publish(session_pk, "provenance_changed", {})
 
 
 def mark_gone(path: str) -> SyncResult:
     """The file (or a folder of files) is no longer on disk; its sessions stay."""
-    now = timezone.now()
-    gone = FollowedFile.objects.filter(path=path).exclude(state=State.GONE)
-    count = gone.update(state=State.GONE, gone_at=now)
-    count += (
-        FollowedFile.objects.filter(path__startswith=_under(path))
-        .exclude(state=State.GONE)
-        .update(state=State.GONE, gone_at=now)
+    gone = FollowedFile.objects.filter(Q(path=path) | Q(path__startswith=_under(path))).exclude(
+        state=State.GONE
     )
+    sessions = list(gone.values_list("session_id", flat=True))
+    count = gone.update(state=State.GONE, gone_at=timezone.now())
     if count:
         log.info("%s: gone from disk (%d file(s))", path, count)
+        _provenance_changed(sessions)
     return SyncResult(path, "gone" if count else "ignored")
 
 

@@ -30,7 +30,7 @@ from sessions_app.context.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.context.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import tree
+from sessions_app.services import events, tree
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
@@ -220,4 +220,5 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         details = {"target": target_pi_id, "scope": scope, "entries": len(entries)}
         tree.record_activity(source, actor, "forked", to=new.pi_id, **details)
         tree.record_activity(new, actor, "forked_from", source=source.pi_id, **details)
+        events.publish_sessions_changed([new.pk])
     return new

@@ -513,6 +513,7 @@ def import_jsonl_stream(
             job = _run(fileobj, owner, report, hasher, batch_size, source_path)
             if report.status in ("created", "updated"):
                 _import_activity(report, owner).save()
+                events.publish_sessions_changed([job.session.pk])
                 if report.status == "updated":
                     events.publish(job.session.pk, "leaf_moved", {"leaf": job.last_pi_id or None})
     except SessionImportError as exc:
@@ -681,6 +682,7 @@ class NewSessionsBatch:
             ],
         )
         Activity.objects.bulk_create([_import_activity(r, self.owner) for r in self.reports])
+        events.publish_sessions_changed([session.pk for session in sessions])
         return self.reports
 
 
@@ -839,6 +841,7 @@ def append_lines(
                         "count": report.entries_added,
                     },
                 )
+                events.publish_sessions_changed([session_pk])
                 transaction.on_commit(lambda: _index_appended(report))
     except SessionImportError as exc:
         if not exc.filename:

@@ -76,6 +76,7 @@ def share_with_team(session: Session, team_pk: int, role: str, *, actor) -> Sess
         session=locked, team=team, defaults={"role": role}
     )
     record_activity(locked, actor, "shared", team=team.name, role=role)
+    events.publish_sessions_changed([locked.pk])  # (the team's members now see it)
     if not created:  # editor → viewer: open sockets must drop their edit rights
         publish_access_changed(locked.pk, "team share changed")
     return share
@@ -270,6 +271,7 @@ def publish_access_changed(session_pk: int, reason: str) -> None:
 @receiver(pre_delete, sender=SessionShare, dispatch_uid="piweb_share_deleted")
 def _share_deleted(sender, instance, **kwargs):
     publish_access_changed(instance.session_id, "team share removed")
+    events.publish_sessions_changed([instance.session_id])  # (before the share goes)
 
 
 @receiver(pre_delete, sender=ShareLink, dispatch_uid="piweb_link_deleted")
@@ -284,3 +286,6 @@ def _member_removed(sender, instance, **kwargs):
     )
     for session_pk in shared:
         publish_access_changed(session_pk, "team member removed")
+    if shared:
+        user_pk = instance.user_id
+        transaction.on_commit(lambda: events.publish_sessions_changed_to([user_pk]))

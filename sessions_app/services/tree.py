@@ -85,6 +85,7 @@ def create_session(
         model_profile=model_profile,
     )
     record_activity(session, owner, "created", cwd=cwd)
+    events.publish_sessions_changed([session.pk])
     return session
 
 
@@ -161,6 +162,7 @@ def append_entry(
                 "leaf": locked.leaf_pi_id,
             },
         )
+        events.publish_sessions_changed([locked.pk])
     session.refresh_from_db()
     return entry
 

@@ -26,14 +26,15 @@ from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
 
 PAGE_SIZE = 50
+LIVE_TABLE_ID = "sessions-live"  # the list's table, fetched again on `sessions_changed`
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
-def _list_context(request, **extra) -> dict:
+def _table_context(request) -> dict:
+    """What the sessions table and its pager show (`_session_table.html`)."""
     filters = ListFilters.from_params(request.GET)
     sessions = visible_list(request.user, filters)
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
-    projects, models = list_choices(request.user)
     sort_links = {}
     for name in SORTS:
         # A click sorts by the column, highest first; a second click flips it.
@@ -53,6 +54,13 @@ def _list_context(request, **extra) -> dict:
         "source": filters.source,
         "page_query": urlencode(filters.as_params()),
         "sort_links": sort_links,
+    }
+
+
+def _list_context(request, **extra) -> dict:
+    projects, models = list_choices(request.user)
+    return {
+        **_table_context(request),
         "projects": projects,
         "models": models,
         "sources": Session.Source.choices,
@@ -67,6 +75,8 @@ def _list_context(request, **extra) -> dict:
 
 @login_required
 def session_list(request):
+    if request.htmx and request.htmx.target == LIVE_TABLE_ID:  # the live refresh
+        return render(request, "sessions_app/_session_table.html", _table_context(request))
     return render(request, "sessions_app/session_list.html", _list_context(request))
 
 

@@ -1,12 +1,17 @@
-// piweb's small client, no build step. One websocket per session page: every event the
-// server publishes on the session's group is re-dispatched as a DOM event named
-// `piweb:<event>` (detail = data), so each panel listens only for what it needs.
+// piweb's small client, no build step. One websocket per session page (and one per
+// sessions list): every event the server publishes on its group is re-dispatched as a
+// DOM event named `piweb:<event>` (detail = data), so each panel listens only for what
+// it needs.
 (function () {
   "use strict";
   function connect(sessionId, shareToken) {
+    var path = "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
+    if (shareToken) path += "?share=" + encodeURIComponent(shareToken); // read-only link visitor
+    return openSocket(path);
+  }
+  function openSocket(path) {
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
-    var url = proto + location.host + "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
-    if (shareToken) url += "?share=" + encodeURIComponent(shareToken); // read-only link visitor
+    var url = proto + location.host + path;
     var delay = 500;
     var socket;
     function open() {
@@ -43,8 +48,29 @@
   }
   document.addEventListener("focusin", selectAll);
   document.addEventListener("click", selectAll);
+  // The sessions list asks for its rows again (htmx, `piweb:sessions-refresh`) a second
+  // after a change, so a burst of changes costs one request and the last one is never
+  // missed; and after a reconnect, for what changed while the socket was down.
+  function followSessionsList() {
+    var pending = null;
+    var opened = false;
+    function refreshSoon() {
+      if (pending) return;
+      pending = setTimeout(function () {
+        pending = null;
+        document.body.dispatchEvent(new CustomEvent("piweb:sessions-refresh"));
+      }, 1000);
+    }
+    document.addEventListener("piweb:sessions_changed", refreshSoon);
+    document.addEventListener("piweb:ws-open", function () {
+      if (opened) refreshSoon();
+      opened = true;
+    });
+    window.piweb.socket = openSocket("/ws/sessions/");
+  }
   document.addEventListener("DOMContentLoaded", function () {
     var el = document.querySelector("[data-piweb-session]");
     if (el) window.piweb.socket = connect(el.dataset.piwebSession, el.dataset.piwebShare);
+    else if (document.querySelector("[data-piweb-sessions-list]")) followSessionsList();
   });
 })();

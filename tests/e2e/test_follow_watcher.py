@@ -134,6 +134,39 @@ def test_a_growing_file_grows_the_open_page(follower, owner, page_for, tmp_path)
     )
     session.refresh_from_db()
     assert session.entry_count == 6 and session.leaf.pi_id == "00000005"
+    # pi's file is deleted: the page says so, and resuming goes through the export.
+    path.unlink()
+    page.wait_for_function(
+        "() => document.querySelector('.provenance').innerText.includes('gone from disk')",
+        timeout=15000,
+    )
+    assert str(path) not in page.locator(".resume-command").inner_text()
+    assert page.evaluate("() => window.piwebNotReloaded === true")
+
+
+def test_a_new_file_appears_in_the_open_sessions_list(follower, owner, page_for, tmp_path):
+    """pi starts a session in the terminal: its row appears in the open list, and its
+    entry count grows as pi writes, without a reload (the list's websocket)."""
+    proc = follower(tmp_path, owner)
+    page = page_for(owner)
+    page.goto("/")
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    page.evaluate("() => { window.piwebNotReloaded = true; }")
+    session_id = sid()
+    path = pi_path(tmp_path, session_id)
+    path.write_bytes(line(header(session_id)) + b"".join(chain_lines(2)))
+    row = page.locator(f'#sessions-table tr[data-session="{session_id}"]')
+    row.wait_for(timeout=15000)
+    entries = row.locator("td.num").first
+    assert entries.inner_text() == "2"
+    append(path, chain_lines(1, start=2)[0])
+    page.wait_for_function(
+        "(id) => document.querySelector(`tr[data-session='${id}'] td.num`).innerText === '3'",
+        arg=session_id,
+        timeout=15000,
+    )
+    assert page.evaluate("() => window.piwebNotReloaded === true")
+    assert count(session_id) == 3, proc.log.read_text(errors="replace")[-2000:]
 
 
 @pytest.mark.embedded

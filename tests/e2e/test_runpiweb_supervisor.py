@@ -21,6 +21,8 @@ from tests.support.processes import REPO, free_port, wait_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 
+BANNER = "piweb is running: log in at"
+
 
 def _serving(url: str) -> bool:
     try:
@@ -61,7 +63,9 @@ def runpiweb(child_env, tmp_path):
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: _serving(url), 90, "runpiweb to serve", log)
+        wait_for(lambda: BANNER in log.read_text(errors="replace"), 90, "the banner", log)
+        process.served_at_banner = _serving(url)  # (asked once, the moment it shows)
+        wait_for(lambda: _serving(url), 30, "runpiweb to serve", log)
         wait_for(lambda: _pids(log, "celery worker"), 30, "the worker", log)
         yield process, url, log
     finally:
@@ -95,6 +99,12 @@ def test_killed_web_and_worker_are_restarted_while_the_rest_keeps_serving(runpiw
     process.send_signal(signal.SIGTERM)  # a clean stop still stops every child
     process.wait(40)
     wait_for(lambda: not _alive(new_daphne) and not _alive(new_worker), 20, "children to stop")
+
+
+def test_the_login_url_answers_when_the_banner_shows_it(runpiweb):
+    process, url, log = runpiweb
+    assert process.served_at_banner, log.read_text(errors="replace")[-3000:]
+    assert f"{BANNER} {url}/login/" in log.read_text()
 
 
 def test_backoff_doubles_for_quick_deaths_and_resets_after_a_stable_run():

@@ -6,11 +6,15 @@ A feature that needs another long-running process adds it to `children()`.
 """
 
 import os
+import socket
 import sys
+import threading
+import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.db import connection
 
 from piweb import embedded
 from piweb.supervisor import Supervisor
@@ -66,6 +70,22 @@ class Command(BaseCommand):
         supervisor = Supervisor(report=self._report)
         follower = self.children(supervisor, host=host, port=port, concurrency=concurrency)
         supervisor.start_all()
+        # The banner waits until daphne answers, so its URL works when it appears; the
+        # supervisor meanwhile restarts whatever dies.
+        threading.Thread(
+            target=self._banner_when_serving,
+            args=(host, port, supervisor, follower),
+            name="runpiweb-banner",
+            daemon=True,
+        ).start()
+        supervisor.run()
+
+    def _banner_when_serving(self, host, port, supervisor, follower) -> None:
+        if _wait_until_serving(host, port, supervisor):
+            self._banner(host, port, follower)
+        connection.close()  # (this thread's own)
+
+    def _banner(self, host, port, follower: list[str] | None) -> None:
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
         self.stdout.write(sandboxing.status())
@@ -79,7 +99,6 @@ class Command(BaseCommand):
             )
         self._follow_banner(follower)
         self.stdout.flush()
-        supervisor.run()
 
     def _report(self, text: str) -> None:
         self.stderr.write(f"runpiweb: {text}")
@@ -119,3 +138,16 @@ class Command(BaseCommand):
                 f"pi sessions found in {pi_dir}: to see them here as pi writes them, start "
                 f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see README, Following pi's folders)."
             )
+
+
+def _wait_until_serving(host: str, port: int, supervisor: Supervisor) -> bool:
+    """True once something accepts connections on host:port; False if runpiweb stops
+    first. A wildcard address is reached on the loopback."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    while not supervisor.stopping:
+        try:
+            with socket.create_connection((target, port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False

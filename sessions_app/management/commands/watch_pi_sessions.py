@@ -23,6 +23,9 @@ STEP_MS = 20
 
 
 class Command(BaseCommand):
+    # Django's system checks import every view: a second of start-up for nothing the
+    # follower uses, at every restart (runpiweb and migrate run them).
+    requires_system_checks = []
     help = (
         "Follow pi session folders (like ~/.pi/agent/sessions): new files, appended lines, "
         "rewrites, renames and deletions appear in piweb as they happen. Runs until stopped."

@@ -5,6 +5,7 @@ import os
 import uuid
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Session
@@ -115,3 +116,22 @@ def test_sessions_list_search_import_and_new(owner, workspace):
     response = c.post(reverse("sessions_app:session_new"), {"cwd": str(workspace), "name": "Fresh"})
     assert response.status_code == 302
     assert Session.objects.filter(owner=owner, name="Fresh", source="live").exists()
+
+
+def test_the_live_refresh_of_the_list_is_the_table_alone_through_the_users_rights(shared):
+    """What the sessions list fetches when its websocket says sessions changed: the table
+    and pager partial (same query, same rights), not the whole page."""
+    url = reverse("sessions_app:session_list")
+    live = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "sessions-live"}
+    response = client_for(shared.viewer).get(url, {"sort": "entries"}, **live)
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html
+    assert 'id="sessions-live"' in html and f'data-session="{shared.session.pi_id}"' in html
+    assert "sort=entries" in html  # (it fetches the same query again)
+    assert "Import pi session" not in html
+    stranger = client_for(shared.stranger).get(url, **live).content.decode()
+    assert 'id="sessions-live"' in stranger and shared.session.pi_id not in stranger
+    whole = client_for(shared.viewer).get(url).content.decode()
+    assert "<html" in whole and "data-piweb-sessions-list" in whole
+    anonymous = Client().get(url, **live)
+    assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
