@@ -50,17 +50,29 @@
   document.addEventListener("click", selectAll);
   // The sessions list asks for its rows again (htmx, `piweb:sessions-refresh`) a second
   // after a change, so a burst of changes costs one request and the last one is never
-  // missed; and after a reconnect, for what changed while the socket was down.
+  // missed; after a reconnect, for what changed while the socket was down; and, for a
+  // tab in the background, only once it is shown again.
   function followSessionsList() {
     var pending = null;
     var opened = false;
+    var missed = false;
     function refreshSoon() {
       if (pending) return;
       pending = setTimeout(function () {
         pending = null;
+        if (document.hidden) {
+          missed = true;
+          return;
+        }
         document.body.dispatchEvent(new CustomEvent("piweb:sessions-refresh"));
       }, 1000);
     }
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && missed) {
+        missed = false;
+        refreshSoon();
+      }
+    });
     document.addEventListener("piweb:sessions_changed", refreshSoon);
     document.addEventListener("piweb:ws-open", function () {
       if (opened) refreshSoon();
