@@ -10,6 +10,7 @@ app_name = "sessions_app"
 urlpatterns = [
     # --- sessions list and session page
     path("", pages.session_list, name="session_list"),
+    path("sessions/table/", pages.session_table, name="session_table"),
     path("import/", pages.import_session, name="session_import"),
     path("new/", pages.new_session, name="session_new"),
     path("s/<str:session_id>/", pages.session_detail, name="session_detail"),

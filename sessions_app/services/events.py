@@ -49,8 +49,7 @@ def _send(groups: list[str], message: dict) -> None:
         return
 
     async def send_all():
-        for group in groups:
-            await layer.group_send(group, message)
+        await asyncio.gather(*(layer.group_send(group, message) for group in groups))
 
     asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop()).result(timeout=10)
 
@@ -70,18 +69,29 @@ def publish(session_pk: int, event: str, data: dict) -> None:
 
 
 def publish_sessions_changed(session_pks) -> None:
-    """Tell the sessions lists of everyone who may see these sessions (their owners, the
-    members of the teams they are shared with, as of now: call it before a share goes)
-    that rows changed, after the commit. The event carries nothing: each open list asks
-    the server for its page again, through the user's own rights."""
-    users = session_audience(list(session_pks))
-    if users:
-        transaction.on_commit(lambda: publish_sessions_changed_to(users))
+    """After the commit, tell the sessions lists of everyone who may then see these
+    sessions (their owners, the members of the teams they are shared with) that rows
+    changed. The event carries nothing: each open list asks the server for its rows
+    again, through the user's own rights. (Who loses a session tells its users itself,
+    before the share goes: `publish_sessions_changed_to(session_audience(...))`.)"""
+    pks = list(session_pks)
+    transaction.on_commit(lambda: _tell_audience(pks))
+
+
+def _tell_audience(session_pks: list[int]) -> None:
+    try:
+        users = session_audience(session_pks)
+    except Exception as exc:  # (after the commit: best effort, as publish_now)
+        log.warning("could not find who sees sessions %s: %s", session_pks[:5], exc)
+        return
+    publish_sessions_changed_to(users)
 
 
 def publish_sessions_changed_to(user_pks) -> None:
     """`sessions_changed` to these users' open sessions lists, now. Never raises."""
     groups = [sessions_list_group(pk) for pk in sorted(user_pks)]
+    if not groups:
+        return
     try:
         _send(groups, {"type": "sessions.changed"})
     except Exception as exc:  # best effort, as publish_now

@@ -21,12 +21,13 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models.signals import pre_delete
+from django.db.models.signals import post_save, pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
 from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.selectors.entries import entry_exists
+from sessions_app.selectors.sessions import session_audience
 from sessions_app.services import events
 from sessions_app.services.tree import lock_session, record_activity
 
@@ -271,7 +272,7 @@ def publish_access_changed(session_pk: int, reason: str) -> None:
 @receiver(pre_delete, sender=SessionShare, dispatch_uid="piweb_share_deleted")
 def _share_deleted(sender, instance, **kwargs):
     publish_access_changed(instance.session_id, "team share removed")
-    events.publish_sessions_changed([instance.session_id])  # (before the share goes)
+    _tell_lists_after_commit(session_audience([instance.session_id]))  # (while it is there)
 
 
 @receiver(pre_delete, sender=ShareLink, dispatch_uid="piweb_link_deleted")
@@ -287,5 +288,23 @@ def _member_removed(sender, instance, **kwargs):
     for session_pk in shared:
         publish_access_changed(session_pk, "team member removed")
     if shared:
-        user_pk = instance.user_id
-        transaction.on_commit(lambda: events.publish_sessions_changed_to([user_pk]))
+        _tell_lists_after_commit([instance.user_id])
+
+
+@receiver(post_save, sender=TeamMembership, dispatch_uid="piweb_member_added")
+def _member_added(sender, instance, created, raw=False, **kwargs):
+    if created and not raw and SessionShare.objects.filter(team_id=instance.team_id).exists():
+        _tell_lists_after_commit([instance.user_id])  # (the team's sessions are theirs to see)
+
+
+@receiver(pre_delete, sender=Session, dispatch_uid="piweb_session_deleted")
+def _session_deleted(sender, instance, **kwargs):
+    _tell_lists_after_commit(session_audience([instance.pk]))
+
+
+def _tell_lists_after_commit(user_pks) -> None:
+    """`sessions_changed` to these users' lists once the change is committed (for a change
+    that takes a session away from them: who saw it is known only before it)."""
+    users = list(user_pks)
+    if users:
+        transaction.on_commit(lambda: events.publish_sessions_changed_to(users))

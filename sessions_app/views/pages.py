@@ -26,7 +26,6 @@ from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
 
 PAGE_SIZE = 50
-LIVE_TABLE_ID = "sessions-live"  # the list's table, fetched again on `sessions_changed`
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
@@ -75,9 +74,14 @@ def _list_context(request, **extra) -> dict:
 
 @login_required
 def session_list(request):
-    if request.htmx and request.htmx.target == LIVE_TABLE_ID:  # the live refresh
-        return render(request, "sessions_app/_session_table.html", _table_context(request))
     return render(request, "sessions_app/session_list.html", _list_context(request))
+
+
+@login_required
+def session_table(request):
+    """The list's table and pager alone, for the same query: what an open list fetches
+    when its websocket says sessions changed."""
+    return render(request, "sessions_app/_session_table.html", _table_context(request))
 
 
 @login_required

@@ -50,11 +50,10 @@
   document.addEventListener("click", selectAll);
   // The sessions list asks for its rows again (htmx, `piweb:sessions-refresh`) a second
   // after a change, so a burst of changes costs one request and the last one is never
-  // missed; after a reconnect, for what changed while the socket was down; and, for a
-  // tab in the background, only once it is shown again.
+  // missed; once the socket is open, for what changed before (while the page loaded or
+  // the socket was down); and, for a tab in the background, only once it is shown again.
   function followSessionsList() {
     var pending = null;
-    var opened = false;
     var missed = false;
     function refreshSoon() {
       if (pending) return;
@@ -74,10 +73,7 @@
       }
     });
     document.addEventListener("piweb:sessions_changed", refreshSoon);
-    document.addEventListener("piweb:ws-open", function () {
-      if (opened) refreshSoon();
-      opened = true;
-    });
+    document.addEventListener("piweb:ws-open", refreshSoon);
     window.piweb.socket = openSocket("/ws/sessions/");
   }
   document.addEventListener("DOMContentLoaded", function () {

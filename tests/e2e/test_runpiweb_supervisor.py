@@ -24,9 +24,9 @@ pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 BANNER = "piweb is running: log in at"
 
 
-def _serving(url: str) -> bool:
+def _serving(url: str, timeout: float = 3) -> bool:
     try:
-        with urllib.request.urlopen(url + "/login/", timeout=3) as response:
+        with urllib.request.urlopen(url + "/login/", timeout=timeout) as response:
             return response.status == 200
     except OSError:
         return False
@@ -64,7 +64,9 @@ def runpiweb(child_env, tmp_path):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: BANNER in log.read_text(errors="replace"), 90, "the banner", log)
-        process.served_at_banner = _serving(url)  # (asked once, the moment it shows)
+        # Asked once, the moment it shows (refused at once when nothing listens yet; a
+        # busy server may take its time to answer).
+        process.served_at_banner = _serving(url, timeout=15)
         wait_for(lambda: _serving(url), 30, "runpiweb to serve", log)
         wait_for(lambda: _pids(log, "celery worker"), 30, "the worker", log)
         yield process, url, log

@@ -81,6 +81,16 @@ def test_a_change_reaches_the_lists_of_those_who_may_see_the_session(asgi_server
             await asyncio.to_thread(tree.append_entry, session, assistant("after leaving"))
             assert await _event(stranger_ws) == "sessions_changed"
             assert await _hears_nothing(member_ws)
+            # Unshared from the stranger's team: their list loses it, once.
+            share = await asyncio.to_thread(lambda: session.shares.get(team=others))
+            await asyncio.to_thread(sharing.unshare_team, session, share.pk, actor=owner)
+            assert await _event(stranger_ws) == "sessions_changed"
+            assert await _hears_nothing(stranger_ws)
+            # The session is deleted: its owner's list drops it.
+            while not await _hears_nothing(owner_ws):  # (it heard each change above)
+                pass
+            await asyncio.to_thread(session.delete)
+            assert await _event(owner_ws) == "sessions_changed"
 
     asyncio.run(scenario())
 

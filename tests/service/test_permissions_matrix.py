@@ -48,6 +48,7 @@ E = {"session_id": "sid", "entry_id": "entry"}
 ROUTES: dict[str, Route] = {
     # pages (lead)
     "session_list": Route("login"),
+    "session_table": Route("login", htmx=True),
     "session_import": Route("login", "POST", ok=400),  # no file: refused after login
     "session_new": Route("login", "POST", ok=400),  # no cwd
     "session_detail": Route("viewer", kwargs=S),

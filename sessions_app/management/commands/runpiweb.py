@@ -81,9 +81,11 @@ class Command(BaseCommand):
         supervisor.run()
 
     def _banner_when_serving(self, host, port, supervisor, follower) -> None:
-        if _wait_until_serving(host, port, supervisor):
-            self._banner(host, port, follower)
-        connection.close()  # (this thread's own)
+        try:
+            if _wait_until_serving(host, port, supervisor):
+                self._banner(host, port, follower)
+        finally:
+            connection.close()  # (this thread's own)
 
     def _banner(self, host, port, follower: list[str] | None) -> None:
         url = f"http://{host}:{port}/"

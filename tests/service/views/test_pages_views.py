@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.django_db]
 
 ANY_USER = [
     Call("session_list", per_session=False),
+    Call("session_table", per_session=False),
     post("session_import", per_session=False),
     post("session_new", {"cwd": "/tmp/x"}, per_session=False),
 ]
@@ -119,19 +120,20 @@ def test_sessions_list_search_import_and_new(owner, workspace):
 
 
 def test_the_live_refresh_of_the_list_is_the_table_alone_through_the_users_rights(shared):
-    """What the sessions list fetches when its websocket says sessions changed: the table
-    and pager partial (same query, same rights), not the whole page."""
-    url = reverse("sessions_app:session_list")
-    live = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "sessions-live"}
-    response = client_for(shared.viewer).get(url, {"sort": "entries"}, **live)
-    html = response.content.decode()
-    assert response.status_code == 200 and "<html" not in html
-    assert 'id="sessions-live"' in html and f'data-session="{shared.session.pi_id}"' in html
-    assert "sort=entries" in html  # (it fetches the same query again)
-    assert "Import pi session" not in html
-    stranger = client_for(shared.stranger).get(url, **live).content.decode()
-    assert 'id="sessions-live"' in stranger and shared.session.pi_id not in stranger
-    whole = client_for(shared.viewer).get(url).content.decode()
-    assert "<html" in whole and "data-piweb-sessions-list" in whole
-    anonymous = Client().get(url, **live)
+    """What an open sessions list fetches when its websocket says sessions changed: the
+    table and pager partial, for the page's own query, through the user's rights."""
+    page = client_for(shared.viewer).get(reverse("sessions_app:session_list"), {"sort": "entries"})
+    html = page.content.decode()
+    table_url = reverse("sessions_app:session_table")
+    assert "data-piweb-sessions-list" in html
+    assert f'hx-get="{table_url}?sort=entries&amp;page=1"' in html
+    response = client_for(shared.viewer).get(table_url, {"sort": "entries"})
+    partial = response.content.decode()
+    assert response.status_code == 200 and "<html" not in partial
+    assert f'data-session="{shared.session.pi_id}"' in partial
+    assert 'class="sort asc" href="?sort=-entries"' in partial  # (the page's own query)
+    assert "Import pi session" not in partial
+    stranger = client_for(shared.stranger).get(table_url).content.decode()
+    assert 'id="sessions-table"' in stranger and shared.session.pi_id not in stranger
+    anonymous = Client().get(table_url)
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
