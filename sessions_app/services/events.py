@@ -72,10 +72,17 @@ def publish_sessions_changed(session_pks) -> None:
     """After the commit, tell the sessions lists of everyone who may then see these
     sessions (their owners, the members of the teams they are shared with) that rows
     changed. The event carries nothing: each open list asks the server for its rows
-    again, through the user's own rights. (Who loses a session tells its users itself,
-    before the share goes: `publish_sessions_changed_to(session_audience(...))`.)"""
+    again, through the user's own rights. (A change that takes a session away from
+    users names them, read before it: `publish_sessions_changed_to`.)"""
     pks = list(session_pks)
     transaction.on_commit(lambda: _tell_audience(pks))
+
+
+def publish_sessions_changed_to(user_pks) -> None:
+    """`sessions_changed` to these users' open sessions lists, after the commit."""
+    users = list(user_pks)
+    if users:
+        transaction.on_commit(lambda: _send_sessions_changed(users))
 
 
 def _tell_audience(session_pks: list[int]) -> None:
@@ -84,10 +91,10 @@ def _tell_audience(session_pks: list[int]) -> None:
     except Exception as exc:  # (after the commit: best effort, as publish_now)
         log.warning("could not find who sees sessions %s: %s", session_pks[:5], exc)
         return
-    publish_sessions_changed_to(users)
+    _send_sessions_changed(users)
 
 
-def publish_sessions_changed_to(user_pks) -> None:
+def _send_sessions_changed(user_pks) -> None:
     """`sessions_changed` to these users' open sessions lists, now. Never raises."""
     groups = [sessions_list_group(pk) for pk in sorted(user_pks)]
     if not groups:

@@ -272,7 +272,7 @@ def publish_access_changed(session_pk: int, reason: str) -> None:
 @receiver(pre_delete, sender=SessionShare, dispatch_uid="piweb_share_deleted")
 def _share_deleted(sender, instance, **kwargs):
     publish_access_changed(instance.session_id, "team share removed")
-    _tell_lists_after_commit(session_audience([instance.session_id]))  # (while it is there)
+    events.publish_sessions_changed_to(session_audience([instance.session_id]))  # (still there)
 
 
 @receiver(pre_delete, sender=ShareLink, dispatch_uid="piweb_link_deleted")
@@ -288,23 +288,16 @@ def _member_removed(sender, instance, **kwargs):
     for session_pk in shared:
         publish_access_changed(session_pk, "team member removed")
     if shared:
-        _tell_lists_after_commit([instance.user_id])
+        events.publish_sessions_changed_to([instance.user_id])
 
 
 @receiver(post_save, sender=TeamMembership, dispatch_uid="piweb_member_added")
 def _member_added(sender, instance, created, raw=False, **kwargs):
     if created and not raw and SessionShare.objects.filter(team_id=instance.team_id).exists():
-        _tell_lists_after_commit([instance.user_id])  # (the team's sessions are theirs to see)
+        events.publish_sessions_changed_to([instance.user_id])  # (the team's sessions are theirs)
 
 
 @receiver(pre_delete, sender=Session, dispatch_uid="piweb_session_deleted")
 def _session_deleted(sender, instance, **kwargs):
-    _tell_lists_after_commit(session_audience([instance.pk]))
-
-
-def _tell_lists_after_commit(user_pks) -> None:
-    """`sessions_changed` to these users' lists once the change is committed (for a change
-    that takes a session away from them: who saw it is known only before it)."""
-    users = list(user_pks)
-    if users:
-        transaction.on_commit(lambda: events.publish_sessions_changed_to(users))
+    # (who saw it is known only before it goes)
+    events.publish_sessions_changed_to(session_audience([instance.pk]))
