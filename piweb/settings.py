@@ -15,7 +15,11 @@ import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PIWEB_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# The database, the secret key, Redis's socket and the workspaces live here: this
+# account's alone (mode 0700), whatever the umask.
+VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+if VAR_DIR.stat().st_uid == os.geteuid():
+    VAR_DIR.chmod(0o700)
 
 
 def _env_bool(name: str, default: bool = False) -> bool:
@@ -232,6 +236,13 @@ PIWEB_SANDBOX_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_MEMORY_MB", "3072"))
 PIWEB_SANDBOX_MAX_PROCESSES = int(os.environ.get("PIWEB_SANDBOX_MAX_PROCESSES", "256"))
 PIWEB_SANDBOX_FILE_SIZE_MB = int(os.environ.get("PIWEB_SANDBOX_FILE_SIZE_MB", "1024"))
 PIWEB_SANDBOX_TMP_MB = int(os.environ.get("PIWEB_SANDBOX_TMP_MB", "512"))
+# When the worker runs as root, commands run as this unprivileged host uid (and gid), so
+# nothing a session leaves in its workspace belongs to root. "off" keeps them root's on
+# the host (not recommended). Ignored when the worker is not root: then its own account.
+_sandbox_host_uid = os.environ.get("PIWEB_SANDBOX_HOST_UID", "64100").strip().lower()
+PIWEB_SANDBOX_HOST_UID = None if _sandbox_host_uid == "off" else int(_sandbox_host_uid)
+if PIWEB_SANDBOX_HOST_UID is not None and not 0 < PIWEB_SANDBOX_HOST_UID < 2**32 - 1:
+    raise RuntimeError("PIWEB_SANDBOX_HOST_UID must be 'off' or a uid other than 0.")
 # Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
 PIWEB_USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
 

@@ -37,6 +37,34 @@ def pytest_configure(config):
 # --- services ---------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sandbox_account_passes_through_test_folders(tmp_path_factory):
+    """A root test run's commands run as PIWEB_SANDBOX_HOST_UID, whose bubblewrap opens
+    the workspaces by path: let it pass through pytest's private temporary folders and
+    the folders above the test var folder (search access only) to what the tests make
+    there."""
+    from django.conf import settings
+
+    if os.geteuid() != 0:
+        return
+    for inner in (tmp_path_factory.getbasetemp(), Path(settings.VAR_DIR)):
+        for directory in inner.parents:
+            info = directory.stat()
+            if info.st_uid == 0 and not info.st_mode & 0o001:
+                directory.chmod(info.st_mode | 0o001)  # e.g. var/ above var/test-services
+    base = tmp_path_factory.getbasetemp()
+    base.chmod(base.stat().st_mode | 0o001)
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """pytest's own ``tmp_path``, with search access for other accounts on a root run
+    (see ``sandbox_account_passes_through_test_folders``)."""
+    if os.geteuid() == 0:
+        tmp_path.chmod(tmp_path.stat().st_mode | 0o001)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def redis_ready():
     """Make sure the broker / channel layer answers; start the embedded one if needed."""

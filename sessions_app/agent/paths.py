@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 
 from . import safefs
@@ -35,12 +36,29 @@ def is_within(path: str, root: str) -> bool:
     return path.startswith(prefix)
 
 
+def make_private_dir(path: str | os.PathLike[str], traverse_gid: int | None = None) -> None:
+    """Create ``path`` if missing and, when this process owns it, make it its own: mode
+    0700, or 0710 with group ``traverse_gid`` when that group (the sandboxed commands'
+    account of a root worker, whose bubblewrap must reach the workspaces) may pass
+    through it. Other local accounts must not reach into workspaces, artifacts or the
+    var folder, nor run anything a session left there."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.stat(path)
+    if st.st_uid != os.geteuid():
+        return
+    mode = 0o700 if traverse_gid is None else 0o710
+    if traverse_gid is not None and st.st_gid != traverse_gid:
+        os.chown(path, -1, traverse_gid)
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
+
+
 def output_file_factory(directory: str, prefix: str) -> Callable[[], str]:
     """A callable giving a fresh ``<directory>/<prefix>-<random hex>.log`` path (the one
     naming rule for full-output files of the agent's and the user's bash runs)."""
 
     def make() -> str:
-        os.makedirs(directory, exist_ok=True)
+        make_private_dir(directory)
         return os.path.join(directory, f"{prefix}-{os.urandom(8).hex()}.log")
 
     return make
@@ -102,8 +120,17 @@ class Workspace:
     working directory.
     """
 
-    def __init__(self, cwd: str, root: str | None = None, read_roots: Iterable[str] = ()):
+    def __init__(
+        self,
+        cwd: str,
+        root: str | None = None,
+        read_roots: Iterable[str] = (),
+        owner: tuple[int, int] | None = None,
+    ):
         self.cwd = _real(cwd)
+        # Host uid/gid that files the tools create must belong to (the account sandboxed
+        # commands run as, when that is not the worker's own), so commands can change them.
+        self.owner = owner
         self.root = _real(root) if root else self.cwd
         # Extra directories the read tool may read (e.g. the global skills directory).
         self.read_roots = [_real(os.fspath(r)) for r in read_roots]
@@ -178,6 +205,8 @@ class Workspace:
             raise self._outside(path or ".", what) from None
         try:
             fd = safefs.open_beneath_real(base, root_fd, rel, flags, mode, follow=follow)
+            if self.owner is not None and flags & os.O_CREAT:
+                os.fchown(fd, *self.owner)
             return fd, real
         except safefs.EscapeError:
             raise self._outside(path or ".", what) from None
@@ -221,6 +250,8 @@ class Workspace:
                 )
                 try:
                     os.mkdir(parts[i], dir_fd=parent)
+                    if self.owner is not None:
+                        os.chown(parts[i], *self.owner, dir_fd=parent, follow_symlinks=False)
                 except FileExistsError:
                     pass
                 finally:

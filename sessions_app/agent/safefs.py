@@ -150,3 +150,28 @@ def write_all(fd: int, data: bytes) -> None:
 
 def is_regular(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def chown_tree(dir_fd: int, uid: int, gid: int) -> None:
+    """Give the directory ``dir_fd`` (any descriptor of it, O_PATH included) and
+    everything beneath it to ``uid:gid``, never following a symlink: each directory is
+    entered through a descriptor opened with O_NOFOLLOW beneath its parent, so a path
+    swapped for a link during the walk changes nothing outside."""
+    top = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+    os.chown(top, uid, gid)
+    pending = [top]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as entries:
+                names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+            for name, is_dir in names:
+                try:
+                    os.chown(name, uid, gid, dir_fd=current, follow_symlinks=False)
+                    if is_dir:
+                        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                        pending.append(os.open(name, flags, dir_fd=current))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # gone or replaced meanwhile: nothing of ours to hand over
+        finally:
+            os.close(current)

@@ -40,11 +40,15 @@ import threading
 import time
 from dataclasses import dataclass
 
+from . import safefs, seccomp
+from .paths import make_private_dir
+
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
 SANDBOX_USER = "piweb"
 SANDBOX_HOSTNAME = "piweb-sandbox"
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+SETPRIV = "/usr/bin/setpriv"  # util-linux: drops a root worker's commands to host_uid
 
 # /etc entries copied in read-only when they exist. Everything else in /etc (shadow,
 # ssl/private, the host's passwd and hosts, service configs) stays out: when the worker
@@ -100,10 +104,21 @@ class SandboxConfig:
     file_size_mb: int = 1024
     tmp_size_mb: int = 512
     stage_dir: str = ""  # where the sandbox's /etc is prepared (default: a private temp dir)
+    # The host account commands run as when the worker is root (None: as the worker).
+    host_uid: int | None = None
 
     @property
     def enabled(self) -> bool:
         return self.mode != "off"
+
+    @property
+    def command_owner(self) -> tuple[int, int] | None:
+        """Host uid/gid of sandboxed commands when they are not the worker's own: a root
+        worker hands them an unprivileged account, since the sandbox's uid 1000 would
+        otherwise be host root and anything it left behind root's."""
+        if not self.enabled or self.host_uid is None or os.geteuid() != 0:
+            return None
+        return (self.host_uid, self.host_uid)
 
 
 def bwrap_binary(config: SandboxConfig) -> str | None:
@@ -151,6 +166,16 @@ def require(config: SandboxConfig) -> str | None:
             f"{'.'.join(map(str, MIN_BWRAP_VERSION))} or newer (Debian 12, Ubuntu 24.04). "
             "An administrator must install a newer bubblewrap and restart piweb."
         )
+    if config.command_owner is not None and not os.access(SETPRIV, os.X_OK):
+        raise SandboxUnavailable(
+            f"Commands are refused: the worker runs as root and needs {SETPRIV} (util-linux) "
+            "to run them as PIWEB_SANDBOX_HOST_UID. Install util-linux, or run the worker "
+            'as an unprivileged account (README, "Running as a non-root account").'
+        )
+    try:
+        seccomp.host_filter()
+    except seccomp.UnsupportedMachine as exc:
+        raise SandboxUnavailable(f"Commands are refused: {exc}.") from exc
     return binary
 
 
@@ -270,6 +295,9 @@ def staged_etc(config: SandboxConfig) -> str:
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
         root = key[0]
         os.makedirs(root, mode=0o700, exist_ok=True)
+        owner = config.command_owner
+        if owner is not None:  # its bubblewrap must pass through to the copy
+            make_private_dir(root, owner[1])
         st = os.lstat(root)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
             raise SandboxUnavailable(
@@ -339,6 +367,40 @@ def open_workspace_dir(path: str) -> int:
     return fd
 
 
+def check_reachable(path: str, owner: tuple[int, int]) -> None:
+    """SandboxUnavailable naming the directory when the commands' account could not pass
+    through every directory above ``path`` (bubblewrap, started as that account, opens
+    the workspace and the staged ``/etc`` by their paths)."""
+    uid, gid = owner
+    current = os.path.dirname(path)
+    while True:
+        st = os.stat(current)
+        if st.st_uid == uid:
+            allowed = st.st_mode & stat.S_IXUSR
+        elif st.st_gid == gid:
+            allowed = st.st_mode & stat.S_IXGRP
+        else:
+            allowed = st.st_mode & stat.S_IXOTH
+        if not allowed:
+            raise SandboxUnavailable(
+                f"Commands are refused: they run as host uid {uid} (PIWEB_SANDBOX_HOST_UID), "
+                f"which cannot pass through {current} to reach {path}. Give it search "
+                f"access (e.g. `chgrp {gid} {current} && chmod g+x {current}`) or move the "
+                "workspace roots and PIWEB_VAR_DIR elsewhere."
+            )
+        if current == "/":
+            return
+        current = os.path.dirname(current)
+
+
+def hand_over(workspace_fd: int, owner: tuple[int, int]) -> None:
+    """Give a workspace to the account its commands run as, the first time it runs one
+    there (it was made by the worker): afterwards the tools create files as that
+    account too (``Workspace.owner``), so there is nothing more to hand over."""
+    if os.fstat(workspace_fd).st_uid != owner[0]:
+        safefs.chown_tree(workspace_fd, *owner)
+
+
 def launch(
     config: SandboxConfig,
     command: str,
@@ -388,14 +450,27 @@ def launch(
                 argv += ["--ro-bind", path, path]
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--size", str(config.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-        argv += ["--ro-bind", staged_etc(config), "/etc"]
+        owner = config.command_owner
+        etc = staged_etc(config)
+        argv += ["--ro-bind", etc, "/etc"]
         workspace_fd = open_workspace_dir(workspace)
         fds.append(workspace_fd)
+        if owner is not None:
+            check_reachable(etc, owner)
+            check_reachable(workspace, owner)
+            hand_over(workspace_fd, owner)
         argv += ["--bind-fd", str(workspace_fd), workspace, "--chdir", cwd]
         argv += ["--remount-ro", "/"]  # the mount points bwrap made are not a scratch area
+        filter_fd = seccomp.filter_fd()  # no setuid/setgid file can be made inside
+        fds.append(filter_fd)
+        argv += ["--seccomp", str(filter_fd)]
         for key, value in full_env.items():
             argv += ["--setenv", key, value]
         argv += ["--", shell, "-c", limits_prelude(config) + command]
+        if owner is not None:
+            uid, gid = owner
+            drop = [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+            argv = drop + argv
         cgroup = PidsCgroup.create(config.max_processes)
         if cgroup is not None and not cgroup.per_thread:
             # Join the cgroup before bwrap starts, so not one process escapes the count.

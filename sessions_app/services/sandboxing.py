@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from sessions_app.agent.paths import Workspace, output_file_factory
+from sessions_app.agent.paths import Workspace, make_private_dir, output_file_factory
 from sessions_app.agent.sandbox import SandboxConfig, SandboxUnavailable, require, status_line
 from sessions_app.agent.shell import ShellOutcome, run_shell
 from sessions_app.agent.signals import AbortSignal
@@ -35,6 +35,7 @@ def config() -> SandboxConfig:
         file_size_mb=settings.PIWEB_SANDBOX_FILE_SIZE_MB,
         tmp_size_mb=settings.PIWEB_SANDBOX_TMP_MB,
         stage_dir=os.path.join(os.fspath(settings.VAR_DIR), "sandbox"),
+        host_uid=settings.PIWEB_SANDBOX_HOST_UID,
     )
 
 
@@ -54,7 +55,13 @@ def session_env(session: Session) -> dict[str, str]:
 
 
 def session_cwd(session: Session) -> str:
-    """The session's real working directory, checked to be in its owner's area."""
+    """The session's real working directory, checked to be in its owner's area (which
+    is made private first: nothing a command leaves there is reachable by others)."""
+    owner = config().command_owner
+    traverse_gid = owner[1] if owner else None
+    if traverse_gid is not None:
+        make_private_dir(settings.VAR_DIR, traverse_gid)
+    workspaces.protect_user_area(session.owner_id, traverse_gid)
     return workspaces.check_session_cwd(session.cwd, session.owner_id)
 
 
@@ -64,14 +71,19 @@ def tool_context(
     on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None,
 ) -> ToolContext:
     """The agent's tools for this session: its workspace, artifacts and sandbox."""
-    workspace = Workspace(session_cwd(session), read_roots=[workspaces.agent_skills_dir()])
+    sandbox = config()
+    workspace = Workspace(
+        session_cwd(session),
+        read_roots=[workspaces.agent_skills_dir()],
+        owner=sandbox.command_owner,
+    )
     return ToolContext(
         workspace=workspace,
         artifact_dir=workspaces.artifact_dir(session),
         abort=abort or AbortSignal(),
         on_bash_snapshot=on_bash_snapshot,
         bash_env=session_env(session),
-        sandbox=config(),
+        sandbox=sandbox,
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from sessions_app.agent.paths import check_cwd, is_within, user_areas
+from sessions_app.agent.paths import check_cwd, is_within, make_private_dir, user_areas
 
 
 def owner_key(owner_or_pk) -> str:
@@ -26,8 +26,18 @@ def user_workspace(owner, *, create: bool = True) -> Path:
     """The user's folder in the first workspace root (created on demand)."""
     area = Path(user_areas(settings.PIWEB_WORKSPACE_ROOTS[:1], owner_key(owner))[0])
     if create:
-        area.mkdir(parents=True, exist_ok=True)
+        protect_user_area(owner)
     return area
+
+
+def protect_user_area(owner, traverse_gid: int | None = None) -> None:
+    """Every workspace root and the owner's folder in it exist, private to this account
+    (``make_private_dir``): no other local account can reach a file a session made (see
+    docs/SANDBOX.md, "No setuid files")."""
+    roots = settings.PIWEB_WORKSPACE_ROOTS
+    for root, area in zip(roots, user_areas(roots, owner_key(owner)), strict=True):
+        make_private_dir(root, traverse_gid)
+        make_private_dir(area, traverse_gid)
 
 
 def check_session_cwd(cwd: str, owner, *, create: bool = False) -> str:

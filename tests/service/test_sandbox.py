@@ -457,9 +457,10 @@ def test_ordinary_work_succeeds_and_files_belong_to_the_worker_user(session, ws)
     assert outcome.exit_code == 0, text
     assert text.splitlines()[:2] == ["42", "first"]
     assert (ws / "out" / "file.txt").read_text() == "made\n"
-    for path in (ws / "out" / "file.txt", ws / ".git" / "HEAD", ws / "src" / "app.py"):
+    commands_account = sandboxing.config().command_owner or (os.getuid(), os.getgid())
+    for path in (ws / "out" / "file.txt", ws / ".git" / "HEAD", ws / "src" / "app.py", ws / "src"):
         info = path.stat()
-        assert (info.st_uid, info.st_gid) == (os.getuid(), os.getgid())
+        assert (info.st_uid, info.st_gid) == commands_account
     edit = tool(session, "edit", {"path": "src/app.py", "oldText": "6 * 7", "newText": "6 * 9"})
     assert not edit.is_error
     assert tool(session, "bash", {"command": "python3 src/app.py"}).text == "54\n"
@@ -477,7 +478,8 @@ def test_node_and_npm_run(session, ws):
     assert outcome.exit_code == 0, text
     lines = text.splitlines()
     assert lines[0] == "2" and lines[-1] == ws.name
-    assert (ws / "package.json").stat().st_uid == os.getuid()
+    commands_account = sandboxing.config().command_owner or (os.getuid(), os.getgid())
+    assert (ws / "package.json").stat().st_uid == commands_account[0]
 
 
 # --- refusing without bwrap, the chat, the management commands -----------------------------------
@@ -615,3 +617,123 @@ def test_unprivileged_worker_gets_its_own_files_and_the_process_limit():
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         shutil.rmtree(stage, ignore_errors=True)
+
+
+# --- setuid: nothing a session leaves behind runs with anyone's privileges -----------------------
+
+SETUID_ATTEMPTS = (
+    "cp /usr/bin/python3 ./p && chmod 6755 ./p; echo chmod=$?; "
+    "chmod u+s ./p; echo u+s=$?; chmod g+s ./p; echo g+s=$?; "
+    "install -m 4755 /usr/bin/true ./t; echo install=$?; "
+    'python3 -c "import os\n'
+    "for label, make in (('open', lambda: os.close(os.open('q', os.O_CREAT | os.O_WRONLY, 0o4755))),\n"
+    "                    ('tmpfile', lambda: os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o2755))),\n"
+    "                    ('mknod', lambda: os.mknod('r', 0o104755)),\n"
+    "                    ('fchmod', lambda: os.chmod(os.open('p', os.O_RDONLY), 0o4755))):\n"
+    "    try:\n"
+    "        make(); print(label + '=made')\n"
+    "    except OSError as exc:\n"
+    "        print(label + '=' + str(exc.errno))\n"
+    '"; chmod 700 ./p; echo plain=$?'
+)
+
+
+def setuid_files(root: Path) -> list[str]:
+    found = []
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+            if mode & 0o6000:
+                found.append(os.path.join(directory, name))
+    return found
+
+
+def as_another_account(*argv: str):
+    """Run ``argv`` as uid/gid 65534. The program is started by a shell that already runs
+    as that account: setpriv's own exec still looks the path up with root's capabilities."""
+    import subprocess
+
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+         "/bin/sh", "-c", 'exec "$@"', "sh", *argv],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_no_setuid_or_setgid_file_can_be_made_inside(session, ws):
+    """The attack as it was found: copy a shell-capable binary, chmod 6755. Every way to
+    set the bits (chmod, fchmod, install, open/O_TMPFILE/mknod with such a mode) is refused,
+    while an ordinary chmod still works."""
+    _outcome, text = sh(session, SETUID_ATTEMPTS)
+    results = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert results["chmod"] == results["u+s"] == results["g+s"] == "1", text
+    assert results["install"] != "0", text
+    for label in ("open", "tmpfile", "mknod", "fchmod"):
+        assert results[label] == "1", text  # EPERM
+    assert results["plain"] == "0", text
+    assert (ws / "p").exists() and setuid_files(ws) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_planted_file_neither_runs_as_root_nor_reaches_the_service(session, ws, settings):
+    """Another local account (uid 65534) tries to use what the session left: it cannot
+    reach the workspace at all, nor the var folder with the database and the secret key."""
+    sh(session, "cp /usr/bin/python3 ./p; chmod 6755 ./p; cp /usr/bin/id ./i")
+    assert setuid_files(ws) == []
+    planted = ws / "p"
+    ran = as_another_account(str(planted), "-c", "import os; print(os.geteuid())")
+    assert ran.returncode != 0 and "Permission denied" in ran.stderr
+    for private in (settings.PIWEB_WORKSPACE_ROOTS[0], ws.parent, settings.VAR_DIR):
+        info = os.stat(private)
+        assert info.st_mode & 0o007 == 0, private  # nothing for other accounts
+        assert info.st_mode & 0o070 in (0, 0o010), private  # at most passing through
+        assert info.st_mode & 0o070 == 0 or info.st_gid == settings.PIWEB_SANDBOX_HOST_UID
+    key_file = Path(settings.VAR_DIR, "secret_key")
+    read = as_another_account("cat", str(key_file))
+    assert read.returncode != 0 and "Permission denied" in read.stderr
+    listed = as_another_account("ls", str(ws))
+    assert listed.returncode != 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_a_root_worker_runs_commands_as_an_unprivileged_host_account(session, ws, settings):
+    """The third layer on its own: were a setuid bit to get through anyway (here set by
+    the host itself) and the file reachable, it would make its runner the sandbox's host
+    account, never root."""
+    owner = sandboxing.config().command_owner
+    assert owner == (settings.PIWEB_SANDBOX_HOST_UID,) * 2 and owner[0] != 0
+    assert not tool(session, "write", {"path": "made/by-tool.txt", "content": "x"}).is_error
+    outcome, text = sh(session, "cp /usr/bin/python3 ./p && echo more >> made/by-tool.txt")
+    assert outcome.exit_code == 0, text
+    for path in (ws, ws / "p", ws / "made", ws / "made" / "by-tool.txt"):
+        assert (path.stat().st_uid, path.stat().st_gid) == owner, path
+    planted = ws / "p"
+    os.chmod(planted, 0o6755)  # what the filter refuses inside, done from outside
+    opened = [ws]
+    while opened[-1] != Path("/"):
+        opened.append(opened[-1].parent)
+    modes = {path: path.stat().st_mode for path in opened}
+    try:
+        for path in opened:
+            os.chmod(path, modes[path] | 0o055)
+        ran = as_another_account(str(planted), "-c", "import os; print(os.geteuid(), os.getegid())")
+    finally:
+        for path in opened:
+            os.chmod(path, modes[path] & 0o7777)
+        os.chmod(planted, 0o755)
+    assert ran.stdout.split() == [str(owner[0]), str(owner[1])], ran.stderr
+
+
+def test_workspace_handed_over_without_following_links(session, ws, outside, settings):
+    """A workspace the worker made is given to the commands' account on first use; a
+    symlink in it to a file outside is handed over as the link, never its target."""
+    if sandboxing.config().command_owner is None:
+        pytest.skip("commands run as the worker's own account here: nothing is handed over")
+    (ws / "link").symlink_to(outside / "secret.txt")
+    (ws / "sub").mkdir()
+    before = (outside / "secret.txt").stat()
+    outcome, text = sh(session, "touch sub/new")
+    assert outcome.exit_code == 0, text
+    after = (outside / "secret.txt").stat()
+    assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
+    assert os.lstat(ws / "link").st_uid == settings.PIWEB_SANDBOX_HOST_UID
