@@ -200,14 +200,19 @@ def status_line(config: SandboxConfig) -> str:
     network = "ON (commands can reach the network and the host's services)"
     network = network if config.network else "off"
     pids = "pids cgroup" if PidsCgroup.available() else "RLIMIT_NPROC"
-    root_note = ""
-    if os.geteuid() == 0 and not PidsCgroup.available():
-        root_note = (
-            " WARNING: running as root without a writable pids cgroup, so the process "
-            "limit is not enforced; run workers as an unprivileged user."
-        )
+    account, root_note = "the worker's account", ""
+    if config.command_owner is not None:
+        account = f"host uid {config.command_owner[0]} (the worker is root)"
+    elif os.geteuid() == 0:
+        account = "host root (PIWEB_SANDBOX_HOST_UID=off: not recommended)"
+        if not PidsCgroup.available():
+            root_note = (
+                " WARNING: running as root without a writable pids cgroup, so the process "
+                "limit is not enforced; run workers as an unprivileged user."
+            )
     return (
-        f"Sandbox: bubblewrap ({binary}); network {network}; per command: "
+        f"Sandbox: bubblewrap ({binary}); commands run as {account}, no setuid files; "
+        f"network {network}; per command: "
         f"{config.cpu_seconds}s CPU, {config.memory_mb} MB address space, "
         f"{config.max_processes} processes ({pids}), {config.file_size_mb} MB per file." + root_note
     )

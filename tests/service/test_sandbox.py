@@ -702,6 +702,7 @@ def test_a_root_worker_runs_commands_as_an_unprivileged_host_account(session, ws
     account, never root."""
     owner = sandboxing.config().command_owner
     assert owner == (settings.PIWEB_SANDBOX_HOST_UID,) * 2 and owner[0] != 0
+    assert f"commands run as host uid {owner[0]} (the worker is root)" in sandboxing.status()
     assert not tool(session, "write", {"path": "made/by-tool.txt", "content": "x"}).is_error
     outcome, text = sh(session, "cp /usr/bin/python3 ./p && echo more >> made/by-tool.txt")
     assert outcome.exit_code == 0, text
