@@ -1,4 +1,4 @@
-"""Benchmarks for the pure core (``sessions_app.context``).
+"""Benchmarks for the pure core (``sessions_app.core``).
 
 Run from the repository root::
 
@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from sessions_app.context.truncate import (  # noqa: E402
+from sessions_app.core.truncate import (  # noqa: E402
     StreamingTail,
     truncate_head,
     truncate_tail,
@@ -324,10 +324,10 @@ def bench_context() -> list[list[str]]:
     those is part of the write; its cost is the ``entry_token_estimate`` row, and the
     search without stored figures is printed too (``estimating each message``).
     """
-    from sessions_app.context.compaction import find_cut_point, prepare_compaction
-    from sessions_app.context.messages import build_session_context, context_from_path
-    from sessions_app.context.tokens import entry_token_estimate
-    from sessions_app.context.tree import SessionTree
+    from sessions_app.core.compaction import find_cut_point, prepare_compaction
+    from sessions_app.core.messages import build_session_context, context_from_path
+    from sessions_app.core.tokens import entry_token_estimate
+    from sessions_app.core.tree import SessionTree
 
     # Which rows pi also runs: (pi function, which entries, leaf, keep).
     pi_equivalent = {

@@ -216,7 +216,8 @@ def main():
 
     from piweb import embedded
     from sessions_app.models import Entry, Job
-    from sessions_app.services import jobs, tree
+    from sessions_app.services import jobs
+    from sessions_app.services import sessions as sessions_service
     from tests.support.job_sessions import add_turn
     from tests.support.scripted_llm import text
 
@@ -231,7 +232,9 @@ def main():
         small = {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 150}
 
         def new_session():
-            session = tree.create_session(owner=owner, cwd="/tmp", model_profile="scripted")
+            session = sessions_service.create_session(
+                owner=owner, cwd="/tmp", model_profile="scripted"
+            )
             session.settings = {"compaction": small}
             session.save(update_fields=["settings"])
             for n in range(1, 4):

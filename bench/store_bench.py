@@ -54,7 +54,7 @@ def _text(rng: random.Random, size: int) -> str:
 def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict:
     """A pi v3 file: a main chain with short side branches and periodic compactions."""
     sys.path.insert(0, str(REPO))
-    from sessions_app.context.jsonl import serialize_entry
+    from sessions_app.core.jsonl import serialize_entry
 
     rng = random.Random(seed)
     per_entry = max(200, target_bytes // entries)
@@ -221,7 +221,7 @@ def child_import(database_url: str, arg: str) -> dict:
     _setup_django(database_url)
     from django.contrib.auth import get_user_model
 
-    from sessions_app.services import tree
+    from sessions_app.services import sessions
     from sessions_app.services.importer import finish_import, import_jsonl_stream
 
     path, leaf = arg.split("::")
@@ -237,7 +237,7 @@ def child_import(database_url: str, arg: str) -> dict:
     seconds = time.perf_counter() - start
     import_rss = _peak_rss_mb()
     start = time.perf_counter()
-    tree.load_context(report.session, leaf)
+    sessions.load_context(report.session, leaf)
     cold_before = time.perf_counter() - start
     start = time.perf_counter()
     finish_import(report.session.pk, report.first_new_seq)
@@ -258,9 +258,9 @@ def child_import(database_url: str, arg: str) -> dict:
 
 def child_context(database_url: str, leaf: str) -> dict:
     _setup_django(database_url)
-    from sessions_app.context.messages import build_session_context
+    from sessions_app.core.messages import build_session_context
     from sessions_app.models import Session
-    from sessions_app.services import tree
+    from sessions_app.services import sessions
 
     session = Session.objects.get(pi_id=SESSION_ID)
     full = {"load_path": [], "build_context": [], "total": []}
@@ -268,7 +268,7 @@ def child_context(database_url: str, leaf: str) -> dict:
     depth = messages = 0
     for _ in range(3):
         t0 = time.perf_counter()
-        path = tree.load_path(session, leaf)
+        path = sessions.load_path(session, leaf)
         t1 = time.perf_counter()
         context = build_session_context(path, leaf)
         t2 = time.perf_counter()
@@ -277,13 +277,13 @@ def child_context(database_url: str, leaf: str) -> dict:
         full["total"].append((t2 - t0) * 1000)
         depth, messages = len(path), len(context["messages"])
         del path
-    tree._PARENT_CACHE.clear()  # cold: nothing known about the session's links yet
+    sessions._PARENT_CACHE.clear()  # cold: nothing known about the session's links yet
     t0 = time.perf_counter()
-    quick = tree.load_context(session, leaf)
+    quick = sessions.load_context(session, leaf)
     cold = (time.perf_counter() - t0) * 1000
     for _ in range(5):
         t0 = time.perf_counter()
-        quick = tree.load_context(session, leaf)
+        quick = sessions.load_context(session, leaf)
         fast.append((time.perf_counter() - t0) * 1000)
     assert quick == context, "load_context disagrees with load_path + build_session_context"
     return {
@@ -300,12 +300,12 @@ def child_context(database_url: str, leaf: str) -> dict:
 def child_append(database_url: str, count: int) -> dict:
     _setup_django(database_url)
     from sessions_app.models import Session
-    from sessions_app.services import tree
+    from sessions_app.services import sessions
 
     session = Session.objects.get(pi_id=SESSION_ID)
     start = time.perf_counter()
     for i in range(count):
-        tree.append_entry(
+        sessions.append_entry(
             session,
             {
                 "type": "message",

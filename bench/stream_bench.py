@@ -142,7 +142,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
 
     from piweb import embedded
     from sessions_app.models import Job
-    from sessions_app.services import chat, tree, workspaces
+    from sessions_app.services import chat, sessions, workspaces
 
     redis_proc = (
         embedded.start(settings.EMBEDDED_REDIS_SOCKET) if settings.USES_EMBEDDED_REDIS else None
@@ -153,7 +153,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
     user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", password="x")
     workspace = workspaces.user_workspace(user) / "bench"
     workspace.mkdir(parents=True, exist_ok=True)
-    session = tree.create_session(owner=user, cwd=str(workspace))
+    session = sessions.create_session(owner=user, cwd=str(workspace))
     client = Client()
     client.force_login(user)
     cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
@@ -233,7 +233,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
         elapsed = received["end"] - started
         job.refresh_from_db()
         session.refresh_from_db()
-        entry = tree.load_path(session)[-1]["message"]
+        entry = sessions.load_path(session)[-1]["message"]
         full = entry.get("fullOutputPath")
         full_size = os.path.getsize(full) if full else 0
         if full:

@@ -11,9 +11,9 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.jsonl import serialize_entry
 
-# Entry types the context builder finds by type (services/tree.py, large sessions).
+# Entry types the context builder finds by type (services/sessions.py, large sessions).
 CONTEXT_MARKER_TYPES = ("compaction", "thinking_level_change", "model_change")
 
 
@@ -169,10 +169,10 @@ class Entry(models.Model):
     label = models.CharField(max_length=200, blank=True)
     token_count = models.PositiveIntegerField(default=0)
     # pi's estimateTokens of a message entry's message (0 for other entries): what the
-    # entry adds to the compaction cut-point walk (context.tokens.entry_token_estimate).
+    # entry adds to the compaction cut-point walk (core.tokens.entry_token_estimate).
     # Filled when the entry is written; null for a row written before it existed.
     pi_tokens = models.BigIntegerField(null=True, blank=True)
-    # What the entry adds to pi's usage breakdown (context/usage.py); blank key: nothing.
+    # What the entry adds to pi's usage breakdown (core/usage.py); blank key: nothing.
     usage_key = models.CharField(max_length=200, blank=True, default="")
     usage_input = models.BigIntegerField(default=0)
     usage_output = models.BigIntegerField(default=0)

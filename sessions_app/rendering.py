@@ -50,14 +50,14 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from sessions_app.context.input_limits import (
+from sessions_app.core.input_limits import (
     MAX_LABEL_CHARS,
     MAX_NAME_CHARS,
     bounded,
     display_text,
     display_value,
 )
-from sessions_app.context.pi1_entries import (
+from sessions_app.core.pi1_entries import (
     content_text,
     edit_action,
     edit_replacement_content,
@@ -65,7 +65,7 @@ from sessions_app.context.pi1_entries import (
     system_message_view,
     usage_figures,
 )
-from sessions_app.context.preview import clean_text
+from sessions_app.core.preview import clean_text
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")

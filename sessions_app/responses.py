@@ -1,5 +1,5 @@
 """Responses the views share: the one notice partial (for htmx swaps and the chat
-panel's fetch calls) and plain-text errors for everything else.
+panel's fetch calls), plain-text errors for everything else, and export downloads.
 
 htmx is configured in `templates/base.html` (`<meta name="htmx-config">`) to swap 4xx
 responses too, so an error is returned with its real status and the person still sees
@@ -8,9 +8,11 @@ the notice. Client events go out through django-htmx's `trigger_client_event`.
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget, trigger_client_event
+
+from sessions_app.services import exports
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
 LEVELS = ("info", "ok", "error")
@@ -64,3 +66,20 @@ def bad_request(request, message: str, status: int = 400) -> HttpResponse:
     if request.htmx:
         return notice(request, message, level="error", status=status)
     return plain_text(message, status)
+
+
+def export_response(request, access, fmt: str, leaf: str | None, visible: set | None = None):
+    """A session (or its branch ending at `leaf`) exported as a download; `visible` is a
+    share link's entries. An export the service refuses is the person's error."""
+    try:
+        export = exports.export_session(
+            access.session, fmt, leaf, actor=request.user, visible=visible
+        )
+    except exports.ExportError as exc:
+        return bad_request(request, str(exc))
+    if export.streams:  # (the pi JSONL: never the whole file in memory)
+        response = StreamingHttpResponse(export.content, content_type=export.content_type)
+    else:
+        response = HttpResponse(export.content, content_type=export.content_type)
+    inline = request.GET.get("inline") == "1" and fmt != "html"
+    return download(response, export.filename, inline=inline)

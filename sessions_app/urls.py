@@ -3,7 +3,19 @@ views/<area>.py)."""
 
 from django.urls import path
 
-from sessions_app.views import chat, jobs, pages, review, tree, usage
+from sessions_app.views import (
+    activity,
+    chat,
+    comments,
+    compare,
+    exports,
+    jobs,
+    pages,
+    search,
+    sharing,
+    tree,
+    usage,
+)
 
 app_name = "sessions_app"
 
@@ -15,47 +27,51 @@ urlpatterns = [
     path("new/", pages.new_session, name="session_new"),
     path("s/<str:session_id>/", pages.session_detail, name="session_detail"),
     path("s/<str:session_id>/provenance/", pages.provenance_panel, name="session_provenance"),
-    # --- review: comments, sharing, links, exports, compare, search, teams
-    path("s/<str:session_id>/review/", review.review_list, name="review_list"),
-    path("s/<str:session_id>/review/comments/", review.entry_comments, name="review_comments"),
-    path("s/<str:session_id>/review/comments/add/", review.add_comment, name="review_comment_add"),
+    # --- review features: comments, activity, sharing and links, exports, compare, search, teams
+    path("s/<str:session_id>/review/", comments.review_list, name="review_list"),
+    path("s/<str:session_id>/review/comments/", comments.entry_comments, name="review_comments"),
+    path(
+        "s/<str:session_id>/review/comments/add/", comments.add_comment, name="review_comment_add"
+    ),
     path(
         "s/<str:session_id>/review/comments/<int:comment_id>/resolve/",
-        review.resolve_comment,
+        comments.resolve_comment,
         name="review_comment_resolve",
     ),
     path(
         "s/<str:session_id>/review/comments/<int:comment_id>/reopen/",
-        review.reopen_comment,
+        comments.reopen_comment,
         name="review_comment_reopen",
     ),
     path(
-        "s/<str:session_id>/review/counts.json", review.comment_counts, name="review_comment_counts"
+        "s/<str:session_id>/review/counts.json",
+        comments.comment_counts,
+        name="review_comment_counts",
     ),
-    path("s/<str:session_id>/activity/", review.activity, name="activity"),
-    path("s/<str:session_id>/sharing/", review.sharing_page, name="sharing"),
-    path("s/<str:session_id>/sharing/team/", review.share_team, name="sharing_team"),
+    path("s/<str:session_id>/activity/", activity.activity, name="activity"),
+    path("s/<str:session_id>/sharing/", sharing.sharing_page, name="sharing"),
+    path("s/<str:session_id>/sharing/team/", sharing.share_team, name="sharing_team"),
     path(
         "s/<str:session_id>/sharing/team/<int:share_id>/revoke/",
-        review.unshare_team,
+        sharing.unshare_team,
         name="sharing_team_revoke",
     ),
-    path("s/<str:session_id>/sharing/link/", review.create_link, name="sharing_link"),
+    path("s/<str:session_id>/sharing/link/", sharing.create_link, name="sharing_link"),
     path(
         "s/<str:session_id>/sharing/link/<int:link_id>/revoke/",
-        review.revoke_link,
+        sharing.revoke_link,
         name="sharing_link_revoke",
     ),
-    path("s/<str:session_id>/export/<str:fmt>/", review.export, name="export"),
-    path("s/<str:session_id>/compare/", review.compare, name="compare"),
-    path("s/<str:session_id>/compare/summary/", review.compare_summary, name="compare_summary"),
+    path("s/<str:session_id>/export/<str:fmt>/", exports.export, name="export"),
+    path("s/<str:session_id>/compare/", compare.compare, name="compare"),
+    path("s/<str:session_id>/compare/summary/", compare.compare_summary, name="compare_summary"),
     path(
-        "s/<str:session_id>/compare/summary/<uuid:job_id>/", review.compare_job, name="compare_job"
+        "s/<str:session_id>/compare/summary/<uuid:job_id>/", compare.compare_job, name="compare_job"
     ),
-    path("l/<str:token>/", review.share_link, name="share_link"),
-    path("l/<str:token>/export/<str:fmt>/", review.share_link_export, name="share_link_export"),
-    path("search/", review.search, name="search"),
-    path("teams/", review.teams, name="teams"),
+    path("l/<str:token>/", sharing.share_link, name="share_link"),
+    path("l/<str:token>/export/<str:fmt>/", sharing.share_link_export, name="share_link_export"),
+    path("search/", search.search, name="search"),
+    path("teams/", sharing.teams, name="teams"),
     # --- chat
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),

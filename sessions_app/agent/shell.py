@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sessions_app.context.truncate import StreamingResult, StreamingTail, StreamSnapshot
+from sessions_app.core.truncate import StreamingResult, StreamingTail, StreamSnapshot
 
 from . import sandbox as sandboxing
 from .signals import AbortSignal

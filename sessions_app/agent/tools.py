@@ -32,8 +32,8 @@ from typing import Any
 import jsonschema
 import pathspec
 
-from sessions_app.context.jsutil import utf16_len
-from sessions_app.context.truncate import (
+from sessions_app.core.jsutil import utf16_len
+from sessions_app.core.truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
     FIND_DEFAULT_LIMIT,

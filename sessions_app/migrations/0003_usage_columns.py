@@ -16,8 +16,8 @@ def backfill_usage(apps, schema_editor):
     import json
     from datetime import UTC, date, datetime
 
-    from sessions_app.context.usage import UsageTotals, order_buckets, parse_timestamp
-    from sessions_app.context.usage import usage_with_day
+    from sessions_app.core.usage import UsageTotals, order_buckets, parse_timestamp
+    from sessions_app.core.usage import usage_with_day
 
     Session = apps.get_model("sessions_app", "Session")
     Entry = apps.get_model("sessions_app", "Entry")

@@ -9,7 +9,7 @@ def backfill_pi_tokens(apps, schema_editor):
     compaction reads them."""
     import json
 
-    from sessions_app.context.tokens import entry_token_estimate
+    from sessions_app.core.tokens import entry_token_estimate
 
     Entry = apps.get_model("sessions_app", "Entry")
     table = Entry._meta.db_table

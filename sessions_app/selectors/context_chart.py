@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from sessions_app.context.context_chart import context_timeline
+from sessions_app.core.context_chart import context_timeline
 from sessions_app.models import Session
 from sessions_app.services.jobs import compaction_settings
 from sessions_app.services.llm import context_window, resolve_profile
-from sessions_app.services.tree import load_path
+from sessions_app.services.sessions import load_path
 
 
 def context_window_for(model_key: str | None, default: int) -> int:

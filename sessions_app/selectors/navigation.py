@@ -10,7 +10,7 @@ and the entry pane use it.
 
 from dataclasses import dataclass
 
-from sessions_app.context.tree import SessionTree
+from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import entry_exists, get_entry
 

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.core.cache import cache
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app.context.preview import clean_text
+from sessions_app.core.preview import clean_text
 from sessions_app.models import Entry, Session, SessionShare, TeamMembership, UsageDaily
 from sessions_app.services.access import visible_sessions
 

@@ -8,7 +8,7 @@ from datetime import date
 
 from django.db.models import Min, Sum
 
-from sessions_app.context.usage import (
+from sessions_app.core.usage import (
     UsageTotals,
     breakdown_rows,
     order_buckets,

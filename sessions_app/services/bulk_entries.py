@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 
 from django.db import connection
 
-from sessions_app.context.preview import clean_text
+from sessions_app.core.preview import clean_text
 from sessions_app.models import Entry, Session
 from sessions_app.services.usage import USAGE_COLUMNS, UsageRecorder
 
@@ -163,7 +163,7 @@ class EntryWriter:
     ) -> None:
         """Queue one row; written when the batch is full (and by close()). `columns` is
         `entry_row_columns(payload)`; the payload itself is needed only to index search.
-        `usage` is `context.usage.usage_with_day(payload)`; `copied` marks an entry a fork
+        `usage` is `core.usage.usage_with_day(payload)`; `copied` marks an entry a fork
         copied from its source session."""
         etype, stamp, role, tool, preview, tokens, pi_tokens = columns
         if self.index_search:

@@ -36,7 +36,7 @@ from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, sandboxing, tree, workspaces
+from sessions_app.services import events, llm, sandboxing, sessions, workspaces
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -157,7 +157,7 @@ def send_message(session: Session, user, text: str) -> Job:
             raise ChatError(str(exc), "sandbox") from None
     try:
         with transaction.atomic():
-            locked = tree.lock_session(session.pk)
+            locked = sessions.lock_session(session.pk)
             # A run whose worker died must not keep the session busy (the worker's
             # sweeper would fail it too, a few seconds later).
             lifecycle.sweep(session=locked, kinds=[Job.Kind.AGENT_RUN])
@@ -169,7 +169,7 @@ def send_message(session: Session, user, text: str) -> Job:
                 )
             params: dict[str, Any] = {"mode": parsed.mode}
             if parsed.mode == "agent":
-                entry = tree.append_entry(
+                entry = sessions.append_entry(
                     locked,
                     {
                         "type": "message",
@@ -213,7 +213,7 @@ def stop_run(session: Session, user) -> Job | None:
             raise ChatUnavailable(
                 "Could not reach Redis to stop the run; it is still running. Try again soon."
             ) from None
-    tree.record_activity(session, user, "chat_stopped", job=str(job.pk))
+    sessions.record_activity(session, user, "chat_stopped", job=str(job.pk))
     return job
 
 
@@ -223,13 +223,13 @@ def switch_model(session: Session, user, profile_name: str):
     if profile is None:
         raise ChatError(f"Unknown model profile: {profile_name!r}.", "unknown_model")
     with transaction.atomic():
-        entry = tree.append_entry(
+        entry = sessions.append_entry(
             session,
             {"type": "model_change", "provider": profile.provider, "modelId": profile.model},
             actor=user,
         )
         Session.objects.filter(pk=session.pk).update(model_profile=profile.name)
-        tree.record_activity(session, user, "model_changed", profile=profile.name)
+        sessions.record_activity(session, user, "model_changed", profile=profile.name)
     session.refresh_from_db()
     return entry
 
@@ -402,9 +402,11 @@ def append_on_branch(session: Session, payload: dict, parent: str | None):
     """Append under `parent` (the run's branch). The leaf follows only if it is still at
     `parent`: a viewer who navigated elsewhere meanwhile is not pulled back."""
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         current = locked.leaf_pi_id
-        return tree.append_entry(locked, payload, parent_pi_id=parent, move_leaf=current == parent)
+        return sessions.append_entry(
+            locked, payload, parent_pi_id=parent, move_leaf=current == parent
+        )
 
 
 def _artifact_dir(session: Session) -> str:

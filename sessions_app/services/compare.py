@@ -6,10 +6,10 @@ The optional "summarize the difference" is a job: ``services/jobs/compare_summar
 from __future__ import annotations
 
 from sessions_app import rendering
-from sessions_app.context.input_limits import display_value
-from sessions_app.context.review import compare_branches
+from sessions_app.core.compare import compare_branches
+from sessions_app.core.input_limits import display_value
 from sessions_app.models import Entry, Session
-from sessions_app.services import tree
+from sessions_app.services import sessions
 
 
 class CompareError(ValueError):
@@ -29,7 +29,7 @@ def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = Fals
         if pi_id not in found:
             raise CompareError(f"No entry {pi_id!r} in this session.")
     seen: dict[str, dict] = {}
-    for entry in [*tree.load_path(session, a_pi_id), *tree.load_path(session, b_pi_id)]:
+    for entry in [*sessions.load_path(session, a_pi_id), *sessions.load_path(session, b_pi_id)]:
         seen[entry["id"]] = display_value(entry)  # (lone surrogates: see input_limits)
     result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
     if render:  # (a page: each side gets half of the page's budget, newest entries first)

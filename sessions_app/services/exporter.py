@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.jsonl import serialize_entry
 from sessions_app.models import Entry, Session
 
 CHUNK = 2000

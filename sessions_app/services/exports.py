@@ -16,14 +16,14 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from sessions_app import rendering
-from sessions_app.context.input_limits import display_value
-from sessions_app.context.review import branch_markdown, tree_rows
-from sessions_app.context.usage import UsageTotals, breakdown_rows, totals_by_key
+from sessions_app.core.exports import branch_markdown, tree_rows
+from sessions_app.core.input_limits import display_value
+from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.context_chart import context_chart
 from sessions_app.selectors.entries import entry_exists
-from sessions_app.services import tree
-from sessions_app.services.tree import UNSET
+from sessions_app.services import sessions
+from sessions_app.services.sessions import UNSET
 
 FORMATS = ("jsonl", "html", "md")
 CONTENT_TYPES = {
@@ -73,7 +73,7 @@ def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
 
 def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    path = tree.load_path(session, leaf) if leaf else []
+    path = sessions.load_path(session, leaf) if leaf else []
     return branch_markdown(session.header(), path, title=str(session))
 
 
@@ -118,7 +118,7 @@ def branch_view(
         leaf_pi_id = session.leaf_pi_id
         if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
             leaf_pi_id = None
-    path = [display_value(e) for e in tree.load_path(session, leaf_pi_id)] if leaf_pi_id else []
+    path = [display_value(e) for e in sessions.load_path(session, leaf_pi_id)] if leaf_pi_id else []
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
@@ -171,13 +171,13 @@ def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | 
     # Usage and the context chart of the exported branch, as tables (no chart library in
     # a file that runs no outside script).
     chart = context_chart(session, leaf) if leaf else None
-    branch = tree.load_path(session, leaf) if leaf else []
+    branch = sessions.load_path(session, leaf) if leaf else []
     usage_rows = breakdown_rows(totals_by_key(branch))
     usage_total = UsageTotals()
     for row in usage_rows:
         usage_total.add(row["totals"])
     return render_to_string(
-        "sessions_app/review/export.html",
+        "sessions_app/exports/export.html",
         {
             "session": session,
             "view": view,
@@ -207,6 +207,6 @@ def export_session(
     else:
         content = export_markdown(session, leaf_pi_id)
     if actor is not None:
-        tree.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
+        sessions.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
     filename = pi_session_file_name(session) if fmt == "jsonl" else f"{_slug(session)}.{fmt}"
     return Export(filename=filename, content_type=CONTENT_TYPES[fmt], content=content)

@@ -2,7 +2,7 @@
 rewritten, renamed or deleted (the `watch_pi_sessions` command calls these).
 
 Each file has a FollowedFile row: how far it was read (`offset`, the end of the last
-complete line, and `lines` before it) and fingerprints (`context.file_marks`). Entries
+complete line, and `lines` before it) and fingerprints (`core.file_marks`). Entries
 and the new read position are committed in one transaction, so a follower that stops
 anywhere resumes exactly where the last commit left it: nothing twice, nothing missed.
 
@@ -44,8 +44,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from sessions_app.context.file_marks import RangeReader, complete_length, marks_at
-from sessions_app.context.read_ahead import ReadAhead, prepared_files
+from sessions_app.core.file_marks import RangeReader, complete_length, marks_at
+from sessions_app.core.read_ahead import ReadAhead, prepared_files
 from sessions_app.models import FollowedFile, Session
 from sessions_app.services import events, importer
 from sessions_app.services.bulk_entries import deferred_wal_checkpoint
@@ -470,7 +470,7 @@ def scan(roots: Iterable[str], owner, *, progress=None, search: str = "inline") 
 
 
 def _read_ahead():
-    """The scan's read-ahead helpers (`context.read_ahead`): processes preparing new files
+    """The scan's read-ahead helpers (`core.read_ahead`): processes preparing new files
     while this one writes, on the cores this process and the database server leave (one
     on two cores, two on more)."""
     cpus = len(os.sched_getaffinity(0))

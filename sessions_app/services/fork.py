@@ -24,13 +24,13 @@ import uuid
 
 from django.db import connection, transaction
 
-from sessions_app.context.jsonl import serialize_entry
-from sessions_app.context.preview import clean_text, entry_preview, entry_row_columns
-from sessions_app.context.tree import SessionTree, TreeError, generate_entry_id
-from sessions_app.context.usage import usage_with_day
+from sessions_app.core.jsonl import serialize_entry
+from sessions_app.core.preview import clean_text, entry_preview, entry_row_columns
+from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
+from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import events, tree
+from sessions_app.services import events, sessions
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
@@ -100,7 +100,7 @@ def _fork_entries(source: Session, structure, target_pi_id: str, target_pk: int,
     loaded = _load(wanted)
     ordered = [loaded[pk][0] for pk in wanted]
     index = SessionTree(ordered, leaf_id=target_pi_id)
-    now = tree.now_iso()
+    now = sessions.now_iso()
     new_id = str(uuid.uuid4())
     if scope == "path":
         result = index.create_branched_session(
@@ -151,7 +151,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
     if scope not in SCOPES:
         raise ForkError(f"Unknown fork scope {scope!r}; choose one of {', '.join(SCOPES)}.")
     with transaction.atomic():
-        source = tree.lock_session(session.pk)
+        source = sessions.lock_session(session.pk)
         target_pk = entry_pk(source, target_pi_id)
         if target_pk is None:
             raise ForkError(f"No entry {target_pi_id!r} in session {source.pi_id}.")
@@ -218,7 +218,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         new.entry_count = len(entries)
         new.save()
         details = {"target": target_pi_id, "scope": scope, "entries": len(entries)}
-        tree.record_activity(source, actor, "forked", to=new.pi_id, **details)
-        tree.record_activity(new, actor, "forked_from", source=source.pi_id, **details)
+        sessions.record_activity(source, actor, "forked", to=new.pi_id, **details)
+        sessions.record_activity(new, actor, "forked_from", source=source.pi_id, **details)
         events.publish_sessions_changed([new.pk])
     return new

@@ -9,10 +9,10 @@ Behaviour (pi's, see SPEC §3):
 - the first line that parses is the header (`type: "session"` with a string id);
   `Session.pi_id` is the header id, entries keep their ids; malformed lines are skipped
   and reported with their line number and reason, like pi skips them;
-- v1/v2 files are migrated to v3 with the pure core (`context.jsonl`); that migration
+- v1/v2 files are migrated to v3 with the pure core (`core.jsonl`); that migration
   needs the whole list (v1 compactions point at entries by index), so old files are
   read into memory. v3 files stream: each line is parsed and checked by the pure core
-  (`context.import_lines`) and written to the database (EntryWriter), only ids and
+  (`core.import_lines`) and written to the database (EntryWriter), only ids and
   primary keys kept; each entry is stored as its line, as written;
 - entries keep file order (`seq`); the leaf is the last entry, as pi does after loading;
 - a parentId that points nowhere is stored (parent NULL, parent_pi_id kept) and
@@ -43,7 +43,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from piweb.celery import app as celery_app
-from sessions_app.context.import_lines import (
+from sessions_app.core.import_lines import (
     MAX_LINE_BYTES,
     LinePreparer,
     PreparedEntry,
@@ -58,17 +58,18 @@ from sessions_app.context.import_lines import (
     stored_line,
     valid_id,
 )
-from sessions_app.context.input_limits import MAX_CWD_CHARS
-from sessions_app.context.jsonl import (
+from sessions_app.core.input_limits import MAX_CWD_CHARS
+from sessions_app.core.jsonl import (
     CURRENT_SESSION_VERSION,
     migrate_session_entries,
     parse_session_line,
     serialize_entry,
 )
-from sessions_app.context.preview import clean_text
-from sessions_app.context.read_ahead import FileDigest
+from sessions_app.core.preview import clean_text
+from sessions_app.core.read_ahead import FileDigest
 from sessions_app.models import Activity, Entry, Session
-from sessions_app.services import events, tree
+from sessions_app.services import events
+from sessions_app.services import sessions as sessions_service
 from sessions_app.services.bulk_entries import (
     EntryWriter,
     apply_labels,
@@ -150,7 +151,7 @@ def _read_chunks(fileobj) -> Iterator[bytes]:
 
 
 def _records(fileobj, report: ImportReport, hasher) -> Iterator:
-    """The file's records (see `context.import_lines`), in file order."""
+    """The file's records (see `core.import_lines`), in file order."""
     preparer = LinePreparer(MAX_LINE_BYTES)
     for chunk in _read_chunks(fileobj):
         report.bytes_read += len(chunk)
@@ -608,7 +609,7 @@ class NewSessionsBatch:
 
     def add(self, prepared: Iterator) -> tuple[ImportReport, FileDigest]:
         """Import the next file (`files[len(reports)]`) from its prepared records
-        (`context.read_ahead.prepare_file`, run here or by a helper process)."""
+        (`core.read_ahead.prepare_file`, run here or by a helper process)."""
         started = time.perf_counter()
         index = len(self.reports)
         new, session = self.files[index], self.sessions[index]
@@ -688,7 +689,7 @@ class NewSessionsBatch:
 
 def _import_activity(report: ImportReport, owner) -> Activity:
     """The activity row of an import that added entries (not saved)."""
-    return tree.new_activity(
+    return sessions_service.new_activity(
         report.session,
         owner,
         "imported",
@@ -805,7 +806,7 @@ def append_lines(
 ) -> ImportReport:
     """Add the entries of complete lines appended to a v3 session file that was imported
     up to its line `lines_before`; `fileobj` holds exactly the appended bytes (whole
-    lines). The per-line work is the importer's (`context.import_lines`), so a line is
+    lines). The per-line work is the importer's (`core.import_lines`), so a line is
     stored exactly as an upload would store it. One transaction (the caller may wrap it
     in its own, to commit its read position with the entries); open pages get an
     `entry_appended` event and the new entries are indexed for search after the commit.

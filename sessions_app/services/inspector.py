@@ -15,17 +15,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from sessions_app.context.compaction import CompactionSettings
-from sessions_app.context.messages import convert_message_to_llm, message_from_entry
-from sessions_app.context.pi1_entries import (
+from sessions_app.core.compaction import CompactionSettings
+from sessions_app.core.messages import convert_message_to_llm, message_from_entry
+from sessions_app.core.pi1_entries import (
     content_text,
     edit_action,
     edit_replacement_content,
     path_edits,
     system_message_view,
 )
-from sessions_app.context.preview import entry_preview
-from sessions_app.services import tree
+from sessions_app.core.preview import entry_preview
+from sessions_app.services import sessions
 from sessions_app.services.jobs import compaction_settings
 from sessions_app.services.model_input import ModelInput, TokenCounts, model_input
 
@@ -189,7 +189,7 @@ def _system_changes(emitted: list[dict]) -> list[dict]:
 
 
 def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
-    path = tree.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    path = sessions.load_path(session, leaf_pi_id) if leaf_pi_id else []
     seen = model_input(session, leaf_pi_id, path=path)
     llm_messages = seen.messages
 

@@ -6,11 +6,11 @@
   directory (its real path, as the run's tools see it), with the agent's tools, the
   project context files (the agent directory's, then every directory from the root down
   to the cwd) and the skills of pi's default roots in pi's order
-  (`context.skills.default_skill_roots`: the project's before the user's) that the
+  (`core.skills.default_skill_roots`: the project's before the user's) that the
   agent's read tool can open; its named sections concatenate to the prompt;
 - the tools, whose OpenAI specs the run sends;
 - the messages: the core's `build_session_context` over the stored path
-  (`services.tree.load_context_path` + `context_from_path`) and `convert_to_llm`;
+  (`services.sessions.load_context_path` + `context_from_path`) and `convert_to_llm`;
 - the model profile and its context window (`services.llm.context_window`, the one
   reading of the window setting);
 - token counts: `context_tokens`, pi's estimate that the compaction threshold check
@@ -37,24 +37,24 @@ from django.conf import settings
 from sessions_app.agent.loop import LLMConfig
 from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.tools import ALL_TOOLS, Tool
-from sessions_app.context.input_limits import MAX_CWD_CHARS
-from sessions_app.context.messages import context_from_path, convert_to_llm
-from sessions_app.context.skills import default_skill_roots, load_skills
-from sessions_app.context.system_prompt import (
+from sessions_app.core.input_limits import MAX_CWD_CHARS
+from sessions_app.core.messages import context_from_path, convert_to_llm
+from sessions_app.core.skills import default_skill_roots, load_skills
+from sessions_app.core.system_prompt import (
     ContextFilesResult,
     PromptWarning,
     SystemPromptResult,
     ToolInfo,
     build_system_prompt,
 )
-from sessions_app.context.tokenizer import count_message_tokens, count_tokens
-from sessions_app.context.tokens import (
+from sessions_app.core.tokenizer import count_message_tokens, count_tokens
+from sessions_app.core.tokens import (
     estimate_context_tokens,
     estimate_text_tokens,
     estimate_tokens,
 )
 from sessions_app.models import Session
-from sessions_app.services import llm, tree, workspaces
+from sessions_app.services import llm, sessions, workspaces
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,9 @@ class ModelInput:
         if self.leaf is None:
             return context_from_path([])
         path = (
-            self.path if self.path is not None else tree.load_context_path(self.session, self.leaf)
+            self.path
+            if self.path is not None
+            else sessions.load_context_path(self.session, self.leaf)
         )
         return context_from_path(path)
 
@@ -203,11 +205,11 @@ class ModelInput:
 
 
 def model_input(
-    session: Session, leaf: str | None | object = tree.UNSET, *, path: list[dict] | None = None
+    session: Session, leaf: str | None | object = sessions.UNSET, *, path: list[dict] | None = None
 ) -> ModelInput:
     """What the model receives with the leaf at `leaf` (a pi id; None: before the first
     entry; default: the session's leaf). `path`: the root→leaf payloads, when the caller
     holds them already (the context is then built from them, by the same core function)."""
-    if leaf is tree.UNSET:
+    if leaf is sessions.UNSET:
         leaf = session.leaf_pi_id
     return ModelInput(session, leaf, path)

@@ -18,7 +18,7 @@ from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import events
-from sessions_app.services.tree import label_entry, lock_session, record_activity
+from sessions_app.services.sessions import label_entry, lock_session, record_activity
 
 
 @dataclass(frozen=True)

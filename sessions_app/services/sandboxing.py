@@ -18,7 +18,7 @@ from sessions_app.agent.sandbox import SandboxConfig, SandboxUnavailable, requir
 from sessions_app.agent.shell import ShellOutcome, run_shell
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import ToolContext
-from sessions_app.context.truncate import StreamSnapshot
+from sessions_app.core.truncate import StreamSnapshot
 from sessions_app.models import Session
 from sessions_app.services import workspaces
 

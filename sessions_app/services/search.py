@@ -30,8 +30,8 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
-from sessions_app.context.pi1_entries import KNOWN_ENTRY_TYPES
-from sessions_app.context.preview import clean_text, entry_text
+from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
+from sessions_app.core.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services.access import visible_sessions
 

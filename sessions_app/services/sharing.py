@@ -29,7 +29,7 @@ from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, T
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
 from sessions_app.services import events
-from sessions_app.services.tree import lock_session, record_activity
+from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_LINK_DAYS = 365
 

@@ -1,6 +1,6 @@
 """One summary call: the configured model through the openai SDK, with retries.
 
-The request dicts come from the pure core (`context/summaries.py` builders:
+The request dicts come from the pure core (`core/summaries.py` builders:
 `{"system", "messages", "max_tokens"}`); this module only sends them. Provider errors
 that are worth another try (429, 408, 5xx, timeouts, dropped connections) are retried
 as the one retry policy says (`services.llm.retry_policy()`, shared with the agent run);

@@ -1,7 +1,7 @@
 """Keeps the stored usage current: per-entry columns, `UsageDaily` rows, session totals.
 
 Every path that writes entries (append, import, fork) hands each entry's usage (from the
-pure core, `context.usage.entry_usage`) to a `UsageRecorder`, then calls `apply()` in the
+pure core, `core.usage.entry_usage`) to a `UsageRecorder`, then calls `apply()` in the
 same transaction, under the session's row lock. The pages then read sums, never entries.
 """
 
@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime
 from django.db.models import Exists, F, OuterRef
 from django.db.models.functions import Least
 
-from sessions_app.context.usage import (
+from sessions_app.core.usage import (
     TOOLS_BUCKET,
     EntryUsage,
     UsageTotals,

@@ -10,7 +10,7 @@ from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from sessions_app.context.tree_layout import format_tokens
+from sessions_app.core.tree_layout import format_tokens
 
 register = template.Library()
 

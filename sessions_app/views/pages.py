@@ -20,7 +20,7 @@ from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
-from sessions_app.services import tree as tree_service
+from sessions_app.services import sessions as sessions_service
 from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
@@ -136,11 +136,11 @@ def new_session(request):
         context = _list_context(request, new_error=problem, new_values=request.POST)
         return render(request, "sessions_app/session_list.html", context, status=400)
     with transaction.atomic():
-        session = tree_service.create_session(
+        session = sessions_service.create_session(
             owner=request.user, cwd=real_cwd, name=name, model_profile=profile
         )
         if name:
-            tree_service.rename_session(session, name, actor=request.user)
+            sessions_service.rename_session(session, name, actor=request.user)
     messages.success(request, "Session created.")
     return redirect("sessions_app:session_detail", session_id=session.pi_id)
 

@@ -2,7 +2,7 @@
 
 Thin views: parse input, check access, call a service, render a partial. The tree is
 laid out from one `values_list()` query of light columns (never payloads) by
-`context/tree_layout.py`; folded runs and collapsed side branches are fetched lazily.
+`core/tree_layout.py`; folded runs and collapsed side branches are fetched lazily.
 """
 
 from django.conf import settings
@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from sessions_app.context.preview import entry_text as plain_entry_text
+from sessions_app.core.preview import entry_text as plain_entry_text
 from sessions_app.models import Job
 from sessions_app.rendering import full_output_path
 from sessions_app.responses import download, notice

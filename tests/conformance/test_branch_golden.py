@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.compaction import compute_file_lists, format_file_operations
-from sessions_app.context.messages import convert_to_llm
-from sessions_app.context.summaries import prepare_branch_entries, serialize_conversation
-from sessions_app.context.tree import SessionTree
+from sessions_app.core.compaction import compute_file_lists, format_file_operations
+from sessions_app.core.messages import convert_to_llm
+from sessions_app.core.summaries import prepare_branch_entries, serialize_conversation
+from sessions_app.core.tree import SessionTree
 
 from ._cases import golden_params, require_case
 

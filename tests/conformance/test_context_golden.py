@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.messages import UNSET, build_session_context, convert_to_llm
+from sessions_app.core.messages import UNSET, build_session_context, convert_to_llm
 
 from ._cases import golden_params, require_case
 

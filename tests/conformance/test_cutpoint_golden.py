@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.compaction import (
+from sessions_app.core.compaction import (
     CompactionSettings,
     compute_file_lists,
     find_cut_point,
     find_turn_start_index,
     prepare_compaction,
 )
-from sessions_app.context.messages import build_session_context, convert_to_llm
-from sessions_app.context.tokens import estimate_context_tokens
+from sessions_app.core.messages import build_session_context, convert_to_llm
+from sessions_app.core.tokens import estimate_context_tokens
 
 from ._cases import golden_params, require_case
 from .golden import load_golden

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from sessions_app.context.jsonl import (
+from sessions_app.core.jsonl import (
     iter_session_lines,
     migrate_session_entries,
     parse_session_entries,

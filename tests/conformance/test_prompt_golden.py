@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.compaction import (
+from sessions_app.core.compaction import (
     CompactionSettings,
     FileOps,
     compute_file_lists,
     format_file_operations,
 )
-from sessions_app.context.tokens import (
+from sessions_app.core.tokens import (
     calculate_context_tokens,
     estimate_context_tokens,
     estimate_tokens,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.messages import build_session_context
-from sessions_app.context.tree import SessionTree, compact_tree
+from sessions_app.core.messages import build_session_context
+from sessions_app.core.tree import SessionTree, compact_tree
 
 from ._cases import golden_params, require_case
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.skills import Skill, format_skills_for_prompt
+from sessions_app.core.skills import Skill, format_skills_for_prompt
 
 from ._cases import golden_params, require_case
 from .golden import load_golden

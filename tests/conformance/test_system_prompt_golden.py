@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.skills import Skill
-from sessions_app.context.system_prompt import (
+from sessions_app.core.skills import Skill
+from sessions_app.core.system_prompt import (
     ContextFile,
     ToolInfo,
     build_system_prompt,

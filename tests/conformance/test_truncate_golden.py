@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sessions_app.context.truncate import format_size, truncate_head, truncate_line, truncate_tail
+from sessions_app.core.truncate import format_size, truncate_head, truncate_line, truncate_tail
 
 from .golden import load_golden
 

@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import Job
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from tests.support.agent_runs import (
     EventLog,
     host_processes_with,
@@ -272,7 +272,7 @@ def test_non_retryable_error_is_shown(worker, llm, make_user, workspace):
 
 def _fill_history(session, pairs=6, size=20000):
     for i in range(pairs):
-        tree.append_entry(
+        sessions.append_entry(
             session,
             {
                 "type": "message",
@@ -283,7 +283,7 @@ def _fill_history(session, pairs=6, size=20000):
                 },
             },
         )
-        tree.append_entry(
+        sessions.append_entry(
             session,
             {
                 "type": "message",
@@ -309,7 +309,7 @@ def test_context_overflow_compacts_then_retries_once(worker, llm, make_user, wor
     assert send(client_for(user), session, "continue").status_code == 200
     assert wait_run(session, timeout=90).status == "done"
     session.refresh_from_db()
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     types = [e["type"] for e in path]
     assert "compaction" in types
     compaction_index = types.index("compaction")
@@ -485,7 +485,7 @@ def test_no_model_configured_chat_says_so_and_bash_still_works(worker, make_user
     response = send(client, session, "hello")
     assert response.status_code == 400
     assert b"PIWEB_LLM_BASE_URL" in response.content
-    tree.rename_session(session, "no model")  # (the review panel needs a leaf to render)
+    sessions.rename_session(session, "no model")  # (the review panel needs a leaf to render)
     page = client.get(f"/s/{session.pi_id}/")
     assert b"No model configured" in page.content
     assert send(client, session, "!echo still works").status_code == 200
@@ -511,7 +511,7 @@ def test_viewers_cannot_send_and_strangers_get_404(make_user, workspace):
 
 def test_workspace_outside_roots_is_refused(make_user, tmp_path):
     user = make_user()
-    session = tree.create_session(owner=user, cwd="/etc", model_profile="scripted")
+    session = sessions.create_session(owner=user, cwd="/etc", model_profile="scripted")
     response = send(client_for(user), session, "!ls")
     assert response.status_code == 400
     assert b"outside the allowed workspace roots" in response.content
@@ -525,7 +525,7 @@ def test_switch_model_writes_model_change(worker, llm, make_user, workspace):
     assert response.status_code == 200
     session.refresh_from_db()
     assert session.model_profile == "scripted-fast"
-    entry = tree.load_path(session)[-1]
+    entry = sessions.load_path(session)[-1]
     assert entry["type"] == "model_change"
     assert entry["modelId"] == "scripted-fast-model" and entry["provider"] == "openai-compatible"
     llm.push(text("fast"))

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import Job
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from tests.support.agent_runs import messages, new_session, wait_run
 from tests.support.scripted_llm import text, tool_call
 
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pyte
 
 def open_session(page_for, user, session):
     # (An entry first: the review panel cannot yet render a session without a leaf.)
-    tree.rename_session(session, "chat browser test", actor=user)
+    sessions.rename_session(session, "chat browser test", actor=user)
     page = page_for(user)
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
@@ -99,4 +99,4 @@ def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make
     assert wait_run(session).status == "done"
     session.refresh_from_db()
     assert session.model_profile == "scripted"
-    assert any(e["type"] == "model_change" for e in tree.load_path(session))
+    assert any(e["type"] == "model_change" for e in sessions.load_path(session))

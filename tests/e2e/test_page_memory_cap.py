@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from sessions_app.models import ShareLink
-from sessions_app.services import sharing, tree
+from sessions_app.services import sessions, sharing
 from tests.support.processes import REPO
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
@@ -24,12 +24,12 @@ FIELD_CHARS = 10_000_000
 
 
 def huge_session(owner):
-    session = tree.create_session(owner=owner, cwd="/a" * (FIELD_CHARS // 2), name="huge")
+    session = sessions.create_session(owner=owner, cwd="/a" * (FIELD_CHARS // 2), name="huge")
     ids = {}
-    ids["user"] = tree.append_entry(
+    ids["user"] = sessions.append_entry(
         session, {"type": "message", "message": {"role": "user", "content": "A" * MESSAGE_CHARS}}
     ).pi_id
-    ids["assistant"] = tree.append_entry(
+    ids["assistant"] = sessions.append_entry(
         session,
         {
             "type": "message",
@@ -51,7 +51,7 @@ def huge_session(owner):
             },
         },
     ).pi_id
-    ids["result"] = tree.append_entry(
+    ids["result"] = sessions.append_entry(
         session,
         {
             "type": "message",
@@ -64,7 +64,7 @@ def huge_session(owner):
             },
         },
     ).pi_id
-    ids["side"] = tree.append_entry(
+    ids["side"] = sessions.append_entry(
         session,
         {"type": "custom", "customType": "t" * FIELD_CHARS, "data": {"blob": "d" * FIELD_CHARS}},
         parent_pi_id=ids["user"],

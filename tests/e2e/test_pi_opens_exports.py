@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Entry, Session
-from sessions_app.services import chat, exports, fork, jobs, navigation, tree
+from sessions_app.services import chat, exports, fork, jobs, navigation, sessions
 from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
@@ -46,7 +46,7 @@ class Exported:
         (self.directory / f"{name}.jsonl").write_bytes(data)
         content = data.decode("utf-8")
         leaf = session.leaf.pi_id if session.leaf_id else None
-        messages = json.loads(json.dumps(tree.load_context(session)["messages"]))
+        messages = json.loads(json.dumps(sessions.load_context(session)["messages"]))
         self.expected[f"{name}.jsonl"] = (leaf, messages, context)
         self.texts[name] = content
         return content
@@ -148,12 +148,12 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
             .values_list("pi_id", flat=True)
         )
         target = inner[len(inner) // 2]
-        tree.set_leaf(imported, target, actor=owner)
+        sessions.set_leaf(imported, target, actor=owner)
         out.add(
             f"pi160-{path.stem}",
             imported,
             context=("1.6.0",)
-            if _pi1_only(tree.load_path(Session.objects.get(pk=imported.pk)))
+            if _pi1_only(sessions.load_path(Session.objects.get(pk=imported.pk)))
             else VERSIONS,
         )
 
@@ -161,9 +161,9 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
     # (keeps nothing, re-states a system message): pi 1.6.0 builds piweb's context.
     pi1 = import_pi1_session(owner)
     out.add("pi1-unchanged", pi1, context=("1.6.0",))
-    tree.set_leaf(pi1, "b0000005", actor=owner)
+    sessions.set_leaf(pi1, "b0000005", actor=owner)
     out.add("pi1-moved-after-1x-compaction", pi1, context=("1.6.0",))
-    tree.set_leaf(pi1, "b00000e2", actor=owner)
+    sessions.set_leaf(pi1, "b00000e2", actor=owner)
     out.add("pi1-moved-between-edits", pi1, context=("1.6.0",))
 
     # A 1 MB session with real pi shapes (signatures, images, aborted runs, custom
@@ -175,7 +175,7 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
         .order_by("seq")
         .values_list("pi_id", flat=True)[2]
     )
-    tree.set_leaf(real.session, aborted, actor=owner)
+    sessions.set_leaf(real.session, aborted, actor=owner)
     out.add("real-moved-to-aborted", real.session)
 
     results = out.check(tmp_path / "pi")

@@ -10,9 +10,9 @@ import pytest
 import websockets
 
 from sessions_app.models import Session, Team, TeamMembership
-from sessions_app.services import following, sharing, tree
+from sessions_app.services import following, sessions, sharing
+from tests.support.branchy_session import assistant, build_branchy_session
 from tests.support.pi_files import chain_lines, header, line
-from tests.support.review_data import assistant, build_branchy_session
 from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
@@ -62,7 +62,7 @@ def test_a_change_reaches_the_lists_of_those_who_may_see_the_session(asgi_server
         ):
             for ws in (owner_ws, member_ws, stranger_ws):
                 assert await _event(ws) == "hello"
-            await asyncio.to_thread(tree.append_entry, session, assistant("one more"))
+            await asyncio.to_thread(sessions.append_entry, session, assistant("one more"))
             assert await _event(owner_ws) == "sessions_changed"
             assert await _event(member_ws) == "sessions_changed"
             assert await _hears_nothing(stranger_ws)
@@ -78,7 +78,7 @@ def test_a_change_reaches_the_lists_of_those_who_may_see_the_session(asgi_server
             )
             assert await _event(member_ws) == "sessions_changed"
             assert await _hears_nothing(member_ws)  # (one event for the whole change)
-            await asyncio.to_thread(tree.append_entry, session, assistant("after leaving"))
+            await asyncio.to_thread(sessions.append_entry, session, assistant("after leaving"))
             assert await _event(stranger_ws) == "sessions_changed"
             assert await _hears_nothing(member_ws)
             # Unshared from the stranger's team: their list loses it, once.

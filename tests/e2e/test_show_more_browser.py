@@ -5,17 +5,17 @@ script (the page fails on any CSP violation)."""
 import pytest
 from playwright.sync_api import expect
 
-from sessions_app.services import tree
-from tests.support.review_data import user
+from sessions_app.services import sessions
+from tests.support.branchy_session import user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_show_more_loads_a_large_entry_window_by_window(page_for, make_user):
     owner = make_user("big-owner")
-    session = tree.create_session(owner=owner, cwd="/w", name="big")
+    session = sessions.create_session(owner=owner, cwd="/w", name="big")
     text = "".join(f"row {i:06d} <i>raw</i>\n" for i in range(22_000))  # ~460,000 chars
-    entry = tree.append_entry(session, user(text))
+    entry = sessions.append_entry(session, user(text))
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/?target={entry.pi_id}")
     pane = page.locator("#entry-pane")

@@ -73,11 +73,11 @@ def test_sessions_list_sorts_and_filters_in_the_url(page_for, make_user):
     import_costly(owner)
     import_costly(owner, session_id=OTHER, cwd="/work/other")
     from sessions_app.models import Session
-    from sessions_app.services import tree
+    from sessions_app.services import sessions
 
     # Make the second one cheaper and on other models only: a usage entry in a new session.
-    third = tree.create_session(owner=owner, cwd="/work/third")
-    tree.append_entry(
+    third = sessions.create_session(owner=owner, cwd="/work/third")
+    sessions.append_entry(
         third,
         {
             "type": "usage",

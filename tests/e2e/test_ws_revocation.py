@@ -14,8 +14,8 @@ import pytest
 import websockets
 
 from sessions_app.models import ShareLink, Team, TeamMembership
-from sessions_app.services import events, sharing, tree
-from tests.support.review_data import assistant, build_branchy_session
+from sessions_app.services import events, sessions, sharing
+from tests.support.branchy_session import assistant, build_branchy_session
 from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
@@ -171,13 +171,13 @@ def test_link_socket_gets_no_streams_and_only_its_branch(asgi_server, world):
                 await asyncio.to_thread(events.publish_now, session.pk, event, payload)
             await asyncio.to_thread(events.publish_now, session.pk, "leaf_moved", {"leaf": "x"})
             await asyncio.to_thread(
-                tree.append_entry, session, assistant("On branch B."), parent_pi_id=ids["b3"]
+                sessions.append_entry, session, assistant("On branch B."), parent_pi_id=ids["b3"]
             )
             below = await asyncio.to_thread(
-                tree.append_entry, session, assistant("Below a3."), parent_pi_id=ids["a3"]
+                sessions.append_entry, session, assistant("Below a3."), parent_pi_id=ids["a3"]
             )
             deeper = await asyncio.to_thread(
-                tree.append_entry, session, assistant("Deeper."), parent_pi_id=below.pi_id
+                sessions.append_entry, session, assistant("Deeper."), parent_pi_id=below.pi_id
             )
             # the owner gets everything, in order
             seen = [(await _next(owner_ws))["event"] for _ in range(len(STREAM) + 4)]

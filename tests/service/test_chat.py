@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import Job
-from sessions_app.services import chat, tree
+from sessions_app.services import chat, sessions
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
 from tests.support.web import client_for
@@ -30,7 +30,7 @@ def owner(make_user):
 
 @pytest.fixture
 def session(owner, workspace, redis_ready):
-    return tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
 
 
 @pytest.mark.parametrize(
@@ -60,13 +60,13 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     job.refresh_from_db()
     assert job.status == "done" and job.finished_at and job.result_entry is not None
     session.refresh_from_db()
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     assert [e["message"]["role"] for e in path] == ["user", "assistant", "toolResult", "assistant"]
     assert path[2]["message"]["content"] == [{"type": "text", "text": "hi there\n"}]
     assert session.leaf.pi_id == path[-1]["id"] == job.result_entry.pi_id
     # Running it again (a redelivered task) does nothing.
     assert chat.execute_run(str(job.pk)) is None
-    assert len(tree.load_path(session)) == 4
+    assert len(sessions.load_path(session)) == 4
 
 
 def test_stale_running_job_is_failed_so_the_session_is_usable(session, owner, settings):
@@ -93,11 +93,11 @@ def test_redelivered_running_job_is_marked_failed(session):
 
 
 def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, llm):
-    first = tree.append_entry(session, {"type": "session_info", "name": "x"})
+    first = sessions.append_entry(session, {"type": "session_info", "name": "x"})
     llm.push(text("answer"))
     job = chat.send_message(session, owner, "question")
     user_entry = job.params["parent"]
-    tree.set_leaf(session, first.pi_id)  # someone navigates elsewhere mid-run
+    sessions.set_leaf(session, first.pi_id)  # someone navigates elsewhere mid-run
     assert chat.execute_run(str(job.pk)) == "done"
     session.refresh_from_db()
     assert session.leaf.pi_id == first.pi_id  # not pulled back
@@ -110,7 +110,7 @@ def test_stop_sets_the_abort_key_for_a_running_job(session, owner):
     assert chat.stop_run(session, owner) == job
     assert chat.redis_client().exists(chat._key("abort", job.pk))
     chat.redis_client().delete(chat._key("abort", job.pk))
-    assert chat.stop_run(tree.create_session(owner=owner, cwd=session.cwd), owner) is None
+    assert chat.stop_run(sessions.create_session(owner=owner, cwd=session.cwd), owner) is None
 
 
 def test_run_state_round_trip(session):
@@ -139,7 +139,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     job = chat.send_message(session, owner, "think")
     assert chat.execute_run(str(job.pk)) == "done"
     session.refresh_from_db()
-    message = tree.load_path(session)[-1]["message"]
+    message = sessions.load_path(session)[-1]["message"]
     assert message["content"] == [
         {"type": "thinking", "thinking": "Let me think."},
         {"type": "text", "text": "Answer."},
@@ -189,7 +189,7 @@ def test_agent_and_user_bash_share_one_artifact_dir_by_session_pk(make_user, set
     from sessions_app.services import workspaces
 
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))
     expected = os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk))
     assert workspaces.artifact_dir(session) == expected
     assert chat._artifact_dir(session) == expected
@@ -210,7 +210,7 @@ def test_chat_refuses_a_cwd_outside_the_owners_area(make_user, settings):
     alice_proj = area_of(settings, alice) / "proj"
     alice_proj.mkdir(parents=True, exist_ok=True)
     # e.g. an imported session whose recorded cwd is alice's project: kept for display...
-    session = tree.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
+    session = sessions.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
     page = client_for(bob).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
     assert page.status_code == 200
     # ...but bob's chat never runs there.
@@ -219,7 +219,7 @@ def test_chat_refuses_a_cwd_outside_the_owners_area(make_user, settings):
     assert exc.value.code == "workspace" and "outside your workspace area" in str(exc.value)
     assert not Job.objects.filter(session=session).exists()
     # the root itself is not a workspace either
-    root_session = tree.create_session(
+    root_session = sessions.create_session(
         owner=bob, cwd=str(settings.PIWEB_WORKSPACE_ROOTS[0]), model_profile="scripted"
     )
     with pytest.raises(chat.ChatError):
@@ -231,7 +231,7 @@ def test_a_run_refuses_tools_outside_the_owners_area(make_user, settings, redis_
     alice, bob = make_user(), make_user()
     alice_proj = area_of(settings, alice) / "proj"
     alice_proj.mkdir(parents=True, exist_ok=True)
-    session = tree.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
+    session = sessions.create_session(owner=bob, cwd=str(alice_proj), model_profile="scripted")
     job = Job.objects.create(
         session=session, kind=Job.Kind.AGENT_RUN, params={"mode": "bash", "command": "touch pwn"}
     )

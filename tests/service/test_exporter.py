@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
-from sessions_app.context.jsonl import read_session
-from sessions_app.context.messages import build_session_context
-from sessions_app.services import tree
+from sessions_app.core.jsonl import read_session
+from sessions_app.core.messages import build_session_context
+from sessions_app.services import sessions
 from sessions_app.services.exporter import export_bytes, export_jsonl, iter_session_lines
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi_files import FIXTURES, as_file, fixture, fixture_bytes
@@ -33,12 +33,12 @@ def test_export_of_an_imported_pi_file_is_byte_identical(name, owner, tmp_path):
 
 @pytest.mark.embedded
 def test_export_of_a_live_session_is_a_file_pi_loads(owner):
-    session = tree.create_session(owner=owner, cwd="/srv/ü")
-    tree.append_entry(
+    session = sessions.create_session(owner=owner, cwd="/srv/ü")
+    sessions.append_entry(
         session,
         {"type": "message", "message": {"role": "user", "content": "héllo ✓", "timestamp": 1}},
     )
-    a = tree.append_entry(
+    a = sessions.append_entry(
         session,
         {
             "type": "message",
@@ -51,8 +51,8 @@ def test_export_of_a_live_session_is_a_file_pi_loads(owner):
             },
         },
     )
-    tree.label_entry(session, a.pi_id, "answer")
-    tree.rename_session(session, "Named")
+    sessions.label_entry(session, a.pi_id, "answer")
+    sessions.rename_session(session, "Named")
     text = export_jsonl(session)
     lines = text.splitlines()
     assert text.endswith("\n") and len(lines) == 5
@@ -60,7 +60,7 @@ def test_export_of_a_live_session_is_a_file_pi_loads(owner):
     assert lines[0].startswith('{"type":"session","version":3,"id":')
     parsed = read_session(text.splitlines(keepends=True))
     assert parsed.ok and not parsed.errors and parsed.header["id"] == session.pi_id
-    assert parsed.entries == tree.load_all_entries(session)
+    assert parsed.entries == sessions.load_all_entries(session)
     context = build_session_context(parsed.entries)
     assert [m["role"] for m in context["messages"]] == ["user", "assistant"]
     # and it comes back as the same entries

@@ -249,7 +249,7 @@ def test_runpiweb_banner_says_how_to_follow_the_pi_folder(tmp_path, settings, ow
 def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, client):
     from django.urls import reverse
 
-    from sessions_app.services import tree
+    from sessions_app.services import sessions
     from sessions_app.services.importer import import_jsonl_stream
 
     client.force_login(owner)
@@ -279,7 +279,7 @@ def test_provenance_and_resume_command_on_the_session_page(tmp_path, owner, clie
     assert f'filename="{name}"' in response["Content-Disposition"]
     assert b"".join(response.streaming_content) == data
 
-    made = tree.create_session(owner=owner, cwd=str(tmp_path))
+    made = sessions.create_session(owner=owner, cwd=str(tmp_path))
     page = client.get(reverse("sessions_app:session_detail", args=[made.pi_id])).content.decode()
     assert "Started in piweb" in page
     stamp = made.header_timestamp.replace(":", "-").replace(".", "-")

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from tqdm import tqdm
 
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.jsonl import serialize_entry
 from sessions_app.models import Activity, Entry, FollowedFile, SearchDocument, Session, UsageDaily
 from sessions_app.services import following, search
 from tests.conftest import REPO
@@ -222,7 +222,7 @@ def wipe() -> None:
 
 
 def use_read_ahead(settings, monkeypatch) -> None:
-    """Helper processes prepare every run, however small (`context.read_ahead`)."""
+    """Helper processes prepare every run, however small (`core.read_ahead`)."""
     settings.PIWEB_FOLLOW_READ_AHEAD = "on"
     monkeypatch.setattr(following, "READ_AHEAD_BYTES", 0)
 
@@ -356,7 +356,7 @@ def test_killed_in_the_middle_of_a_batch_then_restarted(tmp_path, owner, child_e
             helpers = helpers or [
                 child
                 for child in psutil.Process(proc.pid).children()
-                if "sessions_app.context.read_ahead" in " ".join(child.cmdline())
+                if "sessions_app.core.read_ahead" in " ".join(child.cmdline())
             ]
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)

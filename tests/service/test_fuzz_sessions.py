@@ -28,8 +28,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from sessions_app.context.import_lines import LinePreparer, PreparedEntry, RawObject
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.import_lines import LinePreparer, PreparedEntry, RawObject
+from sessions_app.core.jsonl import serialize_entry
 from sessions_app.models import Session
 from sessions_app.services.exporter import export_bytes
 from tests.support import page_walk

@@ -16,10 +16,10 @@ from django.test import Client
 from django.urls import reverse
 from markdown_it import MarkdownIt
 
-from sessions_app.context import markdown_safe
-from sessions_app.context.input_limits import MAX_CWD_CHARS, MAX_JSON_DEPTH
-from sessions_app.context.markdown_safe import escape_raw_html
-from sessions_app.context.review import branch_markdown
+from sessions_app.core import markdown_safe
+from sessions_app.core.exports import branch_markdown
+from sessions_app.core.input_limits import MAX_CWD_CHARS, MAX_JSON_DEPTH
+from sessions_app.core.markdown_safe import escape_raw_html
 from sessions_app.models import Entry, Session
 from sessions_app.services.exporter import export_bytes
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream

@@ -8,7 +8,7 @@ import pytest
 import websockets
 
 from sessions_app.models import Activity
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.tasks import ping
 from tests.support.waiting import wait_until
 from tests.support.web import client_for, session_cookie_for, upload
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
 
 def test_celery_round_trip_through_a_real_worker(worker, make_user):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/tmp")
+    session = sessions.create_session(owner=owner, cwd="/tmp")
     ping.delay(session.pi_id)
     assert wait_until(lambda: Activity.objects.filter(session=session, verb="worker_ping").exists())
 
@@ -32,7 +32,7 @@ async def _receive_until(ws, event, timeout=10):
 
 def test_websocket_round_trip_through_asgi(asgi_server, make_user):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/tmp")
+    session = sessions.create_session(owner=owner, cwd="/tmp")
     cookie = session_cookie_for(owner)
     ws_url = asgi_server.url.replace("http", "ws") + f"/ws/sessions/{session.pi_id}/"
 
@@ -42,7 +42,7 @@ def test_websocket_round_trip_through_asgi(asgi_server, make_user):
             hello = await _receive_until(ws, "hello")
             assert hello["data"]["role"] == "owner"
             await asyncio.to_thread(
-                tree.append_entry,
+                sessions.append_entry,
                 session,
                 {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}},
             )
@@ -56,7 +56,7 @@ def test_websocket_round_trip_through_asgi(asgi_server, make_user):
 
 def test_websocket_refuses_foreign_origin_and_strangers(asgi_server, make_user):
     owner, stranger = make_user(), make_user()
-    session = tree.create_session(owner=owner, cwd="/tmp")
+    session = sessions.create_session(owner=owner, cwd="/tmp")
     ws_url = asgi_server.url.replace("http", "ws") + f"/ws/sessions/{session.pi_id}/"
 
     async def attempt(cookie, origin):

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from piweb.celery import app
 from sessions_app.models import Job
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from tests.support.job_sessions import SMALL, make_session
 
@@ -162,7 +162,7 @@ def _job(session, kind, **fields):
 def test_the_sweep_requeues_summaries_and_fails_agent_runs(make_user, queue, settings):
     owner = make_user()
     session = make_session(owner, turns=3, compaction=SMALL)
-    other = tree.create_session(owner=owner, cwd=session.cwd)
+    other = sessions.create_session(owner=owner, cwd=session.cwd)
     beat = _stale_beat(settings)
     lost = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS * 10 + 5)
     dead = {"status": Status.RUNNING, "attempts": 1, "heartbeat_at": beat}

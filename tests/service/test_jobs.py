@@ -8,16 +8,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app.context.compaction import prepare_compaction
-from sessions_app.context.messages import build_session_context
-from sessions_app.context.offline_summary import OFFLINE_LABEL
-from sessions_app.context.summaries import (
+from sessions_app.core.compaction import prepare_compaction
+from sessions_app.core.messages import build_session_context
+from sessions_app.core.offline_summary import OFFLINE_LABEL
+from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PREAMBLE,
     BRANCH_SUMMARY_PROMPT,
     SPLIT_TURN_HEADING,
 )
 from sessions_app.models import Entry, Job
-from sessions_app.services import jobs, tree
+from sessions_app.services import jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -61,7 +61,7 @@ def _user_prompt(request_body):
 def test_manual_compaction_with_focus_reaches_the_model(make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner, focus="the parser bug in module_2")
     assert job.status == "queued" and job.prepared_leaf_pi_id == session.leaf.pi_id
@@ -91,7 +91,7 @@ def test_offline_summarizer_when_no_model_is_configured(make_user, llm, settings
     settings.PIWEB_LLM_BASE_URL = ""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL, model_profile="nothing-here")
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     job = jobs.request_compaction(session, actor=owner, focus="module_1")
     assert jobs.run_job(job.id) == "done"
     job.refresh_from_db()
@@ -116,18 +116,18 @@ def test_offline_summarizer_when_no_model_is_configured(make_user, llm, settings
 
 def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/tmp", model_profile="scripted")
+    session = sessions.create_session(owner=owner, cwd="/tmp", model_profile="scripted")
     session.settings = {"compaction": {**SMALL, "keepRecentTokens": 300}}
     session.save()
     add_turn(session, 1)
     # One long turn: many tool calls after a single user message, so the cut lands inside it.
-    tree.append_entry(session, user("Turn 2: refactor everything"))
+    sessions.append_entry(session, user("Turn 2: refactor everything"))
     for i in range(8):
         call, call_id = assistant_call("edit" if i % 2 else "read", f"pkg/f{i}.py")
-        tree.append_entry(session, call)
-        tree.append_entry(session, tool_result(call_id, "read", "z" * 300))
+        sessions.append_entry(session, call)
+        sessions.append_entry(session, tool_result(call_id, "read", "z" * 300))
     session.refresh_from_db()
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     prep = prepare_compaction(before, session.settings["compaction"])
     assert prep.is_split_turn and prep.turn_prefix_messages
     llm.push(text("HISTORY SUMMARY"), text("TURN PREFIX SUMMARY"))
@@ -157,7 +157,7 @@ def test_second_compaction_updates_the_first(make_user, llm):
     for n in range(5, 8):
         add_turn(session, n, tool="edit", path=f"lib/new_{n}.py")
     session.refresh_from_db()
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     llm.push(text("SECOND SUMMARY"))
     second = jobs.request_compaction(session, actor=owner)
     assert second.pk != first.pk
@@ -198,7 +198,7 @@ def test_overflow_compacts_synchronously_and_never_loops(make_user, llm):
     assert not Job.objects.filter(session=disabled).exists()
 
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.compact_for_overflow(session)
     assert job.status == "done" and job.result_entry_id
@@ -292,7 +292,7 @@ def test_branch_summary_with_custom_instructions(make_user, llm):
     assert "<modified-files>\napp/edited.py\n</modified-files>" in entry.payload["summary"]
     session.refresh_from_db()
     assert session.leaf_id == entry.pk
-    ctx = build_session_context(tree.load_path(session))["messages"]
+    ctx = build_session_context(sessions.load_path(session))["messages"]
     assert ctx[-1]["role"] == "branchSummary" and ctx[-1]["summary"] == entry.payload["summary"]
     assert [m["role"] for m in ctx[:-1]] == ["user", "assistant", "toolResult", "assistant"]
 
@@ -376,7 +376,7 @@ def test_branch_summary_does_not_steal_a_moved_leaf(make_user, llm):
         session, old_leaf_pi_id=old_leaf, target_pi_id=answer1, actor=owner
     )
     # The user went on typing at the new position before the summary came back.
-    typed = tree.append_entry(session, user("new direction"))
+    typed = sessions.append_entry(session, user("new direction"))
     llm.push(text("LATE SUMMARY"))
     jobs.run_job(job.id)
     job.refresh_from_db()
@@ -391,7 +391,7 @@ def test_compaction_appends_at_the_current_leaf_when_the_leaf_moved_on(make_user
     """Decision: a new message during a compaction proceeds; no turn is lost."""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     llm.push(text(SUMMARY, delay_before=1.0))
     job = jobs.request_compaction(session, actor=owner)
     runner = threading.Thread(target=run_in_thread, args=(job.id,))
@@ -425,8 +425,8 @@ def test_compaction_is_superseded_when_the_user_moved_to_another_branch(make_use
     session = make_session(owner, turns=4, compaction=SMALL)
     first_answer = entries_of_type(session, "message")[3]
     job = jobs.request_compaction(session, actor=owner)
-    tree.set_leaf(session, first_answer.pi_id)
-    tree.append_entry(session, user("another branch"))
+    sessions.set_leaf(session, first_answer.pi_id)
+    sessions.append_entry(session, user("another branch"))
     llm.push(text(SUMMARY))
     assert jobs.run_job(job.id) == "superseded"
     job.refresh_from_db()
@@ -506,7 +506,7 @@ def test_compaction_settings_merge_and_validation(make_user, settings):
         "keep_recent_tokens": 2000,
     }
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/tmp")
+    session = sessions.create_session(owner=owner, cwd="/tmp")
     cfg = jobs.compaction_settings(session)
     assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
     cfg = jobs.update_compaction_settings(
@@ -528,7 +528,7 @@ def test_compaction_settings_merge_and_validation(make_user, settings):
 
 def test_request_validation(make_user):
     owner = make_user()
-    empty = tree.create_session(owner=owner, cwd="/tmp")
+    empty = sessions.create_session(owner=owner, cwd="/tmp")
     with pytest.raises(jobs.JobError):
         jobs.request_compaction(empty, actor=owner)
     session = make_session(owner, turns=1)
@@ -544,7 +544,7 @@ def test_request_validation(make_user):
 def test_compaction_waits_for_an_active_agent_run_then_appends_after_it(make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     run = Job.objects.create(session=session, kind="agent_run", status="running")
     llm.push(text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner)
@@ -578,7 +578,7 @@ def test_overflow_takes_over_a_pending_compaction_without_waiting_for_itself(mak
     recovery takes that job over inline and does not wait for the run (itself)."""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     pending = jobs.request_compaction(session, actor=owner, trigger="threshold")
     Job.objects.create(session=session, kind="agent_run", status="running")
     llm.push(text(SUMMARY))
@@ -596,14 +596,14 @@ def test_overflow_compacts_the_runs_branch_even_if_the_user_looks_elsewhere(make
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
     run_position = session.leaf.pi_id
-    before = tree.load_path(session)
+    before = sessions.load_path(session)
     elsewhere = entries_of_type(session, "message")[3]
-    tree.set_leaf(session, elsewhere.pi_id)  # the user browses an older node meanwhile
+    sessions.set_leaf(session, elsewhere.pi_id)  # the user browses an older node meanwhile
     llm.push(text(SUMMARY))
     job = jobs.compact_for_overflow(session, leaf_pi_id=run_position)
     assert job.status == "done", job.error
     assert job.result_entry.parent.pi_id == run_position
     session.refresh_from_db()
     assert session.leaf_id == elsewhere.pk  # not pulled away
-    tree.set_leaf(session, job.result_entry.pi_id)
+    sessions.set_leaf(session, job.result_entry.pi_id)
     check_compacted_context(session, job, before, [SUMMARY])

@@ -16,7 +16,7 @@ from sessions_app.models import Comment, SessionShare, ShareLink, Team, TeamMemb
 from sessions_app.services import comments, sharing
 from sessions_app.services.comments import CommentRightsError
 from sessions_app.services.sharing import SharingError
-from tests.support.review_data import build_branchy_session
+from tests.support.branchy_session import build_branchy_session
 
 pytestmark = pytest.mark.django_db
 

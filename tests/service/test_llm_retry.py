@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sessions_app.services import chat, llm, summarizer, tree
+from sessions_app.services import chat, llm, sessions, summarizer
 from tests.support.scripted_llm import error, text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -30,7 +30,7 @@ def session(owner, workspace, redis_ready, monkeypatch):
     from piweb.celery import app
 
     monkeypatch.setitem(app.conf, "task_default_queue", "q-retry-tests-unconsumed")
-    return tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
 
 
 def agent_calls(session, llm_server) -> tuple[int, float]:
@@ -63,7 +63,7 @@ def test_both_callers_obey_the_same_retry_settings(session, llm, settings, retri
     llm.push(*[error(503, "overloaded")] * (retries + 2))
     calls, took = agent_calls(session, llm)
     assert calls == retries + 1 and took >= waits
-    assert tree.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
+    assert sessions.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
 
     llm.reset()
     llm.push(*[error(503, "overloaded")] * (retries + 2))

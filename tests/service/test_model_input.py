@@ -12,7 +12,7 @@ import pytest
 
 from sessions_app.agent.openai_format import to_openai_messages
 from sessions_app.models import Job
-from sessions_app.services import chat, tree
+from sessions_app.services import chat, sessions
 from sessions_app.services.inspector import inspect_context
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
@@ -89,13 +89,13 @@ def _threshold_compactions(session) -> int:
 def test_the_inspector_shows_exactly_what_the_run_sends(
     owner, project, windowed_profile, llm, settings
 ):
-    session = tree.create_session(owner=owner, cwd=str(project), model_profile=windowed_profile)
+    session = sessions.create_session(owner=owner, cwd=str(project), model_profile=windowed_profile)
     llm.push(tool_call("read", {"path": "AGENTS.md"}, call_id="c1"), text("Run make test."))
     assert chat.execute_run(str(chat.send_message(session, owner, "the rules?").pk)) == "done"
 
     # Small so far: the compaction check and the inspector agree that it is under.
     session.refresh_from_db()
-    leaf = tree.load_path(session)[-1]["id"]
+    leaf = sessions.load_path(session)[-1]["id"]
     report = inspect_context(session, leaf)
     assert report.window == WINDOW and report.threshold == WINDOW - 16384
     assert not report.over_threshold and _threshold_compactions(session) == 0
@@ -103,7 +103,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     llm.push(text("Deployed.", usage=_big_usage(30_000)))
     assert chat.execute_run(str(chat.send_message(session, owner, "deploy it").pk)) == "done"
     session.refresh_from_db()
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     roles = [e["message"]["role"] for e in path]
     assert roles == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
 

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.services import comments, sharing
-from tests.support.review_data import build_branchy_session
+from tests.support.branchy_session import build_branchy_session
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.support.review_data import build_branchy_session
+from tests.support.branchy_session import build_branchy_session
 from tests.support.tree_data import import_branched
 from tests.support.web import client_for
 

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from sessions_app.rendering import json_head, render_json
-from sessions_app.services import tree
-from tests.support.review_data import user
+from sessions_app.services import sessions
+from tests.support.branchy_session import user
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +27,8 @@ def small_limits(settings):
 
 
 def make_session(owner, cwd="/work/p", text="hello"):
-    session = tree.create_session(owner=owner, cwd=cwd, name="big")
-    entry = tree.append_entry(session, user(text))
+    session = sessions.create_session(owner=owner, cwd=cwd, name="big")
+    entry = sessions.append_entry(session, user(text))
     session.refresh_from_db()
     return session, entry
 
@@ -77,9 +77,9 @@ def test_small_entries_offer_no_show_more(client, make_user, small_limits):
 
 def test_an_entry_with_thousands_of_blocks_renders_a_bounded_number(client, make_user):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w", name="blocks")
+    session = sessions.create_session(owner=owner, cwd="/w", name="blocks")
     blocks = [{"type": "text", "text": f"block {i}"} for i in range(2000)]
-    entry = tree.append_entry(
+    entry = sessions.append_entry(
         session, {"type": "message", "message": {"role": "user", "content": blocks}}
     )
     client.force_login(owner)
@@ -166,9 +166,9 @@ def test_long_branches_render_their_newest_entries_within_the_page_budget(
     settings.PIWEB_PREVIEW_CHARS = 1000
     settings.PIWEB_MAX_RESPONSE_BYTES = 200_000  # a page budget of 100,000 characters
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w", name="long")
+    session = sessions.create_session(owner=owner, cwd="/w", name="long")
     for i in range(120):
-        tree.append_entry(session, user(f"message {i:03d} " + "w" * 3000))
+        sessions.append_entry(session, user(f"message {i:03d} " + "w" * 3000))
     session.refresh_from_db()
     from sessions_app.services import sharing
 
@@ -192,9 +192,9 @@ def test_markdown_stops_at_the_request_deadline_and_the_rest_is_plain_text(
     """20,000 characters of `![` cost markdown-it seconds: 100 such blocks were minutes."""
     settings.PIWEB_RENDER_SECONDS = 1
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w", name="slow")
+    session = sessions.create_session(owner=owner, cwd="/w", name="slow")
     blocks = [{"type": "text", "text": f"**block {i}** " + "![" * 10_000} for i in range(100)]
-    entry = tree.append_entry(
+    entry = sessions.append_entry(
         session, {"type": "message", "message": {"role": "user", "content": blocks}}
     )
     client.force_login(owner)
@@ -204,7 +204,7 @@ def test_markdown_stops_at_the_request_deadline_and_the_rest_is_plain_text(
     assert "<strong>block 0</strong>" in body  # rendered while time was left
     assert '<pre class="plain">**block 99** ![![' in body  # plain text after the deadline
     settings.PIWEB_RENDER_SECONDS = 0
-    short = tree.append_entry(session, user("**bold**"))
+    short = sessions.append_entry(session, user("**bold**"))
     plain = client.get(f"/s/{session.pi_id}/e/{short.pi_id}/").content.decode()
     assert '<pre class="plain">**bold**</pre>' in plain and "<strong>bold" not in plain
 
@@ -213,7 +213,7 @@ def test_inspector_offers_the_rest_of_a_cut_message_lazily(client, make_user, sm
     owner = make_user()
     text = "".join(f"line {i:06d}\n" for i in range(3000))  # ~36,000 chars
     session, entry = make_session(owner, text=text)
-    small = tree.append_entry(session, user("a short question"))
+    small = sessions.append_entry(session, user("a short question"))
     client.force_login(owner)
     body = client.get(f"/s/{session.pi_id}/inspect/", {"leaf": small.pi_id}).content.decode()
     assert "line 002999" not in body and "more characters not shown" in body

@@ -23,7 +23,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from sessions_app.models import Comment, Job, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.services import comments, sharing
-from tests.support.review_data import build_branchy_session
+from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
 SECRET_CWD = "/work/secret-project-91b2"
@@ -82,7 +82,7 @@ ROUTES: dict[str, Route] = {
         "viewer", "POST", kwargs=S, data={"entry": "entry", "body": "hello"}, htmx=True
     ),
     # The owner's thread: a viewer may resolve only threads they started
-    # (tests/service/test_review_comments.py), so here editors and up.
+    # (tests/service/test_comments.py), so here editors and up.
     "review_comment_resolve": Route(
         "editor", "POST", kwargs={**S, "comment_id": "comment_pk"}, htmx=True
     ),

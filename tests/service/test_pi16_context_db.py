@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi16_sessions import session, session_names
 from tests.support.pi_files import as_file
@@ -19,9 +19,9 @@ def test_load_context_equals_pi_1_6_0_at_every_listed_node(name, make_user):
     stored = report.session
     assert report.entries_added == len(entries)
     for expected in record["contexts"]:
-        assert tree.load_context(stored, expected["leafId"]) == expected["context"], expected[
+        assert sessions.load_context(stored, expected["leafId"]) == expected["context"], expected[
             "leafId"
         ]
     # The session's own leaf (pi's last entry) gives the leaf context too.
     leaf_context = next(c for c in record["contexts"] if c["leafId"] == record["leafId"])
-    assert tree.load_context(stored) == leaf_context["context"]
+    assert sessions.load_context(stored) == leaf_context["context"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sessions_app.models import Entry, Job, Session
-from sessions_app.services import chat, jobs, tree
+from sessions_app.services import chat, jobs, sessions
 from tests.support.job_sessions import SMALL
 from tests.support.pi1_session import import_pi1_session, jsonl_bytes
 from tests.support.scripted_llm import text
@@ -66,4 +66,4 @@ def test_agent_turn_compaction_and_branch_summary_on_pi1_entries(session, llm):
     original = jsonl_bytes().decode().splitlines()[1:]
     stored = [e.line for e in Entry.objects.filter(session=session).order_by("seq")]
     assert stored[: len(original)] == original
-    assert tree.load_context(Session.objects.get(pk=session.pk))["messages"]
+    assert sessions.load_context(Session.objects.get(pk=session.pk))["messages"]

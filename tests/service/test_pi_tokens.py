@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.db.models import F
 
-from sessions_app.context.compaction import CompactionSettings, prepare_compaction
-from sessions_app.context.tokens import entry_token_estimate
+from sessions_app.core.compaction import CompactionSettings, prepare_compaction
+from sessions_app.core.tokens import entry_token_estimate
 from sessions_app.models import Entry
-from sessions_app.services import chat, following, jobs, tree
+from sessions_app.services import chat, following, jobs, sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session
@@ -54,8 +54,8 @@ def test_imported_entries_store_the_estimate(make_user):
 def test_appended_and_forked_entries_store_the_estimate(make_user):
     owner = make_user("appender")
     session = make_session(owner, turns=3)
-    tree.label_entry(session, session.leaf.pi_id, "here")
-    tree.rename_session(session, "named")
+    sessions.label_entry(session, session.leaf.pi_id, "here")
+    sessions.rename_session(session, "named")
     rows = _check_stored(session, at_least=14)
     assert {r.type for r in rows} >= {"message", "label", "session_info"}
     middle = rows[5].pi_id
@@ -75,7 +75,7 @@ def test_agent_turn_entries_store_the_estimate(owner, workspace, redis_ready, ll
 
     # The run executes here: its task goes to a queue no worker started elsewhere consumes.
     monkeypatch.setitem(app.conf, "task_default_queue", "piweb-pi-tokens-tests-unconsumed")
-    session = tree.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    session = sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
     (workspace / "notes.txt").write_text("line one\n" * 40)
     llm.push(tool_call("read", {"path": "notes.txt"}, call_id="c1"), text("Read it: " + "z" * 90))
     job = chat.send_message(session, owner, "read notes.txt please")
@@ -122,7 +122,7 @@ def test_compaction_job_sums_the_stored_estimates(make_user, llm, _no_worker_for
     """Stored figures decide the cut: change them and the job's cut moves with them."""
     owner = make_user()
     session = _compaction_session(owner)
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     cfg = CompactionSettings.from_dict(session.settings["compaction"])
     plain = prepare_compaction(path, cfg)
     # Ten times the real figures: the budget is reached nearer the leaf.
@@ -138,7 +138,7 @@ def test_compaction_job_estimates_rows_without_a_stored_figure(make_user, llm, _
     """Rows written before the column existed (null) are estimated when read."""
     owner = make_user()
     session = _compaction_session(owner)
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     plain = prepare_compaction(path, CompactionSettings.from_dict(session.settings["compaction"]))
     Entry.objects.filter(session=session).update(pi_tokens=None)
     assert _run_compaction(session, owner, llm) == plain.first_kept_entry_id

@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app.models import Job, Session, SessionShare, Team
 from sessions_app.selectors import entries
 from sessions_app.selectors.teams import teams_with_shares
-from sessions_app.services import jobs, tree
+from sessions_app.services import jobs
+from sessions_app.services import sessions as sessions_service
 from tests.support.job_sessions import SMALL, make_session
 from tests.support.tree_data import import_branched
 from tests.support.web import client_for
@@ -27,7 +28,7 @@ def branched(make_user, workspace):
 
 
 def test_entry_lookups_stay_inside_their_session(branched, make_user):
-    other = tree.create_session(owner=make_user("other"), cwd="/tmp")
+    other = sessions_service.create_session(owner=make_user("other"), cwd="/tmp")
     entry = entries.get_entry_or_404(branched, "e0000014")
     assert entry.session_id == branched.pk and entry.pi_id == "e0000014"
     with pytest.raises(Http404):
@@ -44,7 +45,7 @@ def test_entry_lookups_stay_inside_their_session(branched, make_user):
 
 def test_the_leaf_id_lives_on_the_session(branched, make_user):
     assert branched.leaf_pi_id == branched.leaf.pi_id == "e0000014"
-    empty = tree.create_session(owner=make_user("empty"), cwd="/tmp")
+    empty = sessions_service.create_session(owner=make_user("empty"), cwd="/tmp")
     assert empty.leaf_pi_id is None
 
 
@@ -57,7 +58,9 @@ def _team_with_shares(user, name, sessions):
 
 def test_teams_with_their_shares_cost_the_same_queries_for_any_number_of_teams(make_user):
     me, owner = make_user("me"), make_user("sharer")
-    sessions = [tree.create_session(owner=owner, cwd="/tmp", name=f"s{i}") for i in range(4)]
+    sessions = [
+        sessions_service.create_session(owner=owner, cwd="/tmp", name=f"s{i}") for i in range(4)
+    ]
     _team_with_shares(me, "alpha", sessions[:2])
 
     def counted():

@@ -22,7 +22,7 @@ from django.core.management import call_command
 
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import execute_tool
-from sessions_app.services import chat, sandboxing, tree
+from sessions_app.services import chat, sandboxing, sessions
 from tests.support.agent_runs import host_processes_with
 from tests.support.waiting import wait_until
 
@@ -53,7 +53,7 @@ def session_of(user, name="proj"):
 
     cwd = Path(settings.PIWEB_WORKSPACE_ROOTS[0]) / str(user.pk) / name
     cwd.mkdir(parents=True, exist_ok=True)
-    return tree.create_session(owner=user, cwd=str(cwd))
+    return sessions.create_session(owner=user, cwd=str(cwd))
 
 
 @pytest.fixture

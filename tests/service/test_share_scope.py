@@ -5,7 +5,7 @@ Everything reachable from a link is checked for both scopes: the link page (tree
 entries, ?leaf= / ?target=), its exports (HTML, Markdown; pi JSONL refused) and the
 websocket events a link visitor receives.
 
-The session (tests/support/review_data.py):
+The session (tests/support/branchy_session.py):
 u1 → a1 → r1 → a2 → r2 → a3            (branch A)
               r1 → b2 → q2 → b3         (branch B, the session leaf)
 Links here are made at the inner node a2: r2 and a3 lie below it.
@@ -16,9 +16,9 @@ import asyncio
 import pytest
 
 from sessions_app.models import ShareLink
-from sessions_app.services import events, sharing, tree
+from sessions_app.services import events, sessions, sharing
 from sessions_app.services.sharing import SharingError
-from tests.support.review_data import assistant, build_branchy_session
+from tests.support.branchy_session import assistant, build_branchy_session
 
 pytestmark = pytest.mark.django_db
 
@@ -86,9 +86,9 @@ def test_a_path_link_never_grows_and_a_subtree_link_grows_below_its_node(data):
     path = {ids[k] for k in PATH_KEYS}
     assert sharing.link_visible_entry_ids(path_link) == path
     assert sharing.link_visible_entry_ids(subtree_link) == path | {ids[k] for k in BELOW_KEYS}
-    below = tree.append_entry(data.session, assistant("Later."), parent_pi_id=ids["a3"]).pi_id
-    elsewhere = tree.append_entry(data.session, assistant("B again."), parent_pi_id=ids["b3"])
-    fork = tree.append_entry(data.session, assistant("Fork."), parent_pi_id=ids["a1"]).pi_id
+    below = sessions.append_entry(data.session, assistant("Later."), parent_pi_id=ids["a3"]).pi_id
+    elsewhere = sessions.append_entry(data.session, assistant("B again."), parent_pi_id=ids["b3"])
+    fork = sessions.append_entry(data.session, assistant("Fork."), parent_pi_id=ids["a1"]).pi_id
     assert sharing.link_visible_entry_ids(path_link) == path
     assert below in sharing.link_visible_entry_ids(subtree_link)
     assert not sharing.link_covers_new_entry(path_link, below)
@@ -142,7 +142,7 @@ def test_path_link_page_shows_root_to_node_and_nothing_below(client, data):
     shorter = client.get(url, {"leaf": ids["a1"], "target": ids["u1"]})
     assert shorter.status_code == 200
     # what is appended below the node later does not show either
-    later = tree.append_entry(data.session, assistant("Grown below."), parent_pi_id=ids["a2"])
+    later = sessions.append_entry(data.session, assistant("Grown below."), parent_pi_id=ids["a2"])
     body = client.get(url).content.decode()
     assert later.pi_id not in body and "Grown below." not in body
     assert client.get(url, {"leaf": later.pi_id}).status_code == 404
@@ -156,7 +156,7 @@ def test_subtree_link_page_shows_the_node_and_everything_under_it_and_says_so(cl
     assert "a node and everything under it" in body and "6 entries shared" in body
     opened = client.get(url, {"leaf": ids["a3"]})
     assert opened.status_code == 200 and "Fixed the parser" in opened.content.decode()
-    later = tree.append_entry(data.session, assistant("Grown below."), parent_pi_id=ids["a3"])
+    later = sessions.append_entry(data.session, assistant("Grown below."), parent_pi_id=ids["a3"])
     assert later.pi_id in client.get(url).content.decode()
     assert "Grown below." in client.get(url, {"leaf": later.pi_id}).content.decode()
     assert client.get(url, {"leaf": ids["b3"]}).status_code == 404
@@ -254,7 +254,7 @@ def test_link_socket_hears_only_about_entries_the_link_shows(data, redis_ready):
 
     async def scenario():
         path_ws, subtree_ws = await connect(path_link), await connect(subtree_link)
-        append = tree.append_entry
+        append = sessions.append_entry
         below = await asyncio.to_thread(
             append, session, assistant("Below."), parent_pi_id=ids["a3"]
         )

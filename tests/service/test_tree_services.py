@@ -7,11 +7,11 @@ import threading
 import pytest
 from django.db import connection
 
-from sessions_app.context.jsonl import serialize_entry
-from sessions_app.context.messages import build_session_context
-from sessions_app.context.tree import SessionTree
+from sessions_app.core.jsonl import serialize_entry
+from sessions_app.core.messages import build_session_context
+from sessions_app.core.tree import SessionTree
 from sessions_app.models import Activity, Entry, Session
-from sessions_app.services import tree
+from sessions_app.services import sessions
 
 pytestmark = [pytest.mark.embedded]
 
@@ -36,41 +36,41 @@ def assistant(text, ts=2):
 @pytest.mark.django_db
 def test_append_set_leaf_label_rename_follow_pi(make_user):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
-    a = tree.append_entry(session, user("first"))
-    b = tree.append_entry(session, assistant("answer"))
-    c = tree.append_entry(session, user("second"))
+    session = sessions.create_session(owner=owner, cwd="/w")
+    a = sessions.append_entry(session, user("first"))
+    b = sessions.append_entry(session, assistant("answer"))
+    c = sessions.append_entry(session, user("second"))
     assert session.leaf_id == c.pk and session.entry_count == 3 and session.next_seq == 3
     assert (a.parent, b.parent.pk, c.parent.pk) == (None, a.pk, b.pk)
     assert session.first_message == "first"
     # Branch at a: move the leaf, append, the old branch stays.
-    tree.set_leaf(session, a.pi_id, actor=owner)
-    d = tree.append_entry(session, assistant("other answer"))
+    sessions.set_leaf(session, a.pi_id, actor=owner)
+    d = sessions.append_entry(session, assistant("other answer"))
     assert d.parent_id == a.pk
-    assert [e["id"] for e in tree.load_path(session)] == [a.pi_id, d.pi_id]
-    assert [e["id"] for e in tree.load_path(session, c.pi_id)] == [a.pi_id, b.pi_id, c.pi_id]
-    assert tree.load_path(session, None) == []
-    assert tree.load_context(session, None) == build_session_context([], None)
-    tree.set_leaf(session, None)
-    assert tree.load_path(session) == []
-    tree.set_leaf(session, d.pi_id)
+    assert [e["id"] for e in sessions.load_path(session)] == [a.pi_id, d.pi_id]
+    assert [e["id"] for e in sessions.load_path(session, c.pi_id)] == [a.pi_id, b.pi_id, c.pi_id]
+    assert sessions.load_path(session, None) == []
+    assert sessions.load_context(session, None) == build_session_context([], None)
+    sessions.set_leaf(session, None)
+    assert sessions.load_path(session) == []
+    sessions.set_leaf(session, d.pi_id)
     # Labels are label entries at the leaf; the newest wins, a blank one removes.
-    tree.label_entry(session, b.pi_id, "good", actor=owner)
-    tree.label_entry(session, b.pi_id, "better", actor=owner)
+    sessions.label_entry(session, b.pi_id, "good", actor=owner)
+    sessions.label_entry(session, b.pi_id, "better", actor=owner)
     assert Entry.objects.get(pk=b.pk).label == "better"
-    tree.label_entry(session, b.pi_id, "", actor=owner)
+    sessions.label_entry(session, b.pi_id, "", actor=owner)
     assert Entry.objects.get(pk=b.pk).label == ""
     with pytest.raises(Entry.DoesNotExist):
-        tree.label_entry(session, "nope", "x")
-    tree.rename_session(session, "  Named  ", actor=owner)
+        sessions.label_entry(session, "nope", "x")
+    sessions.rename_session(session, "  Named  ", actor=owner)
     session.refresh_from_db()
     assert session.name == "Named"
     # The pure core agrees on every entry: labels, name, context at each node.
-    entries = tree.load_all_entries(session)
+    entries = sessions.load_all_entries(session)
     index = SessionTree(entries)
     assert index.session_name == "Named" and index.get_label(b.pi_id) is None
     for entry in entries:
-        assert build_session_context(tree.load_path(session, entry["id"]), entry["id"]) == (
+        assert build_session_context(sessions.load_path(session, entry["id"]), entry["id"]) == (
             build_session_context(entries, entry["id"])
         )
     # Entries are stored as pi writes them (key order included).
@@ -84,11 +84,11 @@ def test_append_set_leaf_label_rename_follow_pi(make_user):
 @pytest.mark.django_db
 def test_load_path_of_a_deep_chain_is_one_query(make_user, django_assert_max_num_queries):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
+    session = sessions.create_session(owner=owner, cwd="/w")
     for i in range(300):
-        tree.append_entry(session, user(f"m{i}", i))
+        sessions.append_entry(session, user(f"m{i}", i))
     with django_assert_max_num_queries(1):
-        path = tree.load_path(session)
+        path = sessions.load_path(session)
     assert len(path) == 300 and path[0]["parentId"] is None
     assert all(path[i + 1]["parentId"] == path[i]["id"] for i in range(299))
 
@@ -96,8 +96,8 @@ def test_load_path_of_a_deep_chain_is_one_query(make_user, django_assert_max_num
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_appends_at_the_same_leaf_make_a_branch_and_lose_nothing(make_user):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
-    root = tree.append_entry(session, user("root"))
+    session = sessions.create_session(owner=owner, cwd="/w")
+    root = sessions.append_entry(session, user("root"))
     writers, per_writer = 4, 15
     barrier = threading.Barrier(writers)
     errors = []
@@ -109,7 +109,7 @@ def test_concurrent_appends_at_the_same_leaf_make_a_branch_and_lose_nothing(make
             parent = root.pi_id
             for i in range(per_writer):
                 # Every writer saw the same leaf: each builds its own branch from root.
-                entry = tree.append_entry(mine, user(f"w{n}-{i}"), parent_pi_id=parent)
+                entry = sessions.append_entry(mine, user(f"w{n}-{i}"), parent_pi_id=parent)
                 parent = entry.pi_id
         except Exception as exc:  # reported below
             errors.append(exc)
@@ -130,7 +130,7 @@ def test_concurrent_appends_at_the_same_leaf_make_a_branch_and_lose_nothing(make
     )
     # A branch per writer at the root, each a complete chain of its own entries.
     assert Entry.objects.filter(session=session, parent=root).count() == writers
-    entries = tree.load_all_entries(session)
+    entries = sessions.load_all_entries(session)
     index = SessionTree(entries)
     for child in index.get_children(root.pi_id):
         branch = [child]
@@ -146,7 +146,7 @@ def test_concurrent_appends_at_the_same_leaf_make_a_branch_and_lose_nothing(make
 def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
     """Writers that follow the leaf (parent defaults to it): one chain, nothing lost."""
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
+    session = sessions.create_session(owner=owner, cwd="/w")
     writers, per_writer = 3, 10
     errors = []
 
@@ -154,7 +154,7 @@ def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
         try:
             mine = Session.objects.get(pk=session.pk)
             for i in range(per_writer):
-                tree.append_entry(mine, user(f"w{n}-{i}"))
+                sessions.append_entry(mine, user(f"w{n}-{i}"))
         except Exception as exc:
             errors.append(exc)
         finally:
@@ -167,44 +167,46 @@ def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
         t.join(120)
     assert not errors, errors
     session.refresh_from_db()
-    assert len(tree.load_path(session)) == writers * per_writer == session.entry_count
+    assert len(sessions.load_path(session)) == writers * per_writer == session.entry_count
 
 
 @pytest.mark.django_db(transaction=True)
 def test_big_session_walk_with_the_parent_cache_sees_new_entries(make_user, monkeypatch):
     """Outside a transaction big sessions cache their parent links; appends and branches
     made afterwards are still seen."""
-    monkeypatch.setattr(tree, "PATH_WALK_MIN", 3)
+    monkeypatch.setattr(sessions, "PATH_WALK_MIN", 3)
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
-    first = [tree.append_entry(session, user(f"m{i}", i)) for i in range(6)]
-    assert [e["id"] for e in tree.load_path(session)] == [e.pi_id for e in first]
-    tree.set_leaf(session, first[2].pi_id)
-    branch = tree.append_entry(session, assistant("branch"))
-    more = tree.append_entry(session, user("more"))
+    session = sessions.create_session(owner=owner, cwd="/w")
+    first = [sessions.append_entry(session, user(f"m{i}", i)) for i in range(6)]
+    assert [e["id"] for e in sessions.load_path(session)] == [e.pi_id for e in first]
+    sessions.set_leaf(session, first[2].pi_id)
+    branch = sessions.append_entry(session, assistant("branch"))
+    more = sessions.append_entry(session, user("more"))
     session.refresh_from_db()
     expected = [e.pi_id for e in first[:3]] + [branch.pi_id, more.pi_id]
-    assert [e["id"] for e in tree.load_path(session)] == expected
-    assert [e["id"] for e in tree.load_path(session, first[-1].pi_id)] == [e.pi_id for e in first]
-    entries = tree.load_all_entries(session)
-    assert tree.load_context(session) == build_session_context(entries, more.pi_id)
+    assert [e["id"] for e in sessions.load_path(session)] == expected
+    assert [e["id"] for e in sessions.load_path(session, first[-1].pi_id)] == [
+        e.pi_id for e in first
+    ]
+    entries = sessions.load_all_entries(session)
+    assert sessions.load_context(session) == build_session_context(entries, more.pi_id)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("walk_min", [5000, 3])
 def test_load_path_tail_is_the_end_of_the_path(make_user, monkeypatch, walk_min):
-    monkeypatch.setattr(tree, "PATH_WALK_MIN", walk_min)
-    session = tree.create_session(owner=make_user(), cwd="/w")
-    assert tree.load_path_tail(session, 3) == (0, [])
-    first = tree.append_entry(session, user("root"))
+    monkeypatch.setattr(sessions, "PATH_WALK_MIN", walk_min)
+    session = sessions.create_session(owner=make_user(), cwd="/w")
+    assert sessions.load_path_tail(session, 3) == (0, [])
+    first = sessions.append_entry(session, user("root"))
     for i in range(6):
-        tree.append_entry(session, assistant(f"a{i}") if i % 2 else user(f"u{i}"))
-    tree.set_leaf(session, first.pi_id)
-    tree.append_entry(session, assistant("branch"))
+        sessions.append_entry(session, assistant(f"a{i}") if i % 2 else user(f"u{i}"))
+    sessions.set_leaf(session, first.pi_id)
+    sessions.append_entry(session, assistant("branch"))
     session.refresh_from_db()
-    path = tree.load_path(session)
-    assert tree.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
-    assert tree.load_path_tail(session, 50) == (0, path)
+    path = sessions.load_path(session)
+    assert sessions.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
+    assert sessions.load_path_tail(session, 50) == (0, path)
 
 
 @pytest.mark.django_db
@@ -212,8 +214,8 @@ def test_an_entry_is_stored_once_as_its_line(make_user):
     """`line` is the only stored copy: `payload` is parsed from it, and setting the
     payload rewrites the line in JSON.stringify form."""
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd="/w")
-    entry = tree.append_entry(session, user("stored once"))
+    session = sessions.create_session(owner=owner, cwd="/w")
+    entry = sessions.append_entry(session, user("stored once"))
     assert "payload" not in {f.column for f in Entry._meta.concrete_fields}
     stored = Entry.objects.get(pk=entry.pk)
     assert stored.line == serialize_entry(stored.payload)

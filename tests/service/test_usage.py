@@ -10,10 +10,10 @@ from datetime import UTC, date, datetime
 import pytest
 from django.core.management import call_command
 
-from sessions_app.context.usage import usage_breakdown
+from sessions_app.core.usage import usage_breakdown
 from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership, UsageDaily
 from sessions_app.selectors.usage import dashboard, session_summary
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
@@ -73,7 +73,7 @@ def test_every_usage_source_is_stored_and_summed(make_user):
 def test_append_updates_the_stored_usage(make_user):
     owner = make_user("bob")
     session = import_costly(owner)
-    tree.append_entry(
+    sessions.append_entry(
         session,
         {
             "type": "message",
@@ -104,7 +104,7 @@ def test_a_fork_counts_once_in_a_team_total_and_whole_in_its_own(make_user):
     TeamMembership.objects.create(team=team, user=bob)
     source = import_costly(alice)
     fork = fork_session(source, "e0000007", actor=bob)  # copies up to the opus turn
-    tree.append_entry(
+    sessions.append_entry(
         fork,
         {
             "type": "usage",

@@ -10,7 +10,7 @@ import psutil
 import websockets
 
 from sessions_app.models import Job
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from tests.support.waiting import wait_until
 from tests.support.web import session_cookie_for
 from tests.support.workspaces import place_workspace
@@ -18,7 +18,7 @@ from tests.support.workspaces import place_workspace
 
 def new_session(user, workspace, profile="scripted"):
     cwd = place_workspace(user, workspace)  # sessions run only in their owner's folder
-    return tree.create_session(owner=user, cwd=str(cwd), model_profile=profile)
+    return sessions.create_session(owner=user, cwd=str(cwd), model_profile=profile)
 
 
 def send(client, session, text_):
@@ -46,7 +46,7 @@ def wait_run(session, timeout=60.0):
 def messages(session):
     """The message payloads on the leaf's path, in order."""
     session.refresh_from_db()
-    return [e["message"] for e in tree.load_path(session) if e["type"] == "message"]
+    return [e["message"] for e in sessions.load_path(session) if e["type"] == "message"]
 
 
 def ws_url(server, session):

@@ -4,13 +4,13 @@ check that the context built at the leaf is what the pure core says it must be."
 import itertools
 import time
 
-from sessions_app.context.compaction import prepare_compaction
-from sessions_app.context.messages import build_session_context, message_from_entry
-from sessions_app.context.summaries import assemble_compaction_summary
+from sessions_app.core.compaction import prepare_compaction
+from sessions_app.core.messages import build_session_context, message_from_entry
+from sessions_app.core.summaries import assemble_compaction_summary
 from sessions_app.models import Entry, Job
-from sessions_app.services import tree
-from tests.support.review_data import tool_result as tool_result  # for the jobs tests
-from tests.support.review_data import user as user
+from sessions_app.services import sessions
+from tests.support.branchy_session import tool_result as tool_result  # for the jobs tests
+from tests.support.branchy_session import user as user
 
 _ids = itertools.count(1)
 
@@ -61,17 +61,19 @@ def assistant_text(text, usage_total=600):
 def add_turn(session, n, *, tool="read", path=None, filler=400, usage_total=None):
     """One user turn: request, tool call on a path, result, answer. Returns last entry."""
     path = path or f"src/module_{n}.py"
-    tree.append_entry(session, user(f"Turn {n}: please look at {path}. " + "x" * filler))
+    sessions.append_entry(session, user(f"Turn {n}: please look at {path}. " + "x" * filler))
     call, call_id = assistant_call(tool, path, text=f"Looking at {path}")
-    tree.append_entry(session, call)
-    tree.append_entry(session, tool_result(call_id, tool, f"contents of {path}\n" + "y" * filler))
-    return tree.append_entry(
+    sessions.append_entry(session, call)
+    sessions.append_entry(
+        session, tool_result(call_id, tool, f"contents of {path}\n" + "y" * filler)
+    )
+    return sessions.append_entry(
         session, assistant_text(f"Done with turn {n}.", usage_total=usage_total or 600 + 100 * n)
     )
 
 
 def make_session(owner, *, turns=4, model_profile="scripted", compaction=None, cwd="/tmp"):
-    session = tree.create_session(owner=owner, cwd=cwd, model_profile=model_profile)
+    session = sessions.create_session(owner=owner, cwd=cwd, model_profile=model_profile)
     if compaction is not None:
         session.settings = {"compaction": compaction}
         session.save(update_fields=["settings"])
@@ -122,7 +124,7 @@ def check_compacted_context(session, job: Job, prepared_path, model_texts, *, sp
             files["modifiedFiles"],
         )
         assert payload["summary"] == expected
-    path = tree.load_path(session)
+    path = sessions.load_path(session)
     context = build_session_context(path)["messages"]
     # Independent derivation: the compaction's summary, then every message from the
     # first kept entry to the leaf (the compaction entry itself contributes none).

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.context.jsonl import parse_session_entries
+from sessions_app.core.jsonl import parse_session_entries
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIRS = [base / "shared" / "sessions-pi-1.6.0" for base in REPO_ROOT.parents[:2]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.jsonl import serialize_entry
 from sessions_app.services.importer import import_jsonl_stream
 
 SESSION_ID = "b1b1b1b1-0000-4000-8000-000000000160"

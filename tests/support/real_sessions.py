@@ -25,7 +25,7 @@ import random
 import struct
 import zlib
 
-from sessions_app.context.jsonl import serialize_entry
+from sessions_app.core.jsonl import serialize_entry
 
 SESSION_ID = "3b1f0c5e-9d2a-4e7b-8c61-2f4a5d6e7f80"
 CWD = "/home/李雷/code/订单服务"

@@ -301,9 +301,9 @@ def bulk_session(owner, cwd: str, entries: int, branches: int, *, name: str = "b
     along it (each of equal length), leaf at the end of the main chain. Written with two
     bulk statements (for tests and bench/ui_bench.py)."""
     from sessions_app.models import Entry, Session
-    from sessions_app.services import tree as tree_service
+    from sessions_app.services import sessions as sessions_service
 
-    session = tree_service.create_session(owner=owner, cwd=cwd, name=name)
+    session = sessions_service.create_session(owner=owner, cwd=cwd, name=name)
     side_len = 0
     if branches:
         side_len = max(1, (entries // 2) // branches)
@@ -351,7 +351,7 @@ def bulk_session(owner, cwd: str, entries: int, branches: int, *, name: str = "b
                 parent_pi_id=parent,
                 seq=seq,
                 payload=full,
-                **tree_service.entry_columns(full),
+                **sessions_service.entry_columns(full),
             )
         )
     Entry.objects.bulk_create(objs, batch_size=2000)

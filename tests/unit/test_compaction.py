@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sessions_app.context.compaction import (
+from sessions_app.core.compaction import (
     CompactionSettings,
     FileOps,
     compute_file_lists,
@@ -17,7 +17,7 @@ from sessions_app.context.compaction import (
     format_file_operations,
     prepare_compaction,
 )
-from sessions_app.context.tokens import (
+from sessions_app.core.tokens import (
     estimate_context_tokens,
     estimate_tokens,
     get_assistant_usage,
@@ -253,7 +253,7 @@ def test_token_estimates_utf16_and_usage():
     ],
 )
 def test_tool_call_argument_length_matches_json_stringify(args):
-    from sessions_app.context.jsutil import js_json_dumps, utf16_len
+    from sessions_app.core.jsutil import js_json_dumps, utf16_len
 
     msg = {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": args}]}
     expected_chars = 1 + utf16_len(js_json_dumps(args))

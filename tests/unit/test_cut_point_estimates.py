@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from sessions_app.context.compaction import CompactionSettings, find_cut_point, prepare_compaction
-from sessions_app.context.tokens import entry_token_estimate, estimate_tokens
+from sessions_app.core.compaction import CompactionSettings, find_cut_point, prepare_compaction
+from sessions_app.core.tokens import entry_token_estimate, estimate_tokens
 from tests.conformance._cases import golden_params, require_case
 from tests.conformance.golden import load_golden
 from tests.support.context_entries import random_path

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessions_app.context.import_lines import (
+from sessions_app.core.import_lines import (
     LinePreparer,
     PreparedEntry,
     RawObject,
@@ -17,8 +17,8 @@ from sessions_app.context.import_lines import (
     Warn,
     prepare_entry,
 )
-from sessions_app.context.jsonl import parse_session_line, serialize_entry
-from sessions_app.context.preview import entry_row_columns
+from sessions_app.core.jsonl import parse_session_line, serialize_entry
+from sessions_app.core.preview import entry_row_columns
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/p"}
 

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from sessions_app.context.import_lines import LinePreparer, PreparedEntry, Skip, Warn
-from sessions_app.context.input_limits import (
+from sessions_app.core.import_lines import LinePreparer, PreparedEntry, Skip, Warn
+from sessions_app.core.input_limits import (
     MAX_JSON_DEPTH,
     bounded,
     display_text,
@@ -15,8 +15,8 @@ from sessions_app.context.input_limits import (
     line_may_nest_deeper,
     nesting_exceeds,
 )
-from sessions_app.context.jsutil import js_json_dumps
-from sessions_app.context.tree_layout import format_tokens
+from sessions_app.core.jsutil import js_json_dumps
+from sessions_app.core.tree_layout import format_tokens
 
 HEADER = b'{"type":"session","version":3,"id":"s1","timestamp":"t","cwd":"/w"}\n'
 

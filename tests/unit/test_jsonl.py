@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from sessions_app.context.jsonl import (
+from sessions_app.core.jsonl import (
     export_session_jsonl,
     iter_session_lines,
     migrate_session_entries,

@@ -1,4 +1,4 @@
-"""Unit tests for sessions_app.context.jsutil (JS semantics helpers).
+"""Unit tests for sessions_app.core.jsutil (JS semantics helpers).
 
 Expected values are what Node.js prints for the same expressions.
 """
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sessions_app.context.jsutil import (
+from sessions_app.core.jsutil import (
     js_json_dumps,
     js_number_to_string,
     js_sort_key,

@@ -65,14 +65,14 @@ def test_views_and_consumers_read_through_selectors(path):
     assert "leaf.pi_id if" not in source, "use Session.leaf_pi_id"
 
 
-@pytest.mark.parametrize("path", modules("context"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules("core"), ids=lambda p: p.name)
 def test_the_pure_core_imports_no_django_and_nothing_outside_the_core(path):
     """The core runs without Django: in tests, and as the follower's read-ahead helper
-    processes (`python -m sessions_app.context.read_ahead`)."""
+    processes (`python -m sessions_app.core.read_ahead`)."""
     bad = {
         name
         for name in imported_modules(path)
         if name.split(".")[0] == "django"
-        or (name.startswith("sessions_app.") and not name.startswith("sessions_app.context"))
+        or (name.startswith("sessions_app.") and not name.startswith("sessions_app.core"))
     }
     assert not bad, f"{path.name} imports {sorted(bad)}"

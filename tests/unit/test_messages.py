@@ -1,4 +1,4 @@
-"""build_session_context / convert_to_llm (sessions_app.context.messages)."""
+"""build_session_context / convert_to_llm (sessions_app.core.messages)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sessions_app.context.messages import (
+from sessions_app.core.messages import (
     BRANCH_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_PREFIX,
     UNSET,
@@ -17,7 +17,7 @@ from sessions_app.context.messages import (
     convert_to_llm,
     iso_to_ms,
 )
-from sessions_app.context.tree import TreeCycleError, index_by_id, path_to_root
+from sessions_app.core.tree import TreeCycleError, index_by_id, path_to_root
 from tests.support.context_entries import assistant, entry, random_path, tool_result, user
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sessions_app.context.offline_summary import (
+from sessions_app.core.offline_summary import (
     OFFLINE_LABEL,
     parse_summary,
     summarize_offline,

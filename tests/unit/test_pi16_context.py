@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from sessions_app.context.messages import (
+from sessions_app.core.messages import (
     build_session_context,
     context_edits,
     context_entries,
@@ -14,7 +14,7 @@ from sessions_app.context.messages import (
     context_from_path_reference,
     convert_to_llm,
 )
-from sessions_app.context.tree import index_with_ids, path_to_root
+from sessions_app.core.tree import index_with_ids, path_to_root
 from tests.support.pi16_sessions import session, session_names
 
 
@@ -113,9 +113,9 @@ def test_system_messages_compaction_system_message_and_own_first_kept_id():
 @pytest.mark.parametrize("name", session_names())
 def test_compaction_and_branch_summaries_take_pi_1_x_entries(name):
     """The seed's algorithms (pi 0.80.2) run over pi 1.x files without stumbling."""
-    from sessions_app.context.compaction import find_cut_point, prepare_compaction
-    from sessions_app.context.summaries import prepare_branch_entries, serialize_conversation
-    from sessions_app.context.tree import SessionTree
+    from sessions_app.core.compaction import find_cut_point, prepare_compaction
+    from sessions_app.core.summaries import prepare_branch_entries, serialize_conversation
+    from sessions_app.core.tree import SessionTree
 
     _, entries, record = session(name)
     tree = SessionTree(entries)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sessions_app.context.pi1_entries import (
+from sessions_app.core.pi1_entries import (
     UNKNOWN_TEXT_CHARS,
     context_edit_text,
     path_edits,
@@ -10,7 +10,7 @@ from sessions_app.context.pi1_entries import (
     unknown_entry_text,
     usage_text,
 )
-from sessions_app.context.preview import entry_row_columns, entry_text
+from sessions_app.core.preview import entry_row_columns, entry_text
 from sessions_app.rendering import render_entry
 
 

@@ -1,4 +1,4 @@
-"""Files prepared ahead in helper processes (`context.read_ahead`): real processes, real
+"""Files prepared ahead in helper processes (`core.read_ahead`): real processes, real
 pipes. What a helper prepares must be exactly what `prepare_file` gives here, a helper
 that fails or dies must give a clear error and leave the next run working, and a helper
 must not outlive the process that started it."""
@@ -15,16 +15,16 @@ import sys
 import psutil
 import pytest
 
-from sessions_app.context.file_marks import marks_at
-from sessions_app.context.import_lines import LinePreparer, PreparedEntry, RawObject, Skip, Warn
-from sessions_app.context.read_ahead import (
+from sessions_app.core.file_marks import marks_at
+from sessions_app.core.import_lines import LinePreparer, PreparedEntry, RawObject, Skip, Warn
+from sessions_app.core.read_ahead import (
     FileDigest,
     ReadAhead,
     ReadAheadError,
     prepare_file,
     prepared_files,
 )
-from sessions_app.context.usage import EntryUsage
+from sessions_app.core.usage import EntryUsage
 from tests.conftest import REPO
 
 
@@ -152,7 +152,7 @@ def helper_processes(parent: psutil.Process) -> list[psutil.Process]:
     return [
         child
         for child in parent.children(recursive=True)
-        if "sessions_app.context.read_ahead" in " ".join(child.cmdline())
+        if "sessions_app.core.read_ahead" in " ".join(child.cmdline())
     ]
 
 
@@ -182,7 +182,7 @@ def test_helpers_end_when_the_process_that_started_them_is_killed(tmp_path):
     path = session_file(tmp_path / "big.jsonl", 20000, size=900)
     script = (
         "import os, sys, time\n"
-        "from sessions_app.context.read_ahead import ReadAhead\n"
+        "from sessions_app.core.read_ahead import ReadAhead\n"
         "helper = ReadAhead(processes=2)\n"
         f"files = helper.files([({path!r}, os.path.getsize({path!r}))] * 2)\n"
         "next(next(files))\n"

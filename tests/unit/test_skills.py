@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sessions_app.context.skills import (
+from sessions_app.core.skills import (
     FrontMatterError,
     Skill,
     default_skill_roots,

@@ -1,11 +1,11 @@
-"""Serialization, prompts, request builders and summary assembly (sessions_app.context.summaries)."""
+"""Serialization, prompts, request builders and summary assembly (sessions_app.core.summaries)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sessions_app.context.compaction import CompactionSettings, prepare_compaction
-from sessions_app.context.summaries import (
+from sessions_app.core.compaction import CompactionSettings, prepare_compaction
+from sessions_app.core.summaries import (
     BRANCH_SUMMARY_MAX_TOKENS,
     BRANCH_SUMMARY_PREAMBLE,
     BRANCH_SUMMARY_PROMPT,

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from sessions_app.context.skills import LoadSkillsResult, Skill, SkillDiagnostic
-from sessions_app.context.system_prompt import (
+from sessions_app.core.skills import LoadSkillsResult, Skill, SkillDiagnostic
+from sessions_app.core.system_prompt import (
     ROLE_LINE,
     ContextFile,
     ContextFilesResult,

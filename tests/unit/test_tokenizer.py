@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.context import tokenizer
+from sessions_app.core import tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,7 @@ def test_counts_offline_with_empty_cache(tmp_path):
     result = _run_offline(
         """
         import json, os
-        from sessions_app.context import tokenizer as t
+        from sessions_app.core import tokenizer as t
         out = {
             "o200k_ids": t.get_encoding("o200k_base").encode("hello world"),
             "cl100k_ids": t.get_encoding("cl100k_base").encode("hello world"),
@@ -106,7 +106,7 @@ def test_prime_cache_makes_plain_tiktoken_work_offline(tmp_path):
     result = _run_offline(
         f"""
         import json, os, tiktoken
-        from sessions_app.context import tokenizer as t
+        from sessions_app.core import tokenizer as t
         target = t.prime_tiktoken_cache({str(primed)!r})
         os.environ["TIKTOKEN_CACHE_DIR"] = target
         out = {{
@@ -128,7 +128,7 @@ def test_corrupted_cache_file_is_repaired_offline(tmp_path):
     result = _run_offline(
         """
         import json
-        from sessions_app.context import tokenizer as t
+        from sessions_app.core import tokenizer as t
         print(json.dumps({"n": t.count_tokens("hello world", model="gpt-4o")}))
         """,
         cache,
@@ -141,7 +141,7 @@ def test_tiktoken_hash_check_rejects_wrong_data_offline(tmp_path):
     result = _run_offline(
         """
         import json
-        from sessions_app.context import tokenizer as t
+        from sessions_app.core import tokenizer as t
         t._bundled_bytes = lambda name: b"aGVsbG8= 0\\n"  # valid format, wrong hash
         try:
             t.get_encoding("o200k_base")

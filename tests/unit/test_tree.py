@@ -1,4 +1,4 @@
-"""Tree index, path walking, validation, navigation and fork (sessions_app.context.tree)."""
+"""Tree index, path walking, validation, navigation and fork (sessions_app.core.tree)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sessions_app.context.messages import build_session_context
-from sessions_app.context.tree import (
+from sessions_app.core.messages import build_session_context
+from sessions_app.core.tree import (
     SessionTree,
     TreeCycleError,
     TreeError,

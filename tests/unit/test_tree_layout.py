@@ -1,7 +1,7 @@
-"""context/tree_layout.py: the drawn shape of a session tree (pure, no database)."""
+"""core/tree_layout.py: the drawn shape of a session tree (pure, no database)."""
 
-from sessions_app.context import tree_layout
-from sessions_app.context.tree_layout import Layout, TreeIndex, format_tokens
+from sessions_app.core import tree_layout
+from sessions_app.core.tree_layout import Layout, TreeIndex, format_tokens
 
 
 def rows_for(spec):

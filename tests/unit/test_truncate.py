@@ -1,4 +1,4 @@
-"""Unit tests for sessions_app.context.truncate (no Django needed)."""
+"""Unit tests for sessions_app.core.truncate (no Django needed)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from sessions_app.context.truncate import (
+from sessions_app.core.truncate import (
     DEFAULT_MAX_BYTES,
     StreamingTail,
     TruncationResult,

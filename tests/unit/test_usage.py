@@ -1,4 +1,4 @@
-"""The usage counter (sessions_app.context.usage) against pi 1.6.0's own figures, and one
+"""The usage counter (sessions_app.core.usage) against pi 1.6.0's own figures, and one
 test per usage source."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.context.usage import (
+from sessions_app.core.usage import (
     TOOLS_BUCKET,
     entry_day,
     entry_usage,
@@ -181,9 +181,9 @@ def test_summary_totals_by_day_and_model_and_cache_hit_ratio():
 
 
 def test_context_timeline_turns_estimates_and_markers():
-    from sessions_app.context.context_chart import context_timeline
-    from sessions_app.context.messages import build_session_context
-    from sessions_app.context.tokens import estimate_tokens
+    from sessions_app.core.context_chart import context_timeline
+    from sessions_app.core.messages import build_session_context
+    from sessions_app.core.tokens import estimate_tokens
 
     def user(eid, text):
         return {"type": "message", "id": eid, "message": {"role": "user", "content": text}}

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from sessions_app.context.input_limits import bounded, display_value
+from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
-from sessions_app.services import chat, llm, tree
+from sessions_app.services import chat, llm, sessions
 
 TRANSCRIPT_LIMIT = 200
 
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
-    hidden, tail = tree.load_path_tail(session, limit)
+    hidden, tail = sessions.load_path_tail(session, limit)
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sessions_app.context.usage import UsageTotals
+from sessions_app.core.usage import UsageTotals
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.panels.chat import chat_context
+from sessions_app.selectors.panels.comments import review_context
 from sessions_app.selectors.panels.jobs import jobs_context
-from sessions_app.selectors.panels.review import review_context
 from sessions_app.selectors.panels.tree import tree_context
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.usage import session_models

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from sessions_app.context.tree_layout import FILTER_MODES, Layout, TreeIndex
+from sessions_app.core.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
 from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
 from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
@@ -13,7 +13,7 @@ from sessions_app.selectors.navigation import blocking_job, resolve_target
 from sessions_app.services import workspaces
 from sessions_app.services.comments import open_comment_counts_by_pi_id
 from sessions_app.services.inspector import inspect_context
-from sessions_app.services.tree import path_entry_pks
+from sessions_app.services.sessions import path_entry_pks
 
 TREE_COLUMNS = (
     "pk",

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from sessions_app.context.compaction import CompactionSettings
-from sessions_app.context.offline_summary import summarize_offline
-from sessions_app.context.summaries import (
+from sessions_app.core.compaction import CompactionSettings
+from sessions_app.core.offline_summary import summarize_offline
+from sessions_app.core.summaries import (
     assemble_branch_summary,
     branch_token_budget,
     build_branch_summary_request,
     prepare_branch_entries,
 )
-from sessions_app.context.tree import SessionTree
+from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import entry_exists, find_entry
 from sessions_app.selectors.navigation import resolve_target
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.jobs.summaries import (
@@ -65,7 +65,7 @@ def request_branch_summary(
     if replace_prompt and not custom:
         raise JobError("Replacing the prompt needs custom instructions.")
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         duplicate = _active_duplicate(locked, old_leaf_pi_id, target_pi_id)
         if duplicate is not None:
             return duplicate
@@ -77,7 +77,7 @@ def request_branch_summary(
         nav = resolve_target(locked, target)
         position = nav.leaf
         if locked.leaf_pi_id != position:
-            tree.set_leaf(locked, position, actor=actor)
+            sessions.set_leaf(locked, position, actor=actor)
         params = {
             "position": position,
             "custom_instructions": custom,
@@ -104,8 +104,8 @@ def run(job: Job, attempt: int) -> str | None:
     params = job.params or {}
     position = params.get("position")
     old_leaf = job.prepared_leaf_pi_id
-    old_path = tree.load_path(session, old_leaf) if old_leaf else []
-    new_path = tree.load_path(session, position) if position else []
+    old_path = sessions.load_path(session, old_leaf) if old_leaf else []
+    new_path = sessions.load_path(session, position) if position else []
     seen: dict[str, dict] = {}
     for entry in [*new_path, *old_path]:
         seen[entry["id"]] = entry
@@ -147,10 +147,10 @@ def run(job: Job, attempt: int) -> str | None:
 def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry:
     position = job.params.get("position")
     current = session.leaf_pi_id
-    entry = tree.append_entry(
+    entry = sessions.append_entry(
         session, payload, parent_pi_id=position, move_leaf=current == position, actor=job.created_by
     )
-    tree.record_activity(
+    sessions.record_activity(
         session, job.created_by, "branch_summarized", job=str(job.pk), entry=entry.pi_id
     )
     return entry

@@ -18,17 +18,17 @@ import time
 
 from django.db import transaction
 
-from sessions_app.context.compaction import CompactionSettings, prepare_compaction
-from sessions_app.context.offline_summary import summarize_offline
-from sessions_app.context.summaries import (
+from sessions_app.core.compaction import CompactionSettings, prepare_compaction
+from sessions_app.core.offline_summary import summarize_offline
+from sessions_app.core.summaries import (
     NO_PRIOR_HISTORY,
     assemble_compaction_summary,
     plan_compaction_requests,
 )
-from sessions_app.context.tokens import should_compact
+from sessions_app.core.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import find_entry
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.jobs.summaries import (
@@ -92,7 +92,7 @@ def request_compaction(
         raise JobError(f"Unknown compaction trigger {trigger!r}.")
     focus = check_instructions(focus, "The focus text is")
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         if locked.leaf_id is None:
             raise JobError("This session has no entries at the current position to compact.")
         return _create(locked, actor=actor, focus=focus, trigger=trigger, send=True)
@@ -142,7 +142,7 @@ def compact_for_overflow(
         return None
     lifecycle.sweep(session=session, kinds=[Job.Kind.COMPACTION])
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         leaf_pi_id = leaf_pi_id or locked.leaf_pi_id
         if leaf_pi_id is None:
             return None
@@ -196,7 +196,7 @@ def run(job: Job, attempt: int) -> str | None:
     cfg = CompactionSettings.from_dict((job.params or {}).get("settings"))
     focus = (job.params or {}).get("focus")
     prepared = job.prepared_leaf_pi_id
-    path, estimates = tree.load_path_estimates(job.session, prepared) if prepared else ([], [])
+    path, estimates = sessions.load_path_estimates(job.session, prepared) if prepared else ([], [])
     prep = prepare_compaction(path, cfg, estimates=estimates)
     if prep is None or (not prep.messages_to_summarize and not prep.turn_prefix_messages):
         return complete(job, attempt, None, _attach, note="Nothing to compact at this point.")
@@ -253,10 +253,12 @@ def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry | No
             **meta,
         )
         return None
-    entry = tree.append_entry(
+    entry = sessions.append_entry(
         session, payload, parent_pi_id=leaf.pi_id, move_leaf=move, actor=job.created_by
     )
-    tree.record_activity(session, job.created_by, "compacted", job=str(job.pk), entry=entry.pi_id)
+    sessions.record_activity(
+        session, job.created_by, "compacted", job=str(job.pk), entry=entry.pi_id
+    )
     return entry
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from sessions_app.context.messages import convert_to_llm, message_from_entry
-from sessions_app.context.review import offline_difference_summary
-from sessions_app.context.summaries import serialize_conversation
+from sessions_app.core.compare import offline_difference_summary
+from sessions_app.core.messages import convert_to_llm, message_from_entry
+from sessions_app.core.summaries import serialize_conversation
 from sessions_app.models import Job, Session
-from sessions_app.services import compare, summarizer, tree
+from sessions_app.services import compare, sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.llm import resolve_profile
 
@@ -24,7 +24,7 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
     """Queue a summary of the difference (an identical active request returns that job)."""
     compare.compare(session, a_pi_id, b_pi_id)  # validates both nodes
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         existing = (
             Job.objects.filter(
                 session=locked,

@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from piweb.celery import app as celery_app
 from sessions_app.models import Entry, Job, Session
-from sessions_app.services import events, tree
+from sessions_app.services import events, sessions
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def create(
         **fields,
     )
     action, details = activity
-    tree.record_activity(session, actor, action, job=str(job.id), **details)
+    sessions.record_activity(session, actor, action, job=str(job.id), **details)
     publish_progress(job)
     if send:
         enqueue(job)

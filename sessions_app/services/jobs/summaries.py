@@ -8,10 +8,10 @@ import time
 from django.conf import settings
 from django.db import transaction
 
-from sessions_app.context.compaction import CompactionSettings
+from sessions_app.core.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import summarizer, tree
+from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.llm import resolve_profile
@@ -51,7 +51,7 @@ def update_compaction_settings(
     if not 1 <= keep_recent_tokens <= 10_000_000:
         raise JobError("Keep-recent tokens must be between 1 and 10,000,000.")
     with transaction.atomic():
-        locked = tree.lock_session(session.pk)
+        locked = sessions.lock_session(session.pk)
         data = dict(locked.settings or {})
         data["compaction"] = {
             "enabled": bool(enabled),
@@ -60,7 +60,7 @@ def update_compaction_settings(
         }
         locked.settings = data
         locked.save(update_fields=["settings", "modified_at"])
-        tree.record_activity(locked, actor, "compaction_settings", **data["compaction"])
+        sessions.record_activity(locked, actor, "compaction_settings", **data["compaction"])
     session.refresh_from_db()
     return compaction_settings(session)
 
@@ -125,7 +125,7 @@ def is_ancestor_or_self(session: Session, ancestor_pi_id: str, leaf: Entry | Non
     if leaf.pi_id == ancestor_pi_id:
         return True
     ancestor_pk = entry_pk(session, ancestor_pi_id)
-    return ancestor_pk is not None and ancestor_pk in tree.path_entry_pks(leaf.pk)
+    return ancestor_pk is not None and ancestor_pk in sessions.path_entry_pks(leaf.pk)
 
 
 def agent_run_active(session_pk: int) -> bool:
@@ -175,7 +175,7 @@ def complete(
 def _complete_once(job, attempt, payload, attach, waits, note, meta, extra):
     meta = meta or {}
     with transaction.atomic():
-        session = tree.lock_session(job.session_id)
+        session = sessions.lock_session(job.session_id)
         locked = (
             Job.objects.select_for_update(of=("self",)).select_related("created_by").get(pk=job.pk)
         )

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Job
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.web import client_for
 from tests.support.workspaces import area_of
@@ -39,7 +39,7 @@ def test_it_requires_editor_rights_to_send_stop_or_switch_the_model(shared):
 
 def test_a_stop_with_redis_unreachable_is_a_clear_503(make_user, settings):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))
     Job.objects.create(
         session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING, params={}
     )

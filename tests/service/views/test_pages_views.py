@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Session
-from sessions_app.services import tree
+from sessions_app.services import sessions
 from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.web import client_for
 from tests.support.workspaces import area_of
@@ -46,7 +46,7 @@ def test_it_requires_a_share_of_the_session(shared):
 @pytest.mark.usefixtures("fresh_workspace_root")
 def test_the_page_of_a_session_without_entries_renders(make_user, settings):
     owner = make_user()
-    session = tree.create_session(owner=owner, cwd=str(area_of(settings, owner)))
+    session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))
     assert session.leaf_id is None
     response = client_for(owner).get(reverse("sessions_app:session_detail", args=[session.pi_id]))
     assert response.status_code == 200

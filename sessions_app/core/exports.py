@@ -1,0 +1,193 @@
+"""Export helpers on plain pi entries: the static tree's rows and the Markdown of a branch.
+
+Pure (no Django): the share-link page and the HTML/Markdown exports build on these.
+
+Public API
+----------
+- ``tree_rows(entries, branch_ids=())`` -> flat rows for a static tree (indent only at forks)
+- ``branch_markdown(header, path, title=None)`` -> Markdown of one branch (for a PR)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .compare import _message
+from .input_limits import (
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
+    bounded,
+    display_value,
+)
+from .markdown_safe import escape_raw_html
+from .preview import entry_preview, entry_role, entry_text
+from .tree import SessionTree
+
+__all__ = [
+    "branch_markdown",
+    "tree_rows",
+]
+
+MD_OUTPUT_CHARS = 4000  # tool output kept per block in the Markdown export
+MD_TEXT_CHARS = 200_000  # message text / summary kept per block (the JSONL has it all)
+MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
+
+
+def tree_rows(
+    entries: list[dict], branch_ids=(), labels: dict | None = None
+) -> list[dict[str, Any]]:
+    """Pre-order rows ``{id, parentId, depth, type, role, preview, label, onBranch, children}``.
+
+    Depth grows only where a node has more than one child, so a long linear session stays
+    flat (like pi's tree view). Children are ordered by timestamp (pi's getTree).
+    ``entries`` may be light dicts (``id``, ``parentId``, ``timestamp``, ``type`` plus
+    precomputed ``_role`` / ``_preview``) with ``labels`` given as ``{id: label}``.
+    """
+    branch = set(branch_ids)
+    tree = SessionTree(entries)
+    roots = tree.get_tree()
+    rows: list[dict[str, Any]] = []
+    stack = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        entry = node["entry"]
+        children = node["children"]
+        rows.append(
+            {
+                "id": entry.get("id"),
+                "parentId": entry.get("parentId"),
+                "depth": depth,
+                "type": entry.get("type"),
+                "role": entry["_role"] if "_role" in entry else entry_role(entry),
+                "preview": (entry["_preview"] if "_preview" in entry else entry_preview(entry))[
+                    :120
+                ],
+                "label": (labels.get(entry.get("id")) if labels is not None else node.get("label"))
+                or "",
+                "onBranch": entry.get("id") in branch,
+                "children": len(children),
+            }
+        )
+        child_depth = depth + 1 if len(children) > 1 else depth
+        for child in reversed(children):
+            stack.append((child, child_depth))
+    return rows
+
+
+def _fence(text: str, lang: str = "") -> str:
+    text = str(text)
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _clip(text: str, limit: int = MD_OUTPUT_CHARS) -> str:
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [{len(text) - limit:,} more characters]"
+
+
+def _blocks(content: Any) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _code(value: Any, limit: int = MAX_ID_CHARS) -> str:
+    """A short value as one inline code span, whatever backticks or newlines it holds."""
+    text = " ".join(bounded(value, limit).splitlines()) or " "
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def branch_markdown(header: dict, path: list[dict], title: str | None = None) -> str:
+    """Markdown of one branch (root → leaf) to paste into a PR description or review.
+
+    Raw HTML from the session is escaped (`markdown_safe.escape_raw_html`), code blocks
+    stay code, and lone surrogates become U+FFFD."""
+    header = display_value(header)
+    title = " ".join(bounded(title or header.get("id", "Session"), MAX_NAME_CHARS).splitlines())
+    out = [f"# {title}", ""]
+    out.append(f"- Session: {_code(header.get('id', ''))}")
+    if header.get("cwd"):
+        out.append(f"- Working directory: {_code(header['cwd'], MD_FIELD_CHARS)}")
+    if path:
+        out.append(
+            f"- Branch: {_code(path[0].get('id'))} → {_code(path[-1].get('id'))} "
+            f"({len(path)} entries)"
+        )
+    out.append("")
+    for entry in path:
+        entry = display_value(entry)
+        kind = entry.get("type")
+        ident = _code(entry.get("id"))
+        message = _message(entry)
+        if message is not None:
+            role = message.get("role")
+            if role == "user":
+                out.append(f"## User · {ident}")
+                out.append("")
+                for b in _blocks(message.get("content")):
+                    text = _clip(b.get("text", ""), MD_TEXT_CHARS)
+                    out.append(text if b.get("type") == "text" else "_[image]_")
+            elif role == "assistant":
+                out.append(f"## Assistant · {ident}")
+                out.append("")
+                for b in _blocks(message.get("content")):
+                    if b.get("type") == "text":
+                        out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
+                    elif b.get("type") == "toolCall":
+                        args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
+                        out.append(f"**Tool call {_code(b.get('name', ''))}**")
+                        out.append("")
+                        out.append(_fence(_clip(args), "json"))
+                    out.append("")
+                if message.get("stopReason") in ("error", "aborted"):
+                    error = " ".join(str(message.get("errorMessage") or "").splitlines())
+                    out.append(f"> Stopped: {message.get('stopReason')} {error}")
+            elif role == "toolResult":
+                status = " (error)" if message.get("isError") else ""
+                out.append(
+                    f"### Tool result {_code(message.get('toolName', ''))}{status} · {ident}"
+                )
+                out.append("")
+                text = "\n".join(
+                    str(b.get("text", ""))
+                    for b in _blocks(message.get("content"))
+                    if b.get("type") == "text"
+                )
+                out.append(
+                    "<details><summary>output</summary>\n\n"
+                    + _fence(_clip(text) or "(no output)")
+                    + "\n\n</details>"
+                )
+            elif role == "bashExecution":
+                command = _code(f"$ {message.get('command', '')}", MD_OUTPUT_CHARS)
+                out.append(f"### {command} · {ident}")
+                out.append("")
+                out.append(_fence(_clip(message.get("output") or "(no output)")))
+                if message.get("exitCode") not in (None, 0):
+                    out.append(f"exit code {bounded(message.get('exitCode'))}")
+            else:
+                out.append(f"## {_code(role)} · {ident}")
+                out.append("")
+                out.append(_clip(entry_text(entry)))
+        elif kind in ("compaction", "branch_summary"):
+            name = "Compaction summary" if kind == "compaction" else "Branch summary"
+            out.append(f"## {name} · {ident}")
+            out.append("")
+            out.append(_clip(entry.get("summary", ""), MD_TEXT_CHARS))
+        elif kind == "custom_message":
+            out.append(f"## {_code(entry.get('customType', 'custom'))} · {ident}")
+            out.append("")
+            out.append(_clip(entry_text(entry)))
+        else:
+            continue  # settings, labels, names: not part of the conversation
+        out.append("")
+    return escape_raw_html("\n".join(out).rstrip() + "\n")

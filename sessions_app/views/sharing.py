@@ -1,0 +1,205 @@
+"""Sharing: teams and links of a session, the share-link page (no login) and its
+exports, and the teams you are in.
+
+Every view goes through access.check_access (share-link views pass the token); thin:
+parse input, call a service, render.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from sessions_app.models import SessionShare, ShareLink
+from sessions_app.params import int_or_none
+from sessions_app.rendering import page_budget
+from sessions_app.responses import export_response, plain_text
+from sessions_app.selectors.sharing import session_link, session_links, session_shares
+from sessions_app.selectors.teams import teams_with_shares
+from sessions_app.services import exports, sharing
+from sessions_app.services.access import (
+    OWNER,
+    VIEWER,
+    check_access,
+    share_link_session_id,
+)
+from sessions_app.services.sessions import UNSET
+
+# --- sharing ----------------------------------------------------------------------------
+
+
+def _sharing_page(request, access, error: str = "", new_link: ShareLink | None = None, status=200):
+    session = access.session
+    links = session_links(session)
+    for link in links:
+        link.state = sharing.link_state(link)
+        link.url = request.build_absolute_uri(reverse("sessions_app:share_link", args=[link.token]))
+    return render(
+        request,
+        "sessions_app/sharing/sharing.html",
+        {
+            "access": access,
+            "session": session,
+            "shares": session_shares(session),
+            "teams": sharing.teams_for_sharing(request.user),
+            "roles": SessionShare.Role.choices,
+            "links": links,
+            "new_link": new_link,
+            "error": error,
+            "leaf": request.GET.get("leaf") or session.leaf_pi_id or "",
+            "scopes": ShareLink.Scope.choices,
+            "target": request.GET.get("target", ""),
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def sharing_page(request, session_id):
+    access = check_access(request.user, session_id, OWNER)
+    return _sharing_page(request, access)
+
+
+@login_required
+@require_POST
+def share_team(request, session_id):
+    access = check_access(request.user, session_id, OWNER)
+    try:
+        sharing.share_with_team(
+            access.session,
+            int_or_none(request.POST.get("team")) or 0,
+            request.POST.get("role", ""),
+            actor=request.user,
+        )
+    except sharing.SharingError as exc:
+        return _sharing_page(request, access, str(exc), status=400)
+    return redirect(reverse("sessions_app:sharing", args=[session_id]))
+
+
+def _withdraw(request, session_id, withdraw, pk: int):
+    """Remove a team share or revoke a link (owner only), then back to the sharing page."""
+    access = check_access(request.user, session_id, OWNER)
+    try:
+        withdraw(access.session, pk, actor=request.user)
+    except sharing.SharingError as exc:
+        raise Http404(str(exc)) from exc
+    return redirect(reverse("sessions_app:sharing", args=[session_id]))
+
+
+@login_required
+@require_POST
+def unshare_team(request, session_id, share_id):
+    return _withdraw(request, session_id, sharing.unshare_team, share_id)
+
+
+@login_required
+@require_POST
+def create_link(request, session_id):
+    access = check_access(request.user, session_id, OWNER)
+    try:
+        link = sharing.create_link(
+            access.session,
+            actor=request.user,
+            leaf_pi_id=request.POST.get("leaf") or None,
+            target_pi_id=request.POST.get("target") or None,
+            expires_in_days=request.POST.get("expires_in_days"),
+            scope=request.POST.get("scope") or ShareLink.Scope.PATH,
+        )
+    except sharing.SharingError as exc:
+        return _sharing_page(request, access, str(exc), status=400)
+    link.url = request.build_absolute_uri(reverse("sessions_app:share_link", args=[link.token]))
+    return _sharing_page(request, access, new_link=link)
+
+
+@login_required
+@require_POST
+def revoke_link(request, session_id, link_id):
+    return _withdraw(request, session_id, sharing.revoke_link, link_id)
+
+
+# --- the share-link page (no login) -----------------------------------------------------
+
+
+def _link_access(request, token: str):
+    session_id = share_link_session_id(token)
+    if session_id is None:
+        raise Http404("No such link.")
+    access = check_access(request.user, session_id, VIEWER, share_token=token)
+    link = access.share_link or session_link(access.session, token)
+    if link is None or sharing.link_state(link) != "active":
+        # A member opening a dead link: the link is gone, whatever their own rights.
+        raise Http404("This link was revoked or has expired.")
+    return access, link
+
+
+def _link_entry(request, name: str, visible: set[str]) -> str | None:
+    """?leaf= / ?target= on a link page: only entries the link shows (else 404)."""
+    value = request.GET.get(name) or None
+    if value is not None and value not in visible:
+        raise Http404("That entry is not on the shared branch.")
+    return value
+
+
+def _link_branch(request, link: ShareLink) -> tuple[set[str], str | None]:
+    """The entries the link shows, and the leaf asked for (`?leaf=`, else the link's)."""
+    visible = sharing.link_visible_entry_ids(link)
+    return visible, _link_entry(request, "leaf", visible) or link.leaf_pi_id
+
+
+@require_GET
+def share_link(request, token):
+    access, link = _link_access(request, token)
+    visible, leaf = _link_branch(request, link)
+    target = _link_entry(request, "target", visible) or (
+        link.target_pi_id if leaf == link.leaf_pi_id else leaf
+    )
+    view = exports.branch_view(
+        access.session, leaf if leaf else UNSET, target, visible, budget=page_budget()
+    )
+    response = render(
+        request,
+        "sessions_app/sharing/share_page.html",
+        {
+            "access": access,
+            "session": access.session,
+            "link": link,
+            "token": token,
+            "view": view,
+            "is_link_branch": view["leaf"] == link.leaf_pi_id,
+        },
+    )
+    response["X-Robots-Tag"] = "noindex"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+LINK_JSONL_REFUSED = (
+    "A share link exports its branch as HTML or Markdown only: a pi JSONL file of one "
+    "branch would be a fork, not the session. Ask the owner for access to the session."
+)
+
+
+@require_GET
+def share_link_export(request, token, fmt):
+    access, link = _link_access(request, token)
+    if fmt == "jsonl":
+        return plain_text(LINK_JSONL_REFUSED, 403)
+    visible, leaf = _link_branch(request, link)
+    return export_response(request, access, fmt, leaf, visible)
+
+
+# --- teams ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def teams(request):
+    """The teams you are in, their members and what is shared with them (read-only:
+    membership is managed in the admin)."""
+    return render(
+        request, "sessions_app/sharing/teams.html", {"rows": teams_with_shares(request.user)}
+    )
