@@ -35,8 +35,8 @@ from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
-from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, sandboxing, tree, workspaces
+from sessions_app.models import FileSnapshot, Job, Session
+from sessions_app.services import changes, events, llm, sandboxing, tree, workspaces
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -357,6 +357,10 @@ class _Hooks:
         self.state = state
         self.parent = parent
         self.last_entry = None
+        # File snapshots: the workspace's commit before the next turn's tools, and the
+        # agent reply whose tool calls are running (the entry a snapshot is keyed by).
+        self.files_base: str | None = None
+        self.turn_entry = None
 
     def emit(self, event: str, data: dict) -> None:
         structural = self.state.apply(event, data)
@@ -371,6 +375,8 @@ class _Hooks:
             self.session, {"type": "message", "message": message}, self.parent
         )
         self.parent = self.last_entry.pi_id
+        if message.get("role") == "assistant":
+            self.turn_entry = self.last_entry
         self.state.message_persisted(message)
         events.publish_now(
             self.session.pk,
@@ -382,6 +388,16 @@ class _Hooks:
                 "tool_call_id": message.get("toolCallId"),
             },
         )
+
+    def after_tools(self) -> None:
+        """A turn's tool calls have run: snapshot the files, keyed by the reply."""
+        self.files_base = changes.record(
+            self.session, self.turn_entry, self.files_base, FileSnapshot.Kind.TURN
+        )
+        if self.turn_entry is not None:
+            events.publish_now(
+                self.session.pk, "files_changed", {"entry_id": self.turn_entry.pi_id}
+            )
 
     def compact_for_overflow(self) -> bool:
         self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})
@@ -428,6 +444,7 @@ def execute_run(job_id: str) -> str | None:
     status, error = "error", ""
     try:
         workspaces.check_session_cwd(session.cwd, session.owner_id)
+        hooks.files_base = changes.begin(session)
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
@@ -550,4 +567,6 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
     if exclude:
         message["excludeFromContext"] = True
     hooks.persist(message)
+    if outcome is not None:
+        changes.record(job.session, hooks.last_entry, hooks.files_base, FileSnapshot.Kind.BASH)
     return "aborted" if outcome is not None and outcome.aborted else "done"
