@@ -133,25 +133,41 @@ def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
 
 def restore_files(session: Session, user, pi_id: str) -> Entry:
     """Put the workspace's files back to how entry ``pi_id`` left them; record it."""
-    repo = repo_for(session)
-    if repo is None:
-        raise RestoreError("This session has no workspace snapshots.", 400)
     target = state_at(session, pi_id)
     if target is None:
         raise RestoreError("No file snapshot was recorded at or before this entry.", 400)
-    if not repo.has(target.commit):
+    return _restore(session, user, target.commit, {"target": pi_id})
+
+
+def undo_restore(session: Session, user, rewind_pi_id: str) -> Entry:
+    """Undo a restore: put the files back to how they were just before it."""
+    snap = (
+        FileSnapshot.objects.filter(
+            session=session, entry__pi_id=rewind_pi_id, kind=FileSnapshot.Kind.REWIND
+        )
+        .order_by("-pk")
+        .first()
+    )
+    if snap is None or not snap.base:
+        raise RestoreError("That entry is not a restore of files.", 400)
+    return _restore(session, user, snap.base, {"undo": rewind_pi_id})
+
+
+def _restore(session: Session, user, commit: str, data: dict) -> Entry:
+    repo = repo_for(session)
+    if repo is None:
+        raise RestoreError("This session has no workspace snapshots.", 400)
+    if not repo.has(commit):
         raise RestoreError("That snapshot is no longer stored.", 410)
     with transaction.atomic():
         locked = tree.lock_session(session.pk)
         running = Job.objects.filter(
-            session=locked,
-            kind=Job.Kind.AGENT_RUN,
-            status__in=Job.ACTIVE,
+            session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
         ).exists()
         if running:
             raise RestoreError("A run is active; restore the files once it has finished.")
         try:
-            before, after = repo.restore(target.commit, f"restore to {pi_id}")
+            before, after = repo.restore(commit, f"restore {data}")
         except SnapshotError as exc:
             raise RestoreError(f"The files could not be restored: {exc}", 500) from exc
         entry = tree.append_entry(
@@ -160,8 +176,8 @@ def restore_files(session: Session, user, pi_id: str) -> Entry:
                 "type": "custom",
                 "customType": REWIND_TYPE,
                 "data": {
-                    "target": pi_id,
-                    "commit": target.commit,
+                    **data,
+                    "commit": commit,
                     "before": before,
                     "by": getattr(user, "username", "") or "",
                 },
@@ -169,6 +185,6 @@ def restore_files(session: Session, user, pi_id: str) -> Entry:
             actor=user,
         )
         _store(locked, entry, repo, before, after, FileSnapshot.Kind.REWIND)
-        tree.record_activity(locked, user, "restored files", target=pi_id)
+        tree.record_activity(locked, user, "restored files", **data)
     session.refresh_from_db()
     return entry
