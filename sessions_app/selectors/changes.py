@@ -71,6 +71,10 @@ def snapshots_by_pi_id(session: Session, pi_ids=None) -> dict[str, FileSnapshot]
     return out
 
 
+def snapshots_exist(session: Session) -> bool:
+    return FileSnapshot.objects.filter(session=session).exists()
+
+
 def change_counts(session: Session) -> dict[str, dict]:
     """pi id → {files, added, removed} for the tree rows and the chat cards (one query)."""
     counts: dict[str, dict] = {}
