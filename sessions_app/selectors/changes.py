@@ -274,24 +274,34 @@ def branch_changes(
     return segment_changes(session, segment, start, diffs=diffs)
 
 
-def path_changes(session: Session, leaf_pi_id: str | None) -> list[tuple[dict, ChangeSet]]:
-    """Every entry on the path root → leaf that changed files, with its changes."""
+def path_changes(
+    session: Session, leaf_pi_id: str | None, *, budget: int | None = None
+) -> list[tuple[dict, ChangeSet]]:
+    """Every entry on the path root → leaf that changed files, with its changes. With
+    ``budget`` (bytes of diff text for the whole path), later diffs are dropped past it."""
     if not leaf_pi_id:
         return []
     path = tree.load_path(session, leaf_pi_id)
     snaps = snapshots_by_pi_id(session, [e.get("id") for e in path])
     rebuilt = reconstruct(path, session.cwd) if not snaps else {}
     out = []
+    left = settings.PIWEB_DIFF_MAX_TOTAL_BYTES if budget is None else budget
     for payload in path:
         pi_id = payload.get("id")
         if pi_id in snaps:
             snap = snaps[pi_id]
-            change = _snapshot_set(session, snap.base, snap.commit, snap, True)
+            change = _snapshot_set(session, snap.base, snap.commit, snap, left > 0)
         elif pi_id in rebuilt:
             change = ChangeSet(files=rebuilt[pi_id], source="reconstructed")
             change.truncated = _bounded(change.files)
         else:
             continue
+        for f in change.files:
+            if len(f.diff) > left:
+                f.diff = f.diff[: max(left, 0)]
+                f.diff = f.diff[: f.diff.rfind("\n") + 1]
+                f.truncated = change.truncated = True
+            left -= len(f.diff)
         change.start_id = change.end_id = pi_id
         out.append((payload, change))
     return out

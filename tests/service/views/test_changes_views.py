@@ -104,3 +104,21 @@ def test_continue_here_can_restore_the_files(session, owner, workspace):
     assert (workspace / "f.txt").read_text() == "two\n"
     session.refresh_from_db()
     assert session.leaf.parent.pi_id == first  # the rewind entry, under the node
+
+
+def test_the_html_export_and_the_share_page_include_the_diffs(session, owner, workspace, settings):
+    from django.test import Client
+
+    from sessions_app.services import exports, sharing
+
+    (workspace / "f.txt").write_text("one\n")
+    run(session, owner, "!echo two-marker >> f.txt")
+    html = exports.export_html(session)
+    assert 'data-path="f.txt"' in html and "+two-marker" in html
+    link = sharing.create_link(session, actor=owner, leaf_pi_id=session.leaf_pi_id)
+    page = Client().get(reverse("sessions_app:share_link", args=[link.token])).content.decode()
+    assert 'data-path="f.txt"' in page and "+two-marker" in page
+    # Bounded: past the budget the diff text is cut.
+    settings.PIWEB_DIFF_MAX_TOTAL_BYTES = 40
+    cut = exports.export_html(session)
+    assert "This diff is cut." in cut and "+two-marker" not in cut
