@@ -264,3 +264,21 @@ def test_imported_edit_calls_are_reconstructed_and_equal_applying_them(owner):
     # The whole path: the write then the edit, merged per file.
     listed = changes_selectors.path_changes(session, "r2")
     assert [p["id"] for p, _ in listed] == ["a1", "a2"]
+
+
+def test_the_session_changes_command(session, owner, workspace):
+    from django.core.management import call_command
+
+    (workspace / "m.txt").write_text("a\n")
+    run(session, owner, "!echo b >> m.txt")
+    node = session.leaf_pi_id
+    run(session, owner, "!rm m.txt")
+    out = io.StringIO()
+    call_command("session_changes", session.pi_id, stdout=out)
+    text_out = out.getvalue()
+    assert f"{node}" in text_out and "modified   +1 -0" in text_out and "deleted" in text_out
+    out = io.StringIO()
+    call_command("session_changes", session.pi_id, "--leaf", node, "--json", "--diff", stdout=out)
+    listed = json.loads(out.getvalue())
+    assert [e["entry"] for e in listed] == [node]
+    assert listed[0]["files"][0]["path"] == "m.txt" and "+b\n" in listed[0]["files"][0]["diff"]
