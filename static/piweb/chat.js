@@ -68,7 +68,10 @@
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
           if (html === null) return;
-          document.getElementById("chat-transcript").innerHTML = html;
+          var transcript = document.getElementById("chat-transcript");
+          transcript.innerHTML = html;
+          // The "files changed" cards load their diffs through htmx.
+          if (window.htmx) window.htmx.process(transcript);
           scrollDown();
         });
     }, 80);
