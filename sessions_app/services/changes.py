@@ -25,7 +25,7 @@ from django.db import transaction
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
-from sessions_app.services import tree, workspaces
+from sessions_app.services import events, tree, workspaces
 
 log = logging.getLogger(__name__)
 REWIND_TYPE = "piweb.rewind"
@@ -114,6 +114,8 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
         if commit != base:
             _store(session, entry, repo, base, commit, kind)
+            # The tree's counts and the chat's cards refresh (the worker: no transaction).
+            events.publish_now(session.pk, "files_changed", {"entry_id": entry.pi_id})
         return commit
     except (SnapshotError, OSError) as exc:
         log.warning("snapshot after %s of session %s failed: %s", entry.pi_id, session.pk, exc)

@@ -394,10 +394,6 @@ class _Hooks:
         self.files_base = changes.record(
             self.session, self.turn_entry, self.files_base, FileSnapshot.Kind.TURN
         )
-        if self.turn_entry is not None:
-            events.publish_now(
-                self.session.pk, "files_changed", {"entry_id": self.turn_entry.pi_id}
-            )
 
     def compact_for_overflow(self) -> bool:
         self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})

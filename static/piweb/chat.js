@@ -211,6 +211,7 @@
       if (!(ev.detail && ev.detail.run)) setRunning(false);
     });
     document.addEventListener("piweb:entry_appended", refreshTranscript);
+    document.addEventListener("piweb:files_changed", refreshTranscript);
     document.addEventListener("piweb:leaf_moved", refreshTranscript);
     document.addEventListener("piweb:ws-open", refreshTranscript);
     document.addEventListener("piweb:prefill-input", function (ev) {
