@@ -40,11 +40,6 @@ class FileChange:
 
 
 @dataclass
-class _FileState:
-    content: str | None = None  # None: unknown
-
-
-@dataclass
 class _Pending:
     path: str
     before: str | None
@@ -153,72 +148,97 @@ def file_calls(payload: dict) -> list[dict]:
     ]
 
 
+def replay_entry(
+    payload: dict, files: dict[str, str | None], results: dict[str, bool], cwd: str = ""
+) -> tuple[list[FileChange], dict[str, str | None]]:
+    """The changes one assistant entry's edit/write calls made, given the file contents
+    known before it (path → text, None: unknown); and the contents known after it (a new
+    dict: ``files`` is left as it was, so branches can share their ancestors' state)."""
+    calls = file_calls(payload)
+    if not calls:
+        return [], files
+    after_files = dict(files)
+    pending: dict[str, _Pending] = {}
+    for block in calls:
+        if results.get(str(block.get("id")), False):
+            continue  # the tool said it failed: nothing changed
+        args = block["arguments"]
+        path = normalize_path(args["path"], cwd)
+        item = pending.get(path)
+        if item is None:
+            known = after_files.get(path)
+            item = _Pending(path, known, known)
+            pending[path] = item
+        if block["name"] == "write":
+            content = args.get("content")
+            item.after = content if isinstance(content, str) else ""
+            item.hunks = []
+        else:
+            pairs = edits_of(args)
+            if item.after is not None:
+                applied = apply_edits(item.after, pairs)
+                if applied is None:  # the text we know is not what the file held
+                    item.before = item.after = None
+                    item.hunks = list(pairs)
+                else:
+                    item.after = applied
+            else:
+                item.hunks.extend(pairs)
+        after_files[path] = item.after
+    out = []
+    for path, item in pending.items():
+        if item.after is not None and item.before is not None:
+            diff = unified(item.before, item.after, path)
+            status, partial = "modified", False
+        elif item.after is not None:  # written over content never seen on the path
+            diff = unified("", item.after, path, created=True)
+            status, partial = "written", True
+        else:
+            diff = _hunks_diff(path, item.hunks)
+            status, partial = "modified", True
+        if not diff:
+            continue
+        added, removed = count_lines(diff)
+        out.append(
+            FileChange(
+                path=path,
+                status=status,
+                added=added,
+                removed=removed,
+                diff=diff,
+                reconstructed=True,
+                partial=partial,
+            )
+        )
+    return out, after_files
+
+
 def reconstruct(payloads: list[dict], cwd: str = "") -> dict[str, list[FileChange]]:
     """Entry id → the file changes its edit/write calls made, replayed along ``payloads``
     (one path, root first; tool results may follow the last assistant entry)."""
     results = tool_results(payloads)
-    files: dict[str, _FileState] = {}
+    files: dict[str, str | None] = {}
     changes: dict[str, list[FileChange]] = {}
     for payload in payloads:
-        calls = file_calls(payload)
-        if not calls:
-            continue
-        pending: dict[str, _Pending] = {}
-        for block in calls:
-            if results.get(str(block.get("id")), False):
-                continue  # the tool said it failed: nothing changed
-            args = block["arguments"]
-            path = normalize_path(args["path"], cwd)
-            state = files.setdefault(path, _FileState())
-            item = pending.get(path)
-            if item is None:
-                item = _Pending(path, state.content, state.content)
-                pending[path] = item
-            if block["name"] == "write":
-                content = args.get("content")
-                content = content if isinstance(content, str) else ""
-                item.after = content
-                item.hunks = []
-                state.content = content
-            else:
-                pairs = edits_of(args)
-                if item.after is not None:
-                    applied = apply_edits(item.after, pairs)
-                    if applied is None:  # the text we know is not what the file held
-                        item.before = item.after = None
-                        item.hunks = list(pairs)
-                    else:
-                        item.after = applied
-                else:
-                    item.hunks.extend(pairs)
-                state.content = item.after
-        out = []
-        for path, item in pending.items():
-            if item.after is not None and item.before is not None:
-                diff = unified(item.before, item.after, path)
-                status, partial = "modified", False
-            elif item.after is not None:  # written over content never seen on the path
-                diff = unified("", item.after, path, created=True)
-                status, partial = "written", True
-            else:
-                diff = _hunks_diff(path, item.hunks)
-                status, partial = "modified", True
-            added, removed = count_lines(diff)
-            if not diff:
-                continue
-            out.append(
-                FileChange(
-                    path=path,
-                    status=status,
-                    added=added,
-                    removed=removed,
-                    diff=diff,
-                    reconstructed=True,
-                    partial=partial,
-                )
-            )
-        if out:
-            changes[str(payload.get("id"))] = out
+        found, files = replay_entry(payload, files, results, cwd)
+        if found:
+            changes[str(payload.get("id"))] = found
+    return changes
+
+
+def reconstruct_tree(
+    entries: list[tuple[str, str | None, dict]], results: dict[str, bool], cwd: str = ""
+) -> dict[str, list[FileChange]]:
+    """Like :func:`reconstruct` for a whole tree at once: ``entries`` are (id, the id of
+    its nearest ancestor among ``entries`` or None, payload), ancestors first. Each
+    branch replays its own path: a write on one branch is not known on another."""
+    states: dict[str, dict[str, str | None]] = {}
+    changes: dict[str, list[FileChange]] = {}
+    for entry_id, ancestor, payload in entries:
+        before = states.get(ancestor, {}) if ancestor else {}
+        found, states[entry_id] = replay_entry(payload, before, results, cwd)
+        if found:
+            changes[entry_id] = found
     return changes
 
 

@@ -9,13 +9,22 @@ PIWEB_DIFF_MAX_TOTAL_BYTES per answer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Count, F
 
 from sessions_app.agent.snapshots import SnapshotError
-from sessions_app.context.file_changes import FileChange, file_calls, reconstruct, summarize
+from sessions_app.context.file_changes import (
+    FILE_TOOLS,
+    FileChange,
+    file_calls,
+    reconstruct,
+    reconstruct_tree,
+    summarize,
+    tool_results,
+)
 from sessions_app.context.review import compare_branches
 from sessions_app.models import Entry, FileSnapshot, Session
 from sessions_app.services import tree
@@ -84,6 +93,51 @@ def change_counts(session: Session) -> dict[str, dict]:
     ):
         counts[pi_id] = {"files": len(files), "added": added, "removed": removed, "kind": kind}
     return counts
+
+
+MAX_RECONSTRUCTED_ENTRIES = 3000
+
+
+def reconstructed_counts(session: Session, index) -> dict[str, dict]:
+    """pi id → counts of the edit/write calls replayed over the whole tree (sessions
+    without snapshots), from the tree's light index plus the few payloads involved."""
+    nodes = index.nodes
+    candidates: set[int] = set()
+    result_pks: list[int] = []
+    for node in index.ordered:
+        if node.role == "assistant" and node.tool_name in FILE_TOOLS:
+            candidates.add(node.pk)
+        elif node.role == "toolResult" and node.tool_name in FILE_TOOLS:
+            result_pks.append(node.pk)
+            up = nodes.get(node.parent) if node.parent is not None else None
+            for _ in range(64):  # a reply's results follow each other
+                if up is None or up.role != "toolResult":
+                    break
+                up = nodes.get(up.parent) if up.parent is not None else None
+            if up is not None and up.role == "assistant":
+                candidates.add(up.pk)
+    if not candidates or len(candidates) > MAX_RECONSTRUCTED_ENTRIES:
+        return {}
+    lines = dict(Entry.objects.filter(pk__in=[*candidates, *result_pks]).values_list("pk", "line"))
+    results = tool_results([json.loads(lines[pk]) for pk in result_pks if pk in lines])
+    nearest: dict[int, int | None] = {}
+    entries = []
+    for node in index.ordered:  # parents come before their children
+        parent = nodes.get(node.parent) if node.parent is not None else None
+        if parent is None or parent is node:
+            nearest[node.pk] = None
+        else:
+            nearest[node.pk] = parent.pk if parent.pk in candidates else nearest.get(parent.pk)
+        if node.pk in candidates and node.pk in lines:
+            ancestor = nearest[node.pk]
+            entries.append(
+                (node.id, nodes[ancestor].id if ancestor else None, json.loads(lines[node.pk]))
+            )
+    found = reconstruct_tree(entries, results, session.cwd)
+    return {
+        pi_id: {**summarize(changes), "kind": "reconstructed", "reconstructed": True}
+        for pi_id, changes in found.items()
+    }
 
 
 def _bounded(changes: list[FileChange]) -> bool:

@@ -117,10 +117,11 @@ def change_marker(counts: dict | None) -> str:
         return ""
     files = counts["files"]
     return format_html(
-        '<span class="tree-chg" title="{} file{} changed" data-files="{}">'
+        '<span class="tree-chg" title="{} file{} changed{}" data-files="{}">'
         '<span class="chg-add">+{}</span> <span class="chg-del">−{}</span></span>',
         files,
         "" if files == 1 else "s",
+        " (reconstructed from the edit and write calls)" if counts.get("reconstructed") else "",
         files,
         counts.get("added", 0),
         counts.get("removed", 0),

@@ -264,6 +264,13 @@ def test_imported_edit_calls_are_reconstructed_and_equal_applying_them(owner):
     # The whole path: the write then the edit, merged per file.
     listed = changes_selectors.path_changes(session, "r2")
     assert [p["id"] for p, _ in listed] == ["a1", "a2"]
+    # The tree rows' counts, replayed over the whole tree.
+    from sessions_app.selectors.panels.tree import tree_index
+
+    counts = changes_selectors.reconstructed_counts(session, tree_index(session))
+    assert counts["a2"]["files"] == 1 and counts["a2"]["reconstructed"]
+    assert (counts["a2"]["added"], counts["a2"]["removed"]) == (1, 1)
+    assert counts["a1"]["added"] == 30
 
 
 def test_the_session_changes_command(session, owner, workspace):

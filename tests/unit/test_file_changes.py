@@ -152,3 +152,20 @@ def test_a_first_write_is_a_partial_written_file():
     (change,) = reconstruct(payloads)["a1"]
     assert change.status == "written" and change.partial
     assert apply_patch("", change.diff) == "x\ny"
+
+
+def test_each_branch_of_a_tree_replays_its_own_path():
+    from sessions_app.context.file_changes import reconstruct_tree
+
+    write = assistant("w", None, ("write", {"path": "f", "content": "a\nb\n"}))
+    left = assistant("l", "w", ("edit", {"path": "f", "oldText": "a\n", "newText": "L\n"}))
+    right = assistant("r", "w", ("edit", {"path": "f", "oldText": "b\n", "newText": "R\n"}))
+    # On the right branch the left edit never happened: its diff starts from the write.
+    under = assistant("u", "r", ("edit", {"path": "f", "oldText": "a\n", "newText": "U\n"}))
+    found = reconstruct_tree(
+        [("w", None, write), ("l", "w", left), ("r", "w", right), ("u", "r", under)], {}
+    )
+    assert apply_patch("a\nb\n", found["l"][0].diff) == "L\nb\n"
+    assert apply_patch("a\nb\n", found["r"][0].diff) == "a\nR\n"
+    assert apply_patch("a\nR\n", found["u"][0].diff) == "U\nR\n"
+    assert not any(c.partial for c in found["u"])
