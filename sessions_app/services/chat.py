@@ -35,6 +35,7 @@ from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
+from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, Session
 from sessions_app.services import changes, events, llm, sandboxing, tree, workspaces
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
@@ -361,6 +362,7 @@ class _Hooks:
         # agent reply whose tool calls are running (the entry a snapshot is keyed by).
         self.files_base: str | None = None
         self.turn_entry = None
+        self.unsnapshotted = None
 
     def emit(self, event: str, data: dict) -> None:
         structural = self.state.apply(event, data)
@@ -377,6 +379,10 @@ class _Hooks:
         self.parent = self.last_entry.pi_id
         if message.get("role") == "assistant":
             self.turn_entry = self.last_entry
+            calls = [b for b in message.get("content") or [] if b.get("type") == "toolCall"]
+            # Its tools may change files: a snapshot is due (after_tools), even if the
+            # run ends before the loop gets there.
+            self.unsnapshotted = self.last_entry if calls else None
         self.state.message_persisted(message)
         events.publish_now(
             self.session.pk,
@@ -390,9 +396,17 @@ class _Hooks:
         )
 
     def after_tools(self) -> None:
-        """A turn's tool calls have run: snapshot the files, keyed by the reply."""
+        """A turn's tool calls have run: snapshot the files, keyed by the reply. A turn
+        whose calls all were read-only tools (read, grep, find, ls) changed nothing."""
+        entry, self.unsnapshotted = self.turn_entry, None
+        if entry is None:
+            return
+        content = (entry.payload.get("message") or {}).get("content") or []
+        names = [b.get("name") for b in content if b.get("type") == "toolCall"]
+        if all(getattr(TOOLS_BY_NAME.get(n), "read_only", False) for n in names):
+            return  # (no call at all, or only read-only ones)
         self.files_base = changes.record(
-            self.session, self.turn_entry, self.files_base, FileSnapshot.Kind.TURN
+            self.session, entry, self.files_base, FileSnapshot.Kind.TURN
         )
 
     def compact_for_overflow(self) -> bool:
@@ -461,6 +475,11 @@ def execute_run(job_id: str) -> str | None:
             except Exception:
                 log.exception("could not record the failure of run %s", job.pk)
     finally:
+        if mode == "agent" and hooks.unsnapshotted is not None and hooks.files_base:
+            try:  # a run that failed or stopped mid-turn: what its tools did still counts
+                hooks.after_tools()
+            except Exception:
+                log.exception("snapshot after the run %s failed", job.pk)
         watcher.stop()
         state.clear()
         try:
