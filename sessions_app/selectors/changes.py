@@ -208,6 +208,10 @@ def _snapshot_set(
     session: Session, base: str, commit: str, fallback: FileSnapshot | None, diffs: bool
 ) -> ChangeSet:
     result = ChangeSet(source="snapshot", base=base, commit=commit)
+    if repo_for(session) is None:  # e.g. a fork owned by someone without that workspace
+        result.note = "The workspace's snapshots are not reachable from this session."
+        result.files = _from_rows(fallback) if fallback is not None else []
+        return result
     try:
         result.files = _git_changes(session, base, commit, diffs=diffs)
     except SnapshotError as exc:

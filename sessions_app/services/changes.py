@@ -122,6 +122,34 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
 
 
+def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
+    """A fork's copied entries keep their snapshots (``pk_of``: pi id → the new row's pk).
+    The commits stay in the workspace's repository; a fork owned by someone else, who has
+    no access to that workspace, sees the file lists without diffs."""
+    rows = [
+        FileSnapshot(
+            session=new,
+            entry_id=pk_of[pi_id],
+            kind=snap.kind,
+            repo=snap.repo,
+            commit=snap.commit,
+            base=snap.base,
+            files=snap.files,
+            added=snap.added,
+            removed=snap.removed,
+        )
+        for snap, pi_id in (
+            (s, s.entry.pi_id)
+            for s in FileSnapshot.objects.filter(session=source)
+            .select_related("entry")
+            .only("kind", "repo", "commit", "base", "files", "added", "removed", "entry__pi_id")
+        )
+        if pi_id in pk_of
+    ]
+    FileSnapshot.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
 def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
     """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
     entry = tree.get_entry(session, pi_id)

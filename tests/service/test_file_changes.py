@@ -289,3 +289,15 @@ def test_the_session_changes_command(session, owner, workspace):
     listed = json.loads(out.getvalue())
     assert [e["entry"] for e in listed] == [node]
     assert listed[0]["files"][0]["path"] == "m.txt" and "+b\n" in listed[0]["files"][0]["diff"]
+
+
+def test_a_fork_keeps_the_snapshots_of_its_copied_entries(session, owner, workspace):
+    from sessions_app.services.fork import fork_session
+
+    (workspace / "k.txt").write_text("1\n")
+    run(session, owner, "!echo 2 >> k.txt")
+    node = session.leaf_pi_id
+    new = fork_session(session, node, "path", owner)
+    copied = changes_selectors.entry_changes(new, node)
+    assert [(f.path, f.added) for f in copied.files] == [("k.txt", 1)]
+    assert "+2\n" in copied.files[0].diff
