@@ -69,8 +69,18 @@
         .then(function (html) {
           if (html === null) return;
           var transcript = document.getElementById("chat-transcript");
+          // Diffs already opened under a "files changed" card stay open.
+          var opened = {};
+          transcript.querySelectorAll(".changes-card").forEach(function (card) {
+            var body = card.querySelector(".changes-card-body");
+            if (body && body.childElementCount) opened[card.dataset.entryId] = body.innerHTML;
+          });
           transcript.innerHTML = html;
-          // The "files changed" cards load their diffs through htmx.
+          transcript.querySelectorAll(".changes-card").forEach(function (card) {
+            var body = card.querySelector(".changes-card-body");
+            if (body && opened[card.dataset.entryId]) body.innerHTML = opened[card.dataset.entryId];
+          });
+          // The cards load their diffs through htmx.
           if (window.htmx) window.htmx.process(transcript);
           scrollDown();
         });

@@ -42,6 +42,8 @@ def test_diff_views_and_restore(worker, page_for, make_user, workspace):
     first = send(page, session, "!sed -i 's/return 1/return 2/' app.py")
     card = page.locator(f'.changes-card[data-entry-id="{first}"]')
     expect(card).to_contain_text("1 file changed", timeout=20000)
+    expect(page.locator("#chat")).to_have_attribute("data-running", "false")
+    page.wait_for_timeout(300)  # (the transcript's last refresh after the run)
     card.get_by_role("button", name="Show the diffs").click()
     expect(card.locator("tr.add")).to_contain_text("return 2")
     expect(card.locator("tr.del")).to_contain_text("return 1")
