@@ -19,6 +19,7 @@ from sessions_app.context.file_changes import FileChange
 
 MAX_LINES = 3000
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+_HEADERS = ("diff --git ", "index ", "--- ", "+++ ")
 _FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")
 
 
@@ -35,6 +36,8 @@ def rows(change: FileChange) -> list[dict]:
     started = False
     parsed: list[tuple[str, str]] = []
     for line in lines:
+        if not started and line.startswith(_HEADERS):
+            continue  # the file's name and kind are in the summary above the table
         if line.startswith("@@"):
             started = True
             parsed.append(("hunk", line))
