@@ -98,26 +98,55 @@ def change_counts(session: Session) -> dict[str, dict]:
 MAX_RECONSTRUCTED_ENTRIES = 3000
 
 
-def reconstructed_counts(session: Session, index) -> dict[str, dict]:
-    """pi id → counts of the edit/write calls replayed over the whole tree (sessions
-    without snapshots), from the tree's light index plus the few payloads involved."""
+class _LightIndex:
+    """The parent links, roles and tool names of a session's entries (no payloads): what
+    replaying its file calls needs to find them (the tree panel's TreeIndex fits too)."""
+
+    def __init__(self, session: Session):
+        from types import SimpleNamespace
+
+        self.nodes: dict[int, SimpleNamespace] = {}
+        self.ordered = []
+        rows = (
+            Entry.objects.filter(session=session)
+            .order_by("seq")
+            .values_list("pk", "pi_id", "parent_id", "role", "tool_name")
+        )
+        for pk, pi_id, parent, role, tool_name in rows.iterator(chunk_size=5000):
+            node = SimpleNamespace(pk=pk, id=pi_id, parent=parent, role=role, tool_name=tool_name)
+            self.nodes[pk] = node
+            self.ordered.append(node)
+
+
+def _replay_tree(session: Session, index, path_to: int | None = None) -> dict[str, list]:
+    """pi id → the changes its edit/write calls made, each branch replayed on its own
+    path. With ``path_to`` (an entry pk) only the calls on the path to it are replayed."""
     nodes = index.nodes
+    on_path: set[int] | None = None
+    if path_to is not None:
+        on_path, node = set(), nodes.get(path_to)
+        while node is not None and node.pk not in on_path:
+            on_path.add(node.pk)
+            node = nodes.get(node.parent) if node.parent is not None else None
     candidates: set[int] = set()
-    result_pks: list[int] = []
+    results_of: list[tuple[int, int]] = []  # (tool result pk, its reply's pk)
     for node in index.ordered:
         if node.role == "assistant" and node.tool_name in FILE_TOOLS:
-            candidates.add(node.pk)
+            if on_path is None or node.pk in on_path:
+                candidates.add(node.pk)
         elif node.role == "toolResult" and node.tool_name in FILE_TOOLS:
-            result_pks.append(node.pk)
             up = nodes.get(node.parent) if node.parent is not None else None
             for _ in range(64):  # a reply's results follow each other
                 if up is None or up.role != "toolResult":
                     break
                 up = nodes.get(up.parent) if up.parent is not None else None
             if up is not None and up.role == "assistant":
-                candidates.add(up.pk)
+                if on_path is None or up.pk in on_path:
+                    candidates.add(up.pk)
+                    results_of.append((node.pk, up.pk))
     if not candidates or len(candidates) > MAX_RECONSTRUCTED_ENTRIES:
         return {}
+    result_pks = [pk for pk, reply in results_of if reply in candidates]
     lines = dict(Entry.objects.filter(pk__in=[*candidates, *result_pks]).values_list("pk", "line"))
     results = tool_results([json.loads(lines[pk]) for pk in result_pks if pk in lines])
     nearest: dict[int, int | None] = {}
@@ -133,10 +162,15 @@ def reconstructed_counts(session: Session, index) -> dict[str, dict]:
             entries.append(
                 (node.id, nodes[ancestor].id if ancestor else None, json.loads(lines[node.pk]))
             )
-    found = reconstruct_tree(entries, results, session.cwd)
+    return reconstruct_tree(entries, results, session.cwd)
+
+
+def reconstructed_counts(session: Session, index) -> dict[str, dict]:
+    """pi id → counts of the edit/write calls replayed over the whole tree (sessions
+    without snapshots), from the tree's light index plus the few payloads involved."""
     return {
         pi_id: {**summarize(changes), "kind": "reconstructed", "reconstructed": True}
-        for pi_id, changes in found.items()
+        for pi_id, changes in _replay_tree(session, index).items()
     }
 
 
@@ -271,7 +305,8 @@ def entry_changes(session: Session, pi_id: str, *, diffs: bool = True) -> Change
     entry = Entry.objects.filter(session=session, pi_id=pi_id).only("line").first()
     if entry is None or not file_calls(entry.payload):
         return ChangeSet(end_id=pi_id)
-    changes = reconstruct(_path_with_results(session, pi_id), session.cwd).get(pi_id, [])
+    # Only the file calls on its path are read (not the whole path's payloads).
+    changes = _replay_tree(session, _LightIndex(session), path_to=entry.pk).get(pi_id, [])
     result = ChangeSet(files=changes, source="reconstructed" if changes else "none", end_id=pi_id)
     result.start_id = pi_id
     result.truncated = _bounded(result.files)
