@@ -219,6 +219,16 @@ PIWEB_WORKSPACE_ROOTS = [
 ]
 # Where full bash output files and other per-run artifacts go.
 PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))
+# Workspace snapshots (README "What the agent changed"): after every agent turn with tool
+# calls and every `!cmd`, the workspace is committed to a shadow git repository under
+# PIWEB_SNAPSHOT_DIR (one per workspace; the user's own .git is never touched). Files
+# larger than PIWEB_SNAPSHOT_MAX_FILE_KB are left out, as are ignored files.
+PIWEB_SNAPSHOTS = _env_bool("PIWEB_SNAPSHOTS", True)
+PIWEB_SNAPSHOT_DIR = Path(os.environ.get("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots"))
+PIWEB_SNAPSHOT_MAX_FILE_KB = int(os.environ.get("PIWEB_SNAPSHOT_MAX_FILE_KB", "1024"))
+# The most diff text shown for one file (bytes) and for one page or export (bytes).
+PIWEB_DIFF_MAX_FILE_BYTES = int(os.environ.get("PIWEB_DIFF_MAX_FILE_BYTES", "200000"))
+PIWEB_DIFF_MAX_TOTAL_BYTES = int(os.environ.get("PIWEB_DIFF_MAX_TOTAL_BYTES", "1000000"))
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
 PIWEB_AGENT_DIR = Path(os.environ.get("PIWEB_AGENT_DIR", VAR_DIR / "agent"))
 

@@ -437,3 +437,33 @@ class FollowedFile(models.Model):
 
     def __str__(self):
         return self.path
+
+
+class FileSnapshot(models.Model):
+    """The workspace's files as an entry left them: a commit of the workspace's shadow
+    repository (agent/snapshots.py), keyed by the entry that caused it (an agent reply
+    whose tool calls ran, a `!cmd`, a rewind). `base` is the commit of the workspace just
+    before, so base → commit is exactly what that entry changed; `files` caches the
+    changed files' names and line counts for the tree rows and cards."""
+
+    class Kind(models.TextChoices):
+        TURN = "turn", "Agent turn"
+        BASH = "bash", "User command"
+        REWIND = "rewind", "Rewind"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="snapshots")
+    entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TURN)
+    repo = models.CharField(max_length=64, help_text="The shadow repository's key.")
+    commit = models.CharField(max_length=64)
+    base = models.CharField(max_length=64, blank=True, default="")
+    files = models.JSONField(default=list, blank=True)
+    added = models.PositiveIntegerField(default=0)
+    removed = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "entry"], name="file_snapshot_entry")]
+
+    def __str__(self):
+        return f"{self.kind} {self.commit[:12]}"

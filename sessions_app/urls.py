@@ -5,6 +5,7 @@ from django.urls import path
 
 from sessions_app.views import (
     activity,
+    changes,
     chat,
     comments,
     compare,
@@ -94,6 +95,22 @@ urlpatterns = [
     path("s/<str:session_id>/e/<str:entry_id>/label/", tree.action_label, name="entry_label"),
     path("s/<str:session_id>/e/<str:entry_id>/fork/", tree.action_fork, name="entry_fork"),
     path("s/<str:session_id>/inspect/", tree.inspector, name="inspector"),
+    # --- file changes: per node, per branch, compared; restoring files
+    path("s/<str:session_id>/e/<str:entry_id>/files/", changes.entry_changes, name="changes_entry"),
+    path(
+        "s/<str:session_id>/e/<str:entry_id>/files/branch/",
+        changes.branch_changes,
+        name="changes_branch",
+    ),
+    path(
+        "s/<str:session_id>/e/<str:entry_id>/files/restore/",
+        changes.restore,
+        name="changes_restore",
+    ),
+    path(
+        "s/<str:session_id>/e/<str:entry_id>/files/undo/", changes.undo_restore, name="changes_undo"
+    ),
+    path("s/<str:session_id>/compare/files/", changes.compare_changes, name="changes_compare"),
     # --- jobs panel
     path("s/<str:session_id>/jobs/", jobs.jobs_panel, name="jobs_panel"),
     path("s/<str:session_id>/jobs/compact/", jobs.compact_now, name="jobs_compact"),

@@ -133,6 +133,16 @@ def _fast_password_hashing():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _snapshot_dir(tmp_path_factory):
+    """Workspace snapshots (services/changes.py) of this test run go to a folder of its
+    own, deleted with pytest's temporary folders, not into var/ (the worker's too:
+    child_env passes it on)."""
+    from django.conf import settings
+
+    settings.PIWEB_SNAPSHOT_DIR = tmp_path_factory.mktemp("snapshots")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _scripted_profiles(llm_server):
     """Give this process the same model profiles the worker and daphne get."""
     from django.conf import settings
@@ -141,7 +151,9 @@ def _scripted_profiles(llm_server):
 
 
 @pytest.fixture(scope="session")
-def child_env(django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_path_factory):
+def child_env(
+    django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_path_factory, _snapshot_dir
+):
     """Environment for processes that must share this test run's database and Redis."""
     from django.conf import settings
     from django.db import connection
@@ -161,6 +173,7 @@ def child_env(django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_p
         PIWEB_MODEL_PROFILES=_model_profiles(llm_server),
         PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
         PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
+        PIWEB_SNAPSHOT_DIR=str(settings.PIWEB_SNAPSHOT_DIR),
         PYTHONUNBUFFERED="1",
     )
     if not settings.USES_EMBEDDED_REDIS:

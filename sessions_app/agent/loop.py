@@ -497,6 +497,9 @@ class AgentRun:
             if not calls:
                 return "done"
             self.run_tools(calls)
+            after_tools = getattr(self.hooks, "after_tools", None)
+            if after_tools is not None:
+                after_tools()  # e.g. a snapshot of the files the calls changed
         self.hooks.persist(
             self._assistant(
                 [], "error", error=f"Stopped after {self.max_turns} turns without finishing."

@@ -35,8 +35,9 @@ from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
-from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, sandboxing, sessions, workspaces
+from sessions_app.agent.tools import TOOLS_BY_NAME
+from sessions_app.models import FileSnapshot, Job, Session
+from sessions_app.services import changes, events, llm, sandboxing, sessions, workspaces
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -357,6 +358,11 @@ class _Hooks:
         self.state = state
         self.parent = parent
         self.last_entry = None
+        # File snapshots: the workspace's commit before the next turn's tools, and the
+        # agent reply whose tool calls are running (the entry a snapshot is keyed by).
+        self.files_base: str | None = None
+        self.turn_entry = None
+        self.unsnapshotted = None
 
     def emit(self, event: str, data: dict) -> None:
         structural = self.state.apply(event, data)
@@ -371,6 +377,12 @@ class _Hooks:
             self.session, {"type": "message", "message": message}, self.parent
         )
         self.parent = self.last_entry.pi_id
+        if message.get("role") == "assistant":
+            self.turn_entry = self.last_entry
+            calls = [b for b in message.get("content") or [] if b.get("type") == "toolCall"]
+            # Its tools may change files: a snapshot is due (after_tools), even if the
+            # run ends before the loop gets there.
+            self.unsnapshotted = self.last_entry if calls else None
         self.state.message_persisted(message)
         events.publish_now(
             self.session.pk,
@@ -381,6 +393,20 @@ class _Hooks:
                 "role": message.get("role"),
                 "tool_call_id": message.get("toolCallId"),
             },
+        )
+
+    def after_tools(self) -> None:
+        """A turn's tool calls have run: snapshot the files, keyed by the reply. A turn
+        whose calls all were read-only tools (read, grep, find, ls) changed nothing."""
+        entry, self.unsnapshotted = self.turn_entry, None
+        if entry is None:
+            return
+        content = (entry.payload.get("message") or {}).get("content") or []
+        names = [b.get("name") for b in content if b.get("type") == "toolCall"]
+        if all(getattr(TOOLS_BY_NAME.get(n), "read_only", False) for n in names):
+            return  # (no call at all, or only read-only ones)
+        self.files_base = changes.record(
+            self.session, entry, self.files_base, FileSnapshot.Kind.TURN
         )
 
     def compact_for_overflow(self) -> bool:
@@ -430,6 +456,7 @@ def execute_run(job_id: str) -> str | None:
     status, error = "error", ""
     try:
         workspaces.check_session_cwd(session.cwd, session.owner_id)
+        hooks.files_base = changes.begin(session)
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
@@ -450,6 +477,11 @@ def execute_run(job_id: str) -> str | None:
             except Exception:
                 log.exception("could not record the failure of run %s", job.pk)
     finally:
+        if mode == "agent" and hooks.unsnapshotted is not None and hooks.files_base:
+            try:  # a run that failed or stopped mid-turn: what its tools did still counts
+                hooks.after_tools()
+            except Exception:
+                log.exception("snapshot after the run %s failed", job.pk)
         watcher.stop()
         state.clear()
         try:
@@ -552,4 +584,6 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
     if exclude:
         message["excludeFromContext"] = True
     hooks.persist(message)
+    if outcome is not None:
+        changes.record(job.session, hooks.last_entry, hooks.files_base, FileSnapshot.Kind.BASH)
     return "aborted" if outcome is not None and outcome.aborted else "done"

@@ -19,7 +19,9 @@ from sessions_app import rendering
 from sessions_app.core.exports import branch_markdown, tree_rows
 from sessions_app.core.input_limits import display_value
 from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
+from sessions_app.diff_rendering import render_changes
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.changes import path_changes
 from sessions_app.selectors.context_chart import context_chart
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.services import sessions
@@ -123,6 +125,8 @@ def branch_view(
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
     rendered = rendering.render_entries_within(path, budget)
+    # What each node changed in the files (diffs bounded by PIWEB_DIFF_MAX_TOTAL_BYTES).
+    file_changes = {p.get("id"): c for p, c in path_changes(session, leaf_pi_id)}
     items = [
         {
             "id": e.get("id"),
@@ -132,6 +136,10 @@ def branch_view(
             "parts": parts or [],
             "not_shown": parts is None,
             "is_target": e.get("id") == target_pi_id,
+            "changes": file_changes.get(e.get("id")),
+            "files": render_changes(file_changes[e.get("id")].files)
+            if e.get("id") in file_changes
+            else None,
         }
         for e, parts in zip(path, rendered, strict=True)
     ]
@@ -160,8 +168,11 @@ def _inline_css() -> str:
 def _review_css() -> str:
     from django.contrib.staticfiles import finders
 
-    found = finders.find("piweb/review.css")
-    return Path(found).read_text() if found else ""
+    css = []
+    for name in ("piweb/review.css", "piweb/diff.css"):
+        found = finders.find(name)
+        css.append(Path(found).read_text() if found else "")
+    return "\n".join(css)
 
 
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:

@@ -30,7 +30,7 @@ from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import events, sessions
+from sessions_app.services import changes, events, sessions
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
@@ -213,6 +213,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
                 )
         if labels:
             apply_labels(new, {t: lab for t, lab in labels.items() if t in pk_of})
+        changes.copy_snapshots(source, new, pk_of)
         new.leaf_id = pk_of.get(leaf_id)
         new.next_seq = len(entries)
         new.entry_count = len(entries)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from django.conf import settings
 
 from sessions_app.agent.paths import Workspace, make_private_dir, output_file_factory
+from sessions_app.agent.safefs import chown_tree, open_root
 from sessions_app.agent.sandbox import SandboxConfig, SandboxUnavailable, require, status_line
 from sessions_app.agent.shell import ShellOutcome, run_shell
 from sessions_app.agent.signals import AbortSignal
@@ -47,6 +48,20 @@ def status() -> str:
 def check_available() -> None:
     """SandboxUnavailable (with how to fix it) when commands cannot run right now."""
     require(config())
+
+
+def hand_over(path: str) -> None:
+    """After the worker itself wrote into a workspace (restored files, unpacked an
+    archive, cloned a repository), give what it wrote to the account commands run as,
+    so they can change it (nothing to do when commands run as the worker's account)."""
+    owner = config().command_owner
+    if owner is None:
+        return
+    fd = open_root(path)
+    try:
+        chown_tree(fd, *owner)
+    finally:
+        os.close(fd)
 
 
 def session_env(session: Session) -> dict[str, str]:

@@ -111,6 +111,23 @@ def comment_marker(count: int) -> str:
     )
 
 
+def change_marker(counts: dict | None) -> str:
+    """The "+12 −3" of a tree row whose entry changed files ("" if none)."""
+    if not counts or not counts.get("files"):
+        return ""
+    files = counts["files"]
+    return format_html(
+        '<span class="tree-chg" title="{} file{} changed{}" data-files="{}">'
+        '<span class="chg-add">+{}</span> <span class="chg-del">−{}</span></span>',
+        files,
+        "" if files == 1 else "s",
+        " (reconstructed from the edit and write calls)" if counts.get("reconstructed") else "",
+        files,
+        counts.get("added", 0),
+        counts.get("removed", 0),
+    )
+
+
 class _RowContext:
     def __init__(self, context):
         self.context = context
@@ -129,9 +146,14 @@ class _RowContext:
         # Open comment threads by entry (selectors/panels/tree.rows_context; empty for
         # share-link visitors, who do not see team comments).
         self.comment_counts = context.get("comment_counts") or {}
+        # Files changed by an entry (selectors/changes.change_counts).
+        self.change_counts = context.get("change_counts") or {}
 
     def marker(self, node_id: str) -> str:
         return comment_marker(self.comment_counts.get(node_id, 0))
+
+    def changes(self, node_id: str) -> str:
+        return change_marker(self.change_counts.get(node_id))
 
 
 def _node_html(row, rc: _RowContext) -> str:
@@ -191,6 +213,7 @@ def _node_html(row, rc: _RowContext) -> str:
     else:
         out.append('<i class="hint">(empty)</i>')
     out.append("</span>")
+    out.append(rc.changes(n.id))
     if n.is_branch_point:
         count = len(n.children)
         out.append(

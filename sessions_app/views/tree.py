@@ -28,6 +28,7 @@ from sessions_app.selectors.panels.tree import (
     tree_context,
     tree_state,
 )
+from sessions_app.services import changes as file_changes
 from sessions_app.services import jobs, navigation, workspaces
 from sessions_app.services.access import EDITOR, VIEWER, check_access
 from sessions_app.services.fork import fork_session
@@ -225,12 +226,22 @@ def action_navigate(request, session_id, entry_id):
     if request.POST.get("summary"):
         return _summarize_and_navigate(request, session, entry_id)
     result = navigation.navigate(session, entry_id, actor=request.user)
-    triggers = {"piweb:tree-refresh": {"leaf": result.leaf, "entry": entry_id}}
+    restored, leaf = "", result.leaf
+    if request.POST.get("restore_files"):  # files too, as the node left them (undo-able)
+        try:
+            rewind = file_changes.restore_files(session, request.user, entry_id)
+        except file_changes.RestoreError as exc:
+            restored = f" The files were not restored: {exc}"
+        else:  # recorded as an entry at the new leaf
+            leaf = rewind.pi_id
+            restored = " The files are back as this node left them."
+    triggers = {"piweb:tree-refresh": {"leaf": leaf, "entry": entry_id}}
     if result.editor_text is not None:
         triggers["piweb:prefill-input"] = {"text": result.editor_text}
     text = "Leaf moved." if result.moved else "Already here."
     if result.editor_text is not None:
         text += " The message text is back in the input box: edit and send it."
+    text += restored
     return notice(request, text, level="ok", triggers=triggers)
 
 

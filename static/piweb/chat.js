@@ -68,7 +68,20 @@
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
           if (html === null) return;
-          document.getElementById("chat-transcript").innerHTML = html;
+          var transcript = document.getElementById("chat-transcript");
+          // Diffs already opened under a "files changed" card stay open.
+          var opened = {};
+          transcript.querySelectorAll(".changes-card").forEach(function (card) {
+            var body = card.querySelector(".changes-card-body");
+            if (body && body.childElementCount) opened[card.dataset.entryId] = body.innerHTML;
+          });
+          transcript.innerHTML = html;
+          transcript.querySelectorAll(".changes-card").forEach(function (card) {
+            var body = card.querySelector(".changes-card-body");
+            if (body && opened[card.dataset.entryId]) body.innerHTML = opened[card.dataset.entryId];
+          });
+          // The cards load their diffs through htmx.
+          if (window.htmx) window.htmx.process(transcript);
           scrollDown();
         });
     }, 80);
@@ -208,6 +221,7 @@
       if (!(ev.detail && ev.detail.run)) setRunning(false);
     });
     document.addEventListener("piweb:entry_appended", refreshTranscript);
+    document.addEventListener("piweb:files_changed", refreshTranscript);
     document.addEventListener("piweb:leaf_moved", refreshTranscript);
     document.addEventListener("piweb:ws-open", refreshTranscript);
     document.addEventListener("piweb:prefill-input", function (ev) {

@@ -386,6 +386,7 @@
 
   // Live updates from the session websocket (piweb.js).
   document.addEventListener("piweb:entry_appended", function () { scheduleRefresh(); });
+  document.addEventListener("piweb:files_changed", function () { scheduleRefresh(); });
   document.addEventListener("piweb:leaf_moved", function () { scheduleRefresh(); });
   // The provenance line: a followed file grew (its "last line read" time moved), or it
   // went from disk, moved or could not be read.

@@ -65,6 +65,12 @@ ROUTES: dict[str, Route] = {
     "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
     "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "inspector": Route("viewer", kwargs=S),
+    # file changes (this session's cwd is no workspace here: nothing to restore)
+    "changes_entry": Route("viewer", kwargs=E),
+    "changes_branch": Route("viewer", kwargs=E),
+    "changes_compare": Route("viewer", kwargs=S, query={"a": "entry", "b": "other_leaf"}),
+    "changes_restore": Route("editor", "POST", ok=400, kwargs=E, htmx=True),
+    "changes_undo": Route("editor", "POST", ok=400, kwargs=E, htmx=True),
     # chat
     "chat_send": Route("editor", "POST", ok=400, kwargs=S, htmx=True),  # empty message
     "chat_stop": Route("editor", "POST", ok=200, kwargs=S, htmx=True),

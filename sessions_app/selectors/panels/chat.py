@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
+from sessions_app.selectors.changes import change_counts
 from sessions_app.services import chat, llm, sessions
 
 TRANSCRIPT_LIMIT = 200
@@ -18,6 +20,10 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     ]
     # Newest first within the page's budget: older entries join the "not shown" count.
     rendered = render_entries_within(tail, page_budget())
+    files = change_counts(session)
+    if not files:  # no snapshots (an imported session): its edit/write calls, replayed
+        for pi_id, found in reconstruct(tail, session.cwd).items():
+            files[pi_id] = {**summarize(found), "reconstructed": True}
     entries = []
     for p, parts in zip(tail, rendered, strict=True):
         if parts is None:
@@ -31,6 +37,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "type": bounded(p.get("type", "")),
                 "role": bounded(role),
                 "parts": parts,
+                "files": files.get(p.get("id")),
             }
         )
     return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}

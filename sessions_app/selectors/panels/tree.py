@@ -8,6 +8,7 @@ from django.utils.http import urlencode
 from sessions_app.core.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
 from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
+from sessions_app.selectors.changes import change_counts, reconstructed_counts, snapshots_exist
 from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
 from sessions_app.selectors.navigation import blocking_job, resolve_target
 from sessions_app.services import workspaces
@@ -84,6 +85,7 @@ def rows_context(access, state: dict, layout: Layout, rows, **extra) -> dict:
         "page_url": page_url(session),
         # The review markers: share-link visitors do not see team comments.
         "comment_counts": open_comment_counts_by_pi_id(session) if access.can_comment else {},
+        "change_counts": change_counts(session) or reconstructed_counts(session, layout.index),
         **extra,
     }
 
@@ -141,6 +143,7 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         # Parts are cut to the page limit: a bigger entry offers the rest lazily.
         "entry_chars": len(entry.line),
         "is_large": len(entry.line) > page_limit(),
+        "has_snapshots": snapshots_exist(session),
     }
 
 

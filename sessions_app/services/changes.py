@@ -1,0 +1,222 @@
+"""Snapshots of a session's workspace, and putting the files back (state changes).
+
+After every agent turn whose tool calls ran, and after every `!cmd`, the worker commits
+the workspace to its shadow repository (`agent/snapshots.py`) and stores a FileSnapshot
+row keyed by the entry that caused it: the agent reply that made the calls, or the
+bashExecution entry. The commit before the run (`begin`) is the first turn's base; each
+turn's commit is the next one's, so base → commit is exactly what that entry changed.
+
+A snapshot never fails a run: git errors are logged and the run goes on without one.
+
+`restore_files` puts the workspace back to an entry's snapshot: it commits the current
+state first (so the restore can be undone by restoring to the rewind entry's base), refuses
+while a run is active, and records a `custom` entry (customType ``piweb.rewind``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+from django.conf import settings
+from django.db import transaction
+
+from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
+from sessions_app.models import Entry, FileSnapshot, Job, Session
+from sessions_app.selectors.entries import get_entry
+from sessions_app.services import events, sandboxing, sessions, workspaces
+
+log = logging.getLogger(__name__)
+REWIND_TYPE = "piweb.rewind"
+
+
+class RestoreError(Exception):
+    def __init__(self, message: str, status: int = 409):
+        super().__init__(message)
+        self.status = status
+
+
+def repo_key(work_tree: str) -> str:
+    return hashlib.sha256(os.fsencode(work_tree)).hexdigest()[:32]
+
+
+def repo_at(work_tree: str) -> ShadowRepo:
+    """The shadow repository of the workspace whose real path is ``work_tree``."""
+    git_dir = os.path.join(os.fspath(settings.PIWEB_SNAPSHOT_DIR), repo_key(work_tree) + ".git")
+    return ShadowRepo(git_dir, work_tree, max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024)
+
+
+def repo_for(session: Session) -> ShadowRepo | None:
+    """The session's workspace repository; None when snapshots are off or the session has
+    no workspace here (an imported session whose cwd is elsewhere)."""
+    if not settings.PIWEB_SNAPSHOTS or not session.cwd:
+        return None
+    try:
+        real = workspaces.check_session_cwd(session.cwd, session.owner_id)
+    except WorkspaceError:
+        return None
+    if not os.path.isdir(real):
+        return None
+    return repo_at(real)
+
+
+def begin(session: Session) -> str | None:
+    """The workspace's commit before a run (a snapshot of it as it is); None without one."""
+    repo = repo_for(session)
+    if repo is None:
+        return None
+    try:
+        return repo.snapshot("before run")
+    except (SnapshotError, OSError) as exc:
+        log.warning("snapshot before the run of session %s failed: %s", session.pk, exc)
+        return None
+
+
+def _stats_rows(repo: ShadowRepo, base: str | None, commit: str) -> list[dict]:
+    return [
+        {
+            "path": s.path,
+            "status": s.status,
+            "added": s.added,
+            "removed": s.removed,
+            "binary": s.binary,
+            "old_path": s.old_path,
+        }
+        for s in repo.diff_stats(base, commit)
+    ]
+
+
+def _store(
+    session: Session, entry: Entry, repo: ShadowRepo, base: str | None, commit: str, kind: str
+) -> FileSnapshot:
+    files = _stats_rows(repo, base, commit)
+    return FileSnapshot.objects.create(
+        session=session,
+        entry=entry,
+        kind=kind,
+        repo=repo_key(repo.work_tree),
+        commit=commit,
+        base=base or "",
+        files=files,
+        added=sum(f["added"] for f in files),
+        removed=sum(f["removed"] for f in files),
+    )
+
+
+def record(session: Session, entry: Entry | None, base: str | None, kind: str) -> str | None:
+    """Snapshot the workspace after ``entry`` ran; store a row when files changed.
+    Returns the new commit (the next turn's base), or ``base`` when nothing could be done."""
+    repo = repo_for(session)
+    if repo is None or entry is None:
+        return base
+    try:
+        commit = repo.snapshot(f"{kind} {entry.pi_id}")
+        if commit != base:
+            _store(session, entry, repo, base, commit, kind)
+            # The tree's counts and the chat's cards refresh (the worker: no transaction).
+            events.publish_now(session.pk, "files_changed", {"entry_id": entry.pi_id})
+        return commit
+    except (SnapshotError, OSError) as exc:
+        log.warning("snapshot after %s of session %s failed: %s", entry.pi_id, session.pk, exc)
+        return base
+
+
+def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
+    """A fork's copied entries keep their snapshots (``pk_of``: pi id → the new row's pk).
+    The commits stay in the workspace's repository; a fork owned by someone else, who has
+    no access to that workspace, sees the file lists without diffs."""
+    rows = [
+        FileSnapshot(
+            session=new,
+            entry_id=pk_of[pi_id],
+            kind=snap.kind,
+            repo=snap.repo,
+            commit=snap.commit,
+            base=snap.base,
+            files=snap.files,
+            added=snap.added,
+            removed=snap.removed,
+        )
+        for snap, pi_id in (
+            (s, s.entry.pi_id)
+            for s in FileSnapshot.objects.filter(session=source)
+            .select_related("entry")
+            .only("kind", "repo", "commit", "base", "files", "added", "removed", "entry__pi_id")
+        )
+        if pi_id in pk_of
+    ]
+    FileSnapshot.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
+def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
+    """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
+    entry = get_entry(session, pi_id)
+    pks = sessions.path_entry_pks(entry.pk)
+    position = {pk: i for i, pk in enumerate(pks)}
+    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
+    if not snaps:
+        return None
+    return max(snaps, key=lambda s: (position[s.entry_id], s.pk))
+
+
+def restore_files(session: Session, user, pi_id: str) -> Entry:
+    """Put the workspace's files back to how entry ``pi_id`` left them; record it."""
+    target = state_at(session, pi_id)
+    if target is None:
+        raise RestoreError("No file snapshot was recorded at or before this entry.", 400)
+    return _restore(session, user, target.commit, {"target": pi_id})
+
+
+def undo_restore(session: Session, user, rewind_pi_id: str) -> Entry:
+    """Undo a restore: put the files back to how they were just before it."""
+    snap = (
+        FileSnapshot.objects.filter(
+            session=session, entry__pi_id=rewind_pi_id, kind=FileSnapshot.Kind.REWIND
+        )
+        .order_by("-pk")
+        .first()
+    )
+    if snap is None or not snap.base:
+        raise RestoreError("That entry is not a restore of files.", 400)
+    return _restore(session, user, snap.base, {"undo": rewind_pi_id})
+
+
+def _restore(session: Session, user, commit: str, data: dict) -> Entry:
+    repo = repo_for(session)
+    if repo is None:
+        raise RestoreError("This session has no workspace snapshots.", 400)
+    if not repo.has(commit):
+        raise RestoreError("That snapshot is no longer stored.", 410)
+    with transaction.atomic():
+        locked = sessions.lock_session(session.pk)
+        running = Job.objects.filter(
+            session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
+        ).exists()
+        if running:
+            raise RestoreError("A run is active; restore the files once it has finished.")
+        try:
+            before, after = repo.restore(commit, f"restore {data}")
+        except SnapshotError as exc:
+            raise RestoreError(f"The files could not be restored: {exc}", 500) from exc
+        sandboxing.hand_over(repo.work_tree)
+        entry = sessions.append_entry(
+            locked,
+            {
+                "type": "custom",
+                "customType": REWIND_TYPE,
+                "data": {
+                    **data,
+                    "commit": commit,
+                    "before": before,
+                    "by": getattr(user, "username", "") or "",
+                },
+            },
+            actor=user,
+        )
+        _store(locked, entry, repo, before, after, FileSnapshot.Kind.REWIND)
+        sessions.record_activity(locked, user, "restored files", **data)
+    session.refresh_from_db()
+    return entry
