@@ -3,7 +3,7 @@ views/<area>.py)."""
 
 from django.urls import path
 
-from sessions_app.views import chat, jobs, pages, review, tree, usage
+from sessions_app.views import chat, jobs, pages, review, tree, usage, workspace
 
 app_name = "sessions_app"
 
@@ -62,6 +62,8 @@ urlpatterns = [
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
+    # --- where the session continues, and pi's file
+    path("s/<str:session_id>/workspace/", workspace.continue_in, name="workspace_continue"),
     # --- tree, entry pane, actions, inspector
     path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
     path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),

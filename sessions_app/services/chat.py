@@ -147,9 +147,11 @@ def send_message(session: Session, user, text: str) -> Job:
     if parsed.mode == "agent" and profile is None:
         raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
     try:
-        workspaces.check_session_cwd(session.cwd, session.owner_id)
+        workspaces.session_cwd(session)
     except WorkspaceError as exc:
-        raise ChatError(str(exc), "workspace") from None
+        raise ChatError(
+            f"{exc} Choose where to continue with \u201cContinue in\u2026\u201d.", "workspace"
+        ) from None
     if parsed.mode == "bash":
         try:
             sandboxing.check_available()
@@ -427,7 +429,7 @@ def execute_run(job_id: str) -> str | None:
     hooks = _Hooks(session, job, state, job.params.get("parent"))
     status, error = "error", ""
     try:
-        workspaces.check_session_cwd(session.cwd, session.owner_id)
+        workspaces.session_cwd(session, job.params.get("parent"))
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
@@ -479,7 +481,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
             }
         )  # fmt: skip
         return "error", "no model configured"
-    tool_ctx = sandboxing.tool_context(job.session, abort)
+    tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
     run = AgentRun(
         llm=seen.llm_config,
         system_prompt=seen.system_prompt,
@@ -519,7 +521,13 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
         )
 
     try:
-        outcome = sandboxing.run_command(job.session, command, abort=abort, on_snapshot=on_snapshot)
+        outcome = sandboxing.run_command(
+            job.session,
+            command,
+            abort=abort,
+            on_snapshot=on_snapshot,
+            leaf_pi_id=job.params.get("parent"),
+        )
     except SandboxUnavailable as exc:
         outcome = None
         refusal = str(exc)

@@ -21,6 +21,7 @@ from sessions_app.agent.tools import ToolContext
 from sessions_app.context.truncate import StreamSnapshot
 from sessions_app.models import Session
 from sessions_app.services import workspaces
+from sessions_app.services.tree import UNSET
 
 
 def config() -> SandboxConfig:
@@ -53,18 +54,23 @@ def session_env(session: Session) -> dict[str, str]:
     return {"PIWEB_SESSION_ID": session.pi_id}
 
 
-def session_cwd(session: Session) -> str:
-    """The session's real working directory, checked to be in its owner's area."""
-    return workspaces.check_session_cwd(session.cwd, session.owner_id)
+def session_cwd(session: Session, leaf_pi_id=UNSET) -> str:
+    """The session's real working directory at the leaf (`workspaces.session_cwd`: its
+    workspace choice, checked to be in the area of the user who made it)."""
+    return workspaces.session_cwd(session, leaf_pi_id)
 
 
 def tool_context(
     session: Session,
     abort: AbortSignal | None = None,
     on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None,
+    *,
+    leaf_pi_id=UNSET,
 ) -> ToolContext:
     """The agent's tools for this session: its workspace, artifacts and sandbox."""
-    workspace = Workspace(session_cwd(session), read_roots=[workspaces.agent_skills_dir()])
+    workspace = Workspace(
+        session_cwd(session, leaf_pi_id), read_roots=[workspaces.agent_skills_dir()]
+    )
     return ToolContext(
         workspace=workspace,
         artifact_dir=workspaces.artifact_dir(session),
@@ -83,9 +89,10 @@ def run_command(
     on_snapshot: Callable[[StreamSnapshot], None] | None = None,
     timeout: float | None = None,
     output_prefix: str = "user-bash",
+    leaf_pi_id=UNSET,
 ) -> ShellOutcome:
     """Run a user's ``!cmd`` in the session's sandbox (SandboxUnavailable if it cannot)."""
-    cwd = session_cwd(session)
+    cwd = session_cwd(session, leaf_pi_id)
     limit = settings.PIWEB_USER_BASH_TIMEOUT if timeout is None else timeout
     return run_shell(
         command,

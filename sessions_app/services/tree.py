@@ -207,6 +207,11 @@ def path_entry_pks(leaf_pk: int) -> list[int]:
     return [row[0] for row in _path_query(leaf_pk, "path.id")]
 
 
+def path_pks(session: Session, leaf_pk: int) -> list[int]:
+    """Primary keys root→leaf, the cheaper way for the session's size."""
+    return _walk_pks(session, leaf_pk) if _large(session) else path_entry_pks(leaf_pk)
+
+
 def _path_query(leaf_pk: int, columns: str) -> list[tuple]:
     """Run one recursive query from the leaf up; `columns` (over `path` and the entry
     row `e`) come back root first."""
