@@ -36,7 +36,7 @@ from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.models import Job, Session
-from sessions_app.services import events, llm, sandboxing, tree, workspaces
+from sessions_app.services import events, llm, sandboxing, tree, workspaces, write_back
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -143,6 +143,12 @@ def parse_input(text: str) -> Parsed:
 def send_message(session: Session, user, text: str) -> Job:
     """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
     parsed = parse_input(text)
+    if write_back.pi_writing_since(session) is not None:
+        raise ChatError(
+            "pi is writing this session right now: the chat waits until pi has been quiet "
+            f"for {settings.PIWEB_PI_QUIET_SECONDS:g} seconds. Fork it to go on here now.",
+            "pi_writing",
+        )
     profile = llm.resolve_profile(session.model_profile)
     if parsed.mode == "agent" and profile is None:
         raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")

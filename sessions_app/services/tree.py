@@ -151,6 +151,10 @@ def append_entry(
         if move_leaf:
             locked.leaf = entry
         _apply_side_effects(locked, entry)
+        if locked.source_path:  # a session from a pi file: maybe written back to it
+            from sessions_app.services import write_back  # (it builds on this module)
+
+            write_back.note_appended(locked, pi_id)
         locked.save()
         events.publish(
             locked.pk,

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 
 from sessions_app.management.commands.import_pi_sessions import Command as ImportCommand
-from sessions_app.services import following
+from sessions_app.services import following, write_back
 
 log = logging.getLogger("piweb.follow")
 
@@ -129,6 +129,8 @@ class Command(BaseCommand):
                 self.stdout.flush()
             if changes:
                 self._apply(changes)
+            # Write-backs that waited for pi to be quiet (services/write_back.py).
+            self._guarded("write-back", write_back.flush_due)
             if next_rescan is not None and time.monotonic() >= next_rescan:
                 self._guarded(
                     "rescan", lambda: following.scan(roots, self.owner, search=self.search)
