@@ -64,6 +64,12 @@ urlpatterns = [
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
     # --- where the session continues, and pi's file
     path("s/<str:session_id>/workspace/", workspace.continue_in, name="workspace_continue"),
+    path("s/<str:session_id>/pi-file/", workspace.pi_file, name="pi_file"),
+    path(
+        "s/<str:session_id>/pi-file/write-back/",
+        workspace.pi_file_write_back,
+        name="pi_file_write_back",
+    ),
     # --- tree, entry pane, actions, inspector
     path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
     path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),

@@ -6,6 +6,7 @@ from sessions_app.context.usage import UsageTotals
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.panels.chat import chat_context
 from sessions_app.selectors.panels.jobs import jobs_context
+from sessions_app.selectors.panels.pi_file import pi_file_context
 from sessions_app.selectors.panels.review import review_context
 from sessions_app.selectors.panels.tree import tree_context
 from sessions_app.selectors.panels.workspace import workspace_context
@@ -36,5 +37,6 @@ def session_page_context(access, state: dict, user=None) -> dict:
         review=review_context(session, state),
         provenance=session_provenance(session),
         ws=workspace_context(access, user),
+        pf=pi_file_context(access),
     )
     return context
