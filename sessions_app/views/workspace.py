@@ -62,6 +62,10 @@ def pi_file_write_back(request, session_id):
         return notice(request, str(exc), level="error", status=400, code=exc.code)
     if action != "now" and request.htmx:
         return HttpResponseClientRefresh()
+    if result.action == "not_followed":
+        return notice(
+            request, "This session is not followed from a pi file.", level="error", status=400
+        )
     if result.action == "off":
         return notice(request, "Write-back is off for this session.")
     return notice(
