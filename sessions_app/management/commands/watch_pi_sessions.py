@@ -20,6 +20,8 @@ log = logging.getLogger("piweb.follow")
 # reaches open pages well within a second.
 DEBOUNCE_MS = 150
 STEP_MS = 20
+# How often write-backs that waited for pi are tried again.
+FLUSH_SECONDS = 2.0
 
 
 class Command(BaseCommand):
@@ -109,6 +111,7 @@ class Command(BaseCommand):
 
         next_rescan = time.monotonic() + rescan_seconds if rescan_seconds > 0 else None
         watching = False
+        next_flush = 0.0
         for changes in watchfiles.watch(
             *roots,
             watch_filter=None,
@@ -130,7 +133,9 @@ class Command(BaseCommand):
             if changes:
                 self._apply(changes)
             # Write-backs that waited for pi to be quiet (services/write_back.py).
-            self._guarded("write-back", write_back.flush_due)
+            if time.monotonic() >= next_flush:
+                self._guarded("write-back", write_back.flush_due)
+                next_flush = time.monotonic() + FLUSH_SECONDS
             if next_rescan is not None and time.monotonic() >= next_rescan:
                 self._guarded(
                     "rescan", lambda: following.scan(roots, self.owner, search=self.search)
