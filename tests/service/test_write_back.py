@@ -17,7 +17,11 @@ from sessions_app.services.exporter import export_bytes
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import append, chain_lines, line, message, session_file
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("redis_ready")]
+pytestmark = [
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("redis_ready"),
+]
 
 
 @pytest.fixture
