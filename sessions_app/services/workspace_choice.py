@@ -137,11 +137,10 @@ def prepare(
                 "you use: choose one of your workspaces or a new one."
             )
         return _checked(found, user, create=True)
-    if kind == "existing":
-        real = _checked(path, user)
-        if real not in existing_workspaces(user) and not _allowed(real, user):
-            raise ChoiceError(f"{path} is not one of your workspaces.")
-        return real
+    if kind == "existing":  # any folder of the user's area (the list shows the top ones)
+        if not (path or "").strip():
+            raise ChoiceError("Choose one of your workspaces.")
+        return _checked(path, user)
     folder = _new_folder(user, name)
     try:
         if kind == "archive":

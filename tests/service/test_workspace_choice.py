@@ -172,3 +172,10 @@ def test_a_fork_starts_in_the_workspace_of_its_fork_point(owner):
     assert workspaces.session_cwd(new).endswith("/fork-own")
     session.refresh_from_db()
     assert workspaces.session_cwd(session) == folder
+
+
+def test_the_tree_names_the_folder_of_a_choice(owner):
+    session = imported(owner)
+    folder = workspace_choice.continue_in(session, owner, "empty", name="named")
+    session.refresh_from_db()
+    assert session.leaf.preview == f"continue in {folder}"
