@@ -51,6 +51,14 @@ def pi_file_write_back(request, session_id):
     action = request.POST.get("action", "")
     if action not in ("on", "off", "now"):
         return notice(request, "Unknown write-back action.", level="error", status=400)
+    if action != "now" and not access.is_owner:
+        # The file is on the owner's machine: whether piweb writes to it is theirs to say.
+        return notice(
+            request,
+            "Only the session's owner turns write-back on or off.",
+            level="error",
+            status=403,
+        )
     try:
         if action == "now":
             result = write_back.write_back(access.session, leaf_marker=True, actor=request.user)

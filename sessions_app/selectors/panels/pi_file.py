@@ -19,6 +19,7 @@ def pi_file_context(access) -> dict:
         "followed": True,
         "path": row.path,
         "can_edit": access.can_edit,
+        "is_owner": access.is_owner,
         "write_back": write_back.enabled(session),
         "due": bool(state.get("due")),
         "message": state.get("message", ""),

@@ -16,7 +16,7 @@ from tests.support.pi_files import FOLLOWED_SID, append, chain_lines, session_fi
 from tests.support.web import client_for
 from tests.support.workspaces import area_of
 
-pytestmark = [pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_workspace_root")]
 
 READS = [Call("pi_file")]
 CHANGES = [
@@ -88,3 +88,28 @@ def test_the_pi_file_box_says_pi_is_writing_and_offers_a_fork(make_user, tmp_pat
     quiet = client_for(owner).get(reverse("sessions_app:pi_file", args=[session.pi_id]))
     assert "pi is writing" not in quiet.content.decode()
     assert "every 2s" not in quiet.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_owner_turns_write_back_on_or_off(make_user, tmp_path, settings):
+    settings.PIWEB_PI_QUIET_SECONDS = 0.0
+    settings.PIWEB_WRITE_BACK_DEFAULT = False
+    owner, editor = make_user(), make_user()
+    path = session_file(tmp_path, 2)
+    following.sync_file(str(path), owner)
+    session = Session.objects.get(pi_id=FOLLOWED_SID)
+    from tests.support.web import share
+
+    share(session, editor, "editor")
+    url = reverse("sessions_app:pi_file_write_back", args=[session.pi_id])
+    refused = client_for(editor).post(url, {"action": "on"})
+    assert refused.status_code == 403
+    session.refresh_from_db()
+    assert "pi_file" not in (session.settings or {})
+    size = path.stat().st_size
+    assert client_for(owner).post(url, {"action": "on"}).status_code == 200
+    session.refresh_from_db()
+    assert session.settings["pi_file"]["write_back"] is True
+    assert path.stat().st_size == size  # nothing was missing from the file
+    # An editor may write back now once it is on.
+    assert client_for(editor).post(url, {"action": "now"}).status_code == 200
