@@ -13,7 +13,7 @@ import pytest
 from sessions_app.models import Entry, Session
 from sessions_app.services import chat, following, jobs, write_back
 from sessions_app.services.jobs import lifecycle
-from tests.support.pi_reference import VERSIONS, pi_or_skip, run_pi, write_models_json
+from tests.support.pi_reference import VERSIONS, pi_cli_or_skip, run_pi, write_models_json
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [
@@ -45,7 +45,7 @@ def conversation(request: dict) -> list[tuple]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pi_and_piweb_continue_one_session_in_turn(version, tmp_path, make_user, llm, settings):
-    node = pi_or_skip()
+    node = pi_cli_or_skip(version)
     home = tmp_path / "home"
     project = home / "proj"
     project.mkdir(parents=True)

@@ -135,3 +135,25 @@ def run_pi(
     )  # fmt: skip
     assert proc.returncode == 0, f"pi {version} {args} failed: {proc.stderr[-3000:]}"
     return proc.stdout
+
+
+def pi_cli_or_skip(version: str) -> str:
+    """The Node binary, once `pi --version` of `version` starts (an install made before
+    package.json's overrides gives pi 0.80.2 libraries it cannot start with): else skip,
+    or fail with PIWEB_REQUIRE_PI=1."""
+    node = pi_or_skip()
+    proc = subprocess.run(
+        [node, str(pi_cli(version)), "--version"],
+        capture_output=True, text=True, timeout=60,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PI_OFFLINE": "1", "HOME": "/tmp"},
+    )  # fmt: skip
+    if proc.returncode != 0:
+        errors = [line for line in proc.stderr.splitlines() if "Error" in line]
+        message = (
+            f"pi {version}'s CLI does not start in {PACKAGES} (reinstall it with "
+            f"bin/install-pi-reference): {(errors or [proc.stderr.strip()])[0][:300]}"
+        )
+        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
+            pytest.fail(message + " (PIWEB_REQUIRE_PI=1)")
+        pytest.skip(message)
+    return node
