@@ -154,9 +154,13 @@ def send_message(session: Session, user, text: str) -> Job:
         raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
     try:
         workspaces.session_cwd(session)
-    except WorkspaceError as exc:
+    except WorkspaceError:
+        where = workspaces.session_workspace(session).cwd or "none"
         raise ChatError(
-            f"{exc} Choose where to continue with \u201cContinue in\u2026\u201d.", "workspace"
+            f"This session's folder ({where}) cannot be used here. Choose where to continue "
+            "with \u201cContinue in\u2026\u201d above the chat: its own folder where the server "
+            "allows it, one of your workspaces, or a new one.",
+            "workspace",
         ) from None
     if parsed.mode == "bash":
         try:
