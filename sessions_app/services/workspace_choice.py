@@ -78,11 +78,13 @@ def options(session: Session, user) -> Options:
 
 
 def _allowed(path: str, user) -> bool:
-    try:
-        workspaces.check_session_cwd(path, user)
-    except WorkspaceError:
+    """Whether `path` lies in the user's area (it need not exist yet: it is then made)."""
+    if not path or not os.path.isabs(path) or "\x00" in path:
         return False
-    return True
+    real = os.path.realpath(path)
+    if os.path.exists(real) and not os.path.isdir(real):
+        return False
+    return any(is_within(real, os.path.realpath(a)) for a in workspaces.user_areas_of(user))
 
 
 def existing_workspaces(user) -> list[str]:

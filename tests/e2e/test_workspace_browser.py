@@ -1,6 +1,7 @@
-"""An imported pi session continues in the browser in each kind of new workspace
-(empty, unpacked from an archive, cloned from a git repository): the chat first says
-where it cannot run and offers "Continue in…", then runs there."""
+"""An imported pi session continues in the browser in each kind of workspace: its own
+folder (where the server allows it), one of the user's workspaces, and a new one (empty,
+unpacked from an archive, cloned from a git repository): the chat first says where it
+cannot run and offers "Continue in…", then runs there."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pyte
 ELSEWHERE = "/Users/someone/code/pi-mono"
 
 
-def imported_session(owner):
+def imported_session(owner, cwd=ELSEWHERE):
     lines = [
         {"type": "session", "version": 3, "id": str(uuid.uuid4()),
-         "timestamp": "2026-11-30T10:00:00.000Z", "cwd": ELSEWHERE},
+         "timestamp": "2026-11-30T10:00:00.000Z", "cwd": cwd},
         {"type": "message", "id": "bbbb0001", "parentId": None,
          "timestamp": "2026-11-30T10:00:01.000Z",
          "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}},
@@ -34,14 +35,15 @@ def imported_session(owner):
     return import_jsonl_stream(io.BytesIO(data), owner, filename="pi.jsonl").session
 
 
-def open_and_choose(page_for, user, session, kind, name, fill=None):
+def open_and_choose(page_for, user, session, kind, name, fill=None, where=ELSEWHERE):
     page = page_for(user)
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     box = page.locator("#workspace-box")
     expect(box).to_have_attribute("open", "")  # open by itself: the folder is not usable
-    expect(page.locator("#workspace-problem")).to_contain_text(ELSEWHERE)
-    page.fill("#workspace-name", name)
+    expect(page.locator("#workspace-problem")).to_contain_text(where)
+    if name:
+        page.fill("#workspace-name", name)
     page.check(f'#workspace-form input[name="kind"][value="{kind}"]')
     if fill:
         fill(page)
@@ -50,6 +52,8 @@ def open_and_choose(page_for, user, session, kind, name, fill=None):
 
 
 def run_here(page, session, command, expected):
+    # The page reloaded after the choice: the box no longer reports a problem.
+    expect(page.locator("#workspace-problem")).to_have_count(0, timeout=15000)
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     page.fill("#chat-input", f"!{command}")
     page.click("#chat-send")
@@ -115,3 +119,29 @@ def test_continue_in_a_clone_of_a_repository_on_the_server(worker, page_for, mak
     folder = str(area_of(settings, user) / name)
     expect(page.locator("#workspace-current")).to_have_text(folder, timeout=15000)
     run_here(page, session, "ls && git log --format=%s", "main.py")
+
+
+def test_continue_in_the_sessions_own_folder(worker, page_for, make_user, settings):
+    """pi recorded a folder that the server maps into the user's area, not made here yet
+    (a synced home, say): its own folder is offered and made."""
+    user = make_user()
+    own = area_of(settings, user) / f"proj-{uuid.uuid4().hex[:6]}"
+    session = imported_session(user, cwd=str(own))
+    page = open_and_choose(page_for, user, session, "own", "", where=str(own))
+    expect(page.locator("#workspace-current")).to_have_text(str(own), timeout=15000)
+    assert own.is_dir()
+    run_here(page, session, "pwd", str(own))
+
+
+def test_continue_in_one_of_your_workspaces(worker, page_for, make_user, settings):
+    user = make_user()
+    existing = area_of(settings, user) / f"existing-{uuid.uuid4().hex[:6]}"
+    existing.mkdir()
+    (existing / "already-here.txt").write_text("x\n")
+    session = imported_session(user)
+    page = open_and_choose(
+        page_for, user, session, "existing", "",
+        fill=lambda p: p.select_option("#workspace-existing", str(existing)),
+    )  # fmt: skip
+    expect(page.locator("#workspace-current")).to_have_text(str(existing), timeout=15000)
+    run_here(page, session, "ls", "already-here.txt")
