@@ -152,6 +152,15 @@ def _mark_due(session_pk: int, message: str) -> None:
         _save_state(locked, state)
 
 
+def _clear_due(session_pk: int) -> None:
+    with transaction.atomic():
+        locked = tree.lock_session(session_pk)
+        state = _state(locked)
+        state.pop("due", None)
+        state.pop("message", None)
+        _save_state(locked, state)
+
+
 def _save_state(session: Session, state: dict) -> None:
     settings_ = {**(session.settings or {}), "pi_file": state}
     Session.objects.filter(pk=session.pk).update(settings=settings_)
@@ -182,8 +191,11 @@ def flush_due() -> int:
     done = 0
     for pk in Session.objects.filter(settings__pi_file__due=True).values_list("pk", flat=True):
         try:
-            write_back(Session.objects.get(pk=pk))
-            done += 1
+            result = write_back(Session.objects.get(pk=pk))
+            if result.action in ("off", "not_followed"):
+                _clear_due(pk)  # nothing to wait for any more
+            else:
+                done += 1
         except PiWriting:
             continue
         except WriteBackError as exc:

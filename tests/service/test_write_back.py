@@ -250,3 +250,14 @@ def test_a_line_pi_appends_between_the_check_and_the_write_is_imported(
     assert following.sync_file(path, owner).action == "unchanged"
     state = FollowedFile.objects.get(path=path)
     assert state.offset == os.path.getsize(path) and state.lines == 5
+
+
+def test_a_due_write_back_is_dropped_when_write_back_is_turned_off(tmp_path, owner, settings):
+    path, session = followed(tmp_path, owner)
+    write_back._mark_due(session.pk, "waiting for pi")
+    session.refresh_from_db()
+    state = {**session.settings["pi_file"], "write_back": False}
+    Session.objects.filter(pk=session.pk).update(settings={**session.settings, "pi_file": state})
+    assert write_back.flush_due() == 0
+    session.refresh_from_db()
+    assert "due" not in session.settings["pi_file"]
