@@ -108,9 +108,13 @@ def test_pi_and_piweb_continue_one_session_in_turn(version, tmp_path, make_user,
     assert file_ids[-1] == session.leaf_pi_id
     assert following.sync_file(str(path), owner).action == "unchanged"
 
-    # 4. pi resumes the file.
+    # 4. pi resumes the file: by its path, or (1.6.0) as the folder's latest session.
     llm.push(text("pi answer five"))
-    pi("--session", str(path), "five")
+    if version == "1.6.0":
+        pi("--session-dir", str(folder), "-c", "five")
+    else:
+        pi("--session", str(path), "five")
+    assert list(folder.glob("*.jsonl")) == [path]  # the same file, continued
     pi_request = llm.requests[-1]
     seen = conversation(pi_request)
     assert seen[-1] == ("user", "five", ())
