@@ -217,6 +217,29 @@ if _env_bool("PIWEB_SECURE_COOKIES"):
 PIWEB_WORKSPACE_ROOTS = [
     Path(p).resolve() for p in _env_list("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
 ]
+# How workspaces are shared out (README "Workspaces"): "multi-user" (default) gives every
+# user their own folder <root>/<user id>/ of each root, and a session's tools run only
+# there; "single-user" lets the roots themselves be used (e.g. PIWEB_WORKSPACE_ROOTS=~),
+# so a session imported from pi can continue in its own folder (~/code/proj).
+PIWEB_WORKSPACE_MODE = os.environ.get("PIWEB_WORKSPACE_MODE", "multi-user").strip().lower()
+if PIWEB_WORKSPACE_MODE not in ("multi-user", "single-user"):
+    raise RuntimeError(
+        f"PIWEB_WORKSPACE_MODE must be 'multi-user' or 'single-user', not {PIWEB_WORKSPACE_MODE!r}."
+    )
+# New workspaces from an uploaded archive: the upload's size, and what it may unpack to.
+PIWEB_WORKSPACE_ARCHIVE_MAX_MB = int(os.environ.get("PIWEB_WORKSPACE_ARCHIVE_MAX_MB", "100"))
+PIWEB_WORKSPACE_UNPACKED_MAX_MB = int(os.environ.get("PIWEB_WORKSPACE_UNPACKED_MAX_MB", "1024"))
+PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = int(
+    os.environ.get("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES", "50000")
+)
+# Writing back to pi's file (README "Move a session between pi and the browser"): on by
+# default for followed sessions on a single-user setup; per session either way.
+PIWEB_WRITE_BACK_DEFAULT = _env_bool(
+    "PIWEB_WRITE_BACK_DEFAULT", PIWEB_WORKSPACE_MODE == "single-user"
+)
+# pi is taken to be writing a session whose file changed less than this many seconds ago:
+# the chat waits (and offers a fork) and the write-back waits until it is quiet.
+PIWEB_PI_QUIET_SECONDS = float(os.environ.get("PIWEB_PI_QUIET_SECONDS", "5"))
 # Where full bash output files and other per-run artifacts go.
 PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))
 # Workspace snapshots (README "What the agent changed"): after every agent turn with tool

@@ -16,6 +16,7 @@ from sessions_app.views import (
     sharing,
     tree,
     usage,
+    workspace,
 )
 
 app_name = "sessions_app"
@@ -79,6 +80,14 @@ urlpatterns = [
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
+    # --- where the session continues, and pi's file
+    path("s/<str:session_id>/workspace/", workspace.continue_in, name="workspace_continue"),
+    path("s/<str:session_id>/pi-file/", workspace.pi_file, name="pi_file"),
+    path(
+        "s/<str:session_id>/pi-file/write-back/",
+        workspace.pi_file_write_back,
+        name="pi_file_write_back",
+    ),
     # --- tree, entry pane, actions, inspector
     path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
     path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),

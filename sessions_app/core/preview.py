@@ -132,6 +132,9 @@ def entry_text(entry: dict) -> str:
     if kind == "thinking_level_change":
         return str(entry.get("thinkingLevel", ""))
     if kind == "custom":
+        data = entry.get("data")
+        if entry.get("customType") == "piweb.workspace" and isinstance(data, dict):
+            return f"continue in {data.get('cwd', '')}"  # (piweb's workspace choice)
         return str(entry.get("customType", ""))
     if kind == "usage":
         return usage_text(entry)

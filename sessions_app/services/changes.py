@@ -51,10 +51,10 @@ def repo_at(work_tree: str) -> ShadowRepo:
 def repo_for(session: Session) -> ShadowRepo | None:
     """The session's workspace repository; None when snapshots are off or the session has
     no workspace here (an imported session whose cwd is elsewhere)."""
-    if not settings.PIWEB_SNAPSHOTS or not session.cwd:
+    if not settings.PIWEB_SNAPSHOTS:
         return None
     try:
-        real = workspaces.check_session_cwd(session.cwd, session.owner_id)
+        real = workspaces.session_cwd(session)
     except WorkspaceError:
         return None
     if not os.path.isdir(real):

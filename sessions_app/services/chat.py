@@ -37,7 +37,7 @@ from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, Session
-from sessions_app.services import changes, events, llm, sandboxing, sessions, workspaces
+from sessions_app.services import changes, events, llm, sandboxing, sessions, workspaces, write_back
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -144,13 +144,25 @@ def parse_input(text: str) -> Parsed:
 def send_message(session: Session, user, text: str) -> Job:
     """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
     parsed = parse_input(text)
+    if write_back.pi_writing_since(session) is not None:
+        raise ChatError(
+            "pi is writing this session right now: the chat waits until pi has been quiet "
+            f"for {settings.PIWEB_PI_QUIET_SECONDS:g} seconds. Fork it to go on here now.",
+            "pi_writing",
+        )
     profile = llm.resolve_profile(session.model_profile)
     if parsed.mode == "agent" and profile is None:
         raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
     try:
-        workspaces.check_session_cwd(session.cwd, session.owner_id)
-    except WorkspaceError as exc:
-        raise ChatError(str(exc), "workspace") from None
+        workspaces.session_cwd(session)
+    except WorkspaceError:
+        where = workspaces.session_workspace(session).cwd or "none"
+        raise ChatError(
+            f"This session's folder ({where}) cannot be used here. Choose where to continue "
+            "with \u201cContinue in\u2026\u201d above the chat: its own folder where the server "
+            "allows it, one of your workspaces, or a new one.",
+            "workspace",
+        ) from None
     if parsed.mode == "bash":
         try:
             sandboxing.check_available()
@@ -455,7 +467,7 @@ def execute_run(job_id: str) -> str | None:
     hooks = _Hooks(session, job, state, job.params.get("parent"))
     status, error = "error", ""
     try:
-        workspaces.check_session_cwd(session.cwd, session.owner_id)
+        workspaces.session_cwd(session, job.params.get("parent"))
         hooks.files_base = changes.begin(session)
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
@@ -513,7 +525,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
             }
         )  # fmt: skip
         return "error", "no model configured"
-    tool_ctx = sandboxing.tool_context(job.session, abort)
+    tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
     run = AgentRun(
         llm=seen.llm_config,
         system_prompt=seen.system_prompt,
@@ -553,7 +565,13 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
         )
 
     try:
-        outcome = sandboxing.run_command(job.session, command, abort=abort, on_snapshot=on_snapshot)
+        outcome = sandboxing.run_command(
+            job.session,
+            command,
+            abort=abort,
+            on_snapshot=on_snapshot,
+            leaf_pi_id=job.params.get("parent"),
+        )
     except SandboxUnavailable as exc:
         outcome = None
         refusal = str(exc)

@@ -30,7 +30,7 @@ from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import changes, events, sessions
+from sessions_app.services import changes, events, sessions, workspace_choice, workspaces
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
@@ -175,10 +175,12 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
                 and (entry.get("message") or {}).get("role") == "user"
             ):
                 first_message = entry_preview(entry)
+        # The fork starts where the source works at the fork point (its workspace choice).
+        fork_cwd = workspaces.session_workspace(source, target_pi_id).cwd or source.cwd
         new = Session.objects.create(
             pi_id=header["id"],
             version=header["version"],
-            cwd=source.cwd,
+            cwd=fork_cwd,
             header_timestamp=header["timestamp"],
             parent_session_ref=source.pi_id,
             parent=source,
@@ -218,6 +220,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         new.next_seq = len(entries)
         new.entry_count = len(entries)
         new.save()
+        workspace_choice.copy_choices(source, new, pk_of.keys(), only_by=actor.pk)
         details = {"target": target_pi_id, "scope": scope, "entries": len(entries)}
         sessions.record_activity(source, actor, "forked", to=new.pi_id, **details)
         sessions.record_activity(new, actor, "forked_from", source=source.pi_id, **details)

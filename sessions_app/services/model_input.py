@@ -87,11 +87,12 @@ class _TokenBudget:
         return estimate, True
 
 
-def _working_directory(session: Session) -> tuple[str, PromptWarning | None]:
+def _working_directory(session: Session, leaf) -> tuple[str, PromptWarning | None]:
     """(the cwd the prompt names, a warning when the agent could not run there)."""
-    cwd = session.cwd or "/"
+    where = workspaces.session_workspace(session, leaf)
+    cwd = where.cwd or "/"
     try:
-        return workspaces.check_session_cwd(cwd, session.owner_id), None
+        return workspaces.check_session_cwd(cwd, where.user_pk), None
     except WorkspaceError as exc:
         return cwd, PromptWarning(
             source="context_files", path="(working directory)", message=str(exc), code="cwd"
@@ -116,7 +117,7 @@ def skill_roots(cwd: str) -> list[tuple[str, str]]:
     ]
 
 
-def system_prompt(session: Session, tools=ALL_TOOLS) -> SystemPromptResult:
+def system_prompt(session: Session, tools=ALL_TOOLS, leaf=sessions.UNSET) -> SystemPromptResult:
     """The session's system prompt with its sections, context files, skills and warnings."""
     agent_dir = str(settings.PIWEB_AGENT_DIR)
     if len(session.cwd or "") > MAX_CWD_CHARS:
@@ -134,7 +135,7 @@ def system_prompt(session: Session, tools=ALL_TOOLS) -> SystemPromptResult:
         return build_system_prompt(
             session.cwd, _prompt_tools(tools), context_files=found, skills=[]
         )
-    cwd, warning = _working_directory(session)
+    cwd, warning = _working_directory(session, leaf)
     skills = load_skills(skill_roots(cwd))
     result = build_system_prompt(cwd, _prompt_tools(tools), agent_dir=agent_dir, skills=skills)
     if warning is not None:
@@ -153,7 +154,7 @@ class ModelInput:
 
     @cached_property
     def prompt(self) -> SystemPromptResult:
-        return system_prompt(self.session, self.tools)
+        return system_prompt(self.session, self.tools, self.leaf)
 
     @property
     def system_prompt(self) -> str:

@@ -22,6 +22,7 @@ from sessions_app.agent.tools import ToolContext
 from sessions_app.core.truncate import StreamSnapshot
 from sessions_app.models import Session
 from sessions_app.services import workspaces
+from sessions_app.services.sessions import UNSET
 
 
 def config() -> SandboxConfig:
@@ -69,26 +70,30 @@ def session_env(session: Session) -> dict[str, str]:
     return {"PIWEB_SESSION_ID": session.pi_id}
 
 
-def session_cwd(session: Session) -> str:
-    """The session's real working directory, checked to be in its owner's area (which
-    is made private first: nothing a command leaves there is reachable by others)."""
+def session_cwd(session: Session, leaf_pi_id=UNSET) -> str:
+    """The session's real working directory at the leaf (`workspaces.session_workspace`:
+    its workspace choice, checked to be in the area of the user who made it). That area
+    is made private first: nothing a command leaves there is reachable by others."""
+    where = workspaces.session_workspace(session, leaf_pi_id)
     owner = config().command_owner
     traverse_gid = owner[1] if owner else None
     if traverse_gid is not None:
         make_private_dir(settings.VAR_DIR, traverse_gid)
-    workspaces.protect_user_area(session.owner_id, traverse_gid)
-    return workspaces.check_session_cwd(session.cwd, session.owner_id)
+    workspaces.protect_user_area(where.user_pk, traverse_gid)
+    return workspaces.check_session_cwd(where.cwd, where.user_pk)
 
 
 def tool_context(
     session: Session,
     abort: AbortSignal | None = None,
     on_bash_snapshot: Callable[[StreamSnapshot], None] | None = None,
+    *,
+    leaf_pi_id=UNSET,
 ) -> ToolContext:
     """The agent's tools for this session: its workspace, artifacts and sandbox."""
     sandbox = config()
     workspace = Workspace(
-        session_cwd(session),
+        session_cwd(session, leaf_pi_id),
         read_roots=[workspaces.agent_skills_dir()],
         owner=sandbox.command_owner,
     )
@@ -110,9 +115,10 @@ def run_command(
     on_snapshot: Callable[[StreamSnapshot], None] | None = None,
     timeout: float | None = None,
     output_prefix: str = "user-bash",
+    leaf_pi_id=UNSET,
 ) -> ShellOutcome:
     """Run a user's ``!cmd`` in the session's sandbox (SandboxUnavailable if it cannot)."""
-    cwd = session_cwd(session)
+    cwd = session_cwd(session, leaf_pi_id)
     limit = settings.PIWEB_USER_BASH_TIMEOUT if timeout is None else timeout
     return run_shell(
         command,

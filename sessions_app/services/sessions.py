@@ -151,6 +151,10 @@ def append_entry(
         if move_leaf:
             locked.leaf = entry
         _apply_side_effects(locked, entry)
+        if locked.source_path:  # a session from a pi file: maybe written back to it
+            from sessions_app.services import write_back  # (it builds on this module)
+
+            write_back.note_appended(locked, pi_id)
         locked.save()
         events.publish(
             locked.pk,
@@ -205,6 +209,11 @@ def rename_session(session: Session, name: str, *, actor=None) -> Entry:
 def path_entry_pks(leaf_pk: int) -> list[int]:
     """Primary keys root→leaf in one recursive query."""
     return [row[0] for row in _path_query(leaf_pk, "path.id")]
+
+
+def path_pks(session: Session, leaf_pk: int) -> list[int]:
+    """Primary keys root→leaf, the cheaper way for the session's size."""
+    return _walk_pks(session, leaf_pk) if _large(session) else path_entry_pks(leaf_pk)
 
 
 def _path_query(leaf_pk: int, columns: str) -> list[tuple]:

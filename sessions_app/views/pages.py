@@ -4,7 +4,6 @@ Thin: they ask services and selectors and render. The session page's panels get 
 data from the context builders in selectors/panels/.
 """
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -14,7 +13,7 @@ from django.template.loader import render_to_string
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from sessions_app.agent.paths import WorkspaceError, user_areas
+from sessions_app.agent.paths import WorkspaceError
 from sessions_app.models import Session
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
@@ -64,10 +63,9 @@ def _list_context(request, **extra) -> dict:
         "models": models,
         "sources": Session.Source.choices,
         "profiles": sorted(model_profiles()),
-        # The user's own folders of the workspace roots: new sessions must live inside one.
-        "workspace_roots": [
-            str(p) for p in user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(request.user.pk))
-        ],
+        # Where the user's sessions may live (their own folder of each root, or on a
+        # single-user setup the roots themselves): new sessions must live inside one.
+        "workspace_roots": [str(p) for p in workspaces.user_areas_of(request.user)],
         **extra,
     }
 
@@ -149,7 +147,7 @@ def new_session(request):
 def session_detail(request, session_id):
     """The session page: every panel from its own context builder (selectors/panels/)."""
     access = check_access(request.user, session_id, VIEWER)
-    context = session_page_context(access, tree_state(request.GET))
+    context = session_page_context(access, tree_state(request.GET), request.user)
     entry = context.pop("entry", None)
     if entry is not None:
         context["entry_html"] = render_to_string(

@@ -222,6 +222,9 @@
     });
     document.addEventListener("piweb:entry_appended", refreshTranscript);
     document.addEventListener("piweb:files_changed", refreshTranscript);
+    document.addEventListener("piweb:entry_appended", refreshPiFile);
+    document.addEventListener("piweb:provenance_changed", refreshPiFile);
+    document.addEventListener("htmx:afterSettle", syncPiWriting);
     document.addEventListener("piweb:leaf_moved", refreshTranscript);
     document.addEventListener("piweb:ws-open", refreshTranscript);
     document.addEventListener("piweb:prefill-input", function (ev) {
@@ -274,6 +277,35 @@
     }
   }
 
+  // Live takeover: while pi writes the session (#pi-file[data-pi-writing], polled by
+  // htmx until pi is quiet) the chat cannot send; the box offers a fork instead.
+  function syncPiWriting() {
+    var box = document.getElementById("pi-file");
+    var writing = !!(box && box.dataset.piWriting);
+    var send = document.getElementById("chat-send");
+    if (send) send.disabled = writing;
+    if (input) input.disabled = writing;
+    if (root) root.dataset.piWriting = writing ? "true" : "false";
+  }
+
+  function refreshPiFile() {
+    var box = document.getElementById("pi-file");
+    if (!box || !root.dataset.piFileUrl) return;
+    fetch(root.dataset.piFileUrl, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        var current = document.getElementById("pi-file");
+        if (html === null || !current) return;
+        var holder = document.createElement("div");
+        holder.innerHTML = html.trim();
+        var fresh = holder.firstElementChild;
+        if (!fresh) return;
+        current.replaceWith(fresh);
+        if (window.htmx) window.htmx.process(fresh);
+        syncPiWriting();
+      });
+  }
+
   function init() {
     root = document.getElementById("chat");
     if (!root || root.dataset.bound) return;
@@ -287,6 +319,7 @@
     statusEl = document.getElementById("chat-status");
     notice = document.getElementById("chat-notice");
     bind();
+    syncPiWriting();
     var initial = document.getElementById("chat-run-state");
     if (initial) {
       try { loadState(JSON.parse(initial.textContent)); } catch (e) { /* no state */ }

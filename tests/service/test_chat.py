@@ -216,7 +216,7 @@ def test_chat_refuses_a_cwd_outside_the_owners_area(make_user, settings):
     # ...but bob's chat never runs there.
     with pytest.raises(chat.ChatError) as exc:
         chat.send_message(session, bob, "!cat .env")
-    assert exc.value.code == "workspace" and "outside your workspace area" in str(exc.value)
+    assert exc.value.code == "workspace" and "cannot be used here" in str(exc.value)
     assert not Job.objects.filter(session=session).exists()
     # the root itself is not a workspace either
     root_session = sessions.create_session(

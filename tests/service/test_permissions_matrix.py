@@ -73,6 +73,10 @@ ROUTES: dict[str, Route] = {
     "changes_undo": Route("editor", "POST", ok=400, kwargs=E, htmx=True),
     # chat
     "chat_send": Route("editor", "POST", ok=400, kwargs=S, htmx=True),  # empty message
+    # where the session continues: an unknown kind is refused after the rights check
+    "workspace_continue": Route("editor", "POST", ok=400, kwargs=S, htmx=True),
+    "pi_file": Route("viewer", kwargs=S),  # (not followed: an empty box)
+    "pi_file_write_back": Route("editor", "POST", ok=400, kwargs=S, htmx=True),
     "chat_stop": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
     "chat_model": Route("editor", "POST", ok=400, kwargs=S, data={"profile": "nope"}, htmx=True),
     "chat_transcript": Route("viewer", kwargs=S),

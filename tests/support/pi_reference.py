@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ROOT / "bench" / "pi_reference" / "node_modules"
+# PIWEB_PI_REFERENCE_MODULES points at another install of bench/pi_reference's
+# package.json (e.g. one made before the shared one is refreshed).
+PACKAGES = Path(
+    os.environ.get("PIWEB_PI_REFERENCE_MODULES") or ROOT / "bench" / "pi_reference" / "node_modules"
+)
 VERSIONS = ("0.80.2", "1.6.0")
 SCRIPT = Path(__file__).with_name("pi_open.mjs")
 MIN_NODE = 22
@@ -86,3 +90,70 @@ def open_in_pi(node: str, files: list[Path], scratch: Path) -> dict[str, dict[st
         assert out["version"] == version
         results[version] = {Path(p).name: value for p, value in out["files"].items()}
     return results
+
+
+def pi_cli(version: str) -> Path:
+    """The `pi` command of one installed version (its package.json "bin")."""
+    package = PACKAGES / f"pi-{version}"
+    bin_path = json.loads((package / "package.json").read_text())["bin"]["pi"]
+    return package / bin_path
+
+
+def write_models_json(agent_dir: Path, base_url: str, model: str = "scripted-model") -> None:
+    """A `models.json` giving pi one provider, "scripted", at `base_url` (the scripted
+    OpenAI-compatible server on loopback)."""
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    models = {
+        "providers": {
+            "scripted": {
+                "baseUrl": base_url,
+                "api": "openai-completions",
+                "apiKey": "test-key-not-secret",
+                "models": [{"id": model}],
+            }
+        }
+    }
+    (agent_dir / "models.json").write_text(json.dumps(models))
+
+
+def run_pi(
+    node: str, version: str, args: list[str], *, cwd: Path, agent_dir: Path, home: Path
+) -> str:
+    """Run `pi -p --provider scripted --model scripted-model ARGS` in `cwd` (offline, with
+    `PI_CODING_AGENT_DIR=agent_dir`); its output. Fails the test when pi fails."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "PI_CODING_AGENT_DIR": str(agent_dir),
+        "PI_OFFLINE": "1",
+        "PI_TELEMETRY": "0",
+    }
+    proc = subprocess.run(
+        [node, str(pi_cli(version)), "-p", "--provider", "scripted", "--model", "scripted-model",
+         *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"pi {version} {args} failed: {proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def pi_cli_or_skip(version: str) -> str:
+    """The Node binary, once `pi --version` of `version` starts (an install made before
+    package.json's overrides gives pi 0.80.2 libraries it cannot start with): else skip,
+    or fail with PIWEB_REQUIRE_PI=1."""
+    node = pi_or_skip()
+    proc = subprocess.run(
+        [node, str(pi_cli(version)), "--version"],
+        capture_output=True, text=True, timeout=60,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PI_OFFLINE": "1", "HOME": "/tmp"},
+    )  # fmt: skip
+    if proc.returncode != 0:
+        errors = [line for line in proc.stderr.splitlines() if "Error" in line]
+        message = (
+            f"pi {version}'s CLI does not start in {PACKAGES} (reinstall it with "
+            f"bin/install-pi-reference): {(errors or [proc.stderr.strip()])[0][:300]}"
+        )
+        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
+            pytest.fail(message + " (PIWEB_REQUIRE_PI=1)")
+        pytest.skip(message)
+    return node

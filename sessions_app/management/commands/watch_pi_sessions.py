@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 
 from sessions_app.management.commands.import_pi_sessions import Command as ImportCommand
-from sessions_app.services import following
+from sessions_app.services import following, write_back
 
 log = logging.getLogger("piweb.follow")
 
@@ -20,6 +20,8 @@ log = logging.getLogger("piweb.follow")
 # reaches open pages well within a second.
 DEBOUNCE_MS = 150
 STEP_MS = 20
+# How often write-backs that waited for pi are tried again.
+FLUSH_SECONDS = 2.0
 
 
 class Command(BaseCommand):
@@ -109,6 +111,7 @@ class Command(BaseCommand):
 
         next_rescan = time.monotonic() + rescan_seconds if rescan_seconds > 0 else None
         watching = False
+        next_flush = 0.0
         for changes in watchfiles.watch(
             *roots,
             watch_filter=None,
@@ -129,6 +132,10 @@ class Command(BaseCommand):
                 self.stdout.flush()
             if changes:
                 self._apply(changes)
+            # Write-backs that waited for pi to be quiet (services/write_back.py).
+            if time.monotonic() >= next_flush:
+                self._guarded("write-back", write_back.flush_due)
+                next_flush = time.monotonic() + FLUSH_SECONDS
             if next_rescan is not None and time.monotonic() >= next_rescan:
                 self._guarded(
                     "rescan", lambda: following.scan(roots, self.owner, search=self.search)

@@ -1,0 +1,287 @@
+"""Unpack an uploaded .tar.gz or .zip into a new, empty folder, refusing anything hostile.
+
+The whole archive is checked before a single file is written, and refused (ArchiveError,
+with what is wrong) when any member:
+
+- has an absolute name, a ``..`` component, a NUL or a drive letter;
+- is a device, a FIFO or a socket;
+- has the setuid, setgid or sticky bit;
+- is a hard link (a tar hard link is refused unless it names an earlier regular member
+  of the archive, and is then written as a copy), or a symbolic link whose target is
+  absolute or leads outside the folder (links are created last, so no file is ever
+  written through one);
+- or when the members add up to more than ``max_bytes`` unpacked or ``max_files``
+  entries (a zip bomb), and while writing, a member that inflates past its declared
+  size is cut off and the archive refused.
+
+Files are created with ``O_NOFOLLOW | O_EXCL`` under directories made here, with their
+permission bits kept within 0o755 (owner read/write always added).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import stat
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+CHUNK = 1 << 16
+
+
+class ArchiveError(ValueError):
+    """An archive that is refused (nothing of it is left on disk)."""
+
+
+@dataclass
+class _Member:
+    name: str  # normalized, relative, "/"-separated
+    kind: str  # file | dir | symlink | hardlink
+    size: int = 0
+    mode: int = 0o644
+    target: str = ""  # symlink target, or the hard link's member name
+    source: object = None  # the tarfile.TarInfo or zipfile.ZipInfo
+
+
+@dataclass
+class Unpacked:
+    files: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def _clean_name(raw: str) -> str:
+    if "\x00" in raw:
+        raise ArchiveError(f"{raw!r}: a name with a NUL byte")
+    name = raw.replace("\\", "/")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise ArchiveError(f"{raw}: an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise ArchiveError(f"{raw}: a path with '..'")
+    return "/".join(parts)
+
+
+def _check_mode(raw: str, mode: int) -> int:
+    if mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
+        raise ArchiveError(f"{raw}: setuid, setgid or sticky bits")
+    return (mode & 0o755) | 0o600
+
+
+def _check_link(name: str, target: str) -> str:
+    if not target or "\x00" in target:
+        raise ArchiveError(f"{name}: a link without a usable target")
+    if target.startswith("/") or target.startswith("\\"):
+        raise ArchiveError(f"{name}: a link to an absolute path ({target})")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
+        raise ArchiveError(f"{name}: a link that leads outside ({target})")
+    return target
+
+
+def _tar_members(tar: tarfile.TarFile, max_bytes: int, max_files: int) -> list[_Member]:
+    members: list[_Member] = []
+    regular: set[str] = set()
+    total = 0
+    for info in tar:
+        # Checked as the headers come, before the reader skips a huge member's data.
+        total += info.size if info.isfile() else 0
+        if total > max_bytes or len(members) >= max_files:
+            _check_totals([*members, _Member("(more)", "file", size=total)], max_bytes, max_files)
+        name = _clean_name(info.name)
+        if not name:
+            continue
+        if (
+            info.isdev()
+            or info.isfifo()
+            or not (info.isfile() or info.isdir() or info.issym() or info.islnk())
+        ):
+            raise ArchiveError(f"{info.name}: a device, FIFO or other special file")
+        mode = _check_mode(info.name, info.mode)
+        if info.isdir():
+            members.append(_Member(name, "dir", mode=mode, source=info))
+        elif info.issym():
+            members.append(_Member(name, "symlink", target=_check_link(name, info.linkname)))
+        elif info.islnk():
+            target = _clean_name(info.linkname)
+            if target not in regular:
+                raise ArchiveError(f"{info.name}: a hard link to {info.linkname}, not a file in it")
+            members.append(_Member(name, "hardlink", target=target))
+        else:
+            regular.add(name)
+            members.append(_Member(name, "file", size=info.size, mode=mode, source=info))
+    return members
+
+
+def _zip_members(archive: zipfile.ZipFile) -> list[_Member]:
+    members: list[_Member] = []
+    for info in archive.infolist():
+        name = _clean_name(info.filename)
+        if not name:
+            continue
+        unix = info.external_attr >> 16
+        kind = stat.S_IFMT(unix) if unix else 0
+        if kind and kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
+            raise ArchiveError(f"{info.filename}: a device, FIFO or other special file")
+        mode = _check_mode(info.filename, stat.S_IMODE(unix) if unix else 0o644)
+        if info.is_dir() or kind == stat.S_IFDIR:
+            members.append(_Member(name, "dir", mode=mode | 0o700, source=info))
+        elif kind == stat.S_IFLNK:
+            if info.file_size > 4096:
+                raise ArchiveError(f"{info.filename}: a link target that is too long")
+            target = archive.read(info).decode("utf-8", "replace")
+            members.append(_Member(name, "symlink", target=_check_link(name, target)))
+        else:
+            members.append(_Member(name, "file", size=info.file_size, mode=mode, source=info))
+    return members
+
+
+def _check_totals(members: list[_Member], max_bytes: int, max_files: int) -> None:
+    if len(members) > max_files:
+        raise ArchiveError(f"more than {max_files:,} entries")
+    total = sum(m.size for m in members if m.kind == "file")
+    total += sum(
+        next((f.size for f in members if f.kind == "file" and f.name == m.target), 0)
+        for m in members
+        if m.kind == "hardlink"
+    )
+    if total > max_bytes:
+        raise ArchiveError(
+            f"it unpacks to {total:,} bytes, more than the {max_bytes:,} allowed (a zip bomb?)"
+        )
+    names = set()
+    for m in members:
+        if m.name in names and m.kind != "dir":
+            raise ArchiveError(f"{m.name}: twice in the archive")
+        names.add(m.name)
+    links = {m.name for m in members if m.kind == "symlink"}
+    for m in members:
+        parts = m.name.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in links:
+                raise ArchiveError(f"{m.name}: inside a symbolic link of the archive")
+
+
+def _makedirs(dest_fd: int, relative: str) -> int:
+    """A descriptor of the directory `relative` under dest_fd, made as needed, never
+    through a symbolic link."""
+    fd = os.dup(dest_fd)
+    for part in [p for p in relative.split("/") if p]:
+        try:
+            os.mkdir(part, 0o755, dir_fd=fd)
+        except FileExistsError:
+            pass
+        try:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = next_fd
+    return fd
+
+
+def _write_file(dest_fd: int, member: _Member, stream: BinaryIO, budget: list[int]) -> int:
+    parent, _, base = member.name.rpartition("/")
+    dir_fd = _makedirs(dest_fd, parent)
+    try:
+        fd = os.open(
+            base,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+            member.mode,
+            dir_fd=dir_fd,
+        )
+    finally:
+        os.close(dir_fd)
+    written = 0
+    try:
+        while True:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                break
+            written += len(chunk)
+            budget[0] -= len(chunk)
+            if written > member.size or budget[0] < 0:
+                raise ArchiveError(f"{member.name}: inflates past its declared size (a zip bomb?)")
+            os.write(fd, chunk)
+        os.fchmod(fd, member.mode)
+    finally:
+        os.close(fd)
+    return written
+
+
+def _unpack(
+    members: list[_Member], open_member, dest: str, max_bytes: int, dest_fd: int
+) -> Unpacked:
+    done = Unpacked()
+    budget = [max_bytes]
+    for m in members:
+        if m.kind == "dir":
+            os.close(_makedirs(dest_fd, m.name))
+        elif m.kind == "file":
+            with open_member(m) as stream:
+                done.bytes += _write_file(dest_fd, m, stream, budget)
+            done.files += 1
+    for m in members:
+        if m.kind == "hardlink":  # a copy of the member it names (written above)
+            source = next(f for f in members if f.kind == "file" and f.name == m.target)
+            with open(os.path.join(dest, m.target), "rb") as stream:
+                copy = _Member(m.name, "file", size=source.size, mode=source.mode)
+                done.bytes += _write_file(dest_fd, copy, stream, budget)
+            done.files += 1
+    for m in members:
+        if m.kind == "symlink":
+            parent, _, base = m.name.rpartition("/")
+            dir_fd = _makedirs(dest_fd, parent)
+            try:
+                os.symlink(m.target, base, dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
+    return done
+
+
+def unpack(path: str, dest: str, *, max_bytes: int, max_files: int) -> Unpacked:
+    """Unpack the archive at `path` (.tar.gz/.tgz/.tar or .zip, told by its content) into
+    `dest`, which must exist and be empty. On ArchiveError `dest` is emptied again."""
+    if os.listdir(dest):
+        raise ArchiveError("the new workspace folder is not empty")
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                members = _zip_members(archive)
+                _check_totals(members, max_bytes, max_files)
+                return _run(members, lambda m: archive.open(m.source), dest, max_bytes)
+        try:
+            with tarfile.open(path, "r:*") as tar:
+                members = _tar_members(tar, max_bytes, max_files)
+            _check_totals(members, max_bytes, max_files)
+            with tarfile.open(path, "r:*") as tar:
+                by_name = {_clean_name(i.name): i for i in tar.getmembers() if i.isfile()}
+                return _run(members, lambda m: tar.extractfile(by_name[m.name]), dest, max_bytes)
+        except tarfile.TarError as exc:
+            raise ArchiveError(f"not a .tar.gz or .zip archive ({exc})") from None
+    except (ArchiveError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        _empty(dest)
+        if isinstance(exc, ArchiveError):
+            raise
+        raise ArchiveError(f"the archive cannot be read: {exc}") from None
+
+
+def _run(members, open_member, dest: str, max_bytes: int) -> Unpacked:
+    dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return _unpack(members, open_member, dest, max_bytes, dest_fd)
+    finally:
+        os.close(dest_fd)
+
+
+def _empty(dest: str) -> None:
+    for item in os.scandir(dest):
+        if item.is_dir(follow_symlinks=False):
+            shutil.rmtree(item.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(item.path)
+            except OSError:
+                pass

@@ -1,0 +1,282 @@
+"""Continue a session in a workspace you choose ("Continue in…").
+
+For any session a user may edit, the choices are (`options`):
+
+1. its own working directory (the header's cwd, or the one in force at the leaf), when
+   the server allows that path for this user (`workspaces.check_session_cwd`: on a
+   single-user setup anywhere under the roots, else under the user's own folder);
+2. one of the user's existing workspaces (the folders directly in their area);
+3. a new workspace in their area: empty, unpacked from an uploaded .tar.gz or .zip
+   (`agent.archives`: size-capped, nothing hostile), or cloned from a git repository on
+   the server's disk that the user may read (under their area) with
+   ``git clone --no-hardlinks``.
+
+`choose` records the choice as a pi ``custom`` entry at the leaf (customType
+``piweb.workspace``, which pi ignores) and in ``Session.settings["workspaces"]`` by that
+entry's id; from then on, below that entry, the prompt, the tools and the sandbox use the
+folder (`workspaces.session_workspace`). A fork copies the choices on its path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from sessions_app.agent import archives
+from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.models import Session
+from sessions_app.services import sessions, workspaces
+
+KINDS = ("own", "existing", "empty", "archive", "git")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+MAX_LISTED = 200
+GIT_TIMEOUT = 300
+
+
+class ChoiceError(ValueError):
+    """A workspace choice that is refused, with the message to show."""
+
+
+@dataclass(frozen=True)
+class Options:
+    current: str  # the folder in force at the leaf (may be unusable here)
+    current_error: str  # why it cannot be used ("" when it can)
+    own: str | None  # the session's own folder, when allowed for this user
+    existing: list[str]
+    area: str  # where new workspaces go
+    single_user: bool
+
+
+def options(session: Session, user) -> Options:
+    """What "Continue in…" offers this user at the session's leaf."""
+    where = workspaces.session_workspace(session)
+    try:
+        workspaces.check_session_cwd(where.cwd, where.user_pk)
+        error = ""
+    except WorkspaceError as exc:
+        error = str(exc)
+    own = None
+    for candidate in (where.cwd, session.cwd):
+        if candidate and _allowed(candidate, user):
+            own = os.path.realpath(candidate)
+            break
+    return Options(
+        current=where.cwd,
+        current_error=error,
+        own=own,
+        existing=existing_workspaces(user),
+        area=str(workspaces.user_workspace(user, create=False)),
+        single_user=workspaces.single_user(),
+    )
+
+
+def _allowed(path: str, user) -> bool:
+    """Whether `path` lies in the user's area (it need not exist yet: it is then made)."""
+    if not path or not os.path.isabs(path) or "\x00" in path:
+        return False
+    real = os.path.realpath(path)
+    if os.path.exists(real) and not os.path.isdir(real):
+        return False
+    return any(is_within(real, os.path.realpath(a)) for a in workspaces.user_areas_of(user))
+
+
+def existing_workspaces(user) -> list[str]:
+    """The folders directly inside the user's area(s), sorted (at most MAX_LISTED)."""
+    found: list[str] = []
+    for area in workspaces.user_areas_of(user):
+        try:
+            with os.scandir(area) as listing:
+                for item in listing:
+                    if item.is_dir(follow_symlinks=False) and not item.name.startswith("."):
+                        found.append(os.path.join(os.fspath(area), item.name))
+        except OSError:
+            continue
+    return sorted(found)[:MAX_LISTED]
+
+
+def _new_folder(user, name: str) -> str:
+    name = (name or "").strip()
+    if not NAME_RE.match(name):
+        raise ChoiceError(
+            "Name the new workspace with letters, digits, '.', '_' or '-' "
+            "(up to 100 characters, not starting with a dot)."
+        )
+    area = workspaces.user_workspace(user)
+    path = os.path.join(os.fspath(area), name)
+    if os.path.lexists(path):
+        raise ChoiceError(
+            f"{path} exists already: choose it among your workspaces, or another name."
+        )
+    os.mkdir(path, 0o755)
+    return path
+
+
+def prepare(
+    session: Session,
+    user,
+    kind: str,
+    *,
+    path: str = "",
+    name: str = "",
+    upload=None,
+    git_source: str = "",
+) -> str:
+    """Make (or check) the folder of a choice; its real path. Raises ChoiceError."""
+    if kind not in KINDS:
+        raise ChoiceError(f"Unknown kind of workspace: {kind!r}.")
+    if kind == "own":
+        found = options(session, user).own
+        if found is None:
+            raise ChoiceError(
+                f"This session's folder ({session.cwd or 'none'}) is not one this server lets "
+                "you use: choose one of your workspaces or a new one."
+            )
+        return _checked(found, user, create=True)
+    if kind == "existing":  # any folder of the user's area (the list shows the top ones)
+        if not (path or "").strip():
+            raise ChoiceError("Choose one of your workspaces.")
+        return _checked(path, user)
+    folder = _new_folder(user, name)
+    try:
+        if kind == "archive":
+            _unpack_upload(upload, folder)
+        elif kind == "git":
+            _clone(git_source, folder, user)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return _checked(folder, user)
+
+
+def _checked(path: str, user, *, create: bool = False) -> str:
+    try:
+        return workspaces.check_session_cwd(path, user, create=create)
+    except WorkspaceError as exc:
+        raise ChoiceError(str(exc)) from None
+
+
+def _unpack_upload(upload, folder: str) -> None:
+    if upload is None:
+        raise ChoiceError("Choose a .tar.gz or .zip file to unpack.")
+    limit = settings.PIWEB_WORKSPACE_ARCHIVE_MAX_MB << 20
+    if upload.size > limit:
+        raise ChoiceError(
+            f"The archive is {upload.size:,} bytes; at most {limit:,} may be uploaded "
+            "(PIWEB_WORKSPACE_ARCHIVE_MAX_MB)."
+        )
+    with tempfile.NamedTemporaryFile(dir=settings.VAR_DIR, suffix=".upload") as temp:
+        for chunk in upload.chunks():
+            temp.write(chunk)
+        temp.flush()
+        try:
+            archives.unpack(
+                temp.name,
+                folder,
+                max_bytes=settings.PIWEB_WORKSPACE_UNPACKED_MAX_MB << 20,
+                max_files=settings.PIWEB_WORKSPACE_ARCHIVE_MAX_FILES,
+            )
+        except archives.ArchiveError as exc:
+            raise ChoiceError(f"The archive was refused: {exc}.") from None
+
+
+def _clone(source: str, folder: str, user) -> None:
+    """`git clone --no-hardlinks` of a repository the user may read (in their area)."""
+    source = (source or "").strip()
+    if not source or not os.path.isabs(source):
+        raise ChoiceError("Give the absolute path of a git repository on the server.")
+    real = os.path.realpath(source)
+    if not any(is_within(real, os.fspath(a)) for a in workspaces.user_areas_of(user)):
+        raise ChoiceError(
+            f"{source} is outside your workspaces: only repositories there can be cloned."
+        )
+    if not os.path.isdir(real):
+        raise ChoiceError(f"{source} is not a folder.")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": folder,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LANG": "C.UTF-8",
+    }
+    try:
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "protocol.allow=never",
+                "-c",
+                "protocol.file.allow=always",
+                "clone",
+                "--no-hardlinks",
+                "--quiet",
+                "--",
+                real,
+                folder,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ChoiceError(f"git clone failed: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        raise ChoiceError(f"git clone failed: {why[-1] if why else done.returncode}")
+
+
+def choose(session: Session, user, cwd: str, kind: str, *, source: str = ""):
+    """Continue at the leaf in `cwd` (a real path `prepare` gave): the choice entry."""
+    with transaction.atomic():
+        locked = sessions.lock_session(session.pk)
+        data = {"cwd": cwd, "kind": kind, "by": user.pk}
+        if source:
+            data["source"] = source
+        entry = sessions.append_entry(
+            locked,
+            {"type": "custom", "customType": workspaces.CHOICE_TYPE, "data": data},
+            actor=user,
+        )
+        locked.refresh_from_db()
+        chosen = dict((locked.settings or {}).get("workspaces") or {})
+        chosen[entry.pi_id] = {"cwd": cwd, "by": user.pk}
+        locked.settings = {**(locked.settings or {}), "workspaces": chosen}
+        locked.save(update_fields=["settings"])
+        sessions.record_activity(locked, user, "workspace_chosen", cwd=cwd, kind=kind)
+    session.refresh_from_db()
+    return entry
+
+
+def continue_in(session: Session, user, kind: str, **how) -> str:
+    """Prepare the folder and record the choice; its real path (ChoiceError)."""
+    folder = prepare(session, user, kind, **how)
+    source = how.get("git_source", "") if kind == "git" else ""
+    if kind == "archive" and how.get("upload") is not None:
+        source = getattr(how["upload"], "name", "")
+    choose(session, user, folder, kind, source=source)
+    return folder
+
+
+def copy_choices(source: Session, target: Session, entry_ids, *, only_by: int) -> None:
+    """A fork keeps the workspace choices of the entries it copied that its owner made
+    (another user's folder is theirs: the fork's owner chooses their own)."""
+    chosen = (source.settings or {}).get("workspaces") or {}
+    kept = {
+        eid: chosen[eid]
+        for eid in entry_ids
+        if eid in chosen and int(chosen[eid].get("by", -1)) == only_by
+    }
+    if kept:
+        Session.objects.filter(pk=target.pk).update(
+            settings={**(target.settings or {}), "workspaces": kept}
+        )
