@@ -149,6 +149,9 @@ def test_read_only_tools_run_and_the_turn_continues(worker, llm, make_user, work
     (workspace / "b.txt").write_text("hello\n")
     user = make_user()
     session = new_session(user, workspace)
+    # grep and ls are not in pi's default set: this session asks for them (pi's --tools)
+    session.settings = {"tools": ["read", "bash", "edit", "write", "grep", "find", "ls"]}
+    session.save(update_fields=["settings"])
     llm.push(
         tool_calls([("read", {"path": "a.py"}), ("grep", {"pattern": "hello"}), ("ls", {})]),
         text("ok"),
