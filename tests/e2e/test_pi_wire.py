@@ -4,7 +4,8 @@ Real pi (its own AgentSession, driven by tests/support/pi_wire.mjs, the SDK its 
 built on; installed with its own pinned dependencies in bench/pi_wire) talks to the
 scripted OpenAI-compatible server through a models.json in its agent directory. It runs a
 session with a two-place edit and a bash call, then, after a resume: an agent turn, a
-compaction, an agent turn, a navigation with a branch summary and a last agent turn.
+compaction, an agent turn, a second compaction (an update: the first summary goes in
+<previous-summary>), a navigation with a branch summary and a last agent turn.
 piweb imports pi's file as it was before the resume and does the same, on the same
 scripted replies. The requests the server recorded are compared:
 
@@ -14,7 +15,7 @@ scripted replies. The requests the server recorded are compared:
   note, as many guideline bullets, docs pointer), the same tool lines by name, and the
   data blocks (project context, skills, date, working directory) byte for byte;
 - the summary requests: the <conversation> block, the headings of the instructions and
-  their order, the max-tokens value, <previous-summary> (absent: the first compaction);
+  their order, the max-tokens value, the <previous-summary> block;
 - the request fields.
 
 The request fields that depend on how requests go on the wire (stream for summaries,
@@ -53,11 +54,12 @@ WINDOW = 128_000
 MAX_OUTPUT = 4096  # the model's max output tokens: caps the compaction's 0.8 x 16384
 KEEP_RECENT = 50  # the compaction keeps the last turn (its long user message) only
 LONG = "Now explain, in one word, why the change is right. " * 8  # ~400 chars: ~100 tokens
+LONGER = "Tell me what we did so far, and in which files, in a few words. " * 7
 PROMPTS = {
     "p1": "Set a to 10 and b to 20 in app.py, then show the file.",
     "p2": "Thanks. Keep the style.",
     "p3": LONG.strip(),
-    "p4": "What did we do so far?",
+    "p4": LONGER.strip(),  # long too: the second compaction keeps it, summarizes p3
     "p5": "Back here: what is next?",
 }
 EDITED = "Edited both places."
@@ -97,6 +99,7 @@ SECOND_RUN = [  # (what is done, the scripted reply)
     ("turn after resume", text("Sure.")),
     ("compaction", text("## Goal\nEdit app.py.\n\n## Progress\n### Done\n- [x] a and b")),
     ("turn after compaction", text("We edited app.py.")),
+    ("second compaction", text("## Goal\nEdit app.py and explain it.\n\n## Next Steps\n1. none")),
     ("branch summary", text("## Goal\nExplain the change.\n\n## Next Steps\n1. none")),
     ("turn after branch summary", text("Nothing is left.")),
 ]
@@ -256,6 +259,13 @@ def conversation_of(body: dict) -> tuple[str, str]:
     return conversation, instructions
 
 
+def previous_summary(instructions: str) -> str | None:
+    """The earlier summary a compaction update passes in <previous-summary> (None: none)."""
+    if not instructions.startswith("<previous-summary>\n"):
+        return None
+    return instructions[len("<previous-summary>\n") :].split("\n</previous-summary>\n\n", 1)[0]
+
+
 def max_tokens_value(body: dict):
     return body.get("max_completion_tokens", body.get("max_tokens"))
 
@@ -276,7 +286,7 @@ def compare_summary_request(what: str, pi: dict, web: dict, budget: int) -> None
     web_conversation, web_instructions = conversation_of(web)
     assert web_conversation == pi_conversation, f"{what}: <conversation>"
     assert headings(web_instructions) == headings(pi_instructions), f"{what}: headings"
-    assert ("<previous-summary>" in web_instructions) == ("<previous-summary>" in pi_instructions)
+    assert previous_summary(web_instructions) == previous_summary(pi_instructions), what
     assert max_tokens_value(pi) == budget, what
     assert max_tokens_value(web) == budget, f"{what}: max tokens"
     assert not pi.get("tools") and not web.get("tools"), what
@@ -311,7 +321,13 @@ def compare_requests(pi_requests: list[dict], web_requests: list[dict]) -> list[
     compare_summary_request(
         "compaction", *pairs["compaction"], budget=min(int(0.8 * 16384), MAX_OUTPUT)
     )
+    compare_summary_request(
+        "second compaction", *pairs["second compaction"], budget=min(int(0.8 * 16384), MAX_OUTPUT)
+    )
     compare_summary_request("branch summary", *pairs["branch summary"], budget=2048)
+    # The update: the first summary (with its file lists) in <previous-summary>, as pi.
+    assert "<previous-summary>" in user_text(pairs["second compaction"][0]["messages"][-1])
+    assert "<previous-summary>" not in user_text(pairs["compaction"][0]["messages"][-1])
 
     # What the compaction and the branch summary left in the context reached the model
     # alike (the messages compared above hold them); check they are there at all.
@@ -392,6 +408,7 @@ def test_pi_and_piweb_send_the_same_requests(
                 {"op": "prompt", "text": PROMPTS["p3"]},
                 {"op": "compact"},
                 {"op": "prompt", "text": PROMPTS["p4"]},
+                {"op": "compact"},
                 {"op": "navigate", "target": target},
                 {"op": "prompt", "text": PROMPTS["p5"]},
             ],
@@ -429,6 +446,7 @@ def test_pi_and_piweb_send_the_same_requests(
     turn(PROMPTS["p3"])
     run(jobs.request_compaction(session, actor=owner))
     turn(PROMPTS["p4"])
+    run(jobs.request_compaction(session, actor=owner))
     run(
         jobs.request_branch_summary(
             session, old_leaf_pi_id=session.leaf_pi_id, target_pi_id=target, actor=owner
