@@ -3,7 +3,7 @@
 Real pi (its own AgentSession, driven by tests/support/pi_wire.mjs, the SDK its CLI is
 built on; installed with its own pinned dependencies in bench/pi_wire) talks to the
 scripted OpenAI-compatible server through a models.json in its agent directory. It runs a
-session with a two-place edit and a bash call, then, after a resume: an agent turn, a
+session with a two-place edit, an edit in the older single-pair form and a bash call, then, after a resume: an agent turn, a
 compaction, an agent turn, a second compaction (an update: the first summary goes in
 <previous-summary>), a navigation with a branch summary and a last agent turn.
 piweb imports pi's file as it was before the resume and does the same, on the same
@@ -87,8 +87,11 @@ def first_run_replies() -> list[Reply]:
             {"oldText": "b = 2", "newText": "b = 20"},
         ],
     }
+    # the older single-edit form, as sessions made before edits[] hold it
+    legacy_args = {"path": "app.py", "oldText": "b = 20", "newText": "b = 21"}
     return [
         tool_call("edit", edit_args, call_id="call_edit_1"),
+        tool_call("edit", legacy_args, call_id="call_edit_2"),
         tool_call("bash", {"command": "cat app.py"}, call_id="call_bash_1"),
         text(EDITED),
         text("Noted."),
@@ -392,8 +395,8 @@ def test_pi_and_piweb_send_the_same_requests(
         agent,
         home,
     )
-    assert (cwd / "app.py").read_text() == "a = 10\nb = 20\n"  # pi's edit, both places
-    assert llm.pending() == 0 and len(llm.requests) == 4
+    assert (cwd / "app.py").read_text() == "a = 10\nb = 21\n"  # pi's edits
+    assert llm.pending() == 0 and len(llm.requests) == 5
     target = entry_id_of_text(before_resume, EDITED)
     llm.reset()
     llm.push(*(reply for _what, reply in SECOND_RUN))
@@ -421,7 +424,7 @@ def test_pi_and_piweb_send_the_same_requests(
     assert len(pi_requests) == len(SECOND_RUN) and llm.pending() == 0
 
     # piweb: pi's file as it was before the resume, then the same steps.
-    (cwd / "app.py").write_text("a = 10\nb = 20\n")
+    (cwd / "app.py").write_text("a = 10\nb = 21\n")
     with before_resume.open("rb") as fh:
         session = import_jsonl_stream(fh, owner, filename="before-resume.jsonl").session
     Session.objects.filter(pk=session.pk).update(
