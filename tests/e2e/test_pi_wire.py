@@ -5,7 +5,9 @@ built on; installed with its own pinned dependencies in bench/pi_wire) talks to 
 scripted OpenAI-compatible server through a models.json in its agent directory. It runs a
 session with a two-place edit, an edit in the older single-pair form and a bash call, then, after a resume: an agent turn, a
 compaction, an agent turn, a second compaction (an update: the first summary goes in
-<previous-summary>), a navigation with a branch summary and a last agent turn.
+<previous-summary>), a navigation with a branch summary, an agent turn, a turn with a
+bash call (each side runs its own tool: the results are compared too), a compaction that
+splits that turn (a history and a turn-prefix request) and a last agent turn.
 piweb imports pi's file as it was before the resume and does the same, on the same
 scripted replies. The requests the server recorded are compared:
 
@@ -51,7 +53,9 @@ PI_PACKAGE = ROOT / "bench" / "pi_wire" / "node_modules" / "@earendil-works" / "
 DRIVER = ROOT / "tests" / "support" / "pi_wire.mjs"
 MODEL = "scripted-model"
 WINDOW = 128_000
-MAX_OUTPUT = 4096  # the model's max output tokens: caps the compaction's 0.8 x 16384
+# The model's max output tokens: it caps a compaction's 0.8 x 16384 = 13107, not a turn
+# prefix's 0.5 x 16384 = 8192.
+MAX_OUTPUT = 10_000
 KEEP_RECENT = 50  # the compaction keeps the last turn (its long user message) only
 LONG = "Now explain, in one word, why the change is right. " * 8  # ~400 chars: ~100 tokens
 LONGER = "Tell me what we did so far, and in which files, in a few words. " * 7
@@ -61,7 +65,11 @@ PROMPTS = {
     "p3": LONG.strip(),
     "p4": LONGER.strip(),  # long too: the second compaction keeps it, summarizes p3
     "p5": "Back here: what is next?",
+    "p6": "Print four hundred zeros.",
+    "p7": "And now?",
 }
+ZEROS = "printf '%0400d\\n' 0"  # a tool result of ~100 tokens: the next compaction splits the turn
+SPLIT_SUMMARY = "## Goal\nPrint zeros.\n\n## Next Steps\n1. none"
 EDITED = "Edited both places."
 
 
@@ -105,6 +113,13 @@ SECOND_RUN = [  # (what is done, the scripted reply)
     ("second compaction", text("## Goal\nEdit app.py and explain it.\n\n## Next Steps\n1. none")),
     ("branch summary", text("## Goal\nExplain the change.\n\n## Next Steps\n1. none")),
     ("turn after branch summary", text("Nothing is left.")),
+    ("turn with a tool call", tool_call("bash", {"command": ZEROS}, call_id="call_bash_2")),
+    ("turn after the tool result", text("Done.")),
+    # A split turn: the history and the turn's prefix are summarized (pi: at the same
+    # time, in either order; the replies are the same so the order does not matter).
+    ("split compaction", text(SPLIT_SUMMARY)),
+    ("split compaction, second request", text(SPLIT_SUMMARY)),
+    ("turn after split compaction", text("All done.")),
 ]
 
 
@@ -269,6 +284,10 @@ def previous_summary(instructions: str) -> str | None:
     return instructions[len("<previous-summary>\n") :].split("\n</previous-summary>\n\n", 1)[0]
 
 
+def is_turn_prefix(body: dict) -> bool:
+    return "## Original Request" in headings(conversation_of(body)[1])
+
+
 def max_tokens_value(body: dict):
     return body.get("max_completion_tokens", body.get("max_tokens"))
 
@@ -319,7 +338,24 @@ def compare_requests(pi_requests: list[dict], web_requests: list[dict]) -> list[
         what: (pi, web)
         for (what, _), pi, web in zip(SECOND_RUN, pi_requests, web_requests, strict=True)
     }
-    for what in ("turn after resume", "turn after compaction", "turn after branch summary"):
+    # The split compaction's two requests, paired by what they are (the turn prefix's
+    # instructions have their own headings), whatever order pi sent them in.
+    split = ("split compaction", "split compaction, second request")
+    pi_split = sorted((pairs[w][0] for w in split), key=is_turn_prefix)
+    web_split = sorted((pairs[w][1] for w in split), key=is_turn_prefix)
+    assert [is_turn_prefix(r) for r in web_split] == [False, True]
+    pairs["split compaction: history"] = (pi_split[0], web_split[0])
+    pairs["split compaction: turn prefix"] = (pi_split[1], web_split[1])
+    for what in split:
+        del pairs[what]
+    for what in (
+        "turn after resume",
+        "turn after compaction",
+        "turn after branch summary",
+        "turn with a tool call",
+        "turn after the tool result",  # piweb's bash result against pi's
+        "turn after split compaction",
+    ):
         compare_agent_turn(what, *pairs[what])
     compare_summary_request(
         "compaction", *pairs["compaction"], budget=min(int(0.8 * 16384), MAX_OUTPUT)
@@ -328,6 +364,19 @@ def compare_requests(pi_requests: list[dict], web_requests: list[dict]) -> list[
         "second compaction", *pairs["second compaction"], budget=min(int(0.8 * 16384), MAX_OUTPUT)
     )
     compare_summary_request("branch summary", *pairs["branch summary"], budget=2048)
+    compare_summary_request(
+        "split compaction: history",
+        *pairs["split compaction: history"],
+        budget=min(int(0.8 * 16384), MAX_OUTPUT),
+    )
+    compare_summary_request(
+        "split compaction: turn prefix",
+        *pairs["split compaction: turn prefix"],
+        budget=min(int(0.5 * 16384), MAX_OUTPUT),
+    )
+    # The split turn's summary went into the context under its heading, as pi's did.
+    last = conversation(pairs["turn after split compaction"][1]["messages"])
+    assert "**Turn Context (split turn):**" in last[1]["content"]
     # The update: the first summary (with its file lists) in <previous-summary>, as pi.
     assert "<previous-summary>" in user_text(pairs["second compaction"][0]["messages"][-1])
     assert "<previous-summary>" not in user_text(pairs["compaction"][0]["messages"][-1])
@@ -414,6 +463,9 @@ def test_pi_and_piweb_send_the_same_requests(
                 {"op": "compact"},
                 {"op": "navigate", "target": target},
                 {"op": "prompt", "text": PROMPTS["p5"]},
+                {"op": "prompt", "text": PROMPTS["p6"]},
+                {"op": "compact"},
+                {"op": "prompt", "text": PROMPTS["p7"]},
             ],
         },
         scratch,
@@ -456,6 +508,9 @@ def test_pi_and_piweb_send_the_same_requests(
         )
     )
     turn(PROMPTS["p5"])
+    turn(PROMPTS["p6"])
+    run(jobs.request_compaction(session, actor=owner))
+    turn(PROMPTS["p7"])
     web_requests = list(llm.requests)
     assert len(web_requests) == len(SECOND_RUN) and llm.pending() == 0
 
