@@ -1,9 +1,14 @@
 """pi's coding tools, our own implementation: read, bash, edit, write, grep, find, ls.
 
-Each tool has pi's name, a JSON schema for its arguments, a description the model
-sees, and pi's result contract (text blocks plus ``details``, and pi's notices). Every
-path goes through :class:`~sessions_app.agent.paths.Workspace`, so ``..``, absolute
-paths outside the workspace and symlinks that escape are refused.
+Each tool has pi 0.80.2's name and argument schema (the same property names, types,
+required fields and ``additionalProperties``; ``tests/unit/test_tool_schemas.py`` reads
+pi's schemas from the pinned package and compares them), our own description, prompt
+line and guidelines, and pi's result contract (text blocks plus ``details``, and pi's
+notices). The default set is pi's, :data:`DEFAULT_TOOL_NAMES` (read, bash, edit,
+write); grep, find and ls are offered when a session or a model profile names them
+(:func:`select_tools`), as pi's ``--tools`` does. Every path goes through
+:class:`~sessions_app.agent.paths.Workspace`, so ``..``, absolute paths outside the
+workspace and symlinks that escape are refused.
 
 :func:`execute_tool` is the one entry point: it parses and validates the arguments
 against the schema and turns every failure (bad JSON, schema violation, unknown tool,
@@ -20,7 +25,6 @@ refused rather than blocking the worker).
 from __future__ import annotations
 
 import base64
-import difflib
 import json
 import os
 import re
@@ -49,6 +53,7 @@ from sessions_app.core.truncate import (
     truncate_line,
 )
 
+from . import edits as edit_text
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .sandbox import SandboxConfig, SandboxUnavailable
@@ -107,6 +112,10 @@ class Tool:
     execute: Callable[[dict[str, Any], ToolContext], ToolResult]
     read_only: bool = False
     snippet: str = ""  # the one line the system prompt lists
+    guidelines: tuple[str, ...] = ()  # the tool's bullets in the prompt's guidelines
+    # Turns the raw arguments into the schema's shape before validation (pi's
+    # prepareArguments: forms that models send and pi accepts).
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def openai_spec(self) -> dict[str, Any]:
         return {
@@ -119,8 +128,17 @@ class Tool:
         }
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
+def _schema(
+    properties: dict[str, Any], required: list[str], *, closed: bool = False
+) -> dict[str, Any]:
+    """An object schema as pi's typebox writes it: no ``required`` key when nothing is
+    required, ``additionalProperties: false`` only where pi closes the object."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
 
 
 # --------------------------------------------------------------------------- read
@@ -195,29 +213,30 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 READ = Tool(
     name="read",
     description=(
-        "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). "
-        "Images are sent as attachments. For text files, output is truncated to "
-        f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). "
-        "Use offset/limit for large files. When you need the full file, continue with offset "
-        "until complete."
+        "Show a file. Text comes back as it is; an image (PNG, JPEG, GIF "
+        "or WebP) comes back as an attachment. A text answer stops after "
+        f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB, whichever comes first, "
+        "and then says which offset continues it: page through a long file with offset and "
+        "limit until you have what you need."
     ),
     parameters=_schema(
         {
             "path": {
                 "type": "string",
-                "description": "Path to the file to read (relative or absolute)",
+                "description": "The file, relative to the working directory or absolute",
             },
             "offset": {
                 "type": "number",
-                "description": "Line number to start reading from (1-indexed)",
+                "description": "First line to show, counting from 1",
             },
-            "limit": {"type": "number", "description": "Maximum number of lines to read"},
+            "limit": {"type": "number", "description": "How many lines to show at most"},
         },
         ["path"],
     ),
     execute=_read,
     read_only=True,
-    snippet="Read file contents",
+    snippet="Show the contents of a file (text or image)",
+    guidelines=("Look at files with read rather than with cat or sed in bash.",),
 )
 
 # --------------------------------------------------------------------------- bash
@@ -268,132 +287,147 @@ def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 BASH = Tool(
     name="bash",
     description=(
-        "Execute a bash command in the current working directory. Returns stdout and stderr. "
-        f"Output is truncated to last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB "
-        "(whichever is hit first). If truncated, full output is saved to a file. Timeout "
-        f"defaults to {int(DEFAULT_BASH_TIMEOUT)} seconds; pass a timeout in seconds for a longer "
-        "limit, or 0 to disable the timer."
+        "Run a command with bash in the working directory and get back what it printed "
+        "(stdout and stderr together) and how it ended. Only the end of a long output comes "
+        f"back: the last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB, whichever "
+        "is smaller; the whole output is then kept in a file whose path the answer gives. "
+        f"A command is stopped after {int(DEFAULT_BASH_TIMEOUT)} seconds unless you give "
+        "another timeout (0: no limit)."
     ),
     parameters=_schema(
         {
-            "command": {"type": "string", "description": "Bash command to execute"},
+            "command": {"type": "string", "description": "The command line for bash"},
             "timeout": {
                 "type": "number",
-                "minimum": 0,
-                "description": "Timeout in seconds (default 180; 0 disables the timer)",
+                "description": (
+                    f"Seconds before the command is stopped ({int(DEFAULT_BASH_TIMEOUT)} if "
+                    "left out, 0 for no limit)"
+                ),
             },
         },
         ["command"],
     ),
     execute=_bash,
-    snippet="Execute bash commands (ls, grep, find, etc.)",
+    snippet="Run shell commands (tests, builds, git, ls, rg and the like)",
 )
 
 # --------------------------------------------------------------------------- edit
 
 
-def _line_ending(text: str) -> str:
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            return "\n"
-        if ch == "\r":
-            return "\r\n" if text[i + 1 : i + 2] == "\n" else "\n"
-    return "\n"
-
-
-def _to_lf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def unified_diff(old: str, new: str, path: str, context: int = 4) -> tuple[str, int | None]:
-    """A unified diff of two texts and the first changed line (1-based, in the new text)."""
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
-    diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}", n=context))
-    first = None
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, _i1, _i2, j1, _j2 in matcher.get_opcodes():
-        if tag != "equal":
-            first = j1 + 1
-            break
-    return diff, first
+def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """What models send besides the schema's shape, as pi accepts it: ``edits`` as a JSON
+    string holding the list, and the older single ``oldText``/``newText`` pair (added to
+    ``edits`` as one more replacement)."""
+    if not isinstance(args, dict):
+        return args
+    out = dict(args)
+    if isinstance(out.get("edits"), str):
+        try:
+            parsed = json.loads(out["edits"])
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            out["edits"] = parsed
+    if isinstance(out.get("oldText"), str) and isinstance(out.get("newText"), str):
+        listed = list(out["edits"]) if isinstance(out.get("edits"), list) else []
+        listed.append({"oldText": out.pop("oldText"), "newText": out.pop("newText")})
+        out["edits"] = listed
+    return out
 
 
 def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    path, old_text, new_text = args["path"], args["oldText"], args["newText"]
+    path, edits = args["path"], args["edits"]
+    if not edits:
+        raise ToolError("The edit has no replacements: edits needs at least one entry.")
+    ctx.check_abort()
     try:
         fd, _absolute = ctx.workspace.open_fd(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
-        raise ToolError(f"File not found: {path}") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        code = {FileNotFoundError: "ENOENT", IsADirectoryError: "EISDIR"}.get(type(exc), "EACCES")
+        raise ToolError(f"Cannot edit {path}: it cannot be opened ({code}).") from None
     try:
-        return _edit_fd(fd, path, old_text, new_text, ctx)
+        return _edit_fd(fd, path, edits, ctx)
     finally:
         os.close(fd)
 
 
-def _edit_fd(fd: int, path: str, old_text: str, new_text: str, ctx: ToolContext) -> ToolResult:
+def _edit_fd(fd: int, path: str, edits: list[dict], ctx: ToolContext) -> ToolResult:
     if not safefs.is_regular(fd):
-        raise ToolError(f"File not found: {path}")
+        raise ToolError(f"Cannot edit {path}: it is not a regular file.")
     raw = safefs.read_all(fd).decode("utf-8", errors="replace")
-    bom = "\ufeff" if raw.startswith("\ufeff") else ""
-    content = raw[len(bom) :]
-    ending = _line_ending(content)
-    normalized = _to_lf(content)
-    needle = _to_lf(old_text)
-    replacement = _to_lf(new_text)
-    if not needle or needle not in normalized:
-        raise ToolError(
-            f"Could not find the exact text in {path}. The old text must match exactly "
-            "including all whitespace and newlines."
-        )
-    occurrences = normalized.count(needle)
-    if occurrences > 1:
-        raise ToolError(
-            f"Found {occurrences} occurrences of the text in {path}. The text must be unique. "
-            "Please provide more context to make it unique."
-        )
-    index = normalized.index(needle)
-    updated = normalized[:index] + replacement + normalized[index + len(needle) :]
-    if updated == normalized:
-        raise ToolError(f"No changes made to {path}. The replacement produced identical content.")
     ctx.check_abort()
-
-    def restore(text: str) -> str:
-        return text.replace("\n", "\r\n") if ending == "\r\n" else text
-
-    final = bom + restore(updated)
+    bom, content = edit_text.split_bom(raw)
+    ending = edit_text.line_ending(content)
+    try:
+        old, new = edit_text.apply_edits(edit_text.to_lf(content), edits, path)
+    except edit_text.EditError as exc:
+        raise ToolError(str(exc)) from None
+    ctx.check_abort()
+    final = bom + edit_text.from_lf(new, ending)
     os.lseek(fd, 0, os.SEEK_SET)
     os.ftruncate(fd, 0)
-    safefs.write_all(fd, final.encode("utf-8"))
-    diff, first = unified_diff(bom + restore(normalized), final, path)
-    details: dict[str, Any] = {"diff": diff}
+    safefs.write_all(fd, final.encode("utf-8", errors="surrogatepass"))
+    diff, first = edit_text.display_diff(old, new)
+    details: dict[str, Any] = {"diff": diff, "patch": edit_text.unified_patch(path, old, new)}
     if first is not None:
         details["firstChangedLine"] = first
-    return text_result(f"Successfully replaced text in {path}.", details)
+    return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
 
 EDIT = Tool(
     name="edit",
     description=(
-        "Edit a file by replacing exact text. The oldText must match exactly (including "
-        "whitespace) and occur exactly once. Use this for precise, surgical edits."
+        "Change one file by replacing exact pieces of its text. Each entry of edits names "
+        "an oldText that occurs exactly once in the file as it is now and the newText to "
+        "put there. All entries are matched against that same original text (not one "
+        "after the other), so they must not overlap: changes that touch the same or "
+        "neighbouring lines belong in one entry. Quote only as much text as makes each "
+        "oldText unique, not whole unchanged stretches between two changes."
     ),
     parameters=_schema(
         {
             "path": {
                 "type": "string",
-                "description": "Path to the file to edit (relative or absolute)",
+                "description": "The file, relative to the working directory or absolute",
             },
-            "oldText": {
-                "type": "string",
-                "description": "Exact text to find and replace (must match exactly)",
+            "edits": {
+                "type": "array",
+                "description": (
+                    "The replacements, each matched against the original file; regions "
+                    "must not overlap or nest (merge close changes into one entry)"
+                ),
+                "items": _schema(
+                    {
+                        "oldText": {
+                            "type": "string",
+                            "description": (
+                                "Text to replace, character for character; it must occur "
+                                "once in the original file and not overlap another entry"
+                            ),
+                        },
+                        "newText": {"type": "string", "description": "What replaces it"},
+                    },
+                    ["oldText", "newText"],
+                    closed=True,
+                ),
             },
-            "newText": {"type": "string", "description": "New text to replace the old text with"},
         },
-        ["path", "oldText", "newText"],
+        ["path", "edits"],
+        closed=True,
     ),
     execute=_edit,
-    snippet="Make surgical edits to files (find exact text and replace)",
+    snippet="Replace exact text in a file, several separate places in one call if needed",
+    guidelines=(
+        "Make targeted changes with edit; every edits[].oldText has to match the file exactly.",
+        "For several places in one file, send one edit call with several entries in edits[] "
+        "rather than one call per place.",
+        "All edits[].oldText of a call are looked up in the file as it was before the call, "
+        "not after the earlier entries: entries must not overlap or nest; join changes that "
+        "are close together into one entry.",
+        "Quote no more in edits[].oldText than it takes to be unique in the file; leave out "
+        "unchanged stretches.",
+    ),
+    prepare=prepare_edit_arguments,
 )
 
 # --------------------------------------------------------------------------- write
@@ -424,21 +458,22 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 WRITE = Tool(
     name="write",
     description=(
-        "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
-        "Automatically creates parent directories."
+        "Put the given text in a file, replacing whatever it held; a missing file is "
+        "created, and so are missing folders on its path."
     ),
     parameters=_schema(
         {
             "path": {
                 "type": "string",
-                "description": "Path to the file to write (relative or absolute)",
+                "description": "The file, relative to the working directory or absolute",
             },
-            "content": {"type": "string", "description": "Content to write to the file"},
+            "content": {"type": "string", "description": "The file's complete new text"},
         },
         ["path", "content"],
     ),
     execute=_write,
-    snippet="Create or overwrite files",
+    snippet="Write a whole file (a new one, or a full replacement)",
+    guidelines=("Keep write for new files and complete rewrites; use edit for changes.",),
 )
 
 # --------------------------------------------------------------------------- walking
@@ -608,7 +643,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             continue
         if "\x00" in text[:8192]:
             continue  # binary, as ripgrep skips it
-        lines = _to_lf(text).split("\n")
+        lines = edit_text.to_lf(text).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         name = display(path)
@@ -646,46 +681,47 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 GREP = Tool(
     name="grep",
     description=(
-        "Search file contents for a pattern. Returns matching lines with file paths and line "
-        f"numbers. Respects .gitignore. Output is truncated to {GREP_DEFAULT_LIMIT} matches or "
-        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). Long lines are truncated to 500 chars."
+        "Look for a regular expression (or plain text) in files and get the matching lines "
+        "as path:line: text. Files that .gitignore excludes are skipped. At most "
+        f"{GREP_DEFAULT_LIMIT} matches or {DEFAULT_MAX_BYTES // 1024}KB come back, and a "
+        "line longer than 500 characters is cut."
     ),
     parameters=_schema(
         {
             "pattern": {
                 "type": "string",
-                "description": "Search pattern (regex or literal string)",
+                "description": "What to look for: a regular expression, or text with literal",
             },
             "path": {
                 "type": "string",
-                "description": "Directory or file to search (default: current directory)",
+                "description": "A folder or a file to search (the working directory if left out)",
             },
             "glob": {
                 "type": "string",
-                "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+                "description": "Only files whose name matches this glob, such as '*.py'",
             },
             "ignoreCase": {
                 "type": "boolean",
-                "description": "Case-insensitive search (default: false)",
+                "description": "Ignore upper and lower case (off if left out)",
             },
             "literal": {
                 "type": "boolean",
-                "description": "Treat pattern as literal string instead of regex (default: false)",
+                "description": "Take pattern as plain text, not a regular expression",
             },
             "context": {
                 "type": "number",
-                "description": "Number of lines to show before and after each match (default: 0)",
+                "description": "Lines to show before and after each match (none if left out)",
             },
             "limit": {
                 "type": "number",
-                "description": "Maximum number of matches to return (default: 100)",
+                "description": f"Most matches to return ({GREP_DEFAULT_LIMIT} if left out)",
             },
         },
         ["pattern"],
     ),
     execute=_grep,
     read_only=True,
-    snippet="Search file contents for patterns (respects .gitignore)",
+    snippet="Search inside files for a pattern (skips what .gitignore excludes)",
 )
 
 # --------------------------------------------------------------------------- find
@@ -724,27 +760,30 @@ def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 FIND = Tool(
     name="find",
     description=(
-        "Search for files by glob pattern. Returns matching file paths relative to the search "
-        f"directory. Respects .gitignore. Output is truncated to {FIND_DEFAULT_LIMIT} results or "
-        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first)."
+        "List the files whose path matches a glob, relative to the folder searched. Files "
+        f"that .gitignore excludes are skipped. At most {FIND_DEFAULT_LIMIT} paths or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB come back."
     ),
     parameters=_schema(
         {
             "pattern": {
                 "type": "string",
-                "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'",
+                "description": "The glob, such as '*.py', '**/*.json' or 'src/**/test_*.py'",
             },
             "path": {
                 "type": "string",
-                "description": "Directory to search in (default: current directory)",
+                "description": "The folder to search (the working directory if left out)",
             },
-            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"},
+            "limit": {
+                "type": "number",
+                "description": f"Most paths to return ({FIND_DEFAULT_LIMIT} if left out)",
+            },
         },
         ["pattern"],
     ),
     execute=_find,
     read_only=True,
-    snippet="Find files by glob pattern (respects .gitignore)",
+    snippet="Find files by name with a glob (skips what .gitignore excludes)",
 )
 
 # --------------------------------------------------------------------------- ls
@@ -810,32 +849,51 @@ def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 LS = Tool(
     name="ls",
     description=(
-        "List directory contents. Returns entries sorted alphabetically, with '/' suffix for "
-        f"directories. Includes dotfiles. Output is truncated to {LS_DEFAULT_LIMIT} entries or "
-        f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first)."
+        "Show what a folder holds, in alphabetical order, hidden entries included; folders "
+        f"end with '/'. At most {LS_DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB "
+        "come back."
     ),
     parameters=_schema(
         {
             "path": {
                 "type": "string",
-                "description": "Directory to list (default: current directory)",
+                "description": "The folder (the working directory if left out)",
             },
             "limit": {
                 "type": "number",
-                "description": "Maximum number of entries to return (default: 500)",
+                "description": f"Most entries to return ({LS_DEFAULT_LIMIT} if left out)",
             },
         },
         [],
     ),
     execute=_ls,
     read_only=True,
-    snippet="List directory contents",
+    snippet="List the entries of a folder",
 )
 
 # --------------------------------------------------------------------------- registry
 
 ALL_TOOLS: tuple[Tool, ...] = (READ, BASH, EDIT, WRITE, GREP, FIND, LS)
 TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in ALL_TOOLS}
+#: The tools a session gets unless it or its model profile names others (pi's default).
+DEFAULT_TOOL_NAMES: tuple[str, ...] = ("read", "bash", "edit", "write")
+DEFAULT_TOOLS: tuple[Tool, ...] = tuple(TOOLS_BY_NAME[n] for n in DEFAULT_TOOL_NAMES)
+
+
+def select_tools(names: Any) -> tuple[Tool, ...]:
+    """The tools named in ``names`` (a list, or a comma-separated string as pi's
+    ``--tools`` takes it), in that order, unknown names left out; None or nothing
+    usable gives the default set."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    if not names:
+        return DEFAULT_TOOLS
+    chosen: list[Tool] = []
+    for name in names:
+        tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
+        if tool is not None and tool not in chosen:
+            chosen.append(tool)
+    return tuple(chosen) or DEFAULT_TOOLS
 
 
 def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -886,6 +944,8 @@ def execute_tool(
     if tool is None:
         return text_result(f"Tool {name} not found", {}, True)
     args, problem = parse_arguments(raw_arguments)
+    if problem is None and tool.prepare is not None:
+        args = tool.prepare(args)
     if problem is None:
         problem = validate_arguments(tool, args)
     if problem is not None:

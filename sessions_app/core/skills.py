@@ -440,13 +440,13 @@ _XML_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), (
 
 # The wording below is part of the model-visible prompt format that the golden
 # vectors (golden/prompt.json, formatSkillsForPrompt) pin down exactly.
-_SKILLS_PREAMBLE = (
-    "\n\nThe following skills provide specialized instructions for specific tasks.",
-    "Use the read tool to load a skill's file when the task matches its description.",
-    "When a skill file references a relative path, resolve it against the skill directory"
-    " (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
-    "",
-    "<available_skills>",
+#: The lines above the ``<available_skills>`` list (our words; pi's structure: a few
+#: lines of instructions, a blank line, the list).
+SKILLS_INTRO = (
+    "Each skill below holds instructions for one kind of task.\n"
+    "When a task fits a skill's description, open the skill's file with the read tool first.\n"
+    "A relative path inside a skill file is relative to the skill's folder (the one holding "
+    "SKILL.md): make it absolute before you use it in a tool call."
 )
 
 
@@ -460,16 +460,19 @@ def _as_skill(item: Skill | Mapping[str, Any]) -> Skill:
     return item if isinstance(item, Skill) else Skill.from_dict(item)
 
 
-def format_skills_for_prompt(skills: Sequence[Skill | Mapping[str, Any]]) -> str:
+def format_skills_for_prompt(
+    skills: Sequence[Skill | Mapping[str, Any]], intro: str = SKILLS_INTRO
+) -> str:
     """The ``<available_skills>`` block (with its leading blank lines), or ``""``.
 
     Skills with ``disable_model_invocation`` are left out; if none remain the
-    result is empty.  Name, description and location are XML-escaped.
+    result is empty.  Name, description and location are XML-escaped.  ``intro``:
+    the instructions above the list (the conformance tests pass pi's).
     """
     visible = [s for s in map(_as_skill, skills) if not s.disable_model_invocation]
     if not visible:
         return ""
-    lines = list(_SKILLS_PREAMBLE)
+    lines = [f"\n\n{intro}", "", "<available_skills>"]
     for skill in visible:
         lines.append("  <skill>")
         lines.append(f"    <name>{escape_xml(skill.name)}</name>")

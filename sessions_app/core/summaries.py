@@ -4,9 +4,12 @@ The prompt wording is our own; the structure (six sections for compaction, five
 for a branch, the update rules, the turn-prefix summary) and the framing that
 ends up in the session (branch preamble, split-turn heading, file lists) follow pi.
 
-Request builders return plain ``{"system", "messages", "max_tokens"}`` dicts
-(OpenAI chat-completions style messages: ``{"role": "user", "content": str}``),
-ready for the Django side to send through the ``openai`` SDK.
+Request builders return plain ``{"system", "messages", "max_tokens"}`` dicts, the
+messages in pi's LLM shape (one ``{"role": "user", "content": [{"type": "text",
+"text": ...}]}``, as pi's summarizers send it), ready for the transport. The output
+budget is pi's and is decided here: a compaction min(0.8 x reserveTokens, the model's
+max output tokens), a turn prefix min(0.5 x reserveTokens, the model's max output
+tokens), a branch summary 2048 (``model_max_tokens`` 0 or None: no model cap).
 
 Public API
 ----------
@@ -14,13 +17,14 @@ Public API
 - ``prepare_branch_entries(entries, token_budget=0) -> BranchPreparation``
 - ``branch_token_budget(context_window, reserve_tokens=16384) -> int``
 - ``build_compaction_request(messages, *, reserve_tokens, previous_summary=None,
-  custom_instructions=None, replace_instructions=False)``
-- ``build_turn_prefix_request(messages, *, reserve_tokens)``
+  custom_instructions=None, replace_instructions=False, model_max_tokens=None)``
+- ``build_turn_prefix_request(messages, *, reserve_tokens, model_max_tokens=None)``
 - ``build_branch_summary_request(messages, *, custom_instructions=None, replace_instructions=False)``
-- ``plan_compaction_requests(preparation, custom_instructions=None, replace_instructions=False)``
+- ``plan_compaction_requests(preparation, custom_instructions=None, replace_instructions=False,
+  model_max_tokens=None)``
 - ``assemble_compaction_summary(history_summary, turn_prefix_summary, read_files, modified_files)``
 - ``assemble_branch_summary(summary_text, read_files, modified_files)``
-- ``compaction_output_budget(reserve)``, ``turn_prefix_output_budget(reserve)``,
+- ``compaction_output_budget(reserve, model_max)``, ``turn_prefix_output_budget(reserve, model_max)``,
   ``BRANCH_SUMMARY_MAX_TOKENS``
 """
 
@@ -63,6 +67,7 @@ __all__ = [
     "compaction_output_budget",
     "plan_compaction_requests",
     "prepare_branch_entries",
+    "request_text",
     "serialize_conversation",
     "turn_prefix_output_budget",
 ]
@@ -125,11 +130,12 @@ Be brief in every section. Quote file paths, function names and error messages e
 COMPACTION_UPDATE_PROMPT = """The conversation above contains only the NEW messages since the last checkpoint. The last checkpoint is given in <previous-summary> tags. Produce an updated checkpoint that merges both.
 
 Rules:
-- KEEP everything from the previous checkpoint unless it is clearly obsolete
+- KEEP everything the previous checkpoint says
 - ADD the new progress, decisions and context from the new messages
 - MOVE items from "In Progress" to "Done" once they are finished
 - REWRITE "Next Steps" to match where the work now stands
-- Quote file paths, function names and error messages exactly
+- KEEP file paths, function names and error messages word for word
+- You may drop what has clearly stopped mattering
 
 Use exactly these headings:
 
@@ -205,12 +211,18 @@ Use exactly these headings:
 Be brief in every section. Quote file paths, function names and error messages exactly."""
 
 
-def compaction_output_budget(reserve_tokens: int) -> int:
-    return math.floor(0.8 * reserve_tokens)
+def _capped(budget: int, model_max_tokens: int | None) -> int:
+    return min(budget, model_max_tokens) if model_max_tokens and model_max_tokens > 0 else budget
 
 
-def turn_prefix_output_budget(reserve_tokens: int) -> int:
-    return math.floor(0.5 * reserve_tokens)
+def compaction_output_budget(reserve_tokens: int, model_max_tokens: int | None = None) -> int:
+    """min(0.8 x reserveTokens, the model's max output tokens), as pi."""
+    return _capped(math.floor(0.8 * reserve_tokens), model_max_tokens)
+
+
+def turn_prefix_output_budget(reserve_tokens: int, model_max_tokens: int | None = None) -> int:
+    """min(0.5 x reserveTokens, the model's max output tokens), as pi."""
+    return _capped(math.floor(0.5 * reserve_tokens), model_max_tokens)
 
 
 def branch_token_budget(context_window: int, reserve_tokens: int = 16384) -> int:
@@ -410,9 +422,15 @@ def _with_instructions(base: str, custom: str | None, replace: bool) -> str:
 def _request(system: str, user_text: str, max_tokens: int) -> dict[str, Any]:
     return {
         "system": system,
-        "messages": [{"role": "user", "content": user_text}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
         "max_tokens": max_tokens,
     }
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """The text of a summary request's one user message."""
+    content = request["messages"][0]["content"]
+    return content if isinstance(content, str) else _text_of_blocks(content)
 
 
 def _conversation_block(messages: list[dict[str, Any]]) -> str:
@@ -428,6 +446,7 @@ def build_compaction_request(
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
+    model_max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """History summary request (agent messages in, chat request dict out).
 
@@ -441,15 +460,20 @@ def build_compaction_request(
     if previous_summary:
         text += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
     text += prompt
-    return _request(SUMMARIZATION_SYSTEM_PROMPT, text, compaction_output_budget(reserve_tokens))
+    budget = compaction_output_budget(reserve_tokens, model_max_tokens)
+    return _request(SUMMARIZATION_SYSTEM_PROMPT, text, budget)
 
 
 def build_turn_prefix_request(
-    messages: list[dict[str, Any]], *, reserve_tokens: int = 16384
+    messages: list[dict[str, Any]],
+    *,
+    reserve_tokens: int = 16384,
+    model_max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Request summarizing the cut-off first part of a split turn (0.5 x reserve)."""
     text = _conversation_block(messages) + TURN_PREFIX_PROMPT
-    return _request(SUMMARIZATION_SYSTEM_PROMPT, text, turn_prefix_output_budget(reserve_tokens))
+    budget = turn_prefix_output_budget(reserve_tokens, model_max_tokens)
+    return _request(SUMMARIZATION_SYSTEM_PROMPT, text, budget)
 
 
 def build_branch_summary_request(
@@ -468,6 +492,7 @@ def plan_compaction_requests(
     preparation: CompactionPreparation,
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
+    model_max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The LLM calls a compaction needs.
 
@@ -489,9 +514,14 @@ def plan_compaction_requests(
             previous_summary=preparation.previous_summary,
             custom_instructions=custom_instructions,
             replace_instructions=replace_instructions,
+            model_max_tokens=model_max_tokens,
         )
     turn = (
-        build_turn_prefix_request(preparation.turn_prefix_messages, reserve_tokens=reserve)
+        build_turn_prefix_request(
+            preparation.turn_prefix_messages,
+            reserve_tokens=reserve,
+            model_max_tokens=model_max_tokens,
+        )
         if split
         else None
     )

@@ -3,9 +3,12 @@
 Layout of the default prompt, in order:
 
 1. role line
-2. ``Available tools:`` one line per tool
-3. ``Guidelines:`` bullets chosen from the tools that exist, plus the two
-   that are always present (be concise, show file paths clearly)
+2. ``Available tools:`` one line per tool, then a note that the project may
+   add tools of its own
+3. ``Guidelines:`` the file-exploration bullet (when bash is there without
+   grep/find/ls), each tool's own bullets in tool order, the caller's extra
+   bullets, and the two that are always present (be concise, show file paths
+   clearly); each bullet once
 4. a pointer to piweb's own documentation
 5. optional appended text
 6. ``<project_context>`` with one ``<project_instructions path="...">`` per
@@ -16,11 +19,14 @@ Layout of the default prompt, in order:
 
 A custom prompt replaces items 1-4 only.
 
-The structure is pi 0.80.2's ``buildSystemPrompt`` exactly.  The words of
-items 1, 3 and 4 are a :class:`PromptWording`: :func:`pi_wording` gives pi's
-own (the conformance tests reproduce pi's output with it), ``PIWEB_WORDING``
-piweb's (the default, used by the agent and the inspector).  The differences
-are listed in ``docs/PI_COMPATIBILITY.md``.  Besides the prompt text,
+The structure is pi 0.80.2's ``buildSystemPrompt`` exactly.  The fixed words
+(role line, the note after the tools, the exploration bullet, the two bullets
+always present, the docs pointer) are a :class:`PromptWording`; the tools bring
+their own line and bullets (:class:`ToolInfo`).  ``PIWEB_WORDING`` is ours and
+the default.  pi's own words are not in this repository: the conformance tests
+read them from pi (its golden outputs or its package) at test time and pass
+them in as a :class:`PromptWording`, which rebuilds pi's prompt exactly.  The
+remaining differences are listed in ``docs/PI_COMPATIBILITY.md``.  Besides the prompt text,
 :func:`build_system_prompt` returns a breakdown (named sections whose texts
 concatenate to the exact prompt, the context files and skills used, and any
 warnings) for the UI's context inspector.
@@ -32,12 +38,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .skills import LoadSkillsResult, Skill, format_skills_for_prompt
+from .skills import SKILLS_INTRO, LoadSkillsResult, Skill, format_skills_for_prompt
 
 __all__ = [
     "CONTEXT_FILE_CANDIDATES",
@@ -55,9 +61,6 @@ __all__ = [
     "default_docs_pointer",
     "format_project_context",
     "load_context_files",
-    "pi_docs_pointer",
-    "pi_guidelines",
-    "pi_wording",
 ]
 
 #: Looked for in every directory, in this order; the first readable one wins.
@@ -66,14 +69,22 @@ CONTEXT_FILE_CANDIDATES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 DEFAULT_DOCS_DIR = str(Path(__file__).resolve().parents[2] / "docs")
 
 ROLE_LINE = (
-    "You are an expert coding assistant working inside piweb, a browser workspace for coding-agent "
-    "sessions. You help the user by reading files, running commands, editing code and writing new files."
+    "You are a skilled software engineer at work in piweb, a browser workspace for coding-agent "
+    "sessions. You help the user with their code: you look at files, run commands, change code "
+    "and create files."
+)
+TOOLS_NOTE = "The project may give you more tools than the ones listed here."
+EXPLORE_WITH_BASH = "Explore the file system through bash (ls, rg, find)"
+ALWAYS = (
+    "Keep your replies short",
+    "Name file paths plainly whenever you talk about or change files",
 )
 
 
 @dataclass(frozen=True)
 class ToolInfo:
-    """A tool as the prompt lists it: its name and a one-line description.
+    """A tool as the prompt lists it: its name, a one-line description, and the
+    guideline bullets it adds.
 
     A tool with an empty description still counts for the guidelines but is
     not listed under "Available tools".
@@ -81,6 +92,7 @@ class ToolInfo:
 
     name: str
     description: str = ""
+    guidelines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -283,10 +295,17 @@ def format_project_context(files: Sequence[ContextFile]) -> str:
 # --------------------------------------------------------------------------
 
 
-def build_guidelines(tool_names: Iterable[str], extra: Iterable[str] = ()) -> list[str]:
-    """Guideline bullets (without the leading ``- ``) for the given tool names."""
+def build_guidelines(
+    tool_names: Iterable[str],
+    extra: Iterable[str] = (),
+    wording: PromptWording | None = None,
+) -> list[str]:
+    """Guideline bullets (without the leading ``- ``), in pi's order: the exploration
+    bullet when bash is there without grep, find or ls; then ``extra`` (the tools' own
+    bullets and the caller's); then the two that are always there. Blank bullets are
+    dropped, the others trimmed, and each is given once."""
+    wording = wording or PIWEB_WORDING
     names = set(tool_names)
-    has = names.__contains__
     out: list[str] = []
 
     def add(text: str) -> None:
@@ -294,27 +313,12 @@ def build_guidelines(tool_names: Iterable[str], extra: Iterable[str] = ()) -> li
         if text and text not in out:
             out.append(text)
 
-    explorers = has("grep") or has("find") or has("ls")
-    if has("bash") and not explorers:
-        add("Explore the file system through bash (ls, rg, find)")
-    elif has("bash") and explorers:
-        add(
-            "Reach for the grep/find/ls tools before bash when exploring files: they are faster and honour .gitignore"
-        )
-    if has("read") and has("edit"):
-        add(
-            "Look at a file with the read tool before you edit it; do not use cat or sed to view files"
-        )
-    if has("edit"):
-        add("Use edit for targeted changes; the old text has to match the file exactly")
-    if has("write"):
-        add("Keep write for new files or complete rewrites")
-    if has("edit") or has("write"):
-        add("Describe what you changed in plain text; never echo it back with cat or bash")
+    if "bash" in names and not names & {"grep", "find", "ls"}:
+        add(wording.explore_with_bash)
     for text in extra:
         add(text)
-    add("Be concise in your replies")
-    add("Show file paths clearly whenever you refer to or change files")
+    for text in wording.always:
+        add(text)
     return out
 
 
@@ -326,79 +330,25 @@ def default_docs_pointer(docs_dir: str = DEFAULT_DOCS_DIR) -> str:
     )
 
 
-PI_ROLE_LINE = (
-    "You are an expert coding assistant operating inside pi, a coding agent harness. You help "
-    "users by reading files, executing commands, editing code, and writing new files."
-)
-
-
-def pi_guidelines(tool_names: Iterable[str], extra: Iterable[str] = ()) -> list[str]:
-    """pi 0.80.2's guideline bullets: bash advice, the caller's extras, the two fixed ones."""
-    names = set(tool_names)
-    out: list[str] = []
-
-    def add(text: str) -> None:
-        if text and text not in out:
-            out.append(text)
-
-    if "bash" in names and not names & {"grep", "find", "ls"}:
-        add("Use bash for file operations like ls, rg, find")
-    for text in extra:
-        add(text.strip())
-    add("Be concise in your responses")
-    add("Show file paths clearly when working with files")
-    return out
-
-
-def pi_docs_pointer(readme_path: str, docs_path: str, examples_path: str) -> str:
-    """pi 0.80.2's pointer to its own documentation (paths of the installed package)."""
-    return (
-        "Pi documentation (read only when the user asks about pi itself, its SDK, extensions, "
-        "themes, skills, or TUI):\n"
-        f"- Main documentation: {readme_path}\n"
-        f"- Additional docs: {docs_path}\n"
-        f"- Examples: {examples_path} (extensions, custom tools, SDK)\n"
-        "- When reading pi docs or examples, resolve docs/... under Additional docs and "
-        "examples/... under Examples, not the current working directory\n"
-        "- When asked about: extensions (docs/extensions.md, examples/extensions/), themes "
-        "(docs/themes.md), skills (docs/skills.md), prompt templates (docs/prompt-templates.md), "
-        "TUI components (docs/tui.md), keybindings (docs/keybindings.md), SDK integrations "
-        "(docs/sdk.md), custom providers (docs/custom-provider.md), adding models "
-        "(docs/models.md), pi packages (docs/packages.md)\n"
-        "- When working on pi topics, read the docs and examples, and follow .md cross-references "
-        "before implementing\n"
-        "- Always read pi .md files completely and follow links to related docs (e.g., tui.md for "
-        "TUI API details)"
-    )
-
-
 @dataclass(frozen=True)
 class PromptWording:
-    """The words that are ours to choose: role line, guideline bullets, docs pointer.
+    """The fixed words of the default prompt; its structure does not depend on them.
 
-    ``tools_note`` is a paragraph after the tool list ("" for none).
+    ``tools_note`` is the paragraph after the tool list ("" for none),
+    ``explore_with_bash`` the bullet given when bash is the only way to explore
+    files, ``always`` the bullets every prompt ends its guidelines with,
+    ``skills_intro`` the lines above the skills list.
     """
 
     role_line: str
-    guidelines: Callable[[Iterable[str], Iterable[str]], list[str]]
     docs_pointer: str
-    tools_note: str = ""
+    tools_note: str = TOOLS_NOTE
+    explore_with_bash: str = EXPLORE_WITH_BASH
+    always: tuple[str, ...] = ALWAYS
+    skills_intro: str = SKILLS_INTRO
 
 
-def pi_wording(readme_path: str, docs_path: str, examples_path: str) -> PromptWording:
-    """pi 0.80.2's own wording, for reproducing its prompt exactly."""
-    return PromptWording(
-        PI_ROLE_LINE,
-        pi_guidelines,
-        pi_docs_pointer(readme_path, docs_path, examples_path),
-        tools_note=(
-            "In addition to the tools above, you may have access to other custom tools "
-            "depending on the project."
-        ),
-    )
-
-
-PIWEB_WORDING = PromptWording(ROLE_LINE, build_guidelines, default_docs_pointer())
+PIWEB_WORDING = PromptWording(ROLE_LINE, default_docs_pointer())
 
 
 def _as_tool(item: ToolInfo | Mapping[str, Any] | tuple[str, str] | str) -> ToolInfo:
@@ -407,7 +357,11 @@ def _as_tool(item: ToolInfo | Mapping[str, Any] | tuple[str, str] | str) -> Tool
     if isinstance(item, str):
         return ToolInfo(item)
     if isinstance(item, Mapping):
-        return ToolInfo(str(item.get("name", "")), str(item.get("description") or ""))
+        return ToolInfo(
+            str(item.get("name", "")),
+            str(item.get("description") or ""),
+            tuple(item.get("guidelines") or ()),
+        )
     name, description = item
     return ToolInfo(name, description or "")
 
@@ -458,7 +412,8 @@ def build_system_prompt(
     :class:`LoadSkillsResult` whose diagnostics become warnings.  They are only
     listed when a tool named ``read`` exists.  ``docs_pointer``: ``None`` for
     the wording's pointer, ``""`` to leave it out.  ``wording``: piweb's by
-    default, :func:`pi_wording` for pi's exact text.  ``date`` defaults to
+    default; the conformance tests pass pi's, read from pi.  ``extra_guidelines``
+    come after the tools' own bullets.  ``date`` defaults to
     today.  A non-empty ``custom_prompt`` replaces role, tools, guidelines and
     docs pointer; everything after that is kept.
     """
@@ -486,9 +441,8 @@ def build_system_prompt(
         tools_text = (
             "\n".join(f"- {t.name}: {t.description}" for t in listed) if listed else "(none)"
         )
-        guideline_text = "\n".join(
-            f"- {g}" for g in wording.guidelines(tool_names, extra_guidelines)
-        )
+        bullets = [g for t in tool_infos for g in t.guidelines] + list(extra_guidelines)
+        guideline_text = "\n".join(f"- {g}" for g in build_guidelines(tool_names, bullets, wording))
         sections.append(PromptSection("role", wording.role_line))
         note = f"\n\n{wording.tools_note}" if wording.tools_note else ""
         sections.append(PromptSection("tools", f"\n\nAvailable tools:\n{tools_text}{note}"))
@@ -510,7 +464,7 @@ def build_system_prompt(
     skills_included = "read" in tool_names
     listed_skills: list[Skill] = []
     if skills_included:
-        skills_text = format_skills_for_prompt(skill_list)
+        skills_text = format_skills_for_prompt(skill_list, wording.skills_intro)
         if skills_text:
             listed_skills = [s for s in skill_list if not s.disable_model_invocation]
             sections.append(

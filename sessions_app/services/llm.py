@@ -27,6 +27,7 @@ class ModelProfile:
     max_output: int
     timeout: float
     provider: str
+    tools: tuple[str, ...] = ()  # the agent's tools ("": pi's default set)
 
     @property
     def label(self) -> str:
@@ -63,7 +64,15 @@ def _profile(name: str, spec: dict) -> ModelProfile:
         max_output=int(spec.get("max_output", settings.PIWEB_LLM_MAX_OUTPUT)),
         timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
         provider=spec.get("provider", "openai-compatible"),
+        tools=_tool_names(spec.get("tools")),
     )
+
+
+def _tool_names(value) -> tuple[str, ...]:
+    """A profile's ``tools``: a list of names or a comma-separated string (pi's --tools)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    return tuple(str(v).strip() for v in value or () if str(v).strip())
 
 
 def model_profiles() -> dict[str, ModelProfile]:

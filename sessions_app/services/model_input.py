@@ -8,7 +8,9 @@
   to the cwd) and the skills of pi's default roots in pi's order
   (`core.skills.default_skill_roots`: the project's before the user's) that the
   agent's read tool can open; its named sections concatenate to the prompt;
-- the tools, whose OpenAI specs the run sends;
+- the tools, whose OpenAI specs the run sends: pi's default set (read, bash, edit,
+  write) unless the session's settings (``settings["tools"]``) or its model profile
+  (``"tools"`` in its spec) name others, as pi's ``--tools`` does (`session_tools`);
 - the messages: the core's `build_session_context` over the stored path
   (`services.sessions.load_context_path` + `context_from_path`) and `convert_to_llm`;
 - the model profile and its context window (`services.llm.context_window`, the one
@@ -36,7 +38,7 @@ from django.conf import settings
 
 from sessions_app.agent.loop import LLMConfig
 from sessions_app.agent.paths import WorkspaceError, is_within
-from sessions_app.agent.tools import ALL_TOOLS, Tool
+from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
 from sessions_app.core.skills import default_skill_roots, load_skills
@@ -100,7 +102,20 @@ def _working_directory(session: Session, leaf) -> tuple[str, PromptWarning | Non
 
 
 def _prompt_tools(tools) -> list[ToolInfo]:
-    return [ToolInfo(t.name, t.snippet or t.description.split("\n")[0]) for t in tools]
+    return [
+        ToolInfo(t.name, t.snippet or t.description.split("\n")[0], t.guidelines) for t in tools
+    ]
+
+
+def session_tools(session: Session, profile=None) -> tuple[Tool, ...]:
+    """The tools the session's agent gets: the session's own choice
+    (``settings["tools"]``), else its model profile's, else pi's default set."""
+    chosen = (session.settings or {}).get("tools")
+    if not chosen:
+        if profile is None:
+            profile = llm.resolve_profile(session.model_profile)
+        chosen = getattr(profile, "tools", None) if profile is not None else None
+    return select_tools(chosen)
 
 
 def skill_roots(cwd: str) -> list[tuple[str, str]]:
@@ -117,8 +132,10 @@ def skill_roots(cwd: str) -> list[tuple[str, str]]:
     ]
 
 
-def system_prompt(session: Session, tools=ALL_TOOLS, leaf=sessions.UNSET) -> SystemPromptResult:
+def system_prompt(session: Session, tools=None, leaf=sessions.UNSET) -> SystemPromptResult:
     """The session's system prompt with its sections, context files, skills and warnings."""
+    if tools is None:
+        tools = session_tools(session)
     agent_dir = str(settings.PIWEB_AGENT_DIR)
     if len(session.cwd or "") > MAX_CWD_CHARS:
         found = ContextFilesResult()
@@ -150,7 +167,10 @@ class ModelInput:
     session: Session
     leaf: str | None
     path: list[dict] | None = None  # the root→leaf path, when the caller read it already
-    tools: tuple[Tool, ...] = tuple(ALL_TOOLS)
+
+    @cached_property
+    def tools(self) -> tuple[Tool, ...]:
+        return session_tools(self.session, self.profile)
 
     @cached_property
     def prompt(self) -> SystemPromptResult:

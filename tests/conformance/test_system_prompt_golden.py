@@ -1,23 +1,21 @@
-"""Replays pi 0.80.2's golden system_prompt.json (buildSystemPrompt) with pi's own wording."""
+"""Replays pi 0.80.2's golden system_prompt.json (buildSystemPrompt) through our builder.
+
+piweb's prompt has its own words; pi's are read from the golden outputs at test time
+(tests/support/pi_wording.py) and passed in, so that every case is rebuilt exactly:
+the structure (sections, order, tool lines, guideline order, data blocks) is pi's."""
 
 from __future__ import annotations
 
 import pytest
 
 from sessions_app.core.skills import Skill
-from sessions_app.core.system_prompt import (
-    ContextFile,
-    ToolInfo,
-    build_system_prompt,
-    pi_wording,
-)
+from sessions_app.core.system_prompt import ContextFile, ToolInfo, build_system_prompt
+from tests.support.pi_wording import pi_prompt_wording
 
 from ._cases import golden_params, require_case
 
 NAME = "system_prompt.json"
 PI_DEFAULT_TOOLS = ["read", "bash", "edit", "write"]
-# The golden outputs carry these placeholders where pi printed its install paths.
-PI_WORDING = pi_wording("{README_PATH}", "{DOCS_PATH}", "{EXAMPLES_PATH}")
 
 
 def build_like_pi(options: dict, now: str) -> str:
@@ -37,7 +35,7 @@ def build_like_pi(options: dict, now: str) -> str:
         ],
         skills=[Skill.from_dict(s) for s in options.get("skills", [])],
         extra_guidelines=options.get("promptGuidelines") or (),
-        wording=PI_WORDING,
+        wording=pi_prompt_wording(),
     ).prompt
 
 

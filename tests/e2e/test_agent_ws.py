@@ -121,9 +121,8 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
         "tool_call_id": "call_1",
         "content": "alpha\nbeta\ndone\n",
     }
-    assert {t["function"]["name"] for t in second["tools"]} == {
-        "read", "bash", "edit", "write", "grep", "find", "ls",
-    }  # fmt: skip
+    # pi's default tool set, in pi's order
+    assert [t["function"]["name"] for t in second["tools"]] == ["read", "bash", "edit", "write"]
 
     # The stream reached the websocket: text deltas, the tool's life, a snapshot.
     streamed = "".join(d["delta"] for d in log.of("text_delta") if d["kind"] == "text")
@@ -150,6 +149,9 @@ def test_read_only_tools_run_and_the_turn_continues(worker, llm, make_user, work
     (workspace / "b.txt").write_text("hello\n")
     user = make_user()
     session = new_session(user, workspace)
+    # grep and ls are not in pi's default set: this session asks for them (pi's --tools)
+    session.settings = {"tools": ["read", "bash", "edit", "write", "grep", "find", "ls"]}
+    session.save(update_fields=["settings"])
     llm.push(
         tool_calls([("read", {"path": "a.py"}), ("grep", {"pattern": "hello"}), ("ls", {})]),
         text("ok"),

@@ -1,6 +1,7 @@
 """Chat services in-process: input parsing, the run guard, stale runs, the run's branch,
 and one agent turn executed here (real scripted server, real Redis, no worker)."""
 
+import json
 import os
 import re
 from datetime import timedelta
@@ -10,6 +11,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from sessions_app.agent.tools import BASH, GREP
+from sessions_app.core.system_prompt import EXPLORE_WITH_BASH
 from sessions_app.models import Job
 from sessions_app.services import chat, sessions
 from sessions_app.services.model_input import model_input
@@ -164,9 +167,36 @@ def test_system_prompt_has_project_context_skills_date_and_cwd(
     assert f'<project_instructions path="{workspace}/AGENTS.md">' in prompt
     assert "Always run the tests." in prompt
     assert "<name>deploy</name>" in prompt and "<name>global-one</name>" in prompt
-    assert "- bash: Execute bash commands" in prompt
+    assert f"- bash: {BASH.snippet}" in prompt
     assert prompt.rstrip().endswith(f"Current working directory: {workspace}")
     assert "Current date: " in prompt
+
+
+def test_the_tool_set_is_pis_default_unless_the_session_or_its_profile_names_one(
+    session, settings, llm
+):
+    seen = model_input(session, None)
+    assert [t.name for t in seen.tools] == ["read", "bash", "edit", "write"]
+    assert "- grep:" not in seen.system_prompt
+
+    # The model profile names its tools (pi's --tools: a list or "a,b,c").
+    profiles = json.loads(settings.PIWEB_MODEL_PROFILES_JSON)
+    profiles["scripted"]["tools"] = "read,bash,grep,find,ls"
+    settings.PIWEB_MODEL_PROFILES_JSON = json.dumps(profiles)
+    seen = model_input(session, None)
+    assert [t.name for t in seen.tools] == ["read", "bash", "grep", "find", "ls"]
+    prompt = seen.system_prompt
+    assert f"- grep: {GREP.snippet}" in prompt and "- edit:" not in prompt
+    assert EXPLORE_WITH_BASH not in prompt  # grep/find/ls are there: no bash advice
+
+    # The session's own choice wins; it is what the run offers the model.
+    session.settings = {**(session.settings or {}), "tools": ["read", "ls"]}
+    session.save(update_fields=["settings"])
+    assert [t.name for t in model_input(session, None).tools] == ["read", "ls"]
+    llm.push(text("Listed."))
+    job = chat.send_message(session, session.owner, "what is here?")
+    assert chat.execute_run(str(job.pk)) == "done"
+    assert [t["function"]["name"] for t in llm.requests[-1]["tools"]] == ["read", "ls"]
 
 
 def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):

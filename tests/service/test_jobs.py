@@ -28,7 +28,7 @@ from tests.support.job_sessions import (
     tool_result,
     user,
 )
-from tests.support.scripted_llm import context_overflow, error, hang, text
+from tests.support.scripted_llm import context_overflow, error, hang, text, user_text
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -54,7 +54,7 @@ def run_in_thread(job_id):
 
 
 def _user_prompt(request_body):
-    return request_body["messages"][-1]["content"]
+    return user_text(request_body["messages"][-1])
 
 
 @pytest.mark.embedded

@@ -30,6 +30,15 @@ class Reply:
     hang: float = 0.0
 
 
+def user_text(message: dict) -> str:
+    """The text of a recorded chat message, whether its content is a string or a list of
+    text parts (pi sends a summary request's prompt as one text part)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
+
+
 def text(content: str, *, usage: dict | None = None, **kw) -> Reply:
     return Reply(text=content, usage=usage, **kw)
 

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from sessions_app.core.skills import (
+    SKILLS_INTRO,
     FrontMatterError,
     Skill,
     default_skill_roots,
@@ -312,9 +313,7 @@ def test_format_skills_escaping_and_hidden():
         Skill("b", "hidden", "/p/b/SKILL.md", "/p/b", disable_model_invocation=True),
     ]
     text = format_skills_for_prompt(skills)
-    assert text.startswith(
-        "\n\nThe following skills provide specialized instructions for specific tasks.\n"
-    )
+    assert text.startswith(f"\n\n{SKILLS_INTRO}\n\n<available_skills>\n  <skill>\n")
     assert (
         "<description>Uses &lt;tags&gt; &amp; &quot;quotes&quot; &apos;here&apos;</description>"
         in text

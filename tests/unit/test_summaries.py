@@ -20,6 +20,7 @@ from sessions_app.core.summaries import (
     build_turn_prefix_request,
     plan_compaction_requests,
     prepare_branch_entries,
+    request_text,
     serialize_conversation,
 )
 from tests.support.context_entries import SUMMARY_HEADINGS, assistant, entry, tool_result, user
@@ -87,19 +88,19 @@ def test_compaction_request_budget_previous_summary_and_focus():
     req = build_compaction_request(msgs, reserve_tokens=16384)
     assert req["system"] == SUMMARIZATION_SYSTEM_PROMPT
     assert req["max_tokens"] == 13107
-    text = req["messages"][0]["content"]
+    text = request_text(req)
     assert req["messages"][0]["role"] == "user"
     assert text.startswith("<conversation>\n[User]: hello\n</conversation>\n\n")
     assert text.endswith(COMPACTION_SUMMARY_PROMPT)
     upd = build_compaction_request(
         msgs, reserve_tokens=1000, previous_summary="OLD", custom_instructions="auth"
     )
-    body = upd["messages"][0]["content"]
+    body = request_text(upd)
     assert "<previous-summary>\nOLD\n</previous-summary>\n\n" in body
     assert body.endswith(COMPACTION_UPDATE_PROMPT + "\n\nAdditional focus: auth")
     assert upd["max_tokens"] == 800
     rep = build_compaction_request(msgs, custom_instructions="ONLY THIS", replace_instructions=True)
-    assert rep["messages"][0]["content"].endswith("</conversation>\n\nONLY THIS")
+    assert request_text(rep).endswith("</conversation>\n\nONLY THIS")
 
 
 def test_turn_prefix_and_branch_requests():
@@ -107,11 +108,11 @@ def test_turn_prefix_and_branch_requests():
     assert build_turn_prefix_request(msgs, reserve_tokens=16384)["max_tokens"] == 8192
     br = build_branch_summary_request(msgs)
     assert br["max_tokens"] == BRANCH_SUMMARY_MAX_TOKENS == 2048
-    assert br["messages"][0]["content"].endswith(BRANCH_SUMMARY_PROMPT)
+    assert request_text(br).endswith(BRANCH_SUMMARY_PROMPT)
     focus = build_branch_summary_request(msgs, custom_instructions="tests")
-    assert focus["messages"][0]["content"].endswith("Additional focus: tests")
+    assert request_text(focus).endswith("Additional focus: tests")
     rep = build_branch_summary_request(msgs, custom_instructions="X", replace_instructions=True)
-    assert rep["messages"][0]["content"].endswith("\n\nX")
+    assert request_text(rep).endswith("\n\nX")
     assert branch_token_budget(128000) == 128000 - 16384
     assert branch_token_budget(200000, 1000) == 199000
 
@@ -153,7 +154,7 @@ def test_plan_requests_plain():
     prep = prepare_compaction(es, CompactionSettings(keep_recent_tokens=10))
     plan = plan_compaction_requests(prep, custom_instructions="focus")
     assert plan["turnPrefix"] is None and plan["historyPlaceholder"] is None
-    assert plan["history"]["messages"][0]["content"].endswith("Additional focus: focus")
+    assert request_text(plan["history"]).endswith("Additional focus: focus")
 
 
 @pytest.mark.parametrize(
@@ -183,3 +184,27 @@ def test_prepare_branch_entries_budget(budget, expected_roles):
     assert [m["role"] for m in prep.messages] == expected_roles
     lists = prep.file_lists()
     assert lists["readFiles"] == ["r0"] and lists["modifiedFiles"] == ["e.py"]
+
+
+def test_output_budgets_follow_pi_and_are_capped_by_the_model():
+    msgs = [user("u", None, text="hello")["message"]]
+    assert build_compaction_request(msgs, reserve_tokens=16384)["max_tokens"] == 13107
+    assert (
+        build_compaction_request(msgs, reserve_tokens=16384, model_max_tokens=4096)["max_tokens"]
+        == 4096
+    )
+    assert (
+        build_compaction_request(msgs, reserve_tokens=1000, model_max_tokens=4096)["max_tokens"]
+        == 800
+    )
+    assert build_turn_prefix_request(msgs, reserve_tokens=16384)["max_tokens"] == 8192
+    assert (
+        build_turn_prefix_request(msgs, reserve_tokens=16384, model_max_tokens=5000)["max_tokens"]
+        == 5000
+    )
+    assert build_branch_summary_request(msgs)["max_tokens"] == 2048
+    # pi's message shape: one user message with one text part
+    req = build_compaction_request(msgs)
+    assert req["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": request_text(req)}]}
+    ]

@@ -9,9 +9,13 @@ import pytest
 
 from sessions_app.core.skills import LoadSkillsResult, Skill, SkillDiagnostic
 from sessions_app.core.system_prompt import (
+    ALWAYS,
+    EXPLORE_WITH_BASH,
     ROLE_LINE,
+    TOOLS_NOTE,
     ContextFile,
     ContextFilesResult,
+    PromptWording,
     ToolInfo,
     build_guidelines,
     build_system_prompt,
@@ -171,7 +175,9 @@ def test_skills_only_with_read_tool_and_hidden_skills_left_out():
 
 def test_tools_listing():
     result = _build(tools=[ToolInfo("read", "Read a file"), ToolInfo("secret_tool", "")])
-    assert "\n\nAvailable tools:\n- read: Read a file\n\nGuidelines:" in result.prompt
+    assert (
+        f"\n\nAvailable tools:\n- read: Read a file\n\n{TOOLS_NOTE}\n\nGuidelines:" in result.prompt
+    )
     assert "secret_tool" not in result.prompt
     none = _build(tools=[])
     assert "Available tools:\n(none)" in none.prompt
@@ -180,29 +186,50 @@ def test_tools_listing():
 
 
 def test_guidelines_depend_on_tools():
-    always = [
-        "Be concise in your replies",
-        "Show file paths clearly whenever you refer to or change files",
-    ]
+    always = list(ALWAYS)
     assert build_guidelines([]) == always
     bash_only = build_guidelines(["bash"])
-    assert "bash (ls, rg, find)" in bash_only[0]
-    with_grep = build_guidelines(["bash", "grep"])
-    assert "grep/find/ls" in with_grep[0]
-    assert not any("(ls, rg, find)" in g for g in with_grep)
-    full = build_guidelines(["read", "bash", "edit", "write"])
-    assert any("read tool before you edit" in g for g in full)
-    assert any(g.startswith("Use edit") for g in full)
-    assert any(g.startswith("Keep write") for g in full)
-    assert any("plain text" in g for g in full)
-    assert full[-2:] == always
-    read_only = build_guidelines(["read"])
-    assert read_only == always
-    # extra guidelines are added once, before the always-present ones
-    extra = build_guidelines(["read"], ["Run tests", "Run tests", "  "])
-    assert extra == ["Run tests", *always]
+    assert bash_only == [EXPLORE_WITH_BASH, *always]
+    # grep, find or ls: no exploration bullet (pi's rule)
+    for explorer in ("grep", "find", "ls"):
+        assert build_guidelines(["bash", explorer]) == always
+    assert build_guidelines(["read", "bash", "edit", "write"]) == [EXPLORE_WITH_BASH, *always]
+    # extra guidelines (the tools' own, then the caller's) come once, trimmed, before the
+    # always-present ones; one of those given as an extra keeps the extra's place
+    extra = build_guidelines(["read"], ["Run tests", " Run tests ", "  ", always[1]])
+    assert extra == ["Run tests", always[1], always[0]]
     result = _build(tools=[ToolInfo("read", "Read a file")])
-    assert "Guidelines:\n- Be concise in your replies\n- Show file paths clearly" in result.prompt
+    assert f"Guidelines:\n- {always[0]}\n- {always[1]}" in result.prompt
+
+
+def test_tools_bring_their_own_guideline_bullets_in_tool_order():
+    tools = [
+        ToolInfo("read", "Read a file", ("R1",)),
+        ToolInfo("bash", "Run a command"),
+        ToolInfo("edit", "Edit a file", ("E1", "E2")),
+    ]
+    result = _build(tools=tools, extra_guidelines=["X"])
+    bullets = result.section("guidelines").text.split("Guidelines:\n", 1)[1].split("\n")
+    assert bullets == [f"- {g}" for g in (EXPLORE_WITH_BASH, "R1", "E1", "E2", "X", *ALWAYS)]
+    # the note after the tool list, always there (pi's custom-tools note, our words)
+    assert result.section("tools").text.endswith(f"\n\n{TOOLS_NOTE}")
+
+
+def test_the_wording_is_a_parameter():
+    wording = PromptWording(
+        role_line="ROLE",
+        docs_pointer="DOCS",
+        tools_note="NOTE",
+        explore_with_bash="EXPLORE",
+        always=("A1", "A2"),
+        skills_intro="INTRO",
+    )
+    result = _build(tools=[ToolInfo("read", "r"), ToolInfo("bash", "b")], wording=wording)
+    assert result.prompt.startswith(
+        "ROLE\n\nAvailable tools:\n- read: r\n- bash: b\n\nNOTE\n\n"
+        "Guidelines:\n- EXPLORE\n- A1\n- A2\n\nDOCS"
+    )
+    assert "\n\nINTRO\n\n<available_skills>" in result.prompt
 
 
 def test_docs_pointer_default_custom_and_omitted():

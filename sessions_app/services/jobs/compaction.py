@@ -37,6 +37,7 @@ from sessions_app.services.jobs.summaries import (
     complete,
     file_details,
     is_ancestor_or_self,
+    model_max_tokens,
     on_claim,
     summarize,
 )
@@ -213,7 +214,9 @@ def run(job: Job, attempt: int) -> str | None:
             return [history, summarize_offline(prep.turn_prefix_messages, None, None)]
         return [summarize_offline(prep.messages_to_summarize, prep.previous_summary, focus), None]
 
-    plan = plan_compaction_requests(prep, custom_instructions=focus)
+    plan = plan_compaction_requests(
+        prep, custom_instructions=focus, model_max_tokens=model_max_tokens(job.session)
+    )
     texts, meta = summarize(job, attempt, [plan["history"], plan["turnPrefix"]], offline)
     history_text = texts[0] if texts[0] is not None else (plan["historyPlaceholder"] or "")
     summary = assemble_compaction_summary(

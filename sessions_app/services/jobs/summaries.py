@@ -72,6 +72,16 @@ def check_instructions(text: str | None, what: str) -> str | None:
     return text
 
 
+def model_max_tokens(session: Session) -> int | None:
+    """The session's model's max output tokens (None: no model), which caps pi's summary
+    budgets (the core's request builders take it)."""
+    profile = resolve_profile(session.model_profile)
+    if profile is None:
+        return None
+    value = getattr(profile, "max_output", None) or getattr(profile, "max_tokens", None)
+    return int(value) if value else None
+
+
 def on_claim(job: Job) -> None:
     """A summary job names its model (or the offline summarizer) when it starts."""
     profile = resolve_profile(job.session.model_profile)
