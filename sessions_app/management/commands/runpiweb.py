@@ -1,4 +1,5 @@
-"""Start everything piweb needs in one command: (embedded Redis), daphne, a Celery worker.
+"""Start everything piweb needs in one command: (embedded Redis), daphne, the Celery
+workers (one per queue group: agent runs, commands, summaries, imports and small tasks).
 
 The processes run under piweb.supervisor: when one dies (killed, out of memory…) the
 others keep serving and the dead one is restarted with a backoff, and both are logged.
@@ -16,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from piweb import embedded
+from piweb import embedded, queues
 from piweb.supervisor import Supervisor
 from sessions_app.services import sandboxing
 
@@ -38,24 +39,15 @@ class Command(BaseCommand):
             supervisor.add("embedded redis", lambda: embedded.start(settings.EMBEDDED_REDIS_SOCKET))
             self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
         env = dict(os.environ)
-        supervisor.add_command(
-            "celery worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "piweb",
-                "worker",
-                "-l",
-                "warning",
-                "-c",
-                str(concurrency),
-                "-Q",
-                settings.CELERY_TASK_DEFAULT_QUEUE,
-            ],
-            env,
-        )
+        # One worker per queue group, each with its own slots (piweb/queues.py): one
+        # user's long runs never hold the slots of anyone's `!cmd`, summary or import.
+        groups = queues.worker_groups(settings.CELERY_TASK_DEFAULT_QUEUE, concurrency)
+        for label, names, slots in groups:
+            node = label.split()[0] if label != "celery worker" else "runs"
+            argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "warning"]
+            argv += ["-c", str(max(1, slots)), "-Q", ",".join(names)]
+            argv += ["-n", f"{node}-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
+            supervisor.add_command(label, argv, env)
         supervisor.add_command(
             "daphne",
             [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
