@@ -292,8 +292,8 @@ def test_shell_fork_bomb_is_stopped(session, settings):
     top shell. On a busy machine the top shell often got there before the bomb had 64
     processes: nothing was refused, nothing printed, "(no output)". So this bomb keeps
     every process (each waits for its children), and the test stops it only once the
-    output shows a refused fork (the 120 s timeout is a backstop), sampling the number
-    of its processes on the host all along.
+    output shows a refused fork and the host-side sampler has counted its processes a
+    few times since (the 120 s timeout is a backstop).
     """
     settings.PIWEB_SANDBOX_MAX_PROCESSES = 64
     marker = "bomb-4711"
@@ -303,15 +303,19 @@ def test_shell_fork_bomb_is_stopped(session, settings):
     def on_snapshot(snap):
         if "Resource temporarily unavailable" in snap.content:
             refused.set()
-            abort.trigger()
 
     peak = 0
     done = threading.Event()
 
     def sample():
         nonlocal peak
+        scans_since_refused = 0
         while not done.is_set():
             peak = max(peak, len(host_processes_with(marker)))
+            if refused.is_set():
+                scans_since_refused += 1
+                if scans_since_refused >= 3:
+                    abort.trigger()
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -328,7 +332,7 @@ def test_shell_fork_bomb_is_stopped(session, settings):
     assert result.is_error and "Command aborted" in result.text
     # The sandbox's processes are the bomb's bash processes and bwrap's two (the
     # outer one and the PID namespace's init), all counted against the limit.
-    assert 0 < peak <= 64, peak
+    assert 10 < peak <= 64, peak
     assert wait_until(lambda: not host_processes_with(marker)), "a bomb process survived"
 
 
