@@ -66,3 +66,13 @@ def worker_groups(base_name: str, runs_concurrency: int) -> list[tuple[str, list
             settings.PIWEB_IMPORT_CONCURRENCY,
         ),
     ]
+
+
+def worker_argv(label: str, names: list[str], slots: int, node_suffix: str) -> list[str]:
+    """The command line of one of those workers."""
+    import sys
+
+    node = "runs" if label == "celery worker" else label.split()[0]
+    argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "warning"]
+    argv += ["-c", str(max(1, slots)), "-Q", ",".join(names)]
+    return argv + ["-n", f"{node}-{node_suffix}@%h", "--without-gossip", "--without-mingle"]

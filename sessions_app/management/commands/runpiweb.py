@@ -43,11 +43,9 @@ class Command(BaseCommand):
         # user's long runs never hold the slots of anyone's `!cmd`, summary or import.
         groups = queues.worker_groups(settings.CELERY_TASK_DEFAULT_QUEUE, concurrency)
         for label, names, slots in groups:
-            node = label.split()[0] if label != "celery worker" else "runs"
-            argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "warning"]
-            argv += ["-c", str(max(1, slots)), "-Q", ",".join(names)]
-            argv += ["-n", f"{node}-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
-            supervisor.add_command(label, argv, env)
+            supervisor.add_command(
+                label, queues.worker_argv(label, names, slots, str(os.getpid())), env
+            )
         supervisor.add_command(
             "daphne",
             [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
