@@ -250,3 +250,17 @@ def after_command(session: Session, command: str = "") -> None:
     """Once a command ended: its writes (or deletions, at once) count against the quota."""
     if quota_bytes():
         request_measure(session.owner_id, force=is_cleanup(command))
+
+
+def status(run_slots: int | None = None) -> str:
+    """The startup banner's line on quotas and fair share."""
+    quota = settings.PIWEB_WORKSPACE_QUOTA_MB
+    run_slots = run_slots or settings.PIWEB_WORKER_CONCURRENCY
+    return (
+        f"Limits: workspace quota {f'{quota:g} MB per user' if quota else 'off'}, disk "
+        f"reserve {settings.PIWEB_DISK_RESERVE_MB:g} MB, full output {settings.PIWEB_FULL_OUTPUT_MAX_MB:g} MB, "
+        f"{settings.PIWEB_USER_MAX_RUNS} runs at once per user; worker slots: "
+        f"{run_slots} agent runs, {settings.PIWEB_COMMAND_CONCURRENCY} "
+        f"commands, {settings.PIWEB_SUMMARY_CONCURRENCY} summaries, "
+        f"{settings.PIWEB_IMPORT_CONCURRENCY} imports."
+    )

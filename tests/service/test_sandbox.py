@@ -614,12 +614,14 @@ def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
             argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        assert wait_until(lambda: "Sandbox:" in log.read_text(), 60), log.read_text()
+        assert wait_until(lambda: "Limits:" in log.read_text(), 60), log.read_text()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     banner = log.read_text()
     assert "Sandbox: OFF (PIWEB_SANDBOX=off)" in banner and "single-user machine" in banner
+    assert "Limits: workspace quota 10240 MB per user" in banner
+    assert "worker slots: 1 agent runs, 3 commands, 2 summaries, 1 imports." in banner
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")

@@ -19,7 +19,7 @@ from django.db import connection
 
 from piweb import embedded, queues
 from piweb.supervisor import Supervisor
-from sessions_app.services import sandboxing
+from sessions_app.services import resources, sandboxing
 
 
 class Command(BaseCommand):
@@ -58,6 +58,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, concurrency, **options):
         supervisor = Supervisor(report=self._report)
+        self._concurrency = concurrency
         follower = self.children(supervisor, host=host, port=port, concurrency=concurrency)
         supervisor.start_all()
         # The banner waits until daphne answers, so its URL works when it appears; the
@@ -81,6 +82,7 @@ class Command(BaseCommand):
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
         self.stdout.write(sandboxing.status())
+        self.stdout.write(resources.status(getattr(self, "_concurrency", None)))
         if not get_user_model().objects.exists():
             self.stdout.write(
                 "No users yet: create one with `make createsuperuser` (in another terminal)."
