@@ -276,8 +276,31 @@ _sandbox_host_uid = os.environ.get("PIWEB_SANDBOX_HOST_UID", "64100").strip().lo
 PIWEB_SANDBOX_HOST_UID = None if _sandbox_host_uid == "off" else int(_sandbox_host_uid)
 if PIWEB_SANDBOX_HOST_UID is not None and not 0 < PIWEB_SANDBOX_HOST_UID < 2**32 - 1:
     raise RuntimeError("PIWEB_SANDBOX_HOST_UID must be 'off' or a uid other than 0.")
+# All processes of one command together (memory cgroup when the worker can make one,
+# else the worker watches their resident memory); the per-process figure above is RLIMIT_AS.
+PIWEB_SANDBOX_TOTAL_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_TOTAL_MEMORY_MB", "3072"))
 # Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
 PIWEB_USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
+
+# Disk and memory a session may take (README "Security model"): the full-output file of a
+# command keeps its last part past this size; each user's workspace folders together
+# (measured in the background at most every PIWEB_WORKSPACE_MEASURE_SECONDS; 0 = no
+# quota); the free space kept on the var folder's disk (below it commands are refused and
+# running ones stopped); the biggest file the agent's read and edit tools open.
+PIWEB_FULL_OUTPUT_MAX_MB = float(os.environ.get("PIWEB_FULL_OUTPUT_MAX_MB", "50"))
+PIWEB_WORKSPACE_QUOTA_MB = float(os.environ.get("PIWEB_WORKSPACE_QUOTA_MB", "10240"))
+PIWEB_WORKSPACE_MEASURE_SECONDS = float(os.environ.get("PIWEB_WORKSPACE_MEASURE_SECONDS", "30"))
+PIWEB_DISK_RESERVE_MB = float(os.environ.get("PIWEB_DISK_RESERVE_MB", "1024"))
+PIWEB_TOOL_MAX_FILE_MB = float(os.environ.get("PIWEB_TOOL_MAX_FILE_MB", "32"))
+
+# Fairness (README "Queues and fairness"): how many runs (agent turns and `!cmd`) of one
+# user run at once (more wait, "queued behind your other runs"), and the worker slots of
+# each queue besides the agent runs' (PIWEB_WORKER_CONCURRENCY): short commands,
+# summaries (compaction, branch and compare summaries), imports and other small tasks.
+PIWEB_USER_MAX_RUNS = int(os.environ.get("PIWEB_USER_MAX_RUNS", "2"))
+PIWEB_COMMAND_CONCURRENCY = int(os.environ.get("PIWEB_COMMAND_CONCURRENCY", "3"))
+PIWEB_SUMMARY_CONCURRENCY = int(os.environ.get("PIWEB_SUMMARY_CONCURRENCY", "2"))
+PIWEB_IMPORT_CONCURRENCY = int(os.environ.get("PIWEB_IMPORT_CONCURRENCY", "1"))
 
 # LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
 # given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).

@@ -467,3 +467,20 @@ class FileSnapshot(models.Model):
 
     def __str__(self):
         return f"{self.kind} {self.commit[:12]}"
+
+
+class WorkspaceUsage(models.Model):
+    """How much disk one user's workspace folders take, as last measured in the background
+    (services/resources.measure_workspace); the quota check before each command reads it."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    bytes = models.BigIntegerField(default=0)
+    files = models.BigIntegerField(default=0)
+    # Files whose setuid/setgid bits the measure removed (in total, over all measures).
+    stripped = models.BigIntegerField(default=0)
+    measured_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.user_id}: {self.bytes} bytes"

@@ -70,3 +70,11 @@ def agent_run(job_id: str) -> str | None:
     from sessions_app.services.chat import execute_run
 
     return execute_run(job_id)
+
+
+@shared_task(name="piweb.measure_workspace", acks_late=True)
+def measure_workspace(user_pk: int) -> int:
+    """Measure one user's workspaces (quota) and strip setuid/setgid bits (idempotent)."""
+    from sessions_app.services.resources import measure_workspace as measure
+
+    return measure(user_pk).bytes

@@ -185,9 +185,12 @@ def child_env(
 
 @pytest.fixture(scope="session")
 def worker(child_env, tmp_path_factory):
-    """A real Celery worker process on this run's broker and database."""
+    """A real Celery worker process on this run's broker and database, consuming every
+    queue piweb sends to (runs, commands, summaries, imports, small tasks: piweb/queues.py)."""
+    from piweb import queues
+
     log_dir = tmp_path_factory.mktemp("worker")
-    queue = child_env.get("PIWEB_CELERY_QUEUE", "piweb")
+    queue = ",".join(queues.all_queues(child_env.get("PIWEB_CELERY_QUEUE", "piweb")))
     proc = ManagedProcess(
         "celery-worker",
         [

@@ -99,7 +99,8 @@ class SandboxConfig:
     bwrap: str = "bwrap"
     network: bool = False
     cpu_seconds: int = 600
-    memory_mb: int = 3072
+    memory_mb: int = 3072  # address space of each process (RLIMIT_AS)
+    total_memory_mb: int = 3072  # all of a command's processes together (memory cgroup)
     max_processes: int = 256
     file_size_mb: int = 1024
     tmp_size_mb: int = 512
@@ -200,6 +201,10 @@ def status_line(config: SandboxConfig) -> str:
     network = "ON (commands can reach the network and the host's services)"
     network = network if config.network else "off"
     pids = "pids cgroup" if PidsCgroup.available() else "RLIMIT_NPROC"
+    if PidsCgroup.available() and PidsCgroup.memory_available():
+        total = f"{config.total_memory_mb} MB of memory in all (memory cgroup)"
+    else:
+        total = f"{config.total_memory_mb} MB of memory in all (watched by the worker)"
     account, root_note = "the worker's account", ""
     if config.command_owner is not None:
         account = f"host uid {config.command_owner[0]} (the worker is root)"
@@ -213,7 +218,7 @@ def status_line(config: SandboxConfig) -> str:
     return (
         f"Sandbox: bubblewrap ({binary}); commands run as {account}, no setuid files; "
         f"network {network}; per command: "
-        f"{config.cpu_seconds}s CPU, {config.memory_mb} MB address space, "
+        f"{config.cpu_seconds}s CPU, {config.memory_mb} MB address space per process, {total}, "
         f"{config.max_processes} processes ({pids}), {config.file_size_mb} MB per file." + root_note
     )
 
@@ -476,10 +481,13 @@ def launch(
             uid, gid = owner
             drop = [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
             argv = drop + argv
-        cgroup = PidsCgroup.create(config.max_processes)
-        if cgroup is not None and not cgroup.per_thread:
-            # Join the cgroup before bwrap starts, so not one process escapes the count.
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procs_file, *argv]
+        cgroup = PidsCgroup.create(config.max_processes, config.total_memory_mb * 1024 * 1024)
+        joins = cgroup.shell_join_files() if cgroup is not None else []
+        if joins:
+            # Join the cgroup(s) before bwrap starts, so not one process escapes the count.
+            script = " && ".join(f'echo $$ > "${i + 1}"' for i in range(len(joins)))
+            join = f'{script} && shift {len(joins)} && exec "$@"'
+            argv = ["/bin/sh", "-c", join, "sh", *joins, *argv]
         for fd in fds:
             os.set_inheritable(fd, True)
         return Launch(argv, {}, tuple(fds), cwd, cgroup)
@@ -490,70 +498,104 @@ def launch(
 
 
 class PidsCgroup:
-    """A per-command pids cgroup (v1 ``pids`` hierarchy, or v2 with pids delegated).
+    """A per-command cgroup: ``pids.max`` (pids controller) and, where the memory controller
+    can be delegated too, a memory limit on all of the command's processes together
+    (``memory.max`` on cgroup v2, ``memory.limit_in_bytes`` on v1; swap kept at the same
+    figure where the kernel accounts it).
 
-    Used when the worker can create one: this is what bounds a fork bomb when the worker
-    runs as root (RLIMIT_NPROC is not enforced for root's processes). ``destroy`` kills
-    whatever is left in it and removes it.
+    Used when the worker can create one: the pids part is what bounds a fork bomb when
+    the worker runs as root (RLIMIT_NPROC is not enforced for root's processes); the
+    memory part is the total memory cap of a command (RLIMIT_AS is per process). On cgroup
+    v1 the two live in separate hierarchies and the command joins both. ``destroy`` kills
+    whatever is left and removes it. The class name stays from when it only did pids.
     """
 
-    _parent: str | None | bool = False  # False: not probed yet
+    _parent: str | None | bool = False  # pids parent; False: not probed yet
+    _memory_parent: str | None | bool = False
 
-    def __init__(self, path: str, limit: int):
+    def __init__(self, path: str, limit: int, memory_path: str | None = None):
         self.path = path
         self.limit = limit
+        self.memory_path = memory_path
         self.procs_file = os.path.join(path, "cgroup.procs")
         # cgroup v1 lets one thread join (its ``tasks`` file): the spawning thread steps
         # in, starts bwrap (which inherits the cgroup) and steps back out, with no shell
         # in between. cgroup v2 has no such file: a tiny shell joins, then execs bwrap.
         self.per_thread = os.path.exists(os.path.join(path, "tasks"))
+        self.memory_per_thread = bool(memory_path) and os.path.exists(
+            os.path.join(memory_path, "tasks")
+        )
+
+    @property
+    def has_memory(self) -> bool:
+        return bool(self.memory_path)
+
+    def shell_join_files(self) -> list[str]:
+        """The ``cgroup.procs`` files a joining shell writes itself into (v2 parts)."""
+        files = [] if self.per_thread else [self.procs_file]
+        if self.memory_path and not self.memory_per_thread and self.memory_path != self.path:
+            files.append(os.path.join(self.memory_path, "cgroup.procs"))
+        return files
 
     @contextlib.contextmanager
     def spawning(self):
-        """Around Popen: the child process starts inside this cgroup."""
-        if not self.per_thread:
-            yield
-            return
+        """Around Popen: the child process starts inside this cgroup (its v1 parts)."""
+        joins = []
+        if self.per_thread:
+            joins.append((self.path, str(self._parent)))
+        if self.memory_per_thread:
+            joins.append((self.memory_path, str(self._memory_parent)))
         tid = str(threading.get_native_id())
-        home = os.path.join(str(self._parent), "tasks")
-        with open(os.path.join(self.path, "tasks"), "w") as fh:
-            fh.write(tid)
+        joined = []
         try:
+            for path, _home in joins:
+                with open(os.path.join(path, "tasks"), "w") as fh:
+                    fh.write(tid)
+                joined.append(_home)
             yield
         finally:
-            with open(home, "w") as fh:
-                fh.write(tid)
+            for home in joined:
+                with open(os.path.join(home, "tasks"), "w") as fh:
+                    fh.write(tid)
 
-    @classmethod
-    def _probe(cls) -> str | None:
-        candidates = []
+    @staticmethod
+    def _candidates(controller: str) -> list[str]:
         try:
             with open("/proc/self/cgroup") as fh:
                 lines = fh.read().splitlines()
         except OSError:
-            return None
+            return []
+        candidates = []
         for line in lines:
             _id, controllers, path = line.split(":", 2)
-            if "pids" in controllers.split(","):
-                candidates.append(os.path.join("/sys/fs/cgroup/pids", path.lstrip("/")))
+            if controller in controllers.split(","):
+                candidates.append(os.path.join(f"/sys/fs/cgroup/{controller}", path.lstrip("/")))
             elif controllers == "":
                 for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
                     directory = os.path.join(base, path.lstrip("/"))
                     try:
                         with open(os.path.join(directory, "cgroup.subtree_control")) as fh:
-                            if "pids" in fh.read().split():
+                            if controller in fh.read().split():
                                 candidates.append(directory)
                     except OSError:
                         pass
-        for directory in candidates:
+        return candidates
+
+    @classmethod
+    def _probe(cls, controller: str = "pids") -> str | None:
+        files = {"pids": [("pids.max", "10")], "memory": [("memory.max", "67108864")]}
+        files_v1 = {"memory": [("memory.limit_in_bytes", "67108864")]}
+        for directory in cls._candidates(controller):
             probe = os.path.join(directory, f"piweb-probe-{os.getpid()}-{os.urandom(4).hex()}")
             try:
                 os.mkdir(probe)
             except OSError:
                 continue
             try:
-                with open(os.path.join(probe, "pids.max"), "w") as fh:
-                    fh.write("10\n")
+                v1 = os.path.exists(os.path.join(probe, "tasks"))
+                for name, value in (files_v1 if v1 else files).get(controller, files[controller]):
+                    with open(os.path.join(probe, name), "w") as fh:
+                        fh.write(value + "\n")
                 return directory
             except OSError:
                 continue
@@ -567,10 +609,18 @@ class PidsCgroup:
     @classmethod
     def available(cls) -> bool:
         if cls._parent is False:
-            cls._parent = cls._probe()
+            cls._parent = cls._probe("pids")
             if cls._parent:
                 cls._remove_stale(cls._parent)
         return bool(cls._parent)
+
+    @classmethod
+    def memory_available(cls) -> bool:
+        if cls._memory_parent is False:
+            cls._memory_parent = cls._probe("memory")
+            if cls._memory_parent and cls._memory_parent != cls._parent:
+                cls._remove_stale(cls._memory_parent)
+        return bool(cls._memory_parent)
 
     @staticmethod
     def _remove_stale(parent: str) -> None:
@@ -595,11 +645,49 @@ class PidsCgroup:
             except OSError:
                 pass
 
+    @staticmethod
+    def _write(path: str, name: str, value: int | str) -> bool:
+        try:
+            with open(os.path.join(path, name), "w") as fh:
+                fh.write(f"{value}\n")
+            return True
+        except OSError:
+            return False
+
     @classmethod
-    def create(cls, limit: int) -> PidsCgroup | None:
+    def _make_memory(cls, name: str, memory_bytes: int, pids_path: str | None) -> str | None:
+        if not memory_bytes or not cls.memory_available():
+            return None
+        parent = str(cls._memory_parent)
+        path = pids_path if pids_path and parent == cls._parent else os.path.join(parent, name)
+        try:
+            if path != pids_path:
+                os.mkdir(path)
+        except OSError:
+            return None
+        if os.path.exists(os.path.join(path, "memory.max")):  # v2
+            ok = cls._write(path, "memory.max", memory_bytes)
+            cls._write(path, "memory.swap.max", 0)
+        else:
+            ok = cls._write(path, "memory.limit_in_bytes", memory_bytes)
+            cls._write(path, "memory.memsw.limit_in_bytes", memory_bytes)
+        if not ok:
+            if path != pids_path:
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+            return None
+        return path
+
+    @classmethod
+    def create(cls, limit: int, memory_bytes: int = 0) -> PidsCgroup | None:
+        """A cgroup for one command: pids.max = ``limit`` and, when the memory controller
+        is delegated too and ``memory_bytes`` is set, that total memory limit."""
         if not cls.available():
             return None
-        path = os.path.join(cls._parent, f"piweb-sandbox-{os.getpid()}-{os.urandom(6).hex()}")
+        name = f"piweb-sandbox-{os.getpid()}-{os.urandom(6).hex()}"
+        path = os.path.join(cls._parent, name)
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as fh:
@@ -610,7 +698,7 @@ class PidsCgroup:
             except OSError:
                 pass
             return None
-        return cls(path, limit)
+        return cls(path, limit, cls._make_memory(name, memory_bytes, path))
 
     def limit_hits(self) -> int:
         """How many times a fork was refused because of pids.max."""
@@ -624,24 +712,47 @@ class PidsCgroup:
             pass
         return 0
 
-    def pids(self) -> list[int]:
+    def oom_kills(self) -> int:
+        """How many of the command's processes the kernel killed at the memory limit."""
+        if not self.memory_path:
+            return 0
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                with open(os.path.join(self.memory_path, name)) as fh:
+                    for line in fh:
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+            except (OSError, ValueError):
+                continue
+        return 0
+
+    def pids(self, path: str | None = None) -> list[int]:
         try:
-            with open(self.procs_file) as fh:
+            with open(os.path.join(path or self.path, "cgroup.procs")) as fh:
                 return [int(p) for p in fh.read().split()]
         except (OSError, ValueError):
             return []
 
     def _kill_and_remove(self) -> bool:
-        for pid in self.pids():
+        paths = [self.path]
+        if self.memory_path and self.memory_path != self.path:
+            paths.append(self.memory_path)
+        done = True
+        for path in paths:
+            for pid in self.pids(path):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for path in paths:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
+                os.rmdir(path)
+            except FileNotFoundError:
                 pass
-        try:
-            os.rmdir(self.path)
-            return True
-        except OSError:
-            return False
+            except OSError:
+                done = False
+        return done
 
     def destroy(self) -> None:
         """Kill what is left and remove the cgroup. Normally nothing is left (the PID
@@ -660,15 +771,31 @@ class PidsCgroup:
         threading.Thread(target=finish, name="piweb-cgroup-cleanup", daemon=True).start()
 
 
+CommandCgroup = PidsCgroup
+
+
+def total_memory_notice(config: SandboxConfig) -> str:
+    return (
+        f"Sandbox limit: all processes of a command together may use at most "
+        f"{config.total_memory_mb} MB of memory; the command was over it and a process "
+        "was stopped."
+    )
+
+
 def limit_notices(
-    config: SandboxConfig, exit_code: int | None, output: str, pids_hits: int
+    config: SandboxConfig,
+    exit_code: int | None,
+    output: str,
+    pids_hits: int,
+    oom_kills: int = 0,
 ) -> list[str]:
     """Plain words for the model and the user when a sandbox limit stopped something."""
     if not config.enabled:
         return []
     notices = []
     lowered = output.lower()
-    if exit_code in (SIGXCPU_STATUS, SIGKILL_STATUS) or "cpu time limit exceeded" in lowered:
+    cpu_kill = exit_code == SIGKILL_STATUS and not oom_kills
+    if exit_code == SIGXCPU_STATUS or cpu_kill or "cpu time limit exceeded" in lowered:
         notices.append(
             f"Sandbox limit: a process used its {config.cpu_seconds} s of CPU time and was stopped."
         )
@@ -681,6 +808,8 @@ def limit_notices(
             f"Sandbox limit: files written by commands may be at most {config.file_size_mb} MB; "
             "a write beyond that was refused."
         )
+    if oom_kills:
+        notices.append(total_memory_notice(config))
     memory_markers = ("memoryerror", "cannot allocate memory", "out of memory", "bad_alloc")
     if exit_code not in (0, None) and any(m in lowered for m in memory_markers):
         notices.append(

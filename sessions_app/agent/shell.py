@@ -11,6 +11,12 @@ With a :class:`~sessions_app.agent.sandbox.SandboxConfig` the command runs insid
 bubblewrap (see ``sandbox.py``): killing bwrap's group ends the sandbox's PID namespace,
 so nothing the command started survives it, and the limits it hit are named in the
 result.
+
+A :class:`CommandGuard` (built by the service layer from settings: workspace quota, disk
+reserve) may refuse the command before it starts (:class:`CommandRefused`) and stop it
+while it runs, with the guard's words as its notice. Where the sandbox could not get a
+memory cgroup, the worker itself watches the command's total resident memory and stops
+it over ``total_memory_mb``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import psutil
 
 from sessions_app.core.truncate import StreamingResult, StreamingTail, StreamSnapshot
 
@@ -56,6 +64,42 @@ def shell_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class CommandRefused(sandboxing.SandboxUnavailable):
+    """A guard refused to start the command (quota, disk reserve); the message says why
+    and what to do."""
+
+
+@dataclass
+class CommandGuard:
+    """Checks around one command. ``before(command)`` returns a refusal (or None);
+    ``during()``, called every ``interval`` seconds while the command runs, returns a
+    reason to stop it (or None)."""
+
+    before: Callable[[str], str | None] | None = None
+    during: Callable[[], str | None] | None = None
+    interval: float = 1.0
+
+
+MEMORY_WATCH_SECONDS = 0.25
+
+
+def tree_rss(pid: int) -> int:
+    """Resident memory of process ``pid`` and all its descendants (bytes; shared pages
+    counted in each process, so it errs on the high side)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
 @dataclass
 class ShellOutcome:
     result: StreamingResult
@@ -66,6 +110,7 @@ class ShellOutcome:
     duration: float
     snapshots: int
     limit_notices: tuple[str, ...] = ()
+    stopped: str | None = None  # why a guard or the memory watch stopped it
 
 
 def snapshot_event(snap: StreamSnapshot) -> dict:
@@ -105,6 +150,8 @@ def run_shell(
     shell: str = "/bin/bash",
     sandbox: sandboxing.SandboxConfig | None = None,
     workspace: str | None = None,
+    guard: CommandGuard | None = None,
+    full_output_max_bytes: int | None = None,
 ) -> ShellOutcome:
     """Run ``command`` with ``shell -c`` in ``cwd`` and return the outcome.
 
@@ -112,10 +159,16 @@ def run_shell(
     snapshots (and always a final one). ``sandbox``: run inside bubblewrap with
     ``workspace`` (default ``cwd``) as the only writable directory and ``env`` added to
     the sandbox's minimal environment (raises SandboxUnavailable when bwrap is missing);
-    None runs the bare shell (the truncator's own tests and benchmarks).
+    None runs the bare shell (the truncator's own tests and benchmarks). ``guard``: see
+    :class:`CommandGuard` (a refusal raises :class:`CommandRefused`).
+    ``full_output_max_bytes`` caps the full-output file (it keeps the tail past it).
     """
     started = time.monotonic()
-    tail = StreamingTail(output_path=output_path)
+    if guard is not None and guard.before is not None:
+        refusal = guard.before(command)
+        if refusal:
+            raise CommandRefused(refusal)
+    tail = StreamingTail(output_path=output_path, max_file_bytes=full_output_max_bytes)
     if abort is not None and abort.is_set():
         return ShellOutcome(tail.finish(), None, True, False, timeout, 0.0, 0)
     if sandbox is not None:
@@ -143,7 +196,16 @@ def run_shell(
     launch.close_fds()
     try:
         return _follow(
-            proc, tail, launch, started, timeout, abort, on_snapshot, snapshot_interval, sandbox
+            proc,
+            tail,
+            launch,
+            started,
+            timeout,
+            abort,
+            on_snapshot,
+            snapshot_interval,
+            sandbox,
+            guard,
         )
     finally:
         launch.cleanup()
@@ -159,6 +221,7 @@ def _follow(
     on_snapshot: Callable[[StreamSnapshot], None] | None,
     snapshot_interval: float,
     sandbox: sandboxing.SandboxConfig | None,
+    guard: CommandGuard | None = None,
 ) -> ShellOutcome:
     fd = proc.stdout.fileno()
     try:
@@ -177,6 +240,15 @@ def _follow(
     snapshots = 0
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    stopped: str | None = None
+    watch_guard = guard is not None and guard.during is not None
+    next_guard = started + (guard.interval if watch_guard else 0)
+    cgroup = launch.cgroup
+    memory_cap = 0
+    if sandbox is not None and sandbox.enabled and sandbox.total_memory_mb:
+        if cgroup is None or not cgroup.has_memory:
+            memory_cap = sandbox.total_memory_mb * 1024 * 1024
+    next_memory = started
     try:
         while True:
             events = poller.poll(50)
@@ -205,6 +277,15 @@ def _follow(
                     aborted = True
                 elif deadline is not None and now >= deadline:
                     timed_out = True
+                elif watch_guard and now >= next_guard:
+                    next_guard = now + guard.interval
+                    stopped = guard.during()
+                if memory_cap and stopped is None and killed_at is None and now >= next_memory:
+                    next_memory = now + MEMORY_WATCH_SECONDS
+                    if tree_rss(proc.pid) > memory_cap:
+                        stopped = sandboxing.total_memory_notice(sandbox)
+                if stopped:
+                    aborted = True
                 if aborted or timed_out:
                     _kill_group(proc.pid)
                     killed_at = now
@@ -228,7 +309,8 @@ def _follow(
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.wait(5)
-    pids_hits = launch.cgroup.limit_hits() if launch.cgroup is not None else 0
+    pids_hits = cgroup.limit_hits() if cgroup is not None else 0
+    oom_kills = cgroup.oom_kills() if cgroup is not None else 0
     result = tail.finish()
     if on_snapshot is not None:
         on_snapshot(tail.snapshot())
@@ -238,8 +320,12 @@ def _follow(
     notices: tuple[str, ...] = ()
     if sandbox is not None:
         notices = tuple(
-            sandboxing.limit_notices(sandbox, exit_code, result.truncation.content, pids_hits)
+            sandboxing.limit_notices(
+                sandbox, exit_code, result.truncation.content, pids_hits, oom_kills
+            )
         )
+    if stopped and stopped not in notices:
+        notices = (stopped, *notices)
     return ShellOutcome(
         result=result,
         exit_code=exit_code,
@@ -249,4 +335,5 @@ def _follow(
         duration=time.monotonic() - started,
         snapshots=snapshots,
         limit_notices=notices,
+        stopped=stopped,
     )

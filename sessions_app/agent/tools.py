@@ -46,6 +46,7 @@ from sessions_app.core.truncate import (
     StreamSnapshot,
     append_notice,
     find_notice,
+    format_size,
     grep_notice,
     ls_notice,
     read_output_text,
@@ -57,7 +58,7 @@ from . import edits as edit_text
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .sandbox import SandboxConfig, SandboxUnavailable
-from .shell import ShellOutcome, run_shell
+from .shell import CommandGuard, ShellOutcome, run_shell
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -95,6 +96,12 @@ class ToolContext:
     bash_timeout: float = DEFAULT_BASH_TIMEOUT
     bash_env: dict[str, str] | None = None  # added to the sandbox's minimal environment
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    # Quota / disk reserve checks around each bash command (services/resources.py), and
+    # what runs after one (the quota's measure).
+    bash_guard: CommandGuard | None = None
+    after_bash: Callable[[str], None] | None = None
+    full_output_max_bytes: int | None = None  # the full-output file keeps its tail past it
+    max_file_bytes: int | None = MAX_READ_BYTES  # read and edit refuse bigger files
 
     def check_abort(self) -> None:
         if self.abort.is_set():
@@ -160,6 +167,18 @@ def image_mime_type(head: bytes) -> str | None:
     return None
 
 
+def _check_size(path: str, size: int, ctx: ToolContext, verb: str) -> None:
+    """Refuse a file over the tools' size limit before reading any of it (the whole file
+    would sit in the worker's memory, several times over for an edit)."""
+    limit = ctx.max_file_bytes
+    if limit and size > limit:
+        raise ToolError(
+            f"{path} is {format_size(size)}, over the {format_size(limit)} the {verb} tool "
+            f"opens (PIWEB_TOOL_MAX_FILE_MB). Use bash to work on parts of it (sed -n, "
+            "head, tail, grep; sed -i or a script to change it)."
+        )
+
+
 def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = args["path"]
     try:
@@ -190,11 +209,7 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                     {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime},
                 ]
             )
-        if size > MAX_READ_BYTES:
-            raise ToolError(
-                f"{path} is {size} bytes, too large to read at once. Use bash (sed -n, head, tail) "
-                "to look at parts of it."
-            )
+        _check_size(path, size, ctx, "read")
         raw = head + fh.read()
     ctx.check_abort()
     text = raw.decode("utf-8", errors="replace")
@@ -252,17 +267,23 @@ def run_bash(args: dict[str, Any], ctx: ToolContext) -> tuple[ShellOutcome, Tool
         raise ToolError(
             "Invalid timeout: must be a finite number of seconds, or 0 to disable the timer"
         )
-    outcome = run_shell(
-        command,
-        ctx.workspace.cwd,
-        output_path=ctx.output_file("bash"),
-        timeout=timeout or None,
-        abort=ctx.abort,
-        on_snapshot=ctx.on_bash_snapshot,
-        env=ctx.bash_env,
-        sandbox=ctx.sandbox,
-        workspace=ctx.workspace.root,
-    )
+    try:
+        outcome = run_shell(
+            command,
+            ctx.workspace.cwd,
+            output_path=ctx.output_file("bash"),
+            timeout=timeout or None,
+            abort=ctx.abort,
+            on_snapshot=ctx.on_bash_snapshot,
+            env=ctx.bash_env,
+            sandbox=ctx.sandbox,
+            workspace=ctx.workspace.root,
+            guard=ctx.bash_guard,
+            full_output_max_bytes=ctx.full_output_max_bytes,
+        )
+    finally:
+        if ctx.after_bash is not None:
+            ctx.after_bash(command)
     result = outcome.result
     text, is_error = result.tool_text(
         exit_code=outcome.exit_code,
@@ -354,6 +375,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 def _edit_fd(fd: int, path: str, edits: list[dict], ctx: ToolContext) -> ToolResult:
     if not safefs.is_regular(fd):
         raise ToolError(f"Cannot edit {path}: it is not a regular file.")
+    _check_size(path, os.fstat(fd).st_size, ctx, "edit")
     raw = safefs.read_all(fd).decode("utf-8", errors="replace")
     ctx.check_abort()
     bom, content = edit_text.split_bom(raw)

@@ -71,6 +71,9 @@ GREP_MAX_LINE_LENGTH = 500
 GREP_DEFAULT_LIMIT = 100
 FIND_DEFAULT_LIMIT = 1000
 LS_DEFAULT_LIMIT = 500
+# The header line of a full-output file that passed its cap (fixed size, so it can be
+# rewritten in place as more is dropped).
+CAPPED_HEADER_BYTES = 256
 
 TruncatedBy = Literal["lines", "bytes"]
 
@@ -503,14 +506,26 @@ def bash_truncation_notice(
     result: TruncationResult,
     full_output_path: str | os.PathLike[str] | None,
     last_line_bytes: int | None = None,
+    file_note: str | None = None,
 ) -> str | None:
     """The bash tool's notice for a tail-truncated output, or None.
 
     ``last_line_bytes`` is the full size of the last line, shown for a
     partial last line (defaults to the shown bytes when unknown).
+    ``file_note`` (piweb's, not pi's) is added inside the brackets when the
+    full-output file does not hold everything (it passed its cap).
     """
     if not result.truncated:
         return None
+    notice = _pi_bash_notice(result, full_output_path, last_line_bytes)
+    return f"{notice[:-1]}; {file_note}]" if file_note else notice
+
+
+def _pi_bash_notice(
+    result: TruncationResult,
+    full_output_path: str | os.PathLike[str] | None,
+    last_line_bytes: int | None,
+) -> str:
     path = _path_text(full_output_path)
     end_line = result.total_lines
     start_line = result.total_lines - result.output_lines + 1
@@ -535,10 +550,12 @@ def bash_output_text(
     full_output_path: str | os.PathLike[str] | None,
     last_line_bytes: int | None = None,
     empty_text: str = "(no output)",
+    file_note: str | None = None,
 ) -> str:
     """Tail-truncated output (``empty_text`` when there is none) plus the notice."""
     text = result.content or empty_text
-    return append_notice(text, bash_truncation_notice(result, full_output_path, last_line_bytes))
+    notice = bash_truncation_notice(result, full_output_path, last_line_bytes, file_note)
+    return append_notice(text, notice)
 
 
 class BashToolText(NamedTuple):
@@ -556,6 +573,7 @@ def bash_tool_text(
     exit_code: int | None = 0,
     aborted: bool = False,
     timeout_seconds: float | None = None,
+    file_note: str | None = None,
 ) -> BashToolText:
     """The bash tool result text pi gives the model.
 
@@ -567,13 +585,15 @@ def bash_tool_text(
       ``Command timed out after N seconds`` (error results).
     """
     if aborted or timeout_seconds is not None:
-        text = bash_output_text(result, full_output_path, last_line_bytes, empty_text="")
+        text = bash_output_text(
+            result, full_output_path, last_line_bytes, empty_text="", file_note=file_note
+        )
         if aborted:
             status = "Command aborted"
         else:
             status = f"Command timed out after {js_number_to_string(timeout_seconds)} seconds"
         return BashToolText(_append_status(text, status), True)
-    text = bash_output_text(result, full_output_path, last_line_bytes)
+    text = bash_output_text(result, full_output_path, last_line_bytes, file_note=file_note)
     if exit_code is not None and exit_code != 0:
         return BashToolText(_append_status(text, f"Command exited with code {exit_code}"), True)
     return BashToolText(text, False)
@@ -757,6 +777,9 @@ class StreamingResult:
     last_line_bytes: int
     notice: str | None
     text: str  # pi's successful bash result text: output (or "(no output)") + notice
+    # When the full-output file passed its cap: what it dropped (None: it holds everything).
+    file_note: str | None = None
+    dropped_bytes: int = 0
 
     def tool_text(
         self,
@@ -773,6 +796,7 @@ class StreamingResult:
             exit_code=exit_code,
             aborted=aborted,
             timeout_seconds=timeout_seconds,
+            file_note=self.file_note,
         )
 
 
@@ -815,6 +839,14 @@ class StreamingTail:
 
     Totals count raw bytes; invalid UTF-8 is decoded with U+FFFD only for
     display and never raises.
+
+    ``max_file_bytes`` caps the full-output file (piweb's, not pi's): once the
+    output in it passes the cap, the file is rewritten in place to keep only
+    its last half-cap (from a line start when one is near), behind a
+    fixed-size header line that says how much was dropped; so the file never
+    holds more than the cap plus that header, and the copy goes through a
+    1 MB buffer (memory stays bounded).  The result's ``file_note`` then says
+    so in the notice.
     """
 
     def __init__(
@@ -824,6 +856,7 @@ class StreamingTail:
         *,
         output_path: OutputPath | None = None,
         file_prefix: str = "pi-bash",
+        max_file_bytes: int | None = None,
     ) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
@@ -841,6 +874,12 @@ class StreamingTail:
         self._file: Any = None
         self._path: str | None = None
         self._finished = False
+        # (at least 4 headers' worth: the in-place copy must never overlap backwards)
+        self._max_file = max(max_file_bytes, 4 * CAPPED_HEADER_BYTES) if max_file_bytes else None
+        self._file_data = 0  # output bytes in the file (after the header, if any)
+        self._file_newlines = 0
+        self._dropped_bytes = 0
+        self._dropped_lines = 0
 
     # -- counters -----------------------------------------------------------
 
@@ -886,12 +925,12 @@ class StreamingTail:
             self._last_line_bytes += size
 
         if self._file is not None:
-            self._file.write(chunk)
+            self._write_file(chunk, newlines)
         elif self.over_limit:
             # Never trimmed so far (trimming needs > 4 * max_bytes in the
             # buffer, and we are only now past max_bytes): _buf is the start.
             self._open_file()
-            self._file.write(chunk)
+            self._write_file(chunk, newlines)
 
         buf = self._buf
         if size >= self._keep:
@@ -921,13 +960,71 @@ class StreamingTail:
         if self._path is not None:  # opened once; never reopened (and truncated)
             return
         path = self._resolve_path()
-        fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600
-        )
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
         self._file = os.fdopen(fd, "wb")
         self._path = path
         if self._buf:
-            self._file.write(self._buf)
+            self._write_file(self._buf, self._buf.count(b"\n"))
+
+    # -- the capped full-output file ------------------------------------------
+
+    def _write_file(self, data: Any, newlines: int) -> None:
+        self._file.write(data)
+        self._file_data += len(data)
+        self._file_newlines += newlines
+        if self._max_file is not None and self._file_data > self._max_file:
+            self._keep_file_tail()
+
+    def _header(self) -> bytes:
+        cap = format_size(self._max_file or 0)
+        text = (
+            f"[piweb: this file keeps only the end of the output: the first "
+            f"{self._dropped_bytes} bytes ({self._dropped_lines} lines) were dropped to "
+            f"keep it under its {cap} cap]"
+        )
+        return text.encode().ljust(CAPPED_HEADER_BYTES - 1)[: CAPPED_HEADER_BYTES - 1] + b"\n"
+
+    def _keep_file_tail(self) -> None:
+        """Rewrite the file in place as header + the last half-cap of the output."""
+        fh = self._file
+        fh.flush()
+        fd = fh.fileno()
+        start = CAPPED_HEADER_BYTES if self._dropped_bytes else 0
+        keep = max(1, (self._max_file or 0) // 2)
+        src = start + self._file_data - keep
+        # Start the kept part on a line when a newline is near.
+        probe = os.pread(fd, min(64 * 1024, keep), src)
+        newline = probe.find(b"\n")
+        if 0 <= newline < len(probe) - 1:
+            src += newline + 1
+        kept = start + self._file_data - src
+        dst = CAPPED_HEADER_BYTES
+        kept_newlines = 0
+        done = 0
+        while done < kept:
+            block = os.pread(fd, min(1 << 20, kept - done), src + done)
+            if not block:
+                break
+            os.pwrite(fd, block, dst + done)
+            kept_newlines += block.count(b"\n")
+            done += len(block)
+        self._dropped_bytes += self._file_data - done
+        self._dropped_lines += self._file_newlines - kept_newlines
+        self._file_data, self._file_newlines = done, kept_newlines
+        os.pwrite(fd, self._header(), 0)
+        os.ftruncate(fd, dst + done)
+        fh.seek(dst + done)
+
+    @property
+    def file_note(self) -> str | None:
+        """What the notice adds when the full-output file dropped the start."""
+        if not self._dropped_bytes:
+            return None
+        return (
+            f"that file keeps only the last {format_size(self._file_data)} (the full-output "
+            f"cap is {format_size(self._max_file or 0)}; the first {self._dropped_lines} "
+            "lines were dropped)"
+        )
 
     def _resolve_path(self) -> str:
         target = self._output_path
@@ -1013,9 +1110,12 @@ class StreamingTail:
             self._open_file()
         self._finished = True
         self.close()
-        notice = bash_truncation_notice(truncation, self._path, self._last_line_bytes)
+        note = self.file_note
+        notice = bash_truncation_notice(truncation, self._path, self._last_line_bytes, note)
         text = append_notice(truncation.content or "(no output)", notice)
-        return StreamingResult(truncation, self._path, self._last_line_bytes, notice, text)
+        return StreamingResult(
+            truncation, self._path, self._last_line_bytes, notice, text, note, self._dropped_bytes
+        )
 
     def close(self) -> None:
         """Close the full-output file (kept on disk)."""

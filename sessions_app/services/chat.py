@@ -37,7 +37,16 @@ from sessions_app.agent.shell import snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, Session
-from sessions_app.services import changes, events, llm, sandboxing, sessions, workspaces, write_back
+from sessions_app.services import (
+    changes,
+    events,
+    llm,
+    resources,
+    sandboxing,
+    sessions,
+    workspaces,
+    write_back,
+)
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -168,6 +177,9 @@ def send_message(session: Session, user, text: str) -> Job:
             sandboxing.check_available()
         except SandboxUnavailable as exc:
             raise ChatError(str(exc), "sandbox") from None
+        refusal = resources.command_guard(session).before(parsed.text)
+        if refusal:
+            raise ChatError(refusal, "resources")
     try:
         with transaction.atomic():
             locked = sessions.lock_session(session.pk)
@@ -211,6 +223,11 @@ def send_message(session: Session, user, text: str) -> Job:
         raise RunBusy("A run is already in progress on this session.") from None
     session.refresh_from_db()
     return job
+
+
+def is_held(job: Job) -> bool:
+    """Is this run waiting behind its user's other runs (see jobs/agent_run.py)?"""
+    return agent_run.is_held(job)
 
 
 def stop_run(session: Session, user) -> Job | None:

@@ -16,12 +16,12 @@ from django.conf import settings
 from sessions_app.agent.paths import Workspace, make_private_dir, output_file_factory
 from sessions_app.agent.safefs import chown_tree, open_root
 from sessions_app.agent.sandbox import SandboxConfig, SandboxUnavailable, require, status_line
-from sessions_app.agent.shell import ShellOutcome, run_shell
+from sessions_app.agent.shell import CommandRefused, ShellOutcome, run_shell
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import ToolContext
 from sessions_app.core.truncate import StreamSnapshot
 from sessions_app.models import Session
-from sessions_app.services import workspaces
+from sessions_app.services import resources, workspaces
 from sessions_app.services.sessions import UNSET
 
 
@@ -33,6 +33,7 @@ def config() -> SandboxConfig:
         network=settings.PIWEB_SANDBOX_NETWORK,
         cpu_seconds=settings.PIWEB_SANDBOX_CPU_SECONDS,
         memory_mb=settings.PIWEB_SANDBOX_MEMORY_MB,
+        total_memory_mb=settings.PIWEB_SANDBOX_TOTAL_MEMORY_MB,
         max_processes=settings.PIWEB_SANDBOX_MAX_PROCESSES,
         file_size_mb=settings.PIWEB_SANDBOX_FILE_SIZE_MB,
         tmp_size_mb=settings.PIWEB_SANDBOX_TMP_MB,
@@ -104,6 +105,10 @@ def tool_context(
         on_bash_snapshot=on_bash_snapshot,
         bash_env=session_env(session),
         sandbox=sandbox,
+        bash_guard=resources.command_guard(session),
+        after_bash=lambda command: resources.after_command(session, command),
+        full_output_max_bytes=resources.full_output_max_bytes(),
+        max_file_bytes=resources.tool_max_file_bytes(),
     )
 
 
@@ -117,23 +122,30 @@ def run_command(
     output_prefix: str = "user-bash",
     leaf_pi_id=UNSET,
 ) -> ShellOutcome:
-    """Run a user's ``!cmd`` in the session's sandbox (SandboxUnavailable if it cannot)."""
+    """Run a user's ``!cmd`` in the session's sandbox (SandboxUnavailable if it cannot,
+    CommandRefused over quota or below the disk reserve)."""
     cwd = session_cwd(session, leaf_pi_id)
     limit = settings.PIWEB_USER_BASH_TIMEOUT if timeout is None else timeout
-    return run_shell(
-        command,
-        cwd,
-        output_path=output_file_factory(workspaces.artifact_dir(session), output_prefix),
-        timeout=limit or None,
-        abort=abort,
-        on_snapshot=on_snapshot,
-        env=session_env(session),
-        sandbox=config(),
-        workspace=cwd,
-    )
+    try:
+        return run_shell(
+            command,
+            cwd,
+            output_path=output_file_factory(workspaces.artifact_dir(session), output_prefix),
+            timeout=limit or None,
+            abort=abort,
+            on_snapshot=on_snapshot,
+            env=session_env(session),
+            sandbox=config(),
+            workspace=cwd,
+            guard=resources.command_guard(session),
+            full_output_max_bytes=resources.full_output_max_bytes(),
+        )
+    finally:
+        resources.after_command(session, command)
 
 
 __all__ = [
+    "CommandRefused",
     "SandboxUnavailable",
     "check_available",
     "config",

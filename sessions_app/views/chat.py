@@ -35,6 +35,9 @@ def _chat_action(view):
 @_chat_action
 def send(request, session):
     job = chat.send_message(session, request.user, request.POST.get("text", ""))
+    if chat.is_held(job):
+        message = "Sent, and queued behind your other runs: it starts when one of them ends."
+        return notice(request, message, level="ok", run_id=str(job.pk), code="held")
     return notice(request, "Sent.", level="ok", run_id=str(job.pk))
 
 

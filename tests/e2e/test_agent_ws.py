@@ -2,7 +2,6 @@
 OpenAI-compatible server, daphne serves the websocket, and the tree in the database must
 hold exactly what pi would have stored."""
 
-import hashlib
 import json
 import os
 import threading
@@ -619,25 +618,29 @@ def test_200_mb_of_bash_output_streams_with_bounded_memory(
     assert path.startswith(
         os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk)) + os.sep
     )
-    expected = hashlib.sha256()
+    # The full-output file keeps the last part of the 200 MB: a header line saying how
+    # much was dropped, then whole lines of the stream up to its end, under the 50 MB cap
+    # (PIWEB_FULL_OUTPUT_MAX_MB).
     line = b"abcdefghij\n"
     chunk = line * 100_000
-    remaining = size
-    while remaining:
-        part = chunk[: min(len(chunk), remaining)]
-        expected.update(part)
-        remaining -= len(part)
-    actual = hashlib.sha256()
+    cap = 50 * 1024 * 1024
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            actual.update(block)
-    assert os.path.getsize(path) == size
-    assert actual.hexdigest() == expected.hexdigest()
+        header = fh.readline()
+        kept = 0
+        for block in iter(lambda: fh.read(len(chunk)), b""):
+            assert block == chunk[: len(block)]
+            kept += len(block)
+    assert header.startswith(b"[piweb: this file keeps only the end of the output")
+    assert (size - kept) % len(line) == 0 and cap // 2 - len(line) <= kept <= cap
+    dropped_lines = (size - kept) // len(line)
+    assert f"the first {size - kept} bytes ({dropped_lines} lines) were dropped".encode() in header
     # pi 0.80.2: a last newline starts no extra line, an unfinished last line counts.
     total_lines = -(-size // len(line))
     text_ = result["content"][0]["text"]
     assert text_.endswith(
-        f"\n\n[Showing lines {total_lines - 2000 + 1}-{total_lines} of {total_lines}. Full output: {path}]"
+        f"\n\n[Showing lines {total_lines - 2000 + 1}-{total_lines} of {total_lines}. Full "
+        f"output: {path}; that file keeps only the last {kept / 1024 / 1024:.1f}MB (the "
+        f"full-output cap is 50.0MB; the first {dropped_lines} lines were dropped)]"
     )
     assert details["truncation"]["totalBytes"] == size
     assert details["truncation"]["truncatedBy"] == "lines"

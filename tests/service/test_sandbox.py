@@ -283,9 +283,57 @@ def test_fork_bomb_is_stopped_by_the_process_limit(session, settings):
 
 
 def test_shell_fork_bomb_is_stopped(session, settings):
+    """What the process limit guarantees: never more than the limit at once, the bomb
+    ends with the command, and nothing of it survives.
+
+    It does not guarantee that a bomb reaches the limit. The classic `:(){ :|:& };: ;
+    wait` (this test's first version) ends as soon as its first pipeline's two subshells
+    have started theirs in the background; the sandbox's PID namespace dies with that
+    top shell. On a busy machine the top shell often got there before the bomb had 64
+    processes: nothing was refused, nothing printed, "(no output)". So this bomb keeps
+    every process (each waits for its children), and the test stops it only once the
+    output shows a refused fork and the host-side sampler has counted its processes a
+    few times since (the 120 s timeout is a backstop).
+    """
     settings.PIWEB_SANDBOX_MAX_PROCESSES = 64
-    result = tool(session, "bash", {"command": ":(){ :|:& };: ; wait", "timeout": 20})
+    marker = "bomb-4711"
+    abort = AbortSignal()
+    refused = threading.Event()
+
+    def on_snapshot(snap):
+        if "Resource temporarily unavailable" in snap.content:
+            refused.set()
+
+    peak = 0
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        scans_since_refused = 0
+        while not done.is_set():
+            peak = max(peak, len(host_processes_with(marker)))
+            if refused.is_set():
+                scans_since_refused += 1
+                if scans_since_refused >= 3:
+                    abort.trigger()
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        context = sandboxing.tool_context(session, abort, on_snapshot)
+        command = f"bomb() {{ bomb & bomb & wait; }}; bomb # {marker}"
+        result = execute_tool("bash", json.dumps({"command": command, "timeout": 120}), context)
+    finally:
+        done.set()
+        sampler.join(5)
+    assert refused.is_set(), result.text  # it did reach the limit (then it was stopped)
     assert "Sandbox limit: at most 64 processes may run at once" in result.text
+    assert result.is_error and "Command aborted" in result.text
+    # The sandbox's processes are the bomb's bash processes and bwrap's two (the
+    # outer one and the PID namespace's init), all counted against the limit.
+    assert 10 < peak <= 64, peak
+    assert wait_until(lambda: not host_processes_with(marker)), "a bomb process survived"
 
 
 def test_four_gb_allocation_is_refused(session):
@@ -568,12 +616,14 @@ def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
             argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        assert wait_until(lambda: "Sandbox:" in log.read_text(), 60), log.read_text()
+        assert wait_until(lambda: "Limits:" in log.read_text(), 60), log.read_text()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     banner = log.read_text()
     assert "Sandbox: OFF (PIWEB_SANDBOX=off)" in banner and "single-user machine" in banner
+    assert "Limits: workspace quota 10240 MB per user" in banner
+    assert "worker slots: 1 agent runs, 3 commands, 2 summaries, 1 imports." in banner
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")

@@ -1,4 +1,5 @@
-"""Start everything piweb needs in one command: (embedded Redis), daphne, a Celery worker.
+"""Start everything piweb needs in one command: (embedded Redis), daphne, the Celery
+workers (one per queue group: agent runs, commands, summaries, imports and small tasks).
 
 The processes run under piweb.supervisor: when one dies (killed, out of memory…) the
 others keep serving and the dead one is restarted with a backoff, and both are logged.
@@ -16,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from piweb import embedded
+from piweb import embedded, queues
 from piweb.supervisor import Supervisor
-from sessions_app.services import sandboxing
+from sessions_app.services import resources, sandboxing
 
 
 class Command(BaseCommand):
@@ -38,24 +39,13 @@ class Command(BaseCommand):
             supervisor.add("embedded redis", lambda: embedded.start(settings.EMBEDDED_REDIS_SOCKET))
             self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
         env = dict(os.environ)
-        supervisor.add_command(
-            "celery worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "piweb",
-                "worker",
-                "-l",
-                "warning",
-                "-c",
-                str(concurrency),
-                "-Q",
-                settings.CELERY_TASK_DEFAULT_QUEUE,
-            ],
-            env,
-        )
+        # One worker per queue group, each with its own slots (piweb/queues.py): one
+        # user's long runs never hold the slots of anyone's `!cmd`, summary or import.
+        groups = queues.worker_groups(settings.CELERY_TASK_DEFAULT_QUEUE, concurrency)
+        for label, names, slots in groups:
+            supervisor.add_command(
+                label, queues.worker_argv(label, names, slots, str(os.getpid())), env
+            )
         supervisor.add_command(
             "daphne",
             [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
@@ -68,6 +58,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, concurrency, **options):
         supervisor = Supervisor(report=self._report)
+        self._concurrency = concurrency
         follower = self.children(supervisor, host=host, port=port, concurrency=concurrency)
         supervisor.start_all()
         # The banner waits until daphne answers, so its URL works when it appears; the
@@ -91,6 +82,7 @@ class Command(BaseCommand):
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"piweb is running: log in at {url}login/"))
         self.stdout.write(sandboxing.status())
+        self.stdout.write(resources.status(getattr(self, "_concurrency", None)))
         if not get_user_model().objects.exists():
             self.stdout.write(
                 "No users yet: create one with `make createsuperuser` (in another terminal)."

@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from piweb import queues
 from piweb.celery import app as celery_app
 from sessions_app.models import Entry, Job, Session
 from sessions_app.services import events, sessions
@@ -58,22 +59,27 @@ class JobKind:
     :func:`run_job`). ``on_stale``: ``REQUEUE`` (run it again,
     up to ``PIWEB_JOB_MAX_ATTEMPTS`` runs) or ``FAIL`` (never run twice; fail it with
     ``stale_error``, and a queued job nobody picked up in time with ``lost_error``).
-    ``jobs_queue``: send it to ``PIWEB_JOBS_QUEUE`` rather than the default queue.
+    ``queue``: which of piweb's queues runs it (``piweb/queues.py``: each has its own
+    worker slots), or a function of the job giving one.
     ``on_claim(job)`` may set the claimed job's model and progress before it is saved;
     ``on_finish(job)`` publishes what the kind's pages need besides ``job_progress``.
     ``run(job, attempt)`` does the work for :func:`run_job` and returns the final status
     (kinds with a runner of their own, like the agent run, leave it None).
+    ``on_sweep()`` runs after each full sweep (the agent run starts the runs that waited
+    behind a user's other runs, should a finish have missed them).
+    A queued job whose progress says ``held`` is waiting on purpose: never "lost".
     """
 
     kind: str
     task: str = RUN_JOB_TASK
     on_stale: str = REQUEUE
-    jobs_queue: bool = True
+    queue: str | Callable[[Job], str] = queues.SUMMARIES
     stale_error: str = "The worker running this stopped."
     lost_error: str = "No worker picked this up in time."
     on_claim: Callable[[Job], None] | None = None
     on_finish: Callable[[Job], None] | None = None
     run: Callable[[Job, int], str | None] | None = None
+    on_sweep: Callable[[], None] | None = None
 
 
 _registry: dict[str, JobKind] = {}
@@ -175,7 +181,7 @@ def enqueue(job: Job) -> None:
     """Send the job's task after commit (see the module doc for a broker that is down)."""
     spec = kind_of(job.kind)
     job_id = str(job.id)
-    queue = (settings.PIWEB_JOBS_QUEUE or None) if spec.jobs_queue else None
+    queue = queues.name(spec.queue(job) if callable(spec.queue) else spec.queue)
 
     def send():
         try:
@@ -399,6 +405,8 @@ def run_job(job_id) -> str | None:
 def _lost(job: Job, now) -> bool:
     """A queued job whose broker message may be lost (never sent, or never picked up)."""
     progress = job.progress or {}
+    if progress.get("held"):
+        return False  # waiting behind its user's other runs, on purpose
     if progress.get("enqueue_failed"):
         return True
     patience = stale_seconds() * 10
@@ -433,6 +441,10 @@ def sweep(session: Session | None = None, *, kinds=None) -> list[str]:
             swept.append(str(job.pk))
     if swept:
         log.warning("swept %d stale job(s): %s", len(swept), ", ".join(swept))
+    if session is None:
+        for spec in _registry.values():
+            if spec.on_sweep is not None and (kinds is None or spec.kind in kinds):
+                spec.on_sweep()
     return swept
 
 

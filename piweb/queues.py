@@ -1,0 +1,78 @@
+"""The Celery queues and the workers that serve them (README "Queues and fairness").
+
+Each kind of work has its own queue and its own worker slots, so a user's long agent runs
+never delay anyone's short command, summary or import:
+
+- ``<base>-runs``: agent turns (``PIWEB_WORKER_CONCURRENCY`` slots);
+- ``<base>-commands``: a user's ``!cmd`` / ``!!cmd`` (``PIWEB_COMMAND_CONCURRENCY``);
+- ``<base>-summaries``: compactions, branch and compare summaries
+  (``PIWEB_SUMMARY_CONCURRENCY``; ``PIWEB_JOBS_QUEUE`` names another queue for them);
+- ``<base>-imports``: imports (``PIWEB_IMPORT_CONCURRENCY``), served with ``<base>``
+  itself: the small tasks (search indexing after an import, workspace measures, pings).
+
+``<base>`` is the Celery app's default queue (``PIWEB_CELERY_QUEUE``, default "piweb"),
+read when a task is sent, so a test that points the default queue elsewhere moves every
+queue with it. ``runpiweb`` starts one worker per group of :func:`worker_groups`; the
+test suite's worker consumes :func:`all_queues`.
+"""
+
+from __future__ import annotations
+
+RUNS = "runs"
+COMMANDS = "commands"
+SUMMARIES = "summaries"
+IMPORTS = "imports"
+KINDS = (RUNS, COMMANDS, SUMMARIES, IMPORTS)
+
+
+def base() -> str:
+    from piweb.celery import app
+
+    return app.conf.task_default_queue
+
+
+def name(kind: str | None, base_name: str | None = None) -> str:
+    """The queue of a kind of work (None: the default queue, for small tasks)."""
+    root = base_name or base()
+    if kind is None:
+        return root
+    if kind not in KINDS:
+        raise ValueError(f"unknown queue kind {kind!r}")
+    if kind == SUMMARIES and base_name is None:
+        from django.conf import settings
+
+        if settings.PIWEB_JOBS_QUEUE:
+            return settings.PIWEB_JOBS_QUEUE
+    return f"{root}-{kind}"
+
+
+def all_queues(base_name: str) -> list[str]:
+    """Every queue piweb sends to, for a worker that serves them all (tests)."""
+    return [base_name, *(f"{base_name}-{kind}" for kind in KINDS)]
+
+
+def worker_groups(base_name: str, runs_concurrency: int) -> list[tuple[str, list[str], int]]:
+    """(supervisor name, queues, slots) of each worker ``runpiweb`` starts."""
+    from django.conf import settings
+
+    summaries = settings.PIWEB_JOBS_QUEUE or f"{base_name}-{SUMMARIES}"
+    return [
+        ("celery worker", [f"{base_name}-{RUNS}"], runs_concurrency),
+        ("commands worker", [f"{base_name}-{COMMANDS}"], settings.PIWEB_COMMAND_CONCURRENCY),
+        ("summaries worker", [summaries], settings.PIWEB_SUMMARY_CONCURRENCY),
+        (
+            "imports worker",
+            [f"{base_name}-{IMPORTS}", base_name],
+            settings.PIWEB_IMPORT_CONCURRENCY,
+        ),
+    ]
+
+
+def worker_argv(label: str, names: list[str], slots: int, node_suffix: str) -> list[str]:
+    """The command line of one of those workers."""
+    import sys
+
+    node = "runs" if label == "celery worker" else label.split()[0]
+    argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "warning"]
+    argv += ["-c", str(max(1, slots)), "-Q", ",".join(names)]
+    return argv + ["-n", f"{node}-{node_suffix}@%h", "--without-gossip", "--without-mingle"]

@@ -1,0 +1,266 @@
+"""Disk a session's commands may take: workspace quota, free-space reserve, output cap.
+
+- **Workspace quota** (``PIWEB_WORKSPACE_QUOTA_MB``, 0 = none): the disk a user's folders
+  in every workspace root take together. It is measured in the background
+  (:func:`measure_workspace`, the task ``piweb.measure_workspace``, asked for after each
+  command at most every ``PIWEB_WORKSPACE_MEASURE_SECONDS``) and stored in
+  :class:`~sessions_app.models.WorkspaceUsage`; before each command (the agent's bash
+  tool, a user's ``!cmd``) the stored figure is compared with the quota, and a user over
+  it is refused with how much to delete. The measure also removes setuid/setgid bits
+  from every regular file it meets (defence in depth: the sandbox should never let one be
+  made).
+- **Free-space reserve** (``PIWEB_DISK_RESERVE_MB``) on the filesystems of the var folder,
+  the workspace roots and the artifact folder: below it new commands are refused, and a
+  running command is stopped (checked every second) with a notice, so that the database
+  and Redis always keep room.
+- **Full-output cap** (``PIWEB_FULL_OUTPUT_MAX_MB``): see ``context/truncate.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.agent.paths import user_areas
+from sessions_app.agent.shell import CommandGuard
+from sessions_app.core.truncate import format_size
+from sessions_app.models import Session, WorkspaceUsage
+
+log = logging.getLogger(__name__)
+
+MEASURE_TASK = "piweb.measure_workspace"
+MB = 1024 * 1024
+SETID = stat.S_ISUID | stat.S_ISGID
+
+
+def _mb(value: float) -> int:
+    return int(float(value) * MB)
+
+
+def full_output_max_bytes() -> int | None:
+    cap = _mb(settings.PIWEB_FULL_OUTPUT_MAX_MB)
+    return cap if cap > 0 else None
+
+
+def tool_max_file_bytes() -> int | None:
+    cap = _mb(settings.PIWEB_TOOL_MAX_FILE_MB)
+    return cap if cap > 0 else None
+
+
+# --- free-space reserve -----------------------------------------------------------------
+
+
+def watched_paths() -> list[str]:
+    paths = [os.fspath(settings.VAR_DIR), os.fspath(settings.PIWEB_ARTIFACT_DIR)]
+    paths += [os.fspath(root) for root in settings.PIWEB_WORKSPACE_ROOTS]
+    return paths
+
+
+def free_bytes(path: str) -> int | None:
+    """Free bytes for an unprivileged writer on ``path``'s filesystem (its nearest
+    existing ancestor's), None when it cannot be read."""
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        info = os.statvfs(probe)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
+def reserve_problem() -> str | None:
+    """Words for the user when a watched filesystem has less free space than the reserve."""
+    reserve = _mb(settings.PIWEB_DISK_RESERVE_MB)
+    if reserve <= 0:
+        return None
+    seen = set()
+    for path in watched_paths():
+        free = free_bytes(path)
+        if free is None:
+            continue
+        try:
+            device = os.stat(path).st_dev if os.path.exists(path) else path
+        except OSError:
+            device = path
+        if device in seen:
+            continue
+        seen.add(device)
+        if free < reserve:
+            return (
+                f"The disk that holds piweb's data has only {format_size(free)} free, less "
+                f"than the {format_size(reserve)} kept in reserve for the database and Redis: "
+                "commands are refused (and running ones stopped) until space is freed. "
+                "Delete files you no longer need, or ask an administrator."
+            )
+    return None
+
+
+# --- workspace quota --------------------------------------------------------------------
+
+
+def quota_bytes() -> int:
+    return max(0, _mb(settings.PIWEB_WORKSPACE_QUOTA_MB))
+
+
+# Over quota, a command that only deletes or looks still runs (how else would one make
+# room?): one simple command, no redirection, no second command, no substitution.
+CLEANUP_COMMAND = re.compile(r"\s*(rm|rmdir|du|ls|df|pwd|find)\b[^;&|<>`$()\n\\]*")
+FIND_WRITES = re.compile(r"-(exec|execdir|ok|okdir|fprint|fprintf|fls|fprint0)\b")
+
+
+def is_cleanup(command: str) -> bool:
+    match = CLEANUP_COMMAND.fullmatch(command)
+    return bool(match) and not (match.group(1) == "find" and FIND_WRITES.search(command))
+
+
+def quota_problem(user_id: int, command: str = "") -> str | None:
+    """Words for the user when their last measured usage is over the quota (None for a
+    command that only deletes or looks)."""
+    quota = quota_bytes()
+    if not quota:
+        return None
+    usage = WorkspaceUsage.objects.filter(user_id=user_id).first()
+    if usage is None or usage.bytes <= quota:
+        return None
+    if is_cleanup(command):
+        return None
+    request_measure(user_id)  # deleted meanwhile? then the next try may pass
+    over = usage.bytes - quota
+    return (
+        f"Your workspaces use {format_size(usage.bytes)}, over your quota of "
+        f"{format_size(quota)}: commands are refused until you delete at least "
+        f"{format_size(over)}. Commands that only delete or look (rm, rmdir, find -delete, "
+        "du, ls, on their own) still run; the figure is measured again after each of them "
+        f"(last measured at {timezone.localtime(usage.measured_at):%H:%M:%S})."
+    )
+
+
+def user_folders(user_id: int) -> list[str]:
+    return user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(user_id))
+
+
+def _strip_setid(name: str, dir_fd: int) -> bool:
+    """Remove setuid/setgid from ``name`` (in ``dir_fd``) if it is still a regular file
+    with them: through an O_PATH descriptor, so a symlink swapped in is never followed."""
+    try:
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not info.st_mode & SETID:
+            return False
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) & ~SETID)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def scan_folder(folder: str) -> tuple[int, int, int]:
+    """(bytes on disk, files, setuid/setgid files fixed) of one folder tree. Symlinks are
+    never followed; a file linked twice counts once."""
+    total = files = stripped = 0
+    seen: set[tuple[int, int]] = set()
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return 0, 0, 0
+    for _top, dirs, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in [*dirs, *names]:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if info.st_nlink > 1:
+                if key in seen:
+                    continue
+                seen.add(key)
+            total += info.st_blocks * 512
+            if stat.S_ISREG(info.st_mode):
+                files += 1
+                if info.st_mode & SETID and _strip_setid(name, dir_fd):
+                    stripped += 1
+    return total, files, stripped
+
+
+def measure_workspace(user_id: int) -> WorkspaceUsage:
+    """Measure one user's workspace folders now and store the figure (idempotent)."""
+    total = files = stripped = 0
+    for folder in user_folders(user_id):
+        size, count, fixed = scan_folder(folder)
+        total, files, stripped = total + size, files + count, stripped + fixed
+    if stripped:
+        log.warning("removed setuid/setgid bits from %d file(s) of user %s", stripped, user_id)
+    with transaction.atomic():
+        usage, _ = WorkspaceUsage.objects.select_for_update().get_or_create(
+            user_id=user_id, defaults={"measured_at": timezone.now()}
+        )
+        usage.bytes, usage.files = total, files
+        usage.stripped += stripped
+        usage.measured_at = timezone.now()
+        usage.save()
+    return usage
+
+
+def request_measure(user_id: int, *, force: bool = False) -> bool:
+    """Ask a worker to measure the user's workspaces (at most once every
+    ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``). True when a task was sent."""
+    from piweb import queues
+    from piweb.celery import app as celery_app
+    from sessions_app.services.chat import _key, redis_client
+
+    every = max(1, int(settings.PIWEB_WORKSPACE_MEASURE_SECONDS))
+    try:
+        if not force and not redis_client().set(_key("measure", user_id), "1", nx=True, ex=every):
+            return False
+        celery_app.send_task(MEASURE_TASK, args=[user_id], queue=queues.name(None))
+        return True
+    except Exception as exc:  # a broker that is down must not fail the command
+        log.warning("could not ask for a workspace measure of user %s: %s", user_id, exc)
+        return False
+
+
+# --- the guard every command of a session runs with ---------------------------------------
+
+
+def command_guard(session: Session) -> CommandGuard:
+    """Refuse a command over quota or below the reserve; stop one below the reserve."""
+    owner = session.owner_id
+
+    def before(command: str) -> str | None:
+        return reserve_problem() or quota_problem(owner, command)
+
+    def during() -> str | None:
+        problem = reserve_problem()
+        return f"Stopped: {problem}" if problem else None
+
+    return CommandGuard(before=before, during=during, interval=1.0)
+
+
+def after_command(session: Session, command: str = "") -> None:
+    """Once a command ended: its writes (or deletions, at once) count against the quota."""
+    if quota_bytes():
+        request_measure(session.owner_id, force=is_cleanup(command))
+
+
+def status(run_slots: int | None = None) -> str:
+    """The startup banner's line on quotas and fair share."""
+    quota = settings.PIWEB_WORKSPACE_QUOTA_MB
+    run_slots = run_slots or settings.PIWEB_WORKER_CONCURRENCY
+    return (
+        f"Limits: workspace quota {f'{quota:g} MB per user' if quota else 'off'}, disk "
+        f"reserve {settings.PIWEB_DISK_RESERVE_MB:g} MB, full output {settings.PIWEB_FULL_OUTPUT_MAX_MB:g} MB, "
+        f"{settings.PIWEB_USER_MAX_RUNS} runs at once per user; worker slots: "
+        f"{run_slots} agent runs, {settings.PIWEB_COMMAND_CONCURRENCY} "
+        f"commands, {settings.PIWEB_SUMMARY_CONCURRENCY} summaries, "
+        f"{settings.PIWEB_IMPORT_CONCURRENCY} imports."
+    )

@@ -1,0 +1,131 @@
+"""One user holds every run slot they may; another user's `!echo` still answers at once.
+
+Was (issue 23): one user with as many sessions as worker slots sent `!sleep 3600` in each,
+and another user's `!echo` waited 43 s. Here the workers are started the way `runpiweb`
+starts them (piweb/queues.worker_groups: one worker per queue group, its own slots), on
+queues of this test's own, with a per-user limit of 2 runs and 3 command slots.
+"""
+
+import sys
+import time
+import uuid
+
+import pytest
+
+from piweb import queues
+from sessions_app.models import Job
+from sessions_app.services import chat
+from tests.support.agent_runs import new_session, send
+from tests.support.processes import ManagedProcess
+from tests.support.waiting import wait_until
+from tests.support.web import client_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+LIMIT = 2
+
+
+@pytest.fixture
+def layout(child_env, tmp_path, settings, monkeypatch):
+    """The runs and commands workers of runpiweb's layout, on a base queue of our own."""
+    from piweb.celery import app
+
+    base = f"q-fair-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", base)
+    settings.PIWEB_USER_MAX_RUNS = LIMIT
+    env = dict(
+        child_env,
+        PIWEB_CELERY_QUEUE=base,
+        PIWEB_USER_MAX_RUNS=str(LIMIT),
+        PIWEB_COMMAND_CONCURRENCY="3",
+    )
+    settings.PIWEB_COMMAND_CONCURRENCY = 3
+    started = []
+    for label, names, slots in queues.worker_groups(base, 1):
+        if label not in ("celery worker", "commands worker"):
+            continue
+        argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "info"]
+        argv += ["-c", str(slots), "-Q", ",".join(names), "--without-gossip"]
+        argv += ["--without-mingle", "-n", f"{label.split()[0]}-{base}@%h"]
+        proc = ManagedProcess(
+            label.replace(" ", "-"),
+            argv,
+            env,
+            lambda p: "ready." in p.log.read_text(errors="replace"),
+            tmp_path,
+        )
+        started.append(proc.start())
+    yield base
+    for proc in started:
+        proc.stop()
+
+
+def _status(job):
+    job.refresh_from_db()
+    return job.status
+
+
+def test_one_users_held_slots_never_delay_anothers_echo(layout, make_user, tmp_path):
+    hog, other = make_user(), make_user()
+    hog_client = client_for(hog)
+    sessions = []
+    for i in range(LIMIT + 1):
+        workspace = tmp_path / f"hog-{i}"
+        workspace.mkdir()
+        sessions.append(new_session(hog, workspace))
+    notices = [send(hog_client, s, "!sleep 300").content.decode() for s in sessions]
+    jobs = [Job.objects.get(session=s, kind="agent_run") for s in sessions]
+    assert all("Sent." in n and "queued behind" not in n for n in notices[:LIMIT])
+    assert "queued behind your other runs" in notices[LIMIT]  # what the user sees
+    held = jobs[LIMIT]
+    assert chat.is_held(held) and held.progress["note"] == "queued behind your other runs"
+    assert wait_until(lambda: all(_status(j) == "running" for j in jobs[:LIMIT]), 60)
+    time.sleep(1.5)  # the held run stays held: not sent to any worker
+    assert _status(held) == "queued"
+
+    # Another user's `!echo`, several times: each answered within seconds.
+    workspace = tmp_path / "other"
+    workspace.mkdir()
+    mine = new_session(other, workspace)
+    latencies = []
+    for i in range(3):
+        started = time.monotonic()
+        assert "Sent." in send(client_for(other), mine, f"!echo hello-{i}").content.decode()
+        job = Job.objects.filter(session=mine, kind="agent_run").order_by("-created_at").first()
+        assert wait_until(lambda job=job: _status(job) == "done", 30, interval=0.05)
+        latencies.append(time.monotonic() - started)
+    assert max(latencies) < 10, latencies  # target p95 < 2 s: bench/fairness_bench.py
+
+    # One of the hog's runs ends: their held run is sent and starts.
+    chat.stop_run(sessions[0], hog)
+    assert wait_until(lambda: _status(jobs[0]) == "cancelled", 30)
+    assert wait_until(lambda: _status(held) == "running", 30)
+    for session in sessions[1:]:
+        chat.stop_run(session, hog)
+    assert wait_until(lambda: all(_status(j) not in Job.ACTIVE for j in jobs), 30)
+
+
+def test_a_held_run_is_never_failed_as_lost(layout, make_user, tmp_path, settings):
+    """The sweep fails queued runs nobody picked up in time; a held run waits on purpose."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.services.jobs import lifecycle
+
+    hog = make_user()
+    sessions = []
+    for i in range(LIMIT + 1):
+        workspace = tmp_path / f"hog-{i}"
+        workspace.mkdir()
+        sessions.append(new_session(hog, workspace))
+        chat.send_message(sessions[-1], hog, "!sleep 300")
+    jobs = [Job.objects.get(session=s, kind="agent_run") for s in sessions]
+    held = jobs[LIMIT]
+    long_ago = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS * 20)
+    Job.objects.filter(pk=held.pk).update(created_at=long_ago)
+    lifecycle.sweep()
+    assert _status(held) == "queued" and chat.is_held(held)
+    for session in sessions:
+        chat.stop_run(session, hog)
+    assert wait_until(lambda: all(_status(j) not in Job.ACTIVE for j in jobs), 30)
