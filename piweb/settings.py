@@ -306,6 +306,15 @@ PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000
 # Seconds of Markdown rendering one request may spend; later blocks show as plain text.
 PIWEB_RENDER_SECONDS = float(os.environ.get("PIWEB_RENDER_SECONDS", "5"))
 
+# Uploads (README "Security model"): the biggest session file /import/ takes. The server
+# (piweb.server) refuses a bigger body before reading it; the upload handler writes the
+# file straight into PIWEB_IMPORT_DIR as it arrives and stops at the limit; an import job
+# in the worker reads it from there (so in a scale-out layout that folder is shared).
+PIWEB_MAX_UPLOAD_BYTES = int(os.environ.get("PIWEB_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+PIWEB_IMPORT_DIR = Path(os.environ.get("PIWEB_IMPORT_DIR", VAR_DIR / "imports"))
+# Django keeps at most this much of a request body in memory (the rest goes to disk).
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

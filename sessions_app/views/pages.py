@@ -26,7 +26,6 @@ from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
 
 PAGE_SIZE = 50
-MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
 def _table_context(request) -> dict:
@@ -82,36 +81,6 @@ def session_table(request):
     """The list's table and pager alone, for the same query: what an open list fetches
     when its websocket says sessions changed."""
     return render(request, "sessions_app/_session_table.html", _table_context(request))
-
-
-@login_required
-@require_POST
-def import_session(request):
-    """Upload a pi JSONL file; show the importer's report (skipped lines, warnings)."""
-    from sessions_app.services.importer import SessionImportError, import_jsonl_stream
-
-    upload = request.FILES.get("file")
-    context = {}
-    if upload is None:
-        context["import_error"] = "Choose a .jsonl file to import."
-    elif upload.size > MAX_UPLOAD_BYTES:
-        context["import_error"] = "That file is too large to import here."
-    else:
-        try:
-            report = import_jsonl_stream(
-                upload.file, request.user, filename=upload.name, after_commit="worker"
-            )
-        except SessionImportError as exc:
-            context["import_error"] = str(exc)
-        else:
-            context["import_report"] = report
-    status = 400 if "import_error" in context else 200
-    template = (
-        "sessions_app/_import_result.html" if request.htmx else "sessions_app/session_list.html"
-    )
-    if not request.htmx:
-        context = _list_context(request, **context)
-    return render(request, template, context, status=status)
 
 
 @login_required
