@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import SessionShare, Team, TeamMembership
+from tests.support.processes import SERVER_UPLOAD_LIMIT  # noqa: F401 (the tests' name for it)
 
 
 def client_for(user, csrf: bool = False) -> Client:
@@ -54,9 +55,9 @@ def post_import(client: Client, form: dict, **headers):
     assert wait_until(lambda: Job.objects.get(pk=job_id).status not in Job.ACTIVE, timeout=60)
     # A crash in the importer fails the job with "Internal error: …" (it was a 500 before):
     # never an acceptable answer to any file.
-    assert not Job.objects.get(pk=job_id).error.startswith("Internal error"), (
-        Job.objects.get(pk=job_id).error
-    )
+    assert not Job.objects.get(pk=job_id).error.startswith("Internal error"), Job.objects.get(
+        pk=job_id
+    ).error
     return client.get(response["Location"], **headers)
 
 
