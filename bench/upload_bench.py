@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -173,6 +174,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
+    # Stopped with SIGTERM, it still stops its processes and drops its database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     work = Path(tempfile.mkdtemp(prefix="piweb-upload-bench-"))
     var_dir = work / "var"
     var_dir.mkdir()
