@@ -67,6 +67,11 @@ urlpatterns = [
     path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
     path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),
     path(
+        "s/<str:session_id>/tree/children/<str:node_id>/",
+        tree.tree_children,
+        name="tree_children",
+    ),
+    path(
         "s/<str:session_id>/tree/run/<str:first_id>/<str:last_id>/", tree.tree_run, name="tree_run"
     ),
     path("s/<str:session_id>/e/<str:entry_id>/", tree.entry_pane, name="entry_pane"),

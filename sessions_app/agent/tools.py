@@ -52,7 +52,7 @@ from sessions_app.context.truncate import (
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .sandbox import SandboxConfig, SandboxUnavailable
-from .shell import ShellOutcome, run_shell
+from .shell import ShellOutcome, command_problem, run_shell
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -226,6 +226,9 @@ READ = Tool(
 def run_bash(args: dict[str, Any], ctx: ToolContext) -> tuple[ShellOutcome, ToolResult]:
     """Run the bash tool's command; the shell outcome (exit code...) and the tool result."""
     command = args["command"]
+    problem = command_problem(command)
+    if problem:
+        raise ToolError(problem)
     timeout = args.get("timeout")
     if timeout is None:
         timeout = ctx.bash_timeout

@@ -102,13 +102,22 @@ def _js_string(value: Any, present: bool = True) -> str:
     return "[object Object]"
 
 
+# The largest token count one entry may add (in either direction): a trillion tokens is far
+# beyond any real call, and the sums of millions of entries still fit the database's
+# 64-bit columns. A file that says 1e308 (an import is anyone's writing) counts this.
+MAX_ENTRY_TOKENS = 10**12
+
+
 def _count(value: Any) -> int:
-    """A token count; anything that is not a finite number counts 0."""
+    """A token count, within ±MAX_ENTRY_TOKENS; anything that is not a finite number
+    counts 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) else 0
-    return value
+        if not math.isfinite(value):
+            return 0
+        value = int(max(-MAX_ENTRY_TOKENS, min(MAX_ENTRY_TOKENS, value)))
+    return max(-MAX_ENTRY_TOKENS, min(MAX_ENTRY_TOKENS, value))
 
 
 def _cost(usage: dict) -> float:

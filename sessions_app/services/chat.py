@@ -33,7 +33,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from sessions_app.agent.loop import AgentRun, now_ms
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
-from sessions_app.agent.shell import snapshot_event
+from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.models import Job, Session
 from sessions_app.services import events, llm, sandboxing, tree, workspaces
@@ -131,13 +131,21 @@ def parse_input(text: str) -> Parsed:
         command = text[2:].strip()
         if not command:
             raise ChatError("Give a command after !!.", "empty")
+        _check_command(command)
         return Parsed("bash", command, exclude=True)
     if text.startswith("!"):
         command = text[1:].strip()
         if not command:
             raise ChatError("Give a command after !.", "empty")
+        _check_command(command)
         return Parsed("bash", command)
     return Parsed("agent", text)
+
+
+def _check_command(command: str) -> None:
+    problem = command_problem(command)
+    if problem:
+        raise ChatError(problem, "bad_command")
 
 
 def send_message(session: Session, user, text: str) -> Job:
@@ -518,8 +526,14 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
             "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
         )
 
+    refusal = command_problem(command)  # (a run queued before send_message checked it)
     try:
-        outcome = sandboxing.run_command(job.session, command, abort=abort, on_snapshot=on_snapshot)
+        if refusal:
+            outcome = None
+        else:
+            outcome = sandboxing.run_command(
+                job.session, command, abort=abort, on_snapshot=on_snapshot
+            )
     except SandboxUnavailable as exc:
         outcome = None
         refusal = str(exc)

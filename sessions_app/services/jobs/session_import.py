@@ -15,10 +15,10 @@ new), and nothing is half-imported (one transaction per file).
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from sessions_app.models import Job
 from sessions_app.services.jobs import lifecycle
@@ -45,29 +45,50 @@ def request_import(owner, path: Path, filename: str, size: int) -> Job:
 
 
 class _Progress:
-    """The stored file as the importer reads it, telling the job how far it is. The
-    importer reads the file twice (its digest, then the entries): `total` is both."""
+    """The stored file as the importer reads it, counting the bytes read; a thread of its
+    own (with its own database connection, outside the import's transaction, which would
+    hide the progress from the page until the end) reports them to the job. The importer
+    reads the file twice (its digest, then the entries): `total` is both."""
 
     def __init__(self, fileobj, job: Job, attempt: int, size: int):
         self.fileobj, self.job, self.attempt = fileobj, job, attempt
         self.total = max(1, 2 * size)
         self.done = 0
-        self.reported = time.monotonic()
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._report, name=f"import-{job.pk}", daemon=True)
 
     def read(self, n=-1):
         chunk = self.fileobj.read(n)
         self.done += len(chunk)
-        now = time.monotonic()
-        if now - self.reported >= PROGRESS_SECONDS:
-            self.reported = now
-            lifecycle.set_progress(
-                self.job,
-                self.attempt,
-                phase="importing",
-                done=min(self.done, self.total),
-                total=self.total,
-            )
         return chunk
+
+    def _report(self) -> None:
+        try:
+            while not self.stop_event.wait(PROGRESS_SECONDS):
+                try:
+                    lifecycle.set_progress(
+                        self.job,
+                        self.attempt,
+                        phase="importing",
+                        done=min(self.done, self.total),
+                        total=self.total,
+                    )
+                except Exception as exc:  # a missed report is not fatal
+                    log.warning("import progress not recorded: %s", exc)
+        finally:
+            connection.close()
+
+    def __enter__(self):
+        # SQLite has one writer: the import's transaction holds it to the end, so a
+        # report could only wait (the bar then goes from queued to done at once).
+        if connection.vendor != "sqlite":
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(10)
 
     def __getattr__(self, name):
         return getattr(self.fileobj, name)
@@ -105,10 +126,10 @@ def run(job: Job, attempt: int) -> str | None:
             "The uploaded file is no longer on the server; upload it again."
         ) from None
     size = int(params.get("size") or 0)
-    with fileobj:
+    with fileobj, _Progress(fileobj, job, attempt, size) as progress:
         try:
             report = import_jsonl_stream(
-                _Progress(fileobj, job, attempt, size),
+                progress,
                 owner,
                 filename=params.get("filename", ""),
                 after_commit="inline",
