@@ -98,7 +98,10 @@ def test_a_drawing_stops_at_max_rows_with_a_cut_row_and_balanced_groups():
     out = layout.rows()
     assert [r.kind for r in out].count("cut") == 1
     assert len(out) <= MAX_ROWS + 50 and balanced(out)
-    assert Layout(TreeIndex(rows), mode="all", view_leaf="s399", max_rows=100).rows()[-1].kind in ("cut", "gclose")
+    assert Layout(TreeIndex(rows), mode="all", view_leaf="s399", max_rows=100).rows()[-1].kind in (
+        "cut",
+        "gclose",
+    )
 
 
 def test_small_fan_out_is_drawn_as_before():
