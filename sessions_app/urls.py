@@ -3,7 +3,7 @@ views/<area>.py)."""
 
 from django.urls import path
 
-from sessions_app.views import chat, imports, jobs, pages, review, tree, usage
+from sessions_app.views import chat, jobs, pages, review, tree, usage
 
 app_name = "sessions_app"
 
@@ -11,8 +11,8 @@ urlpatterns = [
     # --- sessions list and session page
     path("", pages.session_list, name="session_list"),
     path("sessions/table/", pages.session_table, name="session_table"),
-    path("import/", imports.import_session, name="session_import"),
-    path("import/<uuid:job_id>/", imports.import_status, name="import_status"),
+    path("import/", pages.import_session, name="session_import"),
+    path("import/<uuid:job_id>/", pages.import_status, name="import_status"),
     path("new/", pages.new_session, name="session_new"),
     path("s/<str:session_id>/", pages.session_detail, name="session_detail"),
     path("s/<str:session_id>/provenance/", pages.provenance_panel, name="session_provenance"),
