@@ -108,10 +108,11 @@ def test_absurd_token_counts_import_cleanly_and_pages_render(owner):
         usage_line("a1", "u1", input=1e308, totalTokens=1e308),
         message("u2", "a1"),
         usage_line("a2", "u2", output=10**30, cacheRead=-(10**30)),
-        usage_line("a3", "a2", input=float("1e300"), output=5),
+        usage_line("a3", "a2", input=float("1e300"), output=5, cost={"total": 1e308}),
+        usage_line("a4", "a3", cost={"total": 1e308}),  # the sum of the costs overflows
     ]
     report = import_lines(owner, lines)
-    assert report.status == "created" and report.entries_added == 5
+    assert report.status == "created" and report.entries_added == 6
     session = Session.objects.get(pi_id=SID)
     for row in Entry.objects.filter(session=session).values(
         "usage_input", "usage_output", "usage_cache_read", "usage_cache_write"
