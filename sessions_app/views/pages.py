@@ -73,6 +73,8 @@ def _list_context(request, **extra) -> dict:
         "workspace_roots": [
             str(p) for p in user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(request.user.pk))
         ],
+        "import_limit": settings.PIWEB_MAX_UPLOAD_BYTES,
+        "import_limit_text": limit_text(),
         **extra,
     }
 

@@ -9,25 +9,26 @@ import uuid
 
 import pytest
 
-from sessions_app.models import Session
+from sessions_app.models import Job, Session
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.browser import collect_errors
 from tests.support.pi_files import header, message
+from tests.support.web import SERVER_UPLOAD_LIMIT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def upload(page, name: str, data: bytes) -> None:
+def upload(page, name: str, data: bytes | None = None, path=None) -> None:
     page.goto("/")
     page.locator("summary", has_text="Import pi session").click()
-    page.set_input_files(
-        "#import-form input[name=file]",
-        files=[{"name": name, "mimeType": "application/jsonl", "buffer": data}],
-    )
+    files = path or [{"name": name, "mimeType": "application/jsonl", "buffer": data}]
+    page.set_input_files("#import-form input[name=file]", files=files)
     page.click("#import-form button[type=submit]")
 
 
-def test_an_upload_is_imported_by_the_worker_and_its_outcome_shown(page_for, worker, make_user):
+def test_an_upload_is_imported_by_the_worker_and_its_outcome_shown(
+    page_for, worker, make_user, tmp_path
+):
     owner = make_user("browser-importer")
     page = page_for(owner)
     errors = collect_errors(page)
@@ -43,6 +44,16 @@ def test_an_upload_is_imported_by_the_worker_and_its_outcome_shown(page_for, wor
     assert "created" in page.inner_text("#import-result")
     page.wait_for_selector(f'a[href="/s/{sid}/"]', timeout=15_000)  # the list shows it
     assert Session.objects.get(pi_id=sid).owner_id == owner.pk
+
+    # over the server's limit: refused in the page, nothing sent
+    jobs_before = Job.objects.count()
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as fh:
+        fh.truncate(SERVER_UPLOAD_LIMIT + 1)
+    upload(page, "huge.jsonl", path=huge)
+    page.wait_for_selector("#import-result .error >> text=larger than the import limit")
+    assert "(32 MB): not sent" in page.inner_text("#import-result")  # the page refused it
+    assert Job.objects.count() == jobs_before
     assert errors == []
 
 
