@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -69,6 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
+    "axes",
     "sessions_app",
 ]
 
@@ -85,6 +87,8 @@ MIDDLEWARE = [
     "piweb.middleware.content_security_policy",
     "piweb.middleware.response_size_cap",
     "piweb.middleware.markdown_time_budget",
+    # Last, as django-axes asks: turns a refused (locked-out) log-in into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "piweb.urls"
@@ -175,6 +179,35 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes; README "Security model"): after PIWEB_LOGIN_FAILURE_LIMIT
+# failed log-ins for one username, or from one address (PIWEB_LOGIN_LOCKOUT_BY: a comma
+# list of "username", "ip_address", or "username+ip_address" for the pair), log-ins are
+# refused, even with the right password, for PIWEB_LOGIN_COOLOFF_MINUTES (0: until an
+# administrator unlocks: manage.py axes_reset_username / axes_reset_ip / axes_reset).
+# Every failed attempt while locked starts the wait again. Behind a reverse proxy, list
+# the proxies in PIWEB_TRUSTED_PROXIES (addresses or networks): the client's address is
+# then read from PIWEB_CLIENT_IP_HEADER, never from a header a client sent directly.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+PIWEB_LOGIN_FAILURE_LIMIT = int(os.environ.get("PIWEB_LOGIN_FAILURE_LIMIT", "10"))
+PIWEB_LOGIN_COOLOFF_MINUTES = float(os.environ.get("PIWEB_LOGIN_COOLOFF_MINUTES", "15"))
+PIWEB_LOGIN_LOCKOUT_BY = _env_list("PIWEB_LOGIN_LOCKOUT_BY", "username,ip_address")
+PIWEB_TRUSTED_PROXIES = _env_list("PIWEB_TRUSTED_PROXIES", "")
+PIWEB_CLIENT_IP_HEADER = os.environ.get("PIWEB_CLIENT_IP_HEADER", "X-Forwarded-For")
+AXES_ENABLED = _env_bool("PIWEB_LOGIN_THROTTLING", True)
+AXES_FAILURE_LIMIT = PIWEB_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = (
+    timedelta(minutes=PIWEB_LOGIN_COOLOFF_MINUTES) if PIWEB_LOGIN_COOLOFF_MINUTES > 0 else None
+)
+AXES_LOCKOUT_PARAMETERS = [
+    item.split("+") if "+" in item else item for item in PIWEB_LOGIN_LOCKOUT_BY
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "piweb.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "piweb.login_throttle.lockout_response"
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "sessions_app:session_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -372,6 +405,15 @@ PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 
 PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
 # Seconds of Markdown rendering one request may spend; later blocks show as plain text.
 PIWEB_RENDER_SECONDS = float(os.environ.get("PIWEB_RENDER_SECONDS", "5"))
+
+# Uploads (README "Security model"): the biggest session file /import/ takes. The server
+# (piweb.server) refuses a bigger body before reading it; the upload handler writes the
+# file straight into PIWEB_IMPORT_DIR as it arrives and stops at the limit; an import job
+# in the worker reads it from there (so in a scale-out layout that folder is shared).
+PIWEB_MAX_UPLOAD_BYTES = int(os.environ.get("PIWEB_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+PIWEB_IMPORT_DIR = Path(os.environ.get("PIWEB_IMPORT_DIR", VAR_DIR / "imports"))
+# Django keeps at most this much of a request body in memory (the rest goes to disk).
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 LOGGING = {
     "version": 1,

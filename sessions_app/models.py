@@ -225,13 +225,16 @@ class Entry(models.Model):
 
 
 class Job(models.Model):
-    """A background job on a session: compaction, branch summary, agent run, …"""
+    """A background job on a session: compaction, branch summary, agent run, …
+
+    An import job has no session until it has imported one (then it points at it)."""
 
     class Kind(models.TextChoices):
         COMPACTION = "compaction", "Compaction"
         BRANCH_SUMMARY = "branch_summary", "Branch summary"
         AGENT_RUN = "agent_run", "Agent run"
         COMPARE_SUMMARY = "compare_summary", "Branch comparison summary"
+        IMPORT = "import", "Session import"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -244,7 +247,9 @@ class Job(models.Model):
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="jobs")
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
     kind = models.CharField(max_length=32, choices=Kind.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     created_by = models.ForeignKey(

@@ -26,6 +26,7 @@ urlpatterns = [
     path("", pages.session_list, name="session_list"),
     path("sessions/table/", pages.session_table, name="session_table"),
     path("import/", pages.import_session, name="session_import"),
+    path("import/<uuid:job_id>/", pages.import_status, name="import_status"),
     path("new/", pages.new_session, name="session_new"),
     path("s/<str:session_id>/", pages.session_detail, name="session_detail"),
     path("s/<str:session_id>/provenance/", pages.provenance_panel, name="session_provenance"),
@@ -91,6 +92,11 @@ urlpatterns = [
     # --- tree, entry pane, actions, inspector
     path("s/<str:session_id>/tree/", tree.tree_panel, name="tree_panel"),
     path("s/<str:session_id>/tree/branch/<str:head_id>/", tree.tree_branch, name="tree_branch"),
+    path(
+        "s/<str:session_id>/tree/children/<str:node_id>/",
+        tree.tree_children,
+        name="tree_children",
+    ),
     path(
         "s/<str:session_id>/tree/run/<str:first_id>/<str:last_id>/", tree.tree_run, name="tree_run"
     ),

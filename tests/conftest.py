@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO, ManagedProcess, free_port
+from tests.support.processes import REPO, SERVER_UPLOAD_LIMIT, ManagedProcess, free_port
 from tests.support.scripted_llm import ScriptedLLM
 
 # Playwright's sync API keeps an event loop running in the main thread once a browser
@@ -174,6 +174,7 @@ def child_env(
         PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
         PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
         PIWEB_SNAPSHOT_DIR=str(settings.PIWEB_SNAPSHOT_DIR),
+        PIWEB_MAX_UPLOAD_BYTES=str(SERVER_UPLOAD_LIMIT),
         PYTHONUNBUFFERED="1",
     )
     if not settings.USES_EMBEDDED_REDIS:
@@ -237,7 +238,7 @@ def asgi_server(child_env, tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "daphne",
+            "piweb.server",  # daphne with bounded, paced request bodies
             "-b",
             "127.0.0.1",
             "-p",

@@ -137,6 +137,18 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+NUL_IN_COMMAND = (
+    "The command contains a NUL byte (\\0); no shell command can hold one. "
+    "Remove it and run the command again."
+)
+
+
+def command_problem(command: str) -> str | None:
+    """Why `command` cannot be run at all (None when it can): a NUL byte, which the
+    operating system cannot pass in an argument."""
+    return NUL_IN_COMMAND if "\x00" in command else None
+
+
 def run_shell(
     command: str,
     cwd: str,

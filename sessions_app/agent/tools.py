@@ -58,7 +58,7 @@ from . import edits as edit_text
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .sandbox import SandboxConfig, SandboxUnavailable
-from .shell import CommandGuard, ShellOutcome, run_shell
+from .shell import CommandGuard, ShellOutcome, command_problem, run_shell
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -260,6 +260,9 @@ READ = Tool(
 def run_bash(args: dict[str, Any], ctx: ToolContext) -> tuple[ShellOutcome, ToolResult]:
     """Run the bash tool's command; the shell outcome (exit code...) and the tool result."""
     command = args["command"]
+    problem = command_problem(command)
+    if problem:
+        raise ToolError(problem)
     timeout = args.get("timeout")
     if timeout is None:
         timeout = ctx.bash_timeout

@@ -36,7 +36,12 @@ MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 
 def tree_rows(
-    entries: list[dict], branch_ids=(), labels: dict | None = None
+    entries: list[dict],
+    branch_ids=(),
+    labels: dict | None = None,
+    *,
+    max_children: int | None = None,
+    children_page: tuple[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Pre-order rows ``{id, parentId, depth, type, role, preview, label, onBranch, children}``.
 
@@ -44,14 +49,23 @@ def tree_rows(
     flat (like pi's tree view). Children are ordered by timestamp (pi's getTree).
     ``entries`` may be light dicts (``id``, ``parentId``, ``timestamp``, ``type`` plus
     precomputed ``_role`` / ``_preview``) with ``labels`` given as ``{id: label}``.
+
+    ``max_children`` (a page; exports list everything): a node with more children lists
+    that many (the one on the branch always, then the oldest), and a row
+    ``{"more": N, "id": node id, "depth", "start", "prev"}`` stands for the others;
+    ``children_page = (node id, start)`` lists that node's children from the
+    ``start``-th instead.
     """
     branch = set(branch_ids)
     tree = SessionTree(entries)
     roots = tree.get_tree()
     rows: list[dict[str, Any]] = []
-    stack = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
+    stack: list = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
     while stack:
         node, depth = stack.pop()
+        if isinstance(node, dict) and "more" in node:
+            rows.append({**node, "depth": depth})
+            continue
         entry = node["entry"]
         children = node["children"]
         rows.append(
@@ -71,9 +85,34 @@ def tree_rows(
             }
         )
         child_depth = depth + 1 if len(children) > 1 else depth
-        for child in reversed(children):
+        listed, marker = children, None
+        if max_children is not None and len(children) > max_children:
+            listed, marker = _children_window(
+                entry.get("id"), children, branch, max_children, children_page
+            )
+        if marker is not None:
+            stack.append((marker, child_depth))
+        for child in reversed(listed):
             stack.append((child, child_depth))
     return rows
+
+
+def _children_window(node_id, children, branch, size, page):
+    """Which children of a wide node a page lists, and the row for the rest."""
+    start = page[1] if page is not None and page[0] == node_id else 0
+    start = max(0, min(start, len(children) - 1))
+    window = children[start : start + size]
+    chosen = {id(c) for c in window}
+    pinned = [c for c in children if c["entry"].get("id") in branch and id(c) not in chosen]
+    listed = [c for c in children if id(c) in chosen or c in pinned]
+    marker = {
+        "more": len(children) - len(listed),
+        "id": node_id,
+        "start": start + size if start + size < len(children) else None,
+        "prev": max(0, start - size) if start > 0 else None,
+        "total": len(children),
+    }
+    return listed, marker
 
 
 def _fence(text: str, lang: str = "") -> str:

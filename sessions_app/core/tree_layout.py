@@ -53,6 +53,14 @@ TAIL_KEEP = 12
 GROUP_RUN = 3
 #: A lazily expanded run shows at most this many rows, then another fold row.
 RUN_PAGE = 300
+#: A branch point draws at most this many of its children in place (the continuation,
+#: the branches that lead somewhere of interest, then the oldest); a "children" row lists
+#: the others, CHILDREN_PAGE at a time. A root with 100,000 children drew 100,000 rows.
+FANOUT_SHOWN = 50
+CHILDREN_PAGE = 100
+#: The most rows one drawing yields (the whole tree or a lazy piece); past it, a "cut"
+#: row says so and the page stays usable.
+MAX_ROWS = 5000
 
 
 @dataclass(slots=True)
@@ -112,9 +120,11 @@ class Row:
 
     kind: "node" (an entry), "fold" (a folded linear run: `node` = first, `last` = last,
     `count` entries), "more" (a collapsed side branch below `node`: `count` more
-    entries, `leaves` leaves), or a group marker the page turns into a foldable
-    container: "gopen" (`group` = "run" | "branch"), "grows" (a branch's rows start
-    after its head row) and "gclose".
+    entries, `leaves` leaves), "children" (`count` more children of `node` not drawn,
+    listed from the `start`-th of them on demand), "cut" (the drawing stopped at
+    MAX_ROWS rows), or a group marker the page turns into a foldable container: "gopen"
+    (`group` = "run" | "branch"), "grows" (a branch's rows start after its head row) and
+    "gclose".
     """
 
     kind: str
@@ -133,6 +143,7 @@ class Row:
     sibling_index: int = 0
     sibling_count: int = 1
     group: str = ""
+    start: int = 0
 
 
 class TreeIndex:
@@ -215,8 +226,10 @@ class Layout:
         mode: str = "default",
         query: str = "",
         expand: Iterable[str] = (),
+        max_rows: int = MAX_ROWS,
     ):
         self.index = index
+        self.max_rows = max_rows
         self.mode = mode if mode in FILTER_MODES else "default"
         self.view_leaf = index.by_id.get(view_leaf) if view_leaf else None
         self.session_leaf = index.by_id.get(session_leaf) if session_leaf else None
@@ -350,6 +363,13 @@ class Layout:
             if task is None:
                 out.append(Row("gclose", out[-1].node, 0))
                 continue
+            if len(out) >= self.max_rows:
+                self._cut(stack, out)
+                return
+            if task[0] == "children":
+                _, parent, depth, count, start = task
+                out.append(Row("children", parent, depth, count=count, start=start))
+                continue
             head, depth, connector, expanded, skip_head, s_index, s_count = task
             grouped = bool(connector) and not skip_head and bool(head.children)
             if grouped:
@@ -383,8 +403,11 @@ class Layout:
                 if len(kids) > 1:
                     n = len(kids)
                     stack.append((kids[0], depth, "", True, False, 0, n))
-                    for i in range(n - 1, 0, -1):
-                        side = kids[i]
+                    sides, hidden = self._shown_sides(node, kids)
+                    if hidden:
+                        stack.append(("children", node, depth + 1, len(hidden), 0))
+                    for side in reversed(sides):
+                        i = kids.index(side) if n <= FANOUT_SHOWN else 0
                         stack.append((side, depth + 1, "side", self._open(side), False, i, n))
                     break
                 node = kids[0]
@@ -395,6 +418,51 @@ class Layout:
                 elif self._visible(node, structural=False):
                     run.append(node)
             self._flush(run, depth, out)
+
+    def _cut(self, stack: list, out: list[Row]) -> None:
+        """Stop drawing at MAX_ROWS: one "cut" row, then the groups still open closed."""
+        out.append(Row("cut", out[-1].node, 0, count=len(out)))
+        for task in reversed(stack):
+            if task is None:
+                out.append(Row("gclose", out[-1].node, 0))
+        stack.clear()
+
+    def _shown_sides(self, node: Node, kids: list[Node]) -> tuple[list[Node], list[Node]]:
+        """The side branches drawn in place at branch point `node` (`kids` ordered, the
+        continuation first), and those its "children" row lists: beyond FANOUT_SHOWN
+        children, the branches that lead to the view leaf, the target, a match or an
+        opened branch come first, then the oldest."""
+        sides = kids[1:]
+        room = FANOUT_SHOWN - 1
+        if len(sides) <= room:
+            return sides, []
+        wanted = [k for k in sides if self.rank.get(k.pk, 0) > 0 or k.pk in self.expanded]
+        chosen = {k.pk for k in wanted[:room]}
+        for k in sides:
+            if len(chosen) >= room:
+                break
+            chosen.add(k.pk)
+        shown = [k for k in sides if k.pk in chosen]
+        hidden = [k for k in sides if k.pk not in chosen]
+        return shown, hidden
+
+    def children_rows(self, node_id: str, depth: int, start: int) -> list[Row]:
+        """The children of branch point `node_id` its "children" row stands for, from the
+        `start`-th: CHILDREN_PAGE of them, each as a collapsed branch, then another
+        "children" row for the rest."""
+        node = self.index.by_id[node_id]
+        kids = self._ordered_children(node)
+        _, hidden = self._shown_sides(node, kids) if len(kids) > 1 else ([], [])
+        start = max(0, start)
+        page = hidden[start : start + CHILDREN_PAGE]
+        n = len(kids)
+        tasks = [(kid, depth, "side", False, False, 0, n) for kid in page]
+        out: list[Row] = []
+        self._draw(tasks, out)
+        rest = len(hidden) - start - len(page)
+        if rest > 0:
+            out.append(Row("children", node, depth, count=rest, start=start + len(page)))
+        return out
 
     def _flush(self, run: list[Node], depth: int, out: list[Row]) -> None:
         if not run:

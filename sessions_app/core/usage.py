@@ -102,13 +102,22 @@ def _js_string(value: Any, present: bool = True) -> str:
     return "[object Object]"
 
 
+# The largest token count one entry may add (in either direction): a trillion tokens is far
+# beyond any real call, and the sums of millions of entries still fit the database's
+# 64-bit columns. A file that says 1e308 (an import is anyone's writing) counts this.
+MAX_ENTRY_TOKENS = 10**12
+
+
 def _count(value: Any) -> int:
-    """A token count; anything that is not a finite number counts 0."""
+    """A token count, within ±MAX_ENTRY_TOKENS; anything that is not a finite number
+    counts 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) else 0
-    return value
+        if not math.isfinite(value):
+            return 0
+        value = int(max(-MAX_ENTRY_TOKENS, min(MAX_ENTRY_TOKENS, value)))
+    return max(-MAX_ENTRY_TOKENS, min(MAX_ENTRY_TOKENS, value))
 
 
 def _cost(usage: dict) -> float:
@@ -117,6 +126,17 @@ def _cost(usage: dict) -> float:
     if isinstance(total, bool) or not isinstance(total, (int, float)):
         return 0.0
     return float(total) if math.isfinite(total) else 0.0
+
+
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+
+
+def _storable(key: str) -> str:
+    """The key as any database stores it: a lone surrogate (JSON may carry one) or a NUL
+    byte becomes U+FFFD; every real provider/model key is left as it is."""
+    if key.isascii() and "\x00" not in key:
+        return key
+    return _UNSTORABLE.sub("\ufffd", key)
 
 
 def _model_key(holder: dict, model_field: Any, model_present: bool) -> str:
@@ -147,7 +167,7 @@ def entry_usage(entry: dict) -> EntryUsage | None:
     if not isinstance(usage, dict):
         return None
     return EntryUsage(
-        key[:MAX_KEY_LENGTH],
+        _storable(key[:MAX_KEY_LENGTH]),
         _count(usage.get("input")),
         _count(usage.get("output")),
         _count(usage.get("cacheRead")),

@@ -19,6 +19,11 @@ def latest_job(
     return found.order_by("-created_at").first()
 
 
+def import_job(user, job_id) -> Job | None:
+    """An import job `user` started (None for anyone else's, or no such job)."""
+    return Job.objects.filter(pk=job_id, kind=Job.Kind.IMPORT, created_by=user).first()
+
+
 def session_job(session: Session, job_id, kind: str) -> Job | None:
     return Job.objects.filter(pk=job_id, session=session, kind=kind).first()
 

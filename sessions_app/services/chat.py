@@ -33,7 +33,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from sessions_app.agent.loop import AgentRun, now_ms
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
-from sessions_app.agent.shell import snapshot_event
+from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, Session
@@ -141,13 +141,21 @@ def parse_input(text: str) -> Parsed:
         command = text[2:].strip()
         if not command:
             raise ChatError("Give a command after !!.", "empty")
+        _check_command(command)
         return Parsed("bash", command, exclude=True)
     if text.startswith("!"):
         command = text[1:].strip()
         if not command:
             raise ChatError("Give a command after !.", "empty")
+        _check_command(command)
         return Parsed("bash", command)
     return Parsed("agent", text)
+
+
+def _check_command(command: str) -> None:
+    problem = command_problem(command)
+    if problem:
+        raise ChatError(problem, "bad_command")
 
 
 def send_message(session: Session, user, text: str) -> Job:
@@ -581,14 +589,18 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
             "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
         )
 
+    refusal = command_problem(command)  # (a run queued before send_message checked it)
     try:
-        outcome = sandboxing.run_command(
-            job.session,
-            command,
-            abort=abort,
-            on_snapshot=on_snapshot,
-            leaf_pi_id=job.params.get("parent"),
-        )
+        if refusal:
+            outcome = None
+        else:
+            outcome = sandboxing.run_command(
+                job.session,
+                command,
+                abort=abort,
+                on_snapshot=on_snapshot,
+                leaf_pi_id=job.params.get("parent"),
+            )
     except SandboxUnavailable as exc:
         outcome = None
         refusal = str(exc)

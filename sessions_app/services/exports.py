@@ -36,6 +36,7 @@ CONTENT_TYPES = {
 
 
 PAGE_TREE_ROWS = 2000  # tree rows a page lists (the share page); exports list every row
+PAGE_CHILDREN = 100  # children of one node a page lists (the rest a page at a time)
 
 
 class ExportError(ValueError):
@@ -85,6 +86,7 @@ def branch_view(
     target_pi_id: str | None = None,
     visible: set | None = None,
     budget: int | None = None,
+    children_page: tuple[str, int] | None = None,
 ) -> dict:
     """What the static pages (share link, HTML export) show: tree rows and the branch.
 
@@ -143,7 +145,10 @@ def branch_view(
         }
         for e, parts in zip(path, rendered, strict=True)
     ]
-    rows = tree_rows(entries, branch_ids, labels)
+    page_options = {}
+    if budget is not None:  # a page: a wide node lists a page of its children
+        page_options = {"max_children": PAGE_CHILDREN, "children_page": children_page}
+    rows = tree_rows(entries, branch_ids, labels, **page_options)
     not_listed = 0
     if budget is not None and len(rows) > PAGE_TREE_ROWS:  # (a page; a download lists all)
         rows, not_listed = rows[:PAGE_TREE_ROWS], len(rows) - PAGE_TREE_ROWS

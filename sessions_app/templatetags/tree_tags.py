@@ -10,7 +10,7 @@ from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from sessions_app.core.tree_layout import format_tokens
+from sessions_app.core.tree_layout import CHILDREN_PAGE, format_tokens
 
 register = template.Library()
 
@@ -142,6 +142,7 @@ class _RowContext:
         # Placeholders with "~", which no valid id contains (ids are [A-Za-z0-9._:-]).
         self.run_url = reverse("sessions_app:tree_run", args=[sid, _FIRST, _LAST])
         self.branch_url = reverse("sessions_app:tree_branch", args=[sid, _HEAD])
+        self.children_url = reverse("sessions_app:tree_children", args=[sid, _HEAD])
         self.query = escape(state_query(self.state))
         # Open comment threads by entry (selectors/panels/tree.rows_context; empty for
         # share-link visitors, who do not see team comments).
@@ -264,6 +265,23 @@ def render_row(row, rc: _RowContext) -> str:
             f'hx-get="{_esc(url)}?depth={row.depth}&amp;{rc.query}" hx-swap="outerHTML">'
             f'<span class="guides"></span><span class="fold-text">⋯ {row.count} {noun} folded'
             "</span></div>"
+        )
+    if kind == "children":
+        url = rc.children_url.replace(_HEAD, _seg(n.id))
+        noun = "branch" if row.count == 1 else "branches"
+        step = min(row.count, CHILDREN_PAGE)
+        return (
+            f'<div class="tn more children" role="treeitem" tabindex="-1" '
+            f'style="--d:{row.depth}" data-parent-node="{_esc(n.id)}" '
+            f'hx-get="{_esc(url)}?depth={row.depth}&amp;start={row.start}&amp;{rc.query}" '
+            f'hx-swap="outerHTML"><span class="guides"></span><span class="fold-text">▸ '
+            f"{row.count:,} more {noun} from here · show the next {step}</span></div>"
+        )
+    if kind == "cut":
+        return (
+            '<div class="tn cut" role="note"><span class="fold-text">The tree stops here: '
+            f"{row.count:,} rows is as much as one page draws. Search or filter the tree, "
+            "or open a branch from one of its nodes, to see the rest.</span></div>"
         )
     url = rc.branch_url.replace(_HEAD, _seg(n.id))
     noun = "entry" if row.count == 1 else "entries"

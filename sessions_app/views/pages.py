@@ -1,20 +1,25 @@
-"""Sessions list (search, paging, import, new session) and the session page (the tree).
+"""Sessions list (search, paging, import and its job, new session) and the session page.
 
 Thin: they ask services and selectors and render. The session page's panels get their
 data from the context builders in selectors/panels/.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_POST
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.agent.paths import WorkspaceError
-from sessions_app.models import Session
+from sessions_app.models import Job, Session
+from sessions_app.selectors.jobs import import_job
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
@@ -22,10 +27,11 @@ from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, vi
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access
+from sessions_app.services.jobs.session_import import request_import
 from sessions_app.services.llm import model_profiles
+from sessions_app.upload_handlers import ImportUploadHandler, limit_text
 
 PAGE_SIZE = 50
-MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
 def _table_context(request) -> dict:
@@ -66,6 +72,8 @@ def _list_context(request, **extra) -> dict:
         # Where the user's sessions may live (their own folder of each root, or on a
         # single-user setup the roots themselves): new sessions must live inside one.
         "workspace_roots": [str(p) for p in workspaces.user_areas_of(request.user)],
+        "import_limit": settings.PIWEB_MAX_UPLOAD_BYTES,
+        "import_limit_text": limit_text(),
         **extra,
     }
 
@@ -82,34 +90,73 @@ def session_table(request):
     return render(request, "sessions_app/_session_table.html", _table_context(request))
 
 
+# --- importing a session file: the upload, then its import job ---------------------------
+# ``import_session`` takes the upload with ``ImportUploadHandler`` (straight to disk, size
+# checked as it arrives, refused at PIWEB_MAX_UPLOAD_BYTES without reading the rest) and
+# queues an import job (services/jobs/session_import); it answers 202 with the job's
+# status partial, which polls ``import_status`` until the job is over and then shows the
+# importer's report or its error.
+
+
+@csrf_exempt  # the handlers must be set before anything reads the body; CSRF is checked below
 @login_required
 @require_POST
 def import_session(request):
-    """Upload a pi JSONL file; show the importer's report (skipped lines, warnings)."""
-    from sessions_app.services.importer import SessionImportError, import_jsonl_stream
+    handler = ImportUploadHandler(request)
+    request.upload_handlers = [handler]
+    response = _import_session(request)
+    if response.status_code != 202:  # refused (the CSRF check too): no file stays behind
+        handler.discard()
+    return response
 
+
+@csrf_protect
+def _import_session(request):
+    handler = request.upload_handlers[0]
     upload = request.FILES.get("file")
-    context = {}
+    if handler.too_large:
+        return _import_answer(
+            request,
+            {"import_error": f"That file is larger than the import limit ({limit_text()})."},
+        )
     if upload is None:
-        context["import_error"] = "Choose a .jsonl file to import."
-    elif upload.size > MAX_UPLOAD_BYTES:
-        context["import_error"] = "That file is too large to import here."
-    else:
-        try:
-            report = import_jsonl_stream(
-                upload.file, request.user, filename=upload.name, after_commit="worker"
-            )
-        except SessionImportError as exc:
-            context["import_error"] = str(exc)
-        else:
-            context["import_report"] = report
-    status = 400 if "import_error" in context else 200
-    template = (
-        "sessions_app/_import_result.html" if request.htmx else "sessions_app/session_list.html"
+        return _import_answer(request, {"import_error": "Choose a .jsonl file to import."})
+    job = request_import(request.user, upload.path, upload.name, upload.size)
+    response = _import_answer(request, _import_job_context(job), status=202)
+    response["Location"] = reverse("sessions_app:import_status", args=[job.pk])
+    return response
+
+
+@login_required
+@require_GET
+def import_status(request, job_id):
+    """Where an import job stands (the partial polls itself until the job is over)."""
+    job = import_job(request.user, job_id)
+    if job is None:
+        raise Http404("No such import.")
+    context = _import_job_context(job)
+    status = 400 if job.status in (Job.Status.FAILED, Job.Status.CANCELLED) else 200
+    return _import_answer(request, context, status=status)
+
+
+def _import_job_context(job: Job) -> dict:
+    progress = job.progress or {}
+    context = {"import_job": job, "import_progress": progress}
+    if job.status == Job.Status.DONE:
+        context["import_report"] = progress.get("report") or {}
+    elif job.status in (Job.Status.FAILED, Job.Status.CANCELLED):
+        context["import_error"] = job.error or "The import failed."
+    return context
+
+
+def _import_answer(request, context, status=None):
+    if status is None:
+        status = 400 if "import_error" in context else 200
+    if request.htmx:
+        return render(request, "sessions_app/_import_result.html", context, status=status)
+    return render(
+        request, "sessions_app/session_list.html", _list_context(request, **context), status=status
     )
-    if not request.htmx:
-        context = _list_context(request, **context)
-    return render(request, template, context, status=status)
 
 
 @login_required

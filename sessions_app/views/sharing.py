@@ -150,6 +150,16 @@ def _link_branch(request, link: ShareLink) -> tuple[set[str], str | None]:
     return visible, _link_entry(request, "leaf", visible) or link.leaf_pi_id
 
 
+def _children_page(request) -> tuple[str, int] | None:
+    """`?children_of=ID&start=N`: which page of a wide node's children the tree lists."""
+    node = request.GET.get("children_of", "")[:200]
+    try:
+        start = max(0, int(request.GET.get("start", "0")))
+    except ValueError:
+        start = 0
+    return (node, start) if node else None
+
+
 @require_GET
 def share_link(request, token):
     access, link = _link_access(request, token)
@@ -158,7 +168,12 @@ def share_link(request, token):
         link.target_pi_id if leaf == link.leaf_pi_id else leaf
     )
     view = exports.branch_view(
-        access.session, leaf if leaf else UNSET, target, visible, budget=page_budget()
+        access.session,
+        leaf if leaf else UNSET,
+        target,
+        visible,
+        budget=page_budget(),
+        children_page=_children_page(request),
     )
     response = render(
         request,

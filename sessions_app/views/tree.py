@@ -80,6 +80,23 @@ def tree_branch(request, session_id, head_id):
 
 @login_required
 @require_GET
+def tree_children(request, session_id, node_id):
+    """The next page of a wide branch point's children (replaces its "children" row)."""
+    try:
+        start = max(0, int(request.GET.get("start", "0")))
+    except ValueError:
+        start = 0
+
+    def rows_of(layout, depth):
+        if node_id not in layout.index.by_id:
+            raise KeyError(node_id)
+        return layout.children_rows(node_id, depth, start)
+
+    return _lazy_rows(request, session_id, node_id, rows_of)
+
+
+@login_required
+@require_GET
 def tree_run(request, session_id, first_id, last_id):
     """Rows of a folded linear run (replaces its fold row)."""
 

@@ -82,3 +82,32 @@
     else if (document.querySelector("[data-piweb-sessions-list]")) followSessionsList();
   });
 })();
+// The import form: a file over the server's limit is refused here, before it is sent
+// (the server would refuse it too, at once, but a browser still sending the body may
+// show only a dropped connection).
+(function () {
+  "use strict";
+  document.addEventListener(
+    "submit",
+    function (ev) {
+      var form = ev.target;
+      if (!form || form.id !== "import-form") return;
+      var input = form.querySelector("input[type=file][data-max-bytes]");
+      var file = input && input.files && input.files[0];
+      var limit = input ? Number(input.dataset.maxBytes) : 0;
+      if (!file || !limit || file.size <= limit) return;
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+      var box = document.getElementById("import-result");
+      if (box) {
+        var p = document.createElement("p");
+        p.className = "error";
+        p.textContent =
+          "Import failed: " + file.name + " is larger than the import limit (" +
+          input.dataset.maxLabel + "): not sent.";
+        box.replaceChildren(p);
+      }
+    },
+    true
+  );
+})();

@@ -26,13 +26,13 @@ def assert_inert(page):
     assert page.locator("#entry-pane script, #tree-panel script").count() == 0
 
 
-def test_tree_page_end_to_end(page_for, make_user, workspace, artifact_dir):
+def test_tree_page_end_to_end(page_for, worker, make_user, workspace, artifact_dir):
     owner = make_user("tree-owner")
     page = page_for(owner)
     errors = collect_errors(page)  # and failed requests, from the response hook:
     page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
 
-    # --- import through the upload form, see the report -----------------------------
+    # --- import through the upload form (a job in the worker), see the report -------
     sid = str(uuid.uuid4())
     page.goto("/")
     page.locator("summary", has_text="Import pi session").click()

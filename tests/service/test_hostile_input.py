@@ -26,7 +26,7 @@ from sessions_app.services.importer import SessionImportError, import_jsonl_stre
 from sessions_app.services.search import search
 from tests.support import page_walk
 from tests.support.pi_files import header, jsonl_text, message
-from tests.support.web import client_for
+from tests.support.web import client_for, post_import
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
@@ -130,8 +130,8 @@ def test_json_nested_deeper_than_the_limit_is_skipped_with_its_reason_not_a_500(
         '{"type":"custom","id":"d3","parentId":"a1","data":' + "[" * 990 + "]" * 990 + "}",
     ]
     data = "\n".join(lines) + "\n"
-    response = client_for(owner).post(
-        reverse("sessions_app:session_import"),
+    response = post_import(
+        client_for(owner),
         {"file": io.BytesIO(data.encode()) | _named("deep.jsonl")},
     )
     assert response.status_code == 200
@@ -261,9 +261,7 @@ def test_a_file_whose_entry_lines_are_all_invalid_is_refused_and_creates_nothing
     with pytest.raises(SessionImportError, match="none of the 200 entry line"):
         upload(data, owner)
     assert not Session.objects.filter(pi_id=HEADER_ID).exists()
-    response = client_for(owner).post(
-        reverse("sessions_app:session_import"), {"file": io.BytesIO(data.encode()) | _named("x")}
-    )
+    response = post_import(client_for(owner), {"file": io.BytesIO(data.encode()) | _named("x")})
     assert response.status_code == 400
     assert not Session.objects.filter(pi_id=HEADER_ID).exists()
 
@@ -292,8 +290,8 @@ def test_importing_another_users_session_id_says_no_more_than_cannot_import(owne
         upload(jsonl_text(header(cwd="/elsewhere"), [message("a1", None)]), owner)
     assert str(theirs.value) == str(mine.value)
     assert "another user" not in str(theirs.value) and owner.username not in str(theirs.value)
-    response = client_for(intruder).post(
-        reverse("sessions_app:session_import"),
+    response = post_import(
+        client_for(intruder),
         {"file": io.BytesIO(jsonl_text(header(), []).encode()) | _named("x.jsonl")},
     )
     assert response.status_code == 400

@@ -51,11 +51,14 @@ ROUTES: dict[str, Route] = {
     "session_table": Route("login", htmx=True),
     "session_import": Route("login", "POST", ok=400),  # no file: refused after login
     "session_new": Route("login", "POST", ok=400),  # no cwd
+    # an import job is its uploader's alone: a job of another kind is nobody's import
+    "import_status": Route("login", ok=404, kwargs={"job_id": "job_pk"}),
     "session_detail": Route("viewer", kwargs=S),
     "session_provenance": Route("viewer", kwargs=S),
     # tree
     "tree_panel": Route("viewer", kwargs=S),
     "tree_branch": Route("viewer", kwargs={**S, "head_id": "branch_head"}),
+    "tree_children": Route("viewer", kwargs={**S, "node_id": "entry"}),
     "tree_run": Route("viewer", kwargs={**S, "first_id": "entry", "last_id": "entry"}),
     "entry_pane": Route("viewer", kwargs=E),
     "entry_output": Route("viewer", ok=404, kwargs=E),  # no full output file on this entry

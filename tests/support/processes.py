@@ -13,6 +13,10 @@ from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
+# PIWEB_MAX_UPLOAD_BYTES of the server and worker processes the tests start (child_env):
+# small, so that a test can pass it cheaply.
+SERVER_UPLOAD_LIMIT = 32 * 1024 * 1024
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import SessionShare, Team, TeamMembership
+from tests.support.processes import SERVER_UPLOAD_LIMIT  # noqa: F401 (the tests' name for it)
 
 
 def client_for(user, csrf: bool = False) -> Client:
@@ -29,11 +30,35 @@ def share(session, user, role: str) -> SessionShare:
 
 
 def upload(client: Client, data: bytes, name: str = "upload.jsonl", htmx: bool = False):
-    """POST a session file to the import view, as the upload form does."""
+    """POST a session file to the import view, as the upload form does, and return the
+    page that shows the import's outcome (see ``post_import``)."""
     fileobj = io.BytesIO(data)
     fileobj.name = name
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-    return client.post(reverse("sessions_app:session_import"), {"file": fileobj}, **headers)
+    return post_import(client, {"file": fileobj}, **headers)
+
+
+def post_import(client: Client, form: dict, **headers):
+    """POST ``form`` to the import view. An accepted upload (202) is an import job: run it
+    here as the worker does (``run_job``; a live worker may have taken it: then wait for
+    it), and return the job's status page, which shows the report or the error. A refused
+    upload's response is returned as it is."""
+    from sessions_app.models import Job
+    from sessions_app.services.jobs import run_job
+    from tests.support.waiting import wait_until
+
+    response = client.post(reverse("sessions_app:session_import"), form, **headers)
+    if response.status_code != 202:
+        return response
+    job_id = response["Location"].rstrip("/").rsplit("/", 1)[-1]
+    run_job(job_id)
+    assert wait_until(lambda: Job.objects.get(pk=job_id).status not in Job.ACTIVE, timeout=60)
+    # A crash in the importer fails the job with "Internal error: …" (it was a 500 before):
+    # never an acceptable answer to any file.
+    assert not Job.objects.get(pk=job_id).error.startswith("Internal error"), Job.objects.get(
+        pk=job_id
+    ).error
+    return client.get(response["Location"], **headers)
 
 
 def session_cookie_for(user) -> dict:

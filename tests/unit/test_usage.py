@@ -226,3 +226,17 @@ def test_context_timeline_turns_estimates_and_markers():
     assert timeline["modelChanges"] == [{"id": "mc", "index": 5, "model": "q/n", "from": "p/m"}]
     assert timeline["branchSummaries"][0]["id"] == "b1"
     assert points[2]["model"] == "q/n" and points[2]["tokens"] > compaction["after"]
+
+
+def test_bucket_keys_are_storable_whatever_the_file_says():
+    """A model name with a lone surrogate or a NUL (JSON can carry both) still gives a key
+    every database stores; real keys are unchanged."""
+    from sessions_app.core.usage import entry_usage
+
+    def key_of(provider, model):
+        message = {"role": "assistant", "provider": provider, "model": model, "usage": {"input": 1}}
+        return entry_usage({"type": "message", "message": message}).key
+
+    assert key_of("anthropic", "claude-sonnet-4-5") == "anthropic/claude-sonnet-4-5"
+    assert key_of("\udfff", "m\x00") == "\ufffd/m\ufffd"
+    key_of("\udfff", "x").encode("utf-8")  # would raise with the surrogate kept

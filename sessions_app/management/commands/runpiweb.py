@@ -48,7 +48,16 @@ class Command(BaseCommand):
             )
         supervisor.add_command(
             "daphne",
-            [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "piweb.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "piweb.server",
+                "-b",
+                host,
+                "-p",
+                str(port),
+                "piweb.asgi:application",
+            ],
             env,
         )
         follower = self._follower()

@@ -2,7 +2,8 @@
 
 - ``lifecycle``: create, enqueue (a registry from kind to Celery task name), claim (the
   attempt number is the claim token), heartbeat, finish and publish, sweep.
-- ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``: one kind each;
+- ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``,
+  ``session_import`` (an upload to ``/import/``, imported in the worker): one kind each;
   each registers a ``lifecycle.JobKind`` when imported (this package imports them all).
 - ``summaries``: what the two summary kinds share (compaction settings, model calls,
   attaching the entry).
@@ -14,7 +15,13 @@ A new kind: write its module (request function, ``run(job, attempt)``, a
 The names below are the package's public API (views, tasks and tests use them).
 """
 
-from sessions_app.services.jobs import agent_run, branch_summary, compaction, compare_summary
+from sessions_app.services.jobs import (
+    agent_run,
+    branch_summary,
+    compaction,
+    compare_summary,
+    session_import,
+)
 from sessions_app.services.jobs.branch_summary import request_branch_summary
 from sessions_app.services.jobs.compaction import (
     compact_for_overflow,
@@ -53,6 +60,7 @@ __all__ = [
     "request_compaction",
     "run_job",
     "start_sweeper",
+    "session_import",
     "sweep_stale_jobs",
     "update_compaction_settings",
 ]

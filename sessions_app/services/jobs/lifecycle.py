@@ -146,8 +146,10 @@ def job_event_data(job: Job) -> dict:
 
 
 def publish_progress(job: Job) -> None:
-    """Tell every page on the session where `job` stands (after commit)."""
-    events.publish(job.session_id, "job_progress", job_event_data(job))
+    """Tell every page on the session where `job` stands (after commit). A job with no
+    session yet (an import) has no page to tell: its own page polls it."""
+    if job.session_id is not None:
+        events.publish(job.session_id, "job_progress", job_event_data(job))
 
 
 # --- create and enqueue -----------------------------------------------------------------
@@ -321,7 +323,8 @@ def set_progress(job: Job, attempt: int, *, model: str | None = None, **progress
     )
     if updated:
         job.progress = data
-        events.publish_now(job.session_id, "job_progress", job_event_data(job))
+        if job.session_id is not None:
+            events.publish_now(job.session_id, "job_progress", job_event_data(job))
 
 
 def finish(job: Job, status: str, *, error: str = "", entry: Entry | None = None, **progress):

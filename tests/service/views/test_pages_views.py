@@ -11,7 +11,7 @@ from django.urls import reverse
 from sessions_app.models import Session
 from sessions_app.services import sessions
 from tests.support.access import Call, each, login_redirects, post, statuses
-from tests.support.web import client_for
+from tests.support.web import client_for, post_import
 from tests.support.workspaces import area_of
 
 pytestmark = [pytest.mark.django_db]
@@ -97,14 +97,12 @@ def test_sessions_list_search_import_and_new(owner, workspace):
     upload = SimpleUploadedFile(
         "b.jsonl", branched_jsonl(str(workspace), session_id=str(uuid.uuid4()))
     )
-    response = c.post(
-        reverse("sessions_app:session_import"), {"file": upload}, HTTP_HX_REQUEST="true"
-    )
+    response = post_import(c, {"file": upload}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200, html
     assert "created" in html and "1 malformed line skipped" in html and "line 6" in html
     bad = SimpleUploadedFile("bad.jsonl", b"not json at all\n")
-    response = c.post(reverse("sessions_app:session_import"), {"file": bad}, HTTP_HX_REQUEST="true")
+    response = post_import(c, {"file": bad}, HTTP_HX_REQUEST="true")
     assert response.status_code == 400 and "Import failed" in response.content.decode()
     listing = c.get(reverse("sessions_app:session_list"), {"q": "approach C"}).content.decode()
     assert "Imported" in listing and "Set up the project" in listing
