@@ -489,6 +489,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         abort=abort,
         run_id=str(job.pk),
         retry=llm.retry_policy(),
+        session_id=job.session.pi_id,
     )
     status = run.run()
     error = ""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from django.conf import settings
 
 from sessions_app.agent.loop import LLMConfig
+from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.agent.retry import RetryPolicy
 
 DEFAULT_PROFILE = "default"
@@ -27,6 +28,10 @@ class ModelProfile:
     max_output: int
     timeout: float
     provider: str
+    api: str = "openai-completions"
+    # pi Model fields a profile may carry as they are: reasoning, input, cost, headers,
+    # compat, thinkingLevelMap (the catalog will supply them; see resolved()).
+    model_fields: dict = field(default_factory=dict, repr=False, hash=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -35,6 +40,29 @@ class ModelProfile:
     def llm_config(self) -> LLMConfig:
         """What the agent loop needs of this profile (the fields both share)."""
         return LLMConfig(**{f.name: getattr(self, f.name) for f in fields(LLMConfig)})
+
+    def resolved(self) -> ResolvedModel:
+        """This profile as the model the provider modules call (``api`` from the profile's
+        spec, default openai-completions; window and max tokens from the profile)."""
+        model = {
+            "id": self.model,
+            "name": self.model,
+            "api": self.api,
+            "provider": self.provider,
+            "baseUrl": self.base_url,
+            "reasoning": False,
+            "input": ["text", "image"],
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+            "contextWindow": self.context_window,
+            "maxTokens": self.max_output,
+            **self.model_fields,
+        }
+        return ResolvedModel(
+            model=model,
+            api_key=self.api_key or "not-needed",
+            key_source="env" if self.api_key else "none",
+            timeout=self.timeout,
+        )
 
 
 def retry_policy() -> RetryPolicy:
@@ -63,7 +91,12 @@ def _profile(name: str, spec: dict) -> ModelProfile:
         max_output=int(spec.get("max_output", settings.PIWEB_LLM_MAX_OUTPUT)),
         timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
         provider=spec.get("provider", "openai-compatible"),
+        api=spec.get("api") or "openai-completions",
+        model_fields={k: spec[k] for k in _MODEL_FIELDS if k in spec},
     )
+
+
+_MODEL_FIELDS = ("reasoning", "input", "cost", "headers", "compat", "thinkingLevelMap")
 
 
 def model_profiles() -> dict[str, ModelProfile]:

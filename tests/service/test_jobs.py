@@ -54,7 +54,10 @@ def run_in_thread(job_id):
 
 
 def _user_prompt(request_body):
-    return request_body["messages"][-1]["content"]
+    content = request_body["messages"][-1]["content"]
+    if isinstance(content, list):  # pi sends the summary prompt as text parts
+        return "".join(part["text"] for part in content if part["type"] == "text")
+    return content
 
 
 @pytest.mark.embedded
@@ -74,7 +77,9 @@ def test_manual_compaction_with_focus_reaches_the_model(make_user, llm):
     assert body["messages"][0]["role"] == "system"
     assert "Additional focus: the parser bug in module_2" in _user_prompt(body)
     assert "<conversation>" in _user_prompt(body)
-    assert body["max_tokens"] == 4096  # 0.8 x reserve, capped by the profile's max output
+    # 0.8 x reserve, capped by the profile's max output; the field pi 0.80.2 sends
+    assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     check_compacted_context(session, job, before, [SUMMARY])
     assert job.result_entry.payload["details"].get("offline") is None
     assert session.leaf_id == job.result_entry_id
@@ -280,7 +285,7 @@ def test_branch_summary_with_custom_instructions(make_user, llm):
     assert jobs.run_job(job.id) == "done"
     job.refresh_from_db()
     body = llm.requests[0]
-    assert body["max_tokens"] == 2048
+    assert body["max_completion_tokens"] == 2048
     prompt = _user_prompt(body)
     assert BRANCH_SUMMARY_PROMPT in prompt and "Additional focus: focus on the edits" in prompt
     assert "Turn 2" in prompt and "Turn 3" in prompt and "Turn 1" not in prompt
