@@ -238,8 +238,10 @@ def clamp_level(model: dict[str, Any], level: str) -> str:
 
 
 def reasoning_level(resolved: ResolvedModel, request: ModelRequest) -> str | None:
-    """The level pi passes as ``reasoning`` (None: thinking off)."""
-    level = request.thinking_level or "off"
+    """The level pi passes as ``reasoning`` (None: thinking off). pi's session first
+    clamps its level to what the model supports (a non-reasoning model: off; a model
+    whose ``thinkingLevelMap`` has ``off: null``: the lowest level it has)."""
+    level = clamp_level(resolved.model, request.thinking_level or "off")
     return None if level == "off" else level
 
 

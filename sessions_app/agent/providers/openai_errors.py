@@ -14,6 +14,8 @@ def from_sdk(exc: BaseException, provider: str, sdk: Any) -> ProviderError:
     if isinstance(exc, sdk.APIStatusError):
         body = exc.body
         message = body_message(body) or exc.message or exc.__class__.__name__
+        if exc.status_code == 200:  # an error event inside a stream that had begun
+            return classify(provider, message, None, code=body_code(body))
         return classify(
             provider,
             f"{exc.status_code} {message}",
