@@ -1,0 +1,229 @@
+"""piweb's request bodies equal pi 0.80.2's, API by API.
+
+pi itself (``bench/pi_wire``: pi 0.80.2 with the pi-ai 0.80.2 it shipped with) runs
+``pi -p`` against the fake providers, with a models.json whose provider ``baseUrl``
+points at them: one turn that thinks and calls ``bash``, then the turn after the tool
+result. piweb's provider module then sends the same conversation (the messages pi stored
+in its session file, pi's system prompt and pi's tool definitions, the session id, the
+thinking level) and the two bodies must be equal: keys, key order, values. The system
+prompt and tool descriptions are pi's here so that the whole body can be compared; in
+piweb they are its own prose (see docs/PI_COMPATIBILITY.md for every other difference).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sessions_app.agent.providers import APIS, stream_for
+from sessions_app.agent.providers.base import ModelRequest, ResolvedModel
+from tests.support.fake_providers import Call, FakeProviders, Turn
+from tests.support.pi_reference import ROOT, _node
+
+PI_CLI = ROOT / "bench/pi_wire/node_modules/@earendil-works/pi-coding-agent/dist/cli.js"
+MODEL_IDS = {
+    "openai-completions": "gpt-test",
+    "openai-responses": "gpt-5-test",
+    "anthropic-messages": "claude-test",
+    "google-generative-ai": "gemini-2.5-flash",
+}
+SAME_HEADERS = (
+    "authorization",
+    "x-api-key",
+    "anthropic-version",
+    "anthropic-beta",
+    "anthropic-dangerous-direct-browser-access",
+    "session_id",
+    "x-client-request-id",
+    "x-goog-api-key",
+    "x-team",
+)
+
+
+def _pi() -> str:
+    node, why = _node()
+    if node is None or not PI_CLI.exists():
+        reason = (
+            why or f"pi 0.80.2 is not installed in {PI_CLI.parents[3]} (bin/install-pi-reference)"
+        )
+        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return node
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = FakeProviders()
+    yield srv
+    srv.close()
+
+
+def model_spec(server, api):
+    return {
+        "id": MODEL_IDS[api],
+        "name": "Test model",
+        "reasoning": True,
+        "input": ["text", "image"],
+        "contextWindow": 200000,
+        "maxTokens": 32000,
+        "cost": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 1.25},
+    }
+
+
+def run_pi(node, server, api, tmp_path: Path, level: str, extra: dict | None = None):
+    agent_dir, work = tmp_path / "agent", tmp_path / "work"
+    agent_dir.mkdir()
+    work.mkdir()
+    config = {
+        "providers": {
+            "testprov": {
+                "baseUrl": server.base_url(api),
+                "api": api,
+                "apiKey": "sk-test-key",
+                "headers": {"X-Team": "alpha"},
+                "models": [{**model_spec(server, api), **(extra or {})}],
+            }
+        }
+    }
+    (agent_dir / "models.json").write_text(json.dumps(config))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+    model_id = (extra or {}).get("id", MODEL_IDS[api])
+    args = [node, str(PI_CLI), "--provider", "testprov", "--model", model_id]
+    args += ["--thinking", level, "--no-context-files", "--no-skills", "-p", "list files"]
+    proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sessions = list((agent_dir / "sessions").rglob("*.jsonl"))
+    assert len(sessions) == 1
+    entries = [json.loads(line) for line in sessions[0].read_text().splitlines() if line.strip()]
+    header = entries[0]
+    messages = [e["message"] for e in entries if e.get("type") == "message"]
+    return header["id"], messages
+
+
+def pi_prompt_and_tools(api, body):
+    """pi's own system prompt and tool definitions, out of its request."""
+    if api == "openai-completions":
+        prompt = body["messages"][0]["content"]
+        tools = [
+            {k: t["function"][k] for k in ("name", "description", "parameters")}
+            for t in body["tools"]
+        ]
+    elif api == "openai-responses":
+        prompt = body["input"][0]["content"]
+        tools = [{k: t[k] for k in ("name", "description", "parameters")} for t in body["tools"]]
+    elif api == "anthropic-messages":
+        prompt = body["system"][0]["text"]
+        tools = [
+            {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
+            for t in body["tools"]
+        ]
+    else:
+        prompt = body["systemInstruction"]["parts"][0]["text"]
+        decls = body["tools"][0]["functionDeclarations"]
+        tools = [
+            {
+                "name": d["name"],
+                "description": d["description"],
+                "parameters": d["parametersJsonSchema"],
+            }
+            for d in decls
+        ]
+    return prompt, tools
+
+
+def camel(value):
+    """google-genai (Python) sends some nested keys in snake_case where pi's JS SDK sends
+    camelCase; the API reads both. Compared after this one normalization."""
+    if isinstance(value, dict):
+        return {
+            "".join(
+                w if i == 0 else w[:1].upper() + w[1:] for i, w in enumerate(k.split("_"))
+            ): camel(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [camel(v) for v in value]
+    return value
+
+
+def ordered(value):
+    """A structure whose comparison also checks key order."""
+    if isinstance(value, dict):
+        return [(k, ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [ordered(v) for v in value]
+    return value
+
+
+COMPAT_CASES = [
+    ("openai-completions", {"compat": {"maxTokensField": "max_tokens", "supportsStore": False,
+                                        "supportsDeveloperRole": False, "supportsStrictMode": False}}),
+    ("openai-completions", {"thinkingLevelMap": {"high": "max-effort", "off": "none"},
+                            "compat": {"supportsUsageInStreaming": False}}),
+    ("anthropic-messages", {"compat": {"supportsEagerToolInputStreaming": False,
+                                        "supportsCacheControlOnTools": False}}),
+    ("anthropic-messages", {"compat": {"forceAdaptiveThinking": True},
+                            "thinkingLevelMap": {"xhigh": "max"}}),
+    ("openai-responses", {"thinkingLevelMap": {"off": None}}),
+    ("openai-responses", {"reasoning": False}),
+    ("google-generative-ai", {"id": "gemini-3-pro-preview"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("level", ["off", "high"])
+@pytest.mark.parametrize(("api", "extra"), COMPAT_CASES)
+def test_models_json_compat_and_thinking_maps_as_pi_reads_them(server, api, extra, level, tmp_path):
+    test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra)
+
+
+@pytest.mark.parametrize("level", ["off", "high"])
+@pytest.mark.parametrize("api", APIS)
+def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
+    node = _pi()
+    extra = extra or {}
+    server.reset()
+    server.push(
+        Turn(thinking="Let me look.", text="Checking.", calls=[Call("bash", {"command": "echo hello"}, id="call_one")]),
+        Turn(text="All done."),
+    )  # fmt: skip
+    session_id, stored = run_pi(node, server, api, tmp_path, level, extra)
+    pi_requests = list(server.requests)
+    assert len(pi_requests) == 2, [r.path for r in pi_requests]
+    assert [m["role"] for m in stored] == ["user", "assistant", "toolResult", "assistant"]
+
+    prompt, tools = pi_prompt_and_tools(api, pi_requests[0].body)
+    resolved = ResolvedModel(
+        model={
+            **model_spec(server, api),
+            **extra,
+            "api": api,
+            "provider": "testprov",
+            "baseUrl": server.base_url(api),
+        },
+        api_key="sk-test-key",
+        headers={"X-Team": "alpha"},
+    )
+    server.reset()
+    for n, history in enumerate((stored[:1], stored[:3])):
+        server.push(Turn(text="ok"))
+        request = ModelRequest(
+            system_prompt=prompt,
+            messages=history,
+            tools=tools,
+            thinking_level=level,
+            session_id=session_id,
+        )
+        stream_for(api)(resolved, request)
+        ours, theirs = server.requests[-1], pi_requests[n]
+        assert ours.path == theirs.path
+        if api == "google-generative-ai":
+            assert camel(ours.body) == camel(theirs.body)  # (the SDK orders keys its own way)
+        else:
+            assert ordered(ours.body) == ordered(theirs.body)
+        for name in SAME_HEADERS:
+            assert ours.headers.get(name) == theirs.headers.get(name), name
