@@ -227,3 +227,69 @@ def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
             assert ordered(ours.body) == ordered(theirs.body)
         for name in SAME_HEADERS:
             assert ours.headers.get(name) == theirs.headers.get(name), name
+
+
+SUMMARY_SCRIPT = """
+import { completeSimple } from "@earendil-works/pi-ai/compat";
+const input = JSON.parse(process.argv[1]);
+const result = await completeSimple(input.model, input.context, input.options);
+process.stdout.write(JSON.stringify({ stopReason: result.stopReason, error: result.errorMessage }));
+"""
+
+
+@pytest.mark.parametrize("level", ["off", "high"])
+@pytest.mark.parametrize("api", APIS)
+def test_summary_requests_are_sent_as_pi_sends_them(server, api, level, settings):
+    """A compaction summary request: streamed, no tools, the budget as max tokens and the
+    session's thinking level, as pi's generateSummary sends it through completeSimple."""
+    from sessions_app.services import summarizer
+
+    node = _pi()
+    settings.PIWEB_LLM_RETRIES = 0
+    model = {
+        **model_spec(server, api),
+        "api": api,
+        "provider": "testprov",
+        "baseUrl": server.base_url(api),
+    }
+    prompt = "<conversation>\n[User]: hi\n</conversation>\n\nSummarize it."
+    server.reset()
+    server.push(Turn(text="## Goal\nsummary"))
+    options = {"maxTokens": 4096, "apiKey": "sk-test-key"}
+    if level != "off":
+        options["reasoning"] = level
+    payload = {
+        "model": model,
+        "context": {
+            "systemPrompt": "You summarize.",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": 1}],
+        },
+        "options": options,
+    }
+    proc = subprocess.run(
+        [node, "--input-type=module", "-e", SUMMARY_SCRIPT, json.dumps(payload)],
+        cwd=PI_CLI.parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["stopReason"] == "stop"
+    theirs = server.requests[-1]
+
+    server.push(Turn(text="## Goal\nsummary"))
+    resolved = ResolvedModel(model=model, api_key="sk-test-key")
+    request = {
+        "system": "You summarize.",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": 4096,
+        "thinking_level": level,
+    }
+    assert summarizer.complete(resolved, request).text == "## Goal\nsummary"
+    ours = server.requests[-1]
+    if api == "google-generative-ai":
+        assert camel(ours.body) == camel(theirs.body)
+    else:
+        assert ordered(ours.body) == ordered(theirs.body)
+    if api == "openai-completions":
+        assert ours.body["max_completion_tokens"] == 4096 and ours.body["stream"] is True
