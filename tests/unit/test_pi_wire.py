@@ -262,7 +262,9 @@ def test_summary_requests_are_sent_as_pi_sends_them(server, api, level, settings
         "model": model,
         "context": {
             "systemPrompt": "You summarize.",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": 1}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": 1}
+            ],
         },
         "options": options,
     }
