@@ -552,22 +552,9 @@ def test_google_thinking_config(fake, model_id, level, config):
     req = fake.requests[-1]
     assert req.path.startswith(f"/v1beta/models/{model_id}:streamGenerateContent")
     assert "alt=sse" in req.path and req.headers["x-goog-api-key"] == "sk-test-key"
-    sent = _camel(req.body["generationConfig"]["thinkingConfig"])
-    assert sent == config
+    assert req.body["generationConfig"]["thinkingConfig"] == config
     assert req.body["systemInstruction"]["parts"] == [{"text": "You are a test."}]
     assert "maxOutputTokens" not in req.body["generationConfig"]
-
-
-def _camel(value):
-    """The Python SDK sends some nested keys in snake_case; the API reads both."""
-    if isinstance(value, dict):
-        return {
-            "".join(w if i == 0 else w.title() for i, w in enumerate(k.split("_"))): _camel(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_camel(v) for v in value]
-    return value
 
 
 def test_images_for_each_api(fake):
@@ -595,5 +582,5 @@ def test_images_for_each_api(fake):
         "source": {"type": "base64", "media_type": "image/png", "data": png},
         "cache_control": {"type": "ephemeral"},
     }
-    part = _camel(bodies[3]["contents"][0]["parts"][1])
+    part = bodies[3]["contents"][0]["parts"][1]
     assert part == {"inlineData": {"mimeType": "image/png", "data": png}}

@@ -14,8 +14,8 @@ caller gives a budget.
 
 from __future__ import annotations
 
-import base64
 import itertools
+import json
 import re
 import time
 from typing import Any
@@ -65,11 +65,9 @@ def _multimodal_function_response(model_id: str) -> bool:
     return major is None or major >= 3
 
 
-def _signature(same: bool, signature: Any) -> bytes | None:
-    """A signature to send back: bytes for the SDK (it base64-encodes them again)."""
-    if same and _valid_signature(signature):
-        return base64.b64decode(signature)
-    return None
+def _signature(same: bool, signature: Any) -> str | None:
+    """A signature to send back: only the same provider and model's, valid base64."""
+    return signature if same and _valid_signature(signature) else None
 
 
 def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:
@@ -86,7 +84,7 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
         if role == "user":
             content = msg.get("content")
             if isinstance(content, str):
-                out.append({"role": "user", "parts": [{"text": clean(content)}]})
+                out.append({"parts": [{"text": clean(content)}], "role": "user"})
             else:
                 parts = []
                 for item in content_list(content):
@@ -95,7 +93,7 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
                     else:
                         parts.append(_inline(item))
                 if parts:
-                    out.append({"role": "user", "parts": parts})
+                    out.append({"parts": parts, "role": "user"})
         elif role == "assistant":
             same = msg.get("provider") == model.get("provider") and msg.get("model") == model_id
             parts = []
@@ -107,33 +105,31 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
                     part: dict[str, Any] = {"text": clean(block["text"])}
                     sig = _signature(same, block.get("textSignature"))
                     if sig:
-                        part["thought_signature"] = sig
+                        part["thoughtSignature"] = sig
                     parts.append(part)
                 elif kind == "thinking":
                     if not (block.get("thinking") or "").strip():
                         continue
                     if same:
-                        part = {"thought": True, "text": clean(block["thinking"])}
+                        part = {"text": clean(block["thinking"]), "thought": True}
                         sig = _signature(same, block.get("thinkingSignature"))
                         if sig:
-                            part["thought_signature"] = sig
+                            part["thoughtSignature"] = sig
                     else:
                         part = {"text": clean(block["thinking"])}
                     parts.append(part)
                 elif kind == "toolCall":
-                    call: dict[str, Any] = {
-                        "name": block.get("name"),
-                        "args": block.get("arguments") or {},
-                    }
+                    call: dict[str, Any] = {"args": block.get("arguments") or {}}
                     if include_id:
                         call["id"] = block.get("id")
-                    part = {"function_call": call}
+                    call["name"] = block.get("name")
+                    part = {"functionCall": call}
                     sig = _signature(same, block.get("thoughtSignature"))
                     if sig:
-                        part["thought_signature"] = sig
+                        part["thoughtSignature"] = sig
                     parts.append(part)
             if parts:
-                out.append({"role": "model", "parts": parts})
+                out.append({"parts": parts, "role": "model"})
         elif role == "toolResult":
             blocks = content_list(msg.get("content"))
             text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
@@ -148,16 +144,16 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
                 response["parts"] = image_parts
             if include_id:
                 response["id"] = msg.get("toolCallId")
-            part = {"function_response": response}
+            part = {"functionResponse": response}
             last = out[-1] if out else None
             if (
                 last is not None
                 and last["role"] == "user"
-                and any("function_response" in p for p in last["parts"])
+                and any("functionResponse" in p for p in last["parts"])
             ):
                 last["parts"].append(part)
             else:
-                out.append({"role": "user", "parts": [part]})
+                out.append({"parts": [part], "role": "user"})
             if images and not _multimodal_function_response(model_id):
                 out.append(
                     {"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]}
@@ -166,7 +162,7 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
 
 
 def _inline(block: dict) -> dict[str, Any]:
-    return {"inline_data": {"mime_type": block.get("mimeType"), "data": block.get("data")}}
+    return {"inlineData": {"mimeType": block.get("mimeType"), "data": block.get("data")}}
 
 
 def _is_gemini3_pro(model_id: str) -> bool:
@@ -215,41 +211,48 @@ def _thinking_config(resolved: ResolvedModel, request: ModelRequest) -> dict[str
     model_id = model.get("id", "")
     if level is None:
         if _is_gemini3_pro(model_id):
-            return {"thinking_level": "LOW"}
+            return {"thinkingLevel": "LOW"}
         if _is_gemini3_flash(model_id) or _is_gemma4(model_id):
-            return {"thinking_level": "MINIMAL"}
-        return {"thinking_budget": 0}
+            return {"thinkingLevel": "MINIMAL"}
+        return {"thinkingBudget": 0}
     effort = "high" if level in ("xhigh", "max") else level
     if _is_gemini3_pro(model_id) or _is_gemini3_flash(model_id) or _is_gemma4(model_id):
-        return {"include_thoughts": True, "thinking_level": _level(effort, model_id)}
-    return {"include_thoughts": True, "thinking_budget": _budget(model, effort)}
+        return {"includeThoughts": True, "thinkingLevel": _level(effort, model_id)}
+    return {"includeThoughts": True, "thinkingBudget": _budget(model, effort)}
 
 
-def build_config(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
-    """``GenerateContentConfig`` as pi builds it (in the SDK's snake_case)."""
-    config: dict[str, Any] = {}
-    max_tokens = base_max_tokens(request)
-    if max_tokens is not None:
-        config["max_output_tokens"] = max_tokens
+def build_body(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
+    """The REST body of ``streamGenerateContent``, as pi's SDK sends it (its keys, in
+    its order)."""
+    body: dict[str, Any] = {"contents": convert_contents(resolved.model, request.messages)}
     if request.system_prompt:
-        config["system_instruction"] = clean(request.system_prompt)
+        body["systemInstruction"] = {
+            "parts": [{"text": clean(request.system_prompt)}],
+            "role": "user",
+        }
     if request.tools:
-        config["tools"] = [
+        body["tools"] = [
             {
-                "function_declarations": [
+                "functionDeclarations": [
                     {
                         "name": tool["name"],
                         "description": tool.get("description", ""),
-                        "parameters_json_schema": tool.get("parameters") or {},
+                        "parametersJsonSchema": tool.get("parameters") or {},
                     }
                     for tool in request.tools
                 ]
             }
         ]
+    generation: dict[str, Any] = {}
+    max_tokens = base_max_tokens(request)
+    if max_tokens is not None:
+        generation["maxOutputTokens"] = max_tokens
     thinking = _thinking_config(resolved, request)
     if thinking is not None:
-        config["thinking_config"] = thinking
-    return config
+        generation["thinkingConfig"] = thinking
+    if generation:
+        body["generationConfig"] = generation
+    return body
 
 
 def _error(exc: BaseException, provider: str) -> ProviderError:
@@ -292,18 +295,20 @@ def stream(
                 kind="auth",
             )
         key = require_key(resolved, headers)
-        # Built as the SDK's own types, which it sends in the API's camelCase.
-        contents = [
-            types.Content.model_validate(c)
-            for c in convert_contents(resolved.model, request.messages)
-        ]
-        config = types.GenerateContentConfig.model_validate(build_config(resolved, request))
+        body = build_body(resolved, request)
     except ProviderError as exc:
         raise fail(message, exc, False) from None
     # A client per request around its own HTTP client (the TLS context is shared, so it
     # is cheap): abort closes that HTTP client, which ends the stream at once.
-    http = httpx2.Client(verify=ssl_context(), timeout=resolved.timeout)
-    options: dict[str, Any] = {"httpx_client": http, "timeout": int(resolved.timeout * 1000)}
+    tls = ssl_context()
+    http = httpx2.Client(verify=tls, timeout=resolved.timeout)
+    options: dict[str, Any] = {
+        "httpx_client": http,
+        # given, so that the SDK does not load the CA bundle again for each client
+        "client_args": {"verify": tls},
+        "async_client_args": {"verify": tls, "ssl": tls},
+        "timeout": int(resolved.timeout * 1000),
+    }
     if resolved.model.get("baseUrl"):
         options.update(base_url=resolved.model["baseUrl"], api_version="")
     if headers:
@@ -311,9 +316,15 @@ def stream(
     state = _State(message, on_delta)
 
     def open_stream():
+        # The SDK's own client sends the body (its auth header, URL building, SSE
+        # reading and errors); the body is built here, as pi's SDK would build it: the
+        # SDK's typed conversion would send some keys in snake_case and costs ~40 ms
+        # per request for a long conversation.
         client = genai.Client(api_key=key, http_options=types.HttpOptions(**options))
-        return client.models.generate_content_stream(
-            model=resolved.model_id, contents=contents, config=config
+        path = f"models/{resolved.model_id}:streamGenerateContent?alt=sse"
+        return (
+            json.loads(chunk.body) if chunk.body else {}
+            for chunk in client._api_client.request_streamed("post", path, body)
         )
 
     try:
@@ -333,12 +344,6 @@ def stream(
 STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
-def _b64(value: Any) -> str | None:
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    return value if isinstance(value, str) and value else None
-
-
 class _State:
     def __init__(self, message: dict, on_delta):
         self.message = message
@@ -349,13 +354,13 @@ class _State:
     def close_block(self) -> None:
         self.current = None
 
-    def feed(self, chunk: Any) -> None:
-        candidates = chunk.candidates or []
-        candidate = candidates[0] if candidates else None
-        content = candidate.content if candidate is not None else None
-        for part in (content.parts if content is not None else None) or []:
-            if part.text is not None:
-                thinking = part.thought is True
+    def feed(self, chunk: dict) -> None:
+        candidates = chunk.get("candidates") or []
+        candidate = candidates[0] if candidates else {}
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            text = part.get("text")
+            if text is not None:
+                thinking = part.get("thought") is True
                 kind = "thinking" if thinking else "text"
                 if self.current is None or self.current["type"] != kind:
                     if thinking:
@@ -367,56 +372,56 @@ class _State:
                     else:
                         self.current = {"type": "text", "text": ""}
                     self.message["content"].append(self.current)
-                signature = _b64(part.thought_signature)
+                signature = part.get("thoughtSignature")
                 if thinking:
-                    self.current["thinking"] += part.text
+                    self.current["thinking"] += text
                     if signature:
                         self.current["thinkingSignature"] = signature
                 else:
-                    self.current["text"] += part.text
+                    self.current["text"] += text
                     if signature:
                         self.current["textSignature"] = signature
-                if self.on_delta and part.text:
-                    self.on_delta(kind, part.text)
-            if part.function_call is not None:
+                if self.on_delta and text:
+                    self.on_delta(kind, text)
+            call = part.get("functionCall")
+            if call is not None:
                 self.current = None
-                call = part.function_call
-                provided = call.id
+                provided = call.get("id")
                 taken = any(
                     b["type"] == "toolCall" and b["id"] == provided for b in self.message["content"]
                 )
                 call_id = (
-                    f"{call.name}_{int(time.time() * 1000)}_{next(_counter)}"
+                    f"{call.get('name')}_{int(time.time() * 1000)}_{next(_counter)}"
                     if not provided or taken
                     else provided
                 )
                 block: dict[str, Any] = {
                     "type": "toolCall",
                     "id": call_id,
-                    "name": call.name or "",
-                    "arguments": dict(call.args or {}),
+                    "name": call.get("name") or "",
+                    "arguments": call.get("args") or {},
                 }
-                signature = _b64(part.thought_signature)
-                if signature:
-                    block["thoughtSignature"] = signature
+                if part.get("thoughtSignature"):
+                    block["thoughtSignature"] = part["thoughtSignature"]
                 self.message["content"].append(block)
-        if candidate is not None and candidate.finish_reason:
-            reason = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+        reason = candidate.get("finishReason")
+        if reason:
             self.message["stopReason"] = STOP.get(reason, "error")
             if self.message["stopReason"] == "error":
                 self.error = f"Provider finish reason: {reason}"
             if any(b["type"] == "toolCall" for b in self.message["content"]):
                 self.message["stopReason"] = "toolUse"
                 self.error = None
-        usage = chunk.usage_metadata
+        usage = chunk.get("usageMetadata")
         if usage is not None:
-            prompt = usage.prompt_token_count or 0
-            cached = usage.cached_content_token_count or 0
+            prompt = usage.get("promptTokenCount") or 0
+            cached = usage.get("cachedContentTokenCount") or 0
             self.message["usage"] = {
                 "input": prompt - cached,
-                "output": (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+                "output": (usage.get("candidatesTokenCount") or 0)
+                + (usage.get("thoughtsTokenCount") or 0),
                 "cacheRead": cached,
                 "cacheWrite": 0,
-                "totalTokens": usage.total_token_count or 0,
+                "totalTokens": usage.get("totalTokenCount") or 0,
                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
             }
