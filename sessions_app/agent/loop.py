@@ -200,7 +200,10 @@ class AgentRun:
     def stream_assistant(self, messages: list[dict]) -> tuple[dict[str, Any], BaseException | None]:
         """One assistant message (after retries). The exception is returned on overflow."""
         request = self._request(messages)
-        call = stream_for(self.llm.api)
+        try:
+            call = stream_for(self.llm.api)
+        except ProviderError as exc:  # an API piweb does not speak
+            return self._assistant([], "error", error=str(exc)), None
         attempt = 0
         while True:
             batcher = _TextBatcher(self.hooks.emit, self.run_id)

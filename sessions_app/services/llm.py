@@ -57,9 +57,12 @@ class ModelProfile:
             "maxTokens": self.max_output,
             **self.model_fields,
         }
+        # A local OpenAI-compatible server often wants no key at all; the other APIs
+        # get none, so that the request fails with an auth error naming the provider.
+        key = self.api_key or ("not-needed" if self.api == "openai-completions" else "")
         return ResolvedModel(
             model=model,
-            api_key=self.api_key or "not-needed",
+            api_key=key,
             key_source="env" if self.api_key else "none",
             timeout=self.timeout,
         )

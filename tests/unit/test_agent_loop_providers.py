@@ -108,3 +108,25 @@ def test_auth_errors_end_the_run_at_once(server, api):
     message = hooks.persisted[-1]
     assert message["stopReason"] == "error" and "testprov" in message["errorMessage"]
     assert "sk-test" not in message["errorMessage"]
+
+
+def test_an_api_piweb_does_not_speak_is_an_error_message(server):
+    hooks = Hooks()
+    run = agent(server, "openai-completions", hooks)
+    run.llm = ResolvedModel(model={**run.llm.model, "api": "bedrock-converse-stream"})
+    assert run.run() == "error"
+    message = hooks.persisted[-1]
+    assert message["stopReason"] == "error" and "bedrock-converse-stream" in message["errorMessage"]
+    assert "anthropic-messages" in message["errorMessage"]
+
+
+def test_clients_are_reused_and_bounded():
+    from sessions_app.agent.providers import common
+
+    made = []
+    for n in range(common.MAX_CLIENTS + 10):
+        common.cached_client(("bench", n), lambda n=n: made.append(n) or object())
+    first = common.cached_client(("bench", common.MAX_CLIENTS + 9), object)
+    assert common.cached_client(("bench", common.MAX_CLIENTS + 9), object) is first
+    assert len(made) == common.MAX_CLIENTS + 10
+    assert len(common._clients) <= common.MAX_CLIENTS

@@ -332,16 +332,21 @@ def ssl_context() -> ssl.SSLContext:
 
 _clients: dict[tuple, Any] = {}
 _clients_lock = threading.Lock()
+MAX_CLIENTS = 64
 
 
 def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
     """One SDK client per endpoint, key and headers per process (clients are thread-safe
-    and keep their connection pool)."""
+    and keep their connection pool). At most MAX_CLIENTS are kept (per-user keys make
+    many); the least recently used one is dropped, and closes when its last stream does."""
     key = (os.getpid(), *key)
     with _clients_lock:
-        client = _clients.get(key)
+        client = _clients.pop(key, None)
         if client is None:
-            client = _clients[key] = factory()
+            client = factory()
+        _clients[key] = client  # most recently used last
+        while len(_clients) > MAX_CLIENTS:
+            _clients.pop(next(iter(_clients)))
         return client
 
 
