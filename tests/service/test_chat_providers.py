@@ -108,3 +108,14 @@ def test_a_summary_request(profile, fake):
         "google-generative-ai": lambda b: b["generationConfig"]["maxOutputTokens"],
     }[profile](body)
     assert budget == 900
+
+
+@pytest.mark.parametrize("profile", ["anthropic-messages"], indirect=True)
+def test_the_paths_thinking_level_reaches_the_request(profile, fake, owner, workspace, redis_ready):
+    """pi records thinking-level changes as entries; the level on the path is sent."""
+    session = tree.create_session(owner=owner, cwd=str(workspace), model_profile=profile)
+    tree.append_entry(session, {"type": "thinking_level_change", "thinkingLevel": "high"})
+    fake.push(Turn(text="ok"))
+    assert chat.execute_run(str(chat.send_message(session, owner, "hi").pk)) == "done"
+    body = fake.requests[-1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384, "display": "summarized"}
