@@ -3,6 +3,7 @@ compaction (manual / threshold / overflow, split turn, update), branch summaries
 leaf moves while a job runs, retries, idempotency, stale-job recovery, settings."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -461,6 +462,10 @@ def test_a_presumed_dead_run_writes_nothing(make_user, llm):
     slow = threading.Thread(target=run_in_thread, args=(job.id,))
     slow.start()
     jobs_wait_running(job)
+    deadline = time.monotonic() + 10  # its request has reached the model (it got "SLOW")
+    while not llm.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert llm.requests
     # Pretend its heartbeat went silent and someone else took over.
     Job.objects.filter(pk=job.pk).update(
         heartbeat_at=timezone.now() - timedelta(hours=1), params={**job.params, "worker": {}}
