@@ -75,7 +75,15 @@ def model_spec(server, api):
     }
 
 
-def run_pi(node, server, api, tmp_path: Path, level: str, extra: dict | None = None):
+def run_pi(
+    node,
+    server,
+    api,
+    tmp_path: Path,
+    level: str,
+    extra: dict | None = None,
+    key: str = "sk-test-key",
+):
     agent_dir, work = tmp_path / "agent", tmp_path / "work"
     agent_dir.mkdir()
     work.mkdir()
@@ -84,7 +92,7 @@ def run_pi(node, server, api, tmp_path: Path, level: str, extra: dict | None = N
             "testprov": {
                 "baseUrl": server.base_url(api),
                 "api": api,
-                "apiKey": "sk-test-key",
+                "apiKey": key,
                 "headers": {"X-Team": "alpha"},
                 "models": [{**model_spec(server, api), **(extra or {})}],
             }
@@ -117,7 +125,7 @@ def pi_prompt_and_tools(api, body):
         prompt = body["input"][0]["content"]
         tools = [{k: t[k] for k in ("name", "description", "parameters")} for t in body["tools"]]
     elif api == "anthropic-messages":
-        prompt = body["system"][0]["text"]
+        prompt = body["system"][-1]["text"]  # (after Claude Code's identity block, with OAuth)
         tools = [
             {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
             for t in body["tools"]
@@ -167,8 +175,22 @@ def test_models_json_compat_and_thinking_maps_as_pi_reads_them(server, api, extr
 
 
 @pytest.mark.parametrize("level", ["off", "high"])
+def test_an_anthropic_oauth_token_speaks_as_claude_code_like_pi(server, level, tmp_path):
+    """With a Claude subscription token pi presents itself as Claude Code: Bearer auth,
+    Claude Code's betas and user agent, its identity block, its tool names."""
+    test_piweb_sends_what_pi_sends(
+        server, "anthropic-messages", level, tmp_path, key="sk-ant-oat01-test-token"
+    )
+    body = server.requests[-1].body
+    assert body["system"][0]["text"].startswith("You are Claude Code")
+    assert [t["name"] for t in body["tools"]] == ["Read", "Bash", "Edit", "Write"]
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-ant-oat01-test-token"
+    assert "x-api-key" not in server.requests[-1].headers
+
+
+@pytest.mark.parametrize("level", ["off", "high"])
 @pytest.mark.parametrize("api", APIS)
-def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
+def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None, key="sk-test-key"):
     node = _pi()
     extra = extra or {}
     server.reset()
@@ -176,7 +198,7 @@ def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
         Turn(thinking="Let me look.", text="Checking.", calls=[Call("bash", {"command": "echo hello"}, id="call_one")]),
         Turn(text="All done."),
     )  # fmt: skip
-    session_id, stored = run_pi(node, server, api, tmp_path, level, extra)
+    session_id, stored = run_pi(node, server, api, tmp_path, level, extra, key)
     pi_requests = list(server.requests)
     assert len(pi_requests) == 2, [r.path for r in pi_requests]
     assert [m["role"] for m in stored] == ["user", "assistant", "toolResult", "assistant"]
@@ -190,7 +212,7 @@ def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
             "provider": "testprov",
             "baseUrl": server.base_url(api),
         },
-        api_key="sk-test-key",
+        api_key=key,
         headers={"X-Team": "alpha"},
     )
     server.reset()
@@ -207,7 +229,7 @@ def test_piweb_sends_what_pi_sends(server, api, level, tmp_path, extra=None):
         ours, theirs = server.requests[-1], pi_requests[n]
         assert ours.path == theirs.path
         assert ordered(ours.body) == ordered(theirs.body)
-        for name in SAME_HEADERS:
+        for name in SAME_HEADERS + (("user-agent", "x-app") if "oat" in key else ()):
             assert ours.headers.get(name) == theirs.headers.get(name), name
 
 

@@ -584,3 +584,17 @@ def test_images_for_each_api(fake):
     }
     part = bodies[3]["contents"][0]["parts"][1]
     assert part == {"inlineData": {"mimeType": "image/png", "data": png}}
+
+
+def test_anthropic_oauth_tool_names_come_back_as_ours(fake):
+    fake.push(Turn(calls=[Call("Bash", {"command": "ls"}, id="toolu_1")]))
+    resolved = model(fake, "anthropic-messages")
+    resolved = ResolvedModel(model=resolved.model, api_key="sk-ant-oat01-x")
+    message = run(resolved, request())
+    assert message["content"][-1]["name"] == "bash"
+    sent = fake.requests[-1]
+    assert sent.body["tools"][0]["name"] == "Bash"
+    assert (
+        sent.headers["authorization"] == "Bearer sk-ant-oat01-x" and "x-api-key" not in sent.headers
+    )
+    assert sent.headers["anthropic-beta"].startswith("claude-code-20250219,oauth-2025-04-20")

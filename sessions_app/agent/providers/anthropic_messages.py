@@ -46,6 +46,37 @@ API = "anthropic-messages"
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 REDACTED_TEXT = "[Reasoning redacted]"
+# An Anthropic OAuth token (a Claude subscription, as `pi auth` holds it) is accepted only
+# from Claude Code: pi then presents itself as Claude Code (facts of that client: its
+# version, beta flags, identity block and tool names), and so does piweb.
+CLAUDE_CODE_VERSION = "2.1.75"
+CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+CLAUDE_CODE_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
+CLAUDE_CODE_TOOLS = {
+    name.lower(): name
+    for name in (
+        "Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode",
+        "ExitPlanMode", "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite",
+        "WebFetch", "WebSearch",
+    )
+}  # fmt: skip
+
+
+def is_oauth(key: str) -> bool:
+    return "sk-ant-oat" in (key or "")
+
+
+def to_claude_code(name: str) -> str:
+    return CLAUDE_CODE_TOOLS.get((name or "").lower(), name)
+
+
+def from_claude_code(name: str, tools: list[dict]) -> str:
+    for tool in tools:
+        if tool["name"].lower() == (name or "").lower():
+            return tool["name"]
+    return name
+
+
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -104,7 +135,11 @@ def _image(block: dict) -> dict[str, Any]:
 
 
 def convert_messages(
-    model: dict[str, Any], messages: list[dict], control: dict | None, compat: dict[str, Any]
+    model: dict[str, Any],
+    messages: list[dict],
+    control: dict | None,
+    compat: dict[str, Any],
+    oauth: bool = False,
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     transformed = transform_messages(messages, model, _normalize_id)
@@ -167,7 +202,9 @@ def convert_messages(
                         {
                             "type": "tool_use",
                             "id": block.get("id"),
-                            "name": block.get("name"),
+                            "name": to_claude_code(block.get("name"))
+                            if oauth
+                            else block.get("name"),
                             "input": block.get("arguments") or {},
                         }
                     )
@@ -211,6 +248,7 @@ def _effort(model: dict[str, Any], level: str) -> str:
 
 def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
     model = resolved.model
+    oauth = is_oauth(resolved.api_key)
     compat = get_compat(model)
     control = _cache_control(compat)
     level = reasoning_level(resolved, request)
@@ -227,11 +265,19 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
             thinking = {"type": "enabled", "budget_tokens": budget or 1024}
     params: dict[str, Any] = {
         "model": model["id"],
-        "messages": convert_messages(model, request.messages, control, compat),
+        "messages": convert_messages(model, request.messages, control, compat, oauth),
         "max_tokens": max_tokens if max_tokens is not None else resolved.max_tokens,
         "stream": True,
     }
-    if request.system_prompt:
+    if oauth:
+        params["system"] = [
+            {"type": "text", "text": CLAUDE_CODE_IDENTITY, "cache_control": control}
+        ]
+        if request.system_prompt:
+            params["system"].append(
+                {"type": "text", "text": clean(request.system_prompt), "cache_control": control}
+            )
+    elif request.system_prompt:
         params["system"] = [
             {"type": "text", "text": clean(request.system_prompt), "cache_control": control}
         ]
@@ -278,6 +324,12 @@ def _headers(resolved: ResolvedModel, request: ModelRequest, compat: dict) -> di
         # the version pi's SDK sends (this Python SDK would send a newer one)
         "anthropic-version": ANTHROPIC_VERSION,
     }
+    if is_oauth(resolved.api_key):
+        headers["anthropic-beta"] = ",".join([*CLAUDE_CODE_BETAS, *betas])
+        headers["user-agent"] = f"claude-cli/{CLAUDE_CODE_VERSION}"
+        headers["x-app"] = "cli"
+        headers["authorization"] = f"Bearer {resolved.api_key}"
+        return {**headers, **request_headers(resolved)}
     if betas:
         headers["anthropic-beta"] = ",".join(betas)
     if request.session_id and compat["sendSessionAffinityHeaders"]:
@@ -312,7 +364,7 @@ def stream(
         )
     except ProviderError as exc:
         raise fail(message, exc, False) from None
-    state = _State(message, on_delta)
+    state = _State(message, on_delta, request.tools if is_oauth(resolved.api_key) else None)
 
     def open_stream():
         return client.post(
@@ -344,7 +396,8 @@ def _make_client(resolved: ResolvedModel, key: str, headers: dict[str, str]) -> 
     as a Bearer token). The explicit key also keeps the SDK from reading credentials of
     its own from the environment."""
     sent = dict(headers)
-    if key != "unused" and not any(k.lower() == "x-api-key" for k in sent):
+    bearer = any(k.lower() == "authorization" for k in sent) and is_oauth(key)
+    if key != "unused" and not bearer and not any(k.lower() == "x-api-key" for k in sent):
         sent["x-api-key"] = key
     client = anthropic.Anthropic(
         api_key=key,
@@ -378,9 +431,10 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 class _State:
-    def __init__(self, message: dict, on_delta):
+    def __init__(self, message: dict, on_delta, oauth_tools: list[dict] | None = None):
         self.message = message
         self.on_delta = on_delta
+        self.oauth_tools = oauth_tools
         self.by_index: dict[int, dict] = {}
         self.raw: dict[int, str] = {}
         self.started = False
@@ -425,10 +479,13 @@ class _State:
                     "redacted": True,
                 }
             elif ctype == "tool_use":
+                name = _get(cb, "name", "")
+                if self.oauth_tools is not None:
+                    name = from_claude_code(name, self.oauth_tools)
                 block = {
                     "type": "toolCall",
                     "id": _get(cb, "id", ""),
-                    "name": _get(cb, "name", ""),
+                    "name": name,
                     "arguments": _get(cb, "input") or {},
                 }
                 self.raw[index] = ""
