@@ -126,8 +126,12 @@ def pi_prompt_and_tools(api, body):
         tools = [{k: t[k] for k in ("name", "description", "parameters")} for t in body["tools"]]
     elif api == "anthropic-messages":
         prompt = body["system"][-1]["text"]  # (after Claude Code's identity block, with OAuth)
-        tools = [
-            {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
+        tools = [  # (pi's own names: an OAuth request carries Claude Code's)
+            {
+                "name": t["name"].lower(),
+                "description": t["description"],
+                "parameters": t["input_schema"],
+            }
             for t in body["tools"]
         ]
     else:

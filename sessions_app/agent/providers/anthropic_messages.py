@@ -286,7 +286,7 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
         for n, tool in enumerate(request.tools):
             schema = tool.get("parameters") or {}
             spec: dict[str, Any] = {
-                "name": tool["name"],
+                "name": to_claude_code(tool["name"]) if oauth else tool["name"],
                 "description": tool.get("description", ""),
             }
             if compat["supportsEagerToolInputStreaming"]:
