@@ -1,6 +1,6 @@
 """piweb's request bodies equal pi 0.80.2's, API by API.
 
-pi itself (``bench/pi_wire``: pi 0.80.2 with the pi-ai 0.80.2 it shipped with) runs
+pi itself (``bench/pi_reference``'s pi 0.80.2, on the pi-ai 0.80.2 it shipped with) runs
 ``pi -p`` against the fake providers, with a models.json whose provider ``baseUrl``
 points at them: one turn that thinks and calls ``bash``, then the turn after the tool
 result. piweb's provider module then sends the same conversation (the messages pi stored
@@ -24,7 +24,8 @@ from sessions_app.agent.providers.base import ModelRequest, ResolvedModel
 from tests.support.fake_providers import Call, FakeProviders, Turn
 from tests.support.pi_reference import ROOT, _node
 
-PI_CLI = ROOT / "bench/pi_wire/node_modules/@earendil-works/pi-coding-agent/dist/cli.js"
+PI_PACKAGE = ROOT / "bench/pi_reference/node_modules/pi-0.80.2"
+PI_CLI = Path(os.environ.get("PIWEB_PI_WIRE_CLI") or PI_PACKAGE / "dist/cli.js")
 MODEL_IDS = {
     "openai-completions": "gpt-test",
     "openai-responses": "gpt-5-test",
@@ -44,16 +45,29 @@ SAME_HEADERS = (
 )
 
 
+def _pi_ai_version() -> str | None:
+    """The pi-ai that pi 0.80.2's CLI loads (its own nested copy, else the shared one)."""
+    for base in (PI_CLI.parents[1] / "node_modules", PI_CLI.parents[3]):
+        package = base / "@earendil-works/pi-ai/package.json"
+        if package.exists():
+            return json.loads(package.read_text())["version"]
+    return None
+
+
 def _pi() -> str:
     node, why = _node()
-    if node is None or not PI_CLI.exists():
-        reason = (
-            why or f"pi 0.80.2 is not installed in {PI_CLI.parents[3]} (bin/install-pi-reference)"
+    if node is not None and not PI_CLI.exists():
+        why = f"pi 0.80.2 is not installed ({PI_CLI}; run bin/install-pi-reference)"
+    elif node is not None and _pi_ai_version() != "0.80.2":
+        why = (
+            f"pi 0.80.2 runs on pi-ai {_pi_ai_version()}, not its own 0.80.2 (its CLI does not "
+            "start so; bench/pi_reference/package.json's overrides pin it)"
         )
-        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return node
+    else:
+        return node
+    if os.environ.get("PIWEB_REQUIRE_PI") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +292,7 @@ def test_summary_requests_are_sent_as_pi_sends_them(server, api, level, settings
     }
     proc = subprocess.run(
         [node, "--input-type=module", "-e", SUMMARY_SCRIPT, json.dumps(payload)],
-        cwd=PI_CLI.parents[3],
+        cwd=PI_CLI.parents[1],
         capture_output=True,
         text=True,
         timeout=120,
