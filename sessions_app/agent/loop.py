@@ -8,54 +8,68 @@ message, publish an event, compact on overflow). Messages come out in pi's shape
   timestamp[, errorMessage]}``;
 - toolResult ``{role, toolCallId, toolName, content, details, isError, timestamp}``.
 
-Provider errors that :mod:`agent.retry`'s policy retries (429, 5xx, …) are retried with
-capped exponential backoff as long as nothing was streamed yet; a timeout or any other
-error ends the run with a visible assistant message (stopReason ``error`` + ``errorMessage``, partial text kept). A
-context-overflow error calls ``hooks.compact_for_overflow()`` and retries the turn once;
-a second overflow is an error message. Abort (the :class:`AbortSignal`) closes the HTTP
+Each turn goes to the module of ``providers`` that speaks the model's API
+(``resolved.api``: openai-completions, openai-responses, anthropic-messages,
+google-generative-ai); the loop itself knows no wire format. Provider errors that
+:mod:`agent.retry`'s policy retries (``ProviderError`` kind ``retryable``: 429, 5xx, …)
+are retried with capped exponential backoff as long as nothing was streamed yet; a
+timeout, an auth error or any other error ends the run with a visible assistant message
+(stopReason ``error`` + ``errorMessage``, partial text kept). A context-overflow error
+(kind ``overflow``) calls ``hooks.compact_for_overflow()`` and retries the turn once; a
+second overflow is an error message. Abort (the :class:`AbortSignal`) closes the HTTP
 stream at once and kills running tools; the partial message is kept as ``aborted``.
 """
 
 from __future__ import annotations
 
 import json
-import queue
-import re
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import httpx
-import openai
-
-from .openai_format import to_openai_messages
+from .providers import stream_for
+from .providers.base import ModelRequest, ProviderError, ResolvedModel
+from .providers.common import ARGS_PROBLEM, empty_usage
 from .retry import RetryPolicy
 from .signals import AbortSignal
-from .tools import Tool, ToolContext, ToolResult, execute_tool, parse_arguments, text_result
+from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result
 
-API = "openai-completions"
 TEXT_FLUSH_SECONDS = 0.05
 TEXT_FLUSH_CHARS = 4000
-
-_OVERFLOW_PATTERNS = re.compile(
-    r"context[_ ]length[_ ]exceeded|maximum context length|context window|too many tokens|"
-    r"prompt is too long|exceeds the context|reduce the length of the messages|"
-    r"input is too long|context length",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
 class LLMConfig:
+    """The old one-endpoint configuration (OpenAI chat-completions); ``resolved()`` turns
+    it into the :class:`ResolvedModel` every caller now passes."""
+
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)
     provider: str = "openai-compatible"
     max_output: int = 16384
     timeout: float = 120.0
+
+    def resolved(self) -> ResolvedModel:
+        return ResolvedModel(
+            model={
+                "id": self.model,
+                "name": self.model,
+                "api": "openai-completions",
+                "provider": self.provider,
+                "baseUrl": self.base_url,
+                "reasoning": False,
+                "input": ["text", "image"],
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                "contextWindow": 0,
+                "maxTokens": self.max_output,
+            },
+            api_key=self.api_key or "not-needed",
+            key_source="env" if self.api_key else "none",
+            timeout=self.timeout,
+        )
 
 
 class RunHooks(Protocol):
@@ -74,61 +88,6 @@ class RunHooks(Protocol):
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def empty_usage() -> dict[str, Any]:
-    return {
-        "input": 0,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 0,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    }
-
-
-def usage_from_openai(usage: Any) -> dict[str, Any]:
-    out = empty_usage()
-    if usage is None:
-        return out
-    prompt = getattr(usage, "prompt_tokens", 0) or 0
-    completion = getattr(usage, "completion_tokens", 0) or 0
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    out["input"] = max(0, prompt - cached)
-    out["output"] = completion
-    out["cacheRead"] = cached
-    out["totalTokens"] = getattr(usage, "total_tokens", 0) or (prompt + completion)
-    return out
-
-
-def is_context_overflow(exc: BaseException) -> bool:
-    if not isinstance(exc, openai.APIStatusError):
-        return False
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body) if isinstance(body, dict) else {}
-    code = (error or {}).get("code") if isinstance(error, dict) else None
-    if code == "context_length_exceeded":
-        return True
-    if exc.status_code in (400, 413, 422):
-        return bool(_OVERFLOW_PATTERNS.search(str(exc.message or "")))
-    return False
-
-
-def error_text(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "Request timed out."
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else None
-        message = None
-        if body:
-            err = body.get("error", body)
-            message = err.get("message") if isinstance(err, dict) else None
-        return f"{exc.status_code} {message or exc.message}"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"Connection error: {cause}" if cause else "Connection error."
-    return f"{exc.__class__.__name__}: {exc}"
 
 
 class _TextBatcher:
@@ -158,79 +117,11 @@ class _TextBatcher:
         self.buf, self.size, self.last = [], 0, time.monotonic()
 
 
-class _Assembler:
-    """Builds pi's assistant content blocks from streamed chunks."""
-
-    def __init__(self):
-        self.blocks: list[dict[str, Any]] = []
-        self.calls: dict[int, dict[str, Any]] = {}  # index -> {id, name, raw, block}
-        self.finish_reason: str | None = None
-        self.usage: Any = None
-        self.received = False
-
-    def _block(self, kind: str) -> dict[str, Any]:
-        if self.blocks and self.blocks[-1]["type"] == kind:
-            return self.blocks[-1]
-        block = {"type": kind, kind: ""} if kind in ("text", "thinking") else {"type": kind}
-        self.blocks.append(block)
-        return block
-
-    def feed(self, chunk: Any, batcher: _TextBatcher) -> None:
-        self.received = True
-        if getattr(chunk, "usage", None):
-            self.usage = chunk.usage
-        for choice in chunk.choices or []:
-            delta = choice.delta
-            if delta is not None:
-                extra = getattr(delta, "model_extra", None) or {}
-                reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-                if reasoning:
-                    self._block("thinking")["thinking"] += reasoning
-                    batcher.add("thinking", reasoning)
-                if delta.content:
-                    self._block("text")["text"] += delta.content
-                    batcher.add("text", delta.content)
-                for tc in delta.tool_calls or []:
-                    index = tc.index if tc.index is not None else len(self.calls)
-                    call = self.calls.get(index)
-                    if call is None:
-                        block = {"type": "toolCall", "id": "", "name": "", "arguments": {}}
-                        self.blocks.append(block)
-                        call = self.calls[index] = {"raw": "", "block": block}
-                    if tc.id:
-                        call["block"]["id"] = tc.id
-                    if tc.function is not None:
-                        if tc.function.name:
-                            call["block"]["name"] += tc.function.name
-                        if tc.function.arguments:
-                            call["raw"] += tc.function.arguments
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-
-    def finalize_calls(self) -> dict[str, str | None]:
-        """Parse the arguments; returns {call id: problem or None}."""
-        problems: dict[str, str | None] = {}
-        for n, call in enumerate(self.calls.values()):
-            block = call["block"]
-            if not block["id"]:
-                block["id"] = f"call_{n}_{int(time.time() * 1000)}"
-            args, problem = parse_arguments(call["raw"])
-            block["arguments"] = args if args is not None else {}
-            problems[block["id"]] = problem
-            call["problem"] = problem
-        return problems
-
-    def content(self) -> list[dict[str, Any]]:
-        return [
-            b for b in self.blocks if not (b["type"] in ("text", "thinking") and not b[b["type"]])
-        ]
-
-
 class AgentRun:
     def __init__(
         self,
         *,
-        llm: LLMConfig,
+        llm: ResolvedModel | LLMConfig,
         system_prompt: str,
         tools: list[Tool],
         tool_ctx: ToolContext,
@@ -239,9 +130,10 @@ class AgentRun:
         run_id: str,
         retry: RetryPolicy | None = None,
         max_turns: int = 200,
-        http_client: httpx.Client | None = None,
+        thinking_level: str = "off",
+        session_id: str | None = None,
     ):
-        self.llm = llm
+        self.llm = llm.resolved() if isinstance(llm, LLMConfig) else llm
         self.system_prompt = system_prompt
         self.tools = {t.name: t for t in tools}
         self.tool_ctx = tool_ctx
@@ -250,13 +142,8 @@ class AgentRun:
         self.run_id = run_id
         self.retry = retry or RetryPolicy()
         self.max_turns = max_turns
-        self.client = openai.OpenAI(
-            base_url=llm.base_url,
-            api_key=llm.api_key or "not-needed",
-            timeout=httpx.Timeout(llm.timeout, connect=min(llm.timeout, 15.0)),
-            max_retries=0,
-            http_client=http_client,
-        )
+        self.thinking_level = thinking_level
+        self.session_id = session_id
         self.pending_problems: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ messages
@@ -265,9 +152,9 @@ class AgentRun:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": content,
-            "api": API,
+            "api": self.llm.api,
             "provider": self.llm.provider,
-            "model": self.llm.model,
+            "model": self.llm.model_id,
             "usage": usage or empty_usage(),
             "stopReason": stop_reason,
             "timestamp": now_ms(),
@@ -291,119 +178,61 @@ class AgentRun:
 
     # ------------------------------------------------------------------ streaming
 
-    def _request(self, messages: list[dict]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.llm.model,
-            "messages": to_openai_messages(self.system_prompt, messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if self.llm.max_output:
-            kwargs["max_tokens"] = self.llm.max_output
-        if self.tools:
-            kwargs["tools"] = [t.openai_spec() for t in self.tools.values()]
-        return kwargs
+    def _request(self, messages: list[dict]) -> ModelRequest:
+        return ModelRequest(
+            system_prompt=self.system_prompt,
+            messages=messages,
+            tools=[
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in self.tools.values()
+            ],
+            thinking_level=self.thinking_level,
+            session_id=self.session_id,
+        )
 
-    def _stream_once(self, kwargs: dict, asm: _Assembler, batcher: _TextBatcher) -> str:
-        """Stream one request into ``asm``. Returns "done" or "aborted"; raises API errors."""
-        events: queue.Queue = queue.Queue()
-        cancel = threading.Event()
-        holder: dict[str, Any] = {}
-
-        def pump() -> None:
-            try:
-                stream = self.client.chat.completions.create(**kwargs)
-                holder["stream"] = stream
-                if cancel.is_set():
-                    stream.close()
-                    return
-                for chunk in stream:
-                    if cancel.is_set():
-                        break
-                    events.put(("chunk", chunk))
-                events.put(("done", None))
-            except BaseException as exc:  # handed to the main thread
-                events.put(("error", exc))
-
-        def close_stream() -> None:
-            cancel.set()
-            events.put(("abort", None))
-            stream = holder.get("stream")
-            if stream is not None:
-                try:
-                    stream.close()
-                except Exception:
-                    pass
-
-        thread = threading.Thread(target=pump, name=f"llm-stream-{self.run_id[:8]}", daemon=True)
-        remove = self.abort.add_callback(close_stream)
-        thread.start()
-        try:
-            while True:
-                try:
-                    kind, value = events.get(timeout=TEXT_FLUSH_SECONDS)
-                except queue.Empty:
-                    batcher.flush()  # the model paused: show what we have
-                    continue
-                if self.abort.is_set() or kind == "abort":
-                    return "aborted"
-                if kind == "chunk":
-                    asm.feed(value, batcher)
-                elif kind == "done":
-                    return "done"
-                else:
-                    raise value
-        finally:
-            remove()
-            batcher.flush()
-            cancel.set()
+    def _take_problems(self, message: dict[str, Any]) -> None:
+        """Tool calls whose arguments were not valid JSON: the model is told so."""
+        self.pending_problems = {}
+        for block in message.get("content") or []:
+            if block.get("type") == "toolCall":
+                self.pending_problems[block["id"]] = block.pop(ARGS_PROBLEM, None)
 
     def stream_assistant(self, messages: list[dict]) -> tuple[dict[str, Any], BaseException | None]:
         """One assistant message (after retries). The exception is returned on overflow."""
-        kwargs = self._request(messages)
+        request = self._request(messages)
+        try:
+            call = stream_for(self.llm.api)
+        except ProviderError as exc:  # an API piweb does not speak
+            return self._assistant([], "error", error=str(exc)), None
         attempt = 0
         while True:
-            asm = _Assembler()
             batcher = _TextBatcher(self.hooks.emit, self.run_id)
             try:
-                status = self._stream_once(kwargs, asm, batcher)
-            except BaseException as exc:
-                if is_context_overflow(exc) and not asm.received:
-                    return self._assistant([], "error", error=error_text(exc)), exc
-                delay = None if asm.received else self.retry.delay(attempt, exc, streaming=True)
+                message = call(
+                    self.llm, request, abort=self.abort, on_delta=batcher.add,
+                    on_idle=batcher.flush,
+                )  # fmt: skip
+            except ProviderError as exc:
+                batcher.flush()
+                partial = exc.partial or self._assistant([], "error", error=str(exc))
+                if exc.kind == "overflow" and not exc.received:
+                    return self._assistant([], "error", error=str(exc)), exc
+                delay = None if exc.received else self.retry.delay(attempt, exc, streaming=True)
                 if delay is not None:
                     attempt += 1
                     self.hooks.emit(
                         "run_status",
                         {"run_id": self.run_id, "status": "retrying", "attempt": attempt,
-                         "delay": delay, "error": error_text(exc)},
+                         "delay": delay, "error": str(exc)},
                     )  # fmt: skip
                     if self.abort.wait(delay):
                         return self._assistant([], "aborted", error="Request was aborted"), None
                     continue
-                self.pending_problems = asm.finalize_calls()
-                usage = usage_from_openai(asm.usage)
-                return self._assistant(asm.content(), "error", usage, error_text(exc)), None
-            self.pending_problems = asm.finalize_calls()
-            usage = usage_from_openai(asm.usage)
-            if status == "aborted":
-                return self._assistant(asm.content(), "aborted", usage, "Request was aborted"), None
-            reason = {
-                "stop": "stop",
-                "length": "length",
-                "tool_calls": "toolUse",
-                "function_call": "toolUse",
-            }.get(asm.finish_reason or "stop", "stop")
-            if any(b["type"] == "toolCall" for b in asm.blocks):
-                reason = "toolUse"
-            if asm.finish_reason == "content_filter":
-                return self._assistant(
-                    asm.content(),
-                    "error",
-                    usage,
-                    "Response blocked by the provider's content filter",
-                ), None
-            return self._assistant(asm.content(), reason, usage), None
+                self._take_problems(partial)
+                return partial, None
+            batcher.flush()
+            self._take_problems(message)
+            return message, None
 
     # ------------------------------------------------------------------ tools
 
@@ -466,10 +295,7 @@ class AgentRun:
 
     def run(self) -> str:
         """Run until the model stops; returns "done", "aborted" or "error"."""
-        try:
-            return self._run()
-        finally:
-            self.client.close()
+        return self._run()
 
     def _run(self) -> str:
         overflow_retried = False

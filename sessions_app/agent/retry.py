@@ -12,13 +12,24 @@ from dataclasses import dataclass
 
 import openai
 
+from .providers.base import ProviderError
+
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 
 def retryable(exc: BaseException, *, streaming: bool = False) -> bool:
     """Worth another try: rate limits, overload and server errors; for a plain call also a
     timeout or a dropped connection. A stream that stalled or broke is reported at once
-    instead (as pi does: the user sees it and may send again)."""
+    instead (as pi does: the user sees it and may send again).
+
+    A :class:`ProviderError` (any of the four model APIs) is retried when its kind is
+    ``retryable``: with a status (429, 5xx, …) always, without one (a timeout or a
+    dropped connection) only for a plain call. ``overflow``, ``auth`` and ``other`` never.
+    """
+    if isinstance(exc, ProviderError):
+        if exc.kind != "retryable":
+            return False
+        return exc.status is not None or not streaming
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
     if streaming:
@@ -28,6 +39,8 @@ def retryable(exc: BaseException, *, streaming: bool = False) -> bool:
 
 def retry_after(exc: BaseException) -> float | None:
     """The provider's Retry-After header, in seconds, if it sent one."""
+    if isinstance(exc, ProviderError):
+        return exc.retry_after
     response = getattr(exc, "response", None)
     if response is None:
         return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from django.conf import settings
 
 from sessions_app.agent.loop import LLMConfig
+from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.agent.retry import RetryPolicy
 
 DEFAULT_PROFILE = "default"
@@ -28,6 +29,10 @@ class ModelProfile:
     timeout: float
     provider: str
     tools: tuple[str, ...] = ()  # the agent's tools ("": pi's default set)
+    api: str = "openai-completions"
+    # pi Model fields a profile may carry as they are: reasoning, input, cost, headers,
+    # compat, thinkingLevelMap (the catalog will supply them; see resolved()).
+    model_fields: dict = field(default_factory=dict, repr=False, hash=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -36,6 +41,32 @@ class ModelProfile:
     def llm_config(self) -> LLMConfig:
         """What the agent loop needs of this profile (the fields both share)."""
         return LLMConfig(**{f.name: getattr(self, f.name) for f in fields(LLMConfig)})
+
+    def resolved(self) -> ResolvedModel:
+        """This profile as the model the provider modules call (``api`` from the profile's
+        spec, default openai-completions; window and max tokens from the profile)."""
+        model = {
+            "id": self.model,
+            "name": self.model,
+            "api": self.api,
+            "provider": self.provider,
+            "baseUrl": self.base_url,
+            "reasoning": False,
+            "input": ["text", "image"],
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+            "contextWindow": self.context_window,
+            "maxTokens": self.max_output,
+            **self.model_fields,
+        }
+        # A local OpenAI-compatible server often wants no key at all; the other APIs
+        # get none, so that the request fails with an auth error naming the provider.
+        key = self.api_key or ("not-needed" if self.api == "openai-completions" else "")
+        return ResolvedModel(
+            model=model,
+            api_key=key,
+            key_source="env" if self.api_key else "none",
+            timeout=self.timeout,
+        )
 
 
 def retry_policy() -> RetryPolicy:
@@ -65,7 +96,12 @@ def _profile(name: str, spec: dict) -> ModelProfile:
         timeout=float(spec.get("timeout", settings.PIWEB_LLM_TIMEOUT)),
         provider=spec.get("provider", "openai-compatible"),
         tools=_tool_names(spec.get("tools")),
+        api=spec.get("api") or "openai-completions",
+        model_fields={k: spec[k] for k in _MODEL_FIELDS if k in spec},
     )
+
+
+_MODEL_FIELDS = ("reasoning", "input", "cost", "headers", "compat", "thinkingLevelMap")
 
 
 def _tool_names(value) -> tuple[str, ...]:

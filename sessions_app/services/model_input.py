@@ -36,8 +36,8 @@ from functools import cached_property
 
 from django.conf import settings
 
-from sessions_app.agent.loop import LLMConfig
 from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
@@ -206,9 +206,9 @@ class ModelInput:
         return llm.context_window(self.profile)
 
     @property
-    def llm_config(self) -> LLMConfig | None:
+    def llm_config(self) -> ResolvedModel | None:
         """How the run reaches the model (None: no model configured)."""
-        return self.profile.llm_config() if self.profile is not None else None
+        return self.profile.resolved() if self.profile is not None else None
 
     @cached_property
     def context_tokens(self) -> int:

@@ -1,21 +1,22 @@
-"""One summary call: the configured model through the openai SDK, with retries.
+"""One summary call: the session's model through its API module, streamed, with retries.
 
-The request dicts come from the pure core (`core/summaries.py` builders:
-`{"system", "messages", "max_tokens"}`); this module only sends them. Provider errors
-that are worth another try (429, 408, 5xx, timeouts, dropped connections) are retried
-as the one retry policy says (`services.llm.retry_policy()`, shared with the agent run);
-anything else fails at once with a `SummaryError` whose text is safe to show (no keys,
-no request bodies).
+The request dicts come from the pure core (`context/summaries.py` builders:
+`{"system", "messages", "max_tokens"}`); this module sends them as pi 0.80.2 sends a
+summary request: streamed like an agent turn, without tools, with the request's budget
+as max tokens (capped by the model's max tokens) and, for a reasoning model, the
+session's thinking level (`request["thinking_level"]`, if the caller gives one). Provider
+errors that are worth another try (429, 408, 5xx, timeouts, dropped connections) are
+retried as the one retry policy says (`services.llm.retry_policy()`, shared with the
+agent run); anything else fails at once with a `SummaryError` whose text is safe to
+show (no keys, no request bodies).
 """
 
 import logging
-import os
-import threading
 import time
 from dataclasses import dataclass
 
-import openai
-
+from sessions_app.agent.providers import stream_for
+from sessions_app.agent.providers.base import ModelRequest, ProviderError, ResolvedModel
 from sessions_app.services.llm import ModelProfile, retry_policy
 
 log = logging.getLogger(__name__)
@@ -32,48 +33,40 @@ class Completion:
     calls: int
 
 
-_clients: dict[tuple, openai.OpenAI] = {}
-_clients_lock = threading.Lock()
+def _describe(exc: ProviderError) -> str:
+    if exc.status is not None:
+        return f"provider answered {exc}"[:500]
+    return str(exc)[:500]
 
 
-def _client(profile: ModelProfile) -> openai.OpenAI:
-    """One client per endpoint per process: building one loads the CA bundle (~0.2 s)."""
-    key = (os.getpid(), profile.base_url, profile.api_key, profile.timeout)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = openai.OpenAI(
-                base_url=profile.base_url,
-                api_key=profile.api_key or "not-needed",
-                timeout=profile.timeout,
-                max_retries=0,  # we retry ourselves, visibly and with a cap
-            )
-        return client
+def _messages(messages: list[dict]) -> list[dict]:
+    """The core's summary messages ({role, content}) as pi LLM messages."""
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        out.append({**message, "content": content, "timestamp": int(time.time() * 1000)})
+    return out
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, openai.APIStatusError):
-        message = ""
-        body = exc.body if isinstance(exc.body, dict) else None
-        if body:
-            message = str(body.get("message") or (body.get("error") or {}).get("message") or "")
-        return f"provider answered {exc.status_code}: {message or exc.__class__.__name__}"[:500]
-    if isinstance(exc, openai.APITimeoutError):
-        return "provider timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        return "could not reach the provider (connection failed or dropped)"
-    return f"{exc.__class__.__name__}: {exc}"[:500]
-
-
-def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completion:
+def complete(profile: ModelProfile | ResolvedModel, request: dict, *, on_retry=None) -> Completion:
     """Send one summary request; return the text. Retries transient provider errors.
 
     `on_retry(attempt, delay, message)` is called before each wait (for job progress).
     """
     policy = retry_policy()
-    client = _client(profile)
-    messages = [{"role": "system", "content": request["system"]}, *request["messages"]]
-    max_tokens = max(1, min(int(request["max_tokens"]), int(profile.max_output)))
+    resolved = profile.resolved() if isinstance(profile, ModelProfile) else profile
+    budget = int(request["max_tokens"])
+    if resolved.max_tokens > 0:
+        budget = min(budget, resolved.max_tokens)
+    model_request = ModelRequest(
+        system_prompt=request["system"],
+        messages=_messages(request["messages"]),
+        max_tokens=max(1, budget),
+        thinking_level=request.get("thinking_level") or "off",
+    )
+    call = stream_for(resolved.api)
     spent = 0.0
     calls = 0
     attempt = 0
@@ -81,12 +74,10 @@ def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completi
         started = time.monotonic()
         calls += 1
         try:
-            response = client.chat.completions.create(
-                model=profile.model, messages=messages, max_tokens=max_tokens, stream=False
-            )
-        except Exception as exc:  # classified below; never leaks the key
+            message = call(resolved, model_request, abort=None, on_delta=None)
+        except ProviderError as exc:  # classified by the API module; never holds the key
             spent += time.monotonic() - started
-            delay = policy.delay(attempt, exc)
+            delay = None if exc.received else policy.delay(attempt, exc)
             if delay is None:
                 suffix = f" (after {calls} calls)" if calls > 1 else ""
                 raise SummaryError(_describe(exc) + suffix) from exc
@@ -99,8 +90,7 @@ def complete(profile: ModelProfile, request: dict, *, on_retry=None) -> Completi
             attempt += 1
             continue
         spent += time.monotonic() - started
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content or "") if choice else ""
+        text = "\n".join(b["text"] for b in message["content"] if b.get("type") == "text")
         if not text.strip():
             raise SummaryError("the model returned an empty summary")
         return Completion(text=text, model_seconds=spent, calls=calls)

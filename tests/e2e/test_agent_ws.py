@@ -267,7 +267,10 @@ def test_non_retryable_error_is_shown(worker, llm, make_user, workspace):
     assert wait_run(session).status == "failed"
     last = messages(session)[-1]
     assert last["stopReason"] == "error"
-    assert last["errorMessage"] == "401 bad key"
+    # an auth error names the provider and where to fix the key (never the key itself)
+    assert "401 bad key" in last["errorMessage"]
+    assert "openai-compatible" in last["errorMessage"]
+    assert "test-key-not-secret" not in last["errorMessage"]
     assert len(llm.requests) == 1
 
 

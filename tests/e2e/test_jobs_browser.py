@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 from sessions_app.models import Job
 from sessions_app.services import jobs
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
-from tests.support.scripted_llm import error, text
+from tests.support.scripted_llm import error, last_text, text
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -122,7 +122,7 @@ def test_compact_now_button_with_focus(worker, page_for, make_user, llm):
     page.click("#jobs-compact-button")
     page.wait_for_selector('#jobs-list .job[data-job-kind="compaction"]')
     page.wait_for_selector('#jobs-list .job[data-job-kind="compaction"][data-job-status="done"]')
-    assert "Additional focus: the flaky test" in llm.requests[0]["messages"][-1]["content"]
+    assert "Additional focus: the flaky test" in last_text(llm.requests[0])
     # Settings form (EDITOR rights): switch automatic compaction off.
     page.click(".jobs-settings-box summary")
     page.uncheck('#jobs-settings input[name="enabled"]')

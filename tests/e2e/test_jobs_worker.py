@@ -23,7 +23,7 @@ from tests.support.job_sessions import (
     user,
     wait_for_job,
 )
-from tests.support.scripted_llm import error, text, user_text
+from tests.support.scripted_llm import error, last_text, text
 from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -55,7 +55,7 @@ def test_manual_compaction_with_focus_in_the_worker(worker, make_user, llm):
     job = jobs.request_compaction(session, actor=owner, focus="the tokenizer cache")
     wait_for_job(job)
     assert job.status == "done", job.error
-    assert "Additional focus: the tokenizer cache" in user_text(llm.requests[0]["messages"][-1])
+    assert "Additional focus: the tokenizer cache" in last_text(llm.requests[0])
     assert job.model == "scripted: scripted-model"
     check_compacted_context(session, job, before, [SUMMARY])
 
@@ -91,7 +91,7 @@ def test_threshold_after_a_run_then_update_with_file_lists(worker, make_user, ll
     second = jobs.maybe_compact_after_run(session)
     wait_for_job(second)
     assert second.status == "done", second.error
-    assert "<previous-summary>\nFIRST" in user_text(llm.requests[1]["messages"][-1])
+    assert "<previous-summary>\nFIRST" in last_text(llm.requests[1])
     details = second.result_entry.payload["details"]
     assert set(first_read) <= set(details["readFiles"])
     assert "out/gen_6.py" in details["modifiedFiles"]
@@ -184,7 +184,7 @@ def test_branch_summary_in_the_worker_with_leaf_kept_by_the_user(worker, make_us
     assert again.pk == job.pk  # double click: one job
     wait_for_job(job)
     assert job.status == "done", job.error
-    prompt = user_text(llm.requests[0]["messages"][-1])
+    prompt = last_text(llm.requests[0])
     assert prompt.rstrip().endswith("Only list decisions.")
     entry = job.result_entry
     assert entry.parent.pi_id == answer1

@@ -143,15 +143,21 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     assert chat.execute_run(str(job.pk)) == "done"
     session.refresh_from_db()
     message = sessions.load_path(session)[-1]["message"]
+    # pi keeps the name of the field the thinking came in as its signature...
     assert message["content"] == [
-        {"type": "thinking", "thinking": "Let me think."},
+        {"type": "thinking", "thinking": "Let me think.", "thinkingSignature": "reasoning_content"},
         {"type": "text", "text": "Answer."},
     ]
-    # Thinking is not sent back to the model on the next turn.
+    # ...and sends it back in that field to the same model on the next turn, as pi does.
     llm.push(text("ok"))
     job = chat.send_message(session, owner, "again")
     chat.execute_run(str(job.pk))
-    assert "Let me think." not in str(llm.requests[-1]["messages"])
+    replayed = [m for m in llm.requests[-1]["messages"] if m["role"] == "assistant"][-1]
+    assert replayed == {
+        "role": "assistant",
+        "content": "Answer.",
+        "reasoning_content": "Let me think.",
+    }
 
 
 def test_system_prompt_has_project_context_skills_date_and_cwd(

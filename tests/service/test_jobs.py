@@ -3,6 +3,7 @@ compaction (manual / threshold / overflow, split turn, update), branch summaries
 leaf moves while a job runs, retries, idempotency, stale-job recovery, settings."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -74,7 +75,9 @@ def test_manual_compaction_with_focus_reaches_the_model(make_user, llm):
     assert body["messages"][0]["role"] == "system"
     assert "Additional focus: the parser bug in module_2" in _user_prompt(body)
     assert "<conversation>" in _user_prompt(body)
-    assert body["max_tokens"] == 4096  # 0.8 x reserve, capped by the profile's max output
+    # 0.8 x reserve, capped by the profile's max output; the field pi 0.80.2 sends
+    assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     check_compacted_context(session, job, before, [SUMMARY])
     assert job.result_entry.payload["details"].get("offline") is None
     assert session.leaf_id == job.result_entry_id
@@ -280,7 +283,7 @@ def test_branch_summary_with_custom_instructions(make_user, llm):
     assert jobs.run_job(job.id) == "done"
     job.refresh_from_db()
     body = llm.requests[0]
-    assert body["max_tokens"] == 2048
+    assert body["max_completion_tokens"] == 2048
     prompt = _user_prompt(body)
     assert BRANCH_SUMMARY_PROMPT in prompt and "Additional focus: focus on the edits" in prompt
     assert "Turn 2" in prompt and "Turn 3" in prompt and "Turn 1" not in prompt
@@ -456,6 +459,10 @@ def test_a_presumed_dead_run_writes_nothing(make_user, llm):
     slow = threading.Thread(target=run_in_thread, args=(job.id,))
     slow.start()
     jobs_wait_running(job)
+    deadline = time.monotonic() + 10  # its request has reached the model (it got "SLOW")
+    while not llm.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert llm.requests
     # Pretend its heartbeat went silent and someone else took over.
     Job.objects.filter(pk=job.pk).update(
         heartbeat_at=timezone.now() - timedelta(hours=1), params={**job.params, "worker": {}}

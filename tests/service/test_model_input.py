@@ -10,10 +10,12 @@ import os
 
 import pytest
 
-from sessions_app.agent.openai_format import to_openai_messages
+from sessions_app.agent.providers.base import ModelRequest
+from sessions_app.agent.providers.openai_completions import build_params
 from sessions_app.models import Job
 from sessions_app.services import chat, sessions
 from sessions_app.services.inspector import inspect_context
+from sessions_app.services.llm import resolve_profile
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
 
@@ -115,8 +117,19 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
         report = inspect_context(session, leaf)
         sent = [m.message for m in report.messages]
         assert request["messages"][0] == {"role": "system", "content": report.system_prompt}
-        assert request["messages"] == to_openai_messages(report.system_prompt, sent)
-        assert request["tools"] == [t.openai_spec() for t in report.tools]
+        expected = build_params(
+            resolve_profile(windowed_profile).resolved(),
+            ModelRequest(
+                system_prompt=report.system_prompt,
+                messages=sent,
+                tools=[
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in report.tools
+                ],
+            ),
+        )
+        assert request["messages"] == expected["messages"]
+        assert request["tools"] == expected["tools"]
         assert "".join(s.text for s in report.prompt_sections) == report.system_prompt
 
     # What the prompt is made of: three context files, outermost first; pi's skill

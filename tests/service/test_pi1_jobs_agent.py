@@ -43,7 +43,7 @@ def test_agent_turn_compaction_and_branch_summary_on_pi1_entries(session, llm):
     run.refresh_from_db()
     assert run.status == "done", run.error
     sent = llm.requests[-1]["messages"]
-    assert sent[-1] == {"role": "user", "content": "is it fixed?"}
+    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "is it fixed?"}]}
 
     llm.push(text("## Goal\nFix the flaky test."))
     job = jobs.request_compaction(Session.objects.get(pk=session.pk), actor=owner)

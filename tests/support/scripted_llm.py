@@ -86,6 +86,14 @@ def context_overflow(window: int = 128000) -> Reply:
     )
 
 
+def last_text(body: dict) -> str:
+    """The text of a request's last message (a string, or text parts as pi sends them)."""
+    content = body["messages"][-1]["content"]
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+    return content
+
+
 def hang(seconds: float) -> Reply:
     return Reply(hang=seconds)
 

@@ -10,7 +10,6 @@ import time
 import psutil
 import pytest
 
-from sessions_app.agent.openai_format import to_openai_messages
 from sessions_app.agent.paths import Workspace, WorkspaceError, check_cwd
 from sessions_app.agent.shell import run_shell
 from sessions_app.agent.signals import AbortSignal
@@ -341,24 +340,31 @@ def test_abort_signal_callbacks():
     assert seen == [2, 3]
 
 
-# --- OpenAI conversion -----------------------------------------------------------------------------
+# --- OpenAI conversion (pi 0.80.2's, in agent/providers/openai_completions.py) ---------------
+
+MODEL = {"id": "m", "api": "openai-completions", "provider": "p", "baseUrl": "http://x/v1",
+         "reasoning": False, "input": ["text", "image"]}  # fmt: skip
 
 
-def test_to_openai_messages_converts_pi_shapes():
+def _convert(system, msgs):
+    from sessions_app.agent.providers.openai_completions import convert_messages, get_compat
+
+    return convert_messages(MODEL, system, msgs, get_compat(MODEL))
+
+
+def test_openai_messages_from_pi_shapes():
     msgs = [
         {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "QUJD", "mimeType": "image/png"}]},
         {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "hmm"},
             {"type": "text", "text": "Reading."},
             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},
             {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "b"}},
-        ], "stopReason": "toolUse"},
+        ], "stopReason": "toolUse", "api": "openai-completions", "provider": "p", "model": "m"},
         {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "A"}], "isError": False},
         {"role": "assistant", "content": [{"type": "toolCall", "id": "c9", "name": "bash", "arguments": {}}], "stopReason": "aborted"},
-        {"role": "toolResult", "toolCallId": "c9", "toolName": "bash", "content": [{"type": "text", "text": "x"}], "isError": True},
         {"role": "user", "content": "next"},
     ]  # fmt: skip
-    out = to_openai_messages("SYS", msgs)
+    out = _convert("SYS", msgs)
     assert out[0] == {"role": "system", "content": "SYS"}
     assert out[1]["content"][1] == {
         "type": "image_url",
@@ -367,10 +373,10 @@ def test_to_openai_messages_converts_pi_shapes():
     assert out[2]["content"] == "Reading."
     assert [c["id"] for c in out[2]["tool_calls"]] == ["c1", "c2"]
     assert json.loads(out[2]["tool_calls"][0]["function"]["arguments"]) == {"path": "a"}
-    assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": "A"}
+    assert out[3] == {"role": "tool", "content": "A", "tool_call_id": "c1"}
     # c2 never got a result: a synthetic one keeps the request valid.
-    assert out[4] == {"role": "tool", "tool_call_id": "c2", "content": "No result provided"}
-    # The aborted message and its orphan result are left out.
+    assert out[4] == {"role": "tool", "content": "No result provided", "tool_call_id": "c2"}
+    # The aborted message is left out.
     assert out[5] == {"role": "user", "content": "next"}
     assert len(out) == 6
 
@@ -383,11 +389,11 @@ def test_tool_result_images_follow_as_a_user_message():
             {"type": "image", "data": "QUJD", "mimeType": "image/png"},
         ], "isError": False},
     ]  # fmt: skip
-    out = to_openai_messages("", msgs)
+    out = _convert("", msgs)
     assert out[1] == {
         "role": "tool",
-        "tool_call_id": "c1",
         "content": "Read image file [image/png]",
+        "tool_call_id": "c1",
     }
     assert out[2]["role"] == "user"
     assert out[2]["content"][1]["image_url"]["url"] == "data:image/png;base64,QUJD"

@@ -87,11 +87,17 @@ class ProviderError(Exception):
         kind: str = "other",
         status: int | None = None,
         retry_after: float | None = None,
+        partial: dict[str, Any] | None = None,
+        received: bool = False,
     ):
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        # The assistant message as far as it streamed (stopReason "error"), and whether
+        # anything arrived before the failure (then the call is not retried).
+        self.partial = partial
+        self.received = received
 
 
 # on_delta(kind, text): kind is "text" or "thinking"; called as deltas arrive.

@@ -1,0 +1,583 @@
+"""What the four API modules share (no Django): pi's message transform, thinking-level
+rules, max-token arithmetic, overflow patterns, error classification and the streaming
+pump that makes abort immediate.
+
+Behaviour follows pi-ai 0.80.2 (``transform-messages.js``, ``simple-options.js``,
+``models.js``, ``utils/overflow.js``); the code is ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .base import THINKING_LEVELS, ModelRequest, ProviderError, ResolvedModel
+
+NO_RESULT_TEXT = "No result provided"
+ABORTED_TEXT = "Request was aborted"
+IDLE_SECONDS = 0.05
+
+# --------------------------------------------------------------------------- messages
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def empty_usage() -> dict[str, Any]:
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def new_message(resolved: ResolvedModel) -> dict[str, Any]:
+    """An empty assistant message in pi's shape; the API module fills it while streaming."""
+    return {
+        "role": "assistant",
+        "content": [],
+        "api": resolved.api,
+        "provider": resolved.provider,
+        "model": resolved.model_id,
+        "usage": empty_usage(),
+        "stopReason": "stop",
+        "timestamp": now_ms(),
+    }
+
+
+_LONE_SURROGATE = re.compile(
+    r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
+)
+
+
+def clean(text: str) -> str:
+    """Drop unpaired UTF-16 surrogates (they break JSON encoding at the provider)."""
+    return _LONE_SURROGATE.sub("", text) if text else text
+
+
+def content_list(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)]
+
+
+def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
+    out: list[dict] = []
+    previous = False
+    for block in content:
+        if block.get("type") == "image":
+            if not previous:
+                out.append({"type": "text", "text": placeholder})
+            previous = True
+            continue
+        out.append(block)
+        previous = block.get("text") == placeholder
+    return out
+
+
+def transform_messages(
+    messages: list[dict[str, Any]],
+    model: dict[str, Any],
+    normalize_id: Callable[[str, dict], str] | None = None,
+) -> list[dict[str, Any]]:
+    """pi's transformMessages: images dropped for text-only models, thinking of another
+    model turned into text, tool-call ids normalized (results follow), failed or aborted
+    assistant turns left out, and a synthetic error result for every call left without
+    one."""
+    same_keys = (model.get("provider"), model.get("api"), model.get("id"))
+    vision = "image" in (model.get("input") or ["text"])
+    id_map: dict[str, str] = {}
+    first: list[dict[str, Any]] = []
+    for msg in messages:
+        msg = dict(msg)
+        if msg.get("content") is None:
+            msg["content"] = []
+        role = msg.get("role")
+        if not vision and role in ("user", "toolResult") and isinstance(msg["content"], list):
+            placeholder = (
+                "(image omitted: model does not support images)"
+                if role == "user"
+                else "(tool image omitted: model does not support images)"
+            )
+            msg["content"] = _image_placeholder(msg["content"], placeholder)
+        if role == "toolResult":
+            mapped = id_map.get(msg.get("toolCallId"))
+            if mapped and mapped != msg.get("toolCallId"):
+                msg["toolCallId"] = mapped
+        elif role == "assistant":
+            same = (msg.get("provider"), msg.get("api"), msg.get("model")) == same_keys
+            blocks: list[dict] = []
+            for block in content_list(msg["content"]):
+                kind = block.get("type")
+                if kind == "thinking":
+                    if block.get("redacted"):
+                        if same:
+                            blocks.append(block)
+                        continue
+                    if same and block.get("thinkingSignature"):
+                        blocks.append(block)
+                        continue
+                    if not (block.get("thinking") or "").strip():
+                        continue
+                    blocks.append(block if same else {"type": "text", "text": block["thinking"]})
+                elif kind == "text":
+                    blocks.append(
+                        block if same else {"type": "text", "text": block.get("text", "")}
+                    )
+                elif kind == "toolCall":
+                    call = block
+                    if not same and call.get("thoughtSignature"):
+                        call = {k: v for k, v in call.items() if k != "thoughtSignature"}
+                    if not same and normalize_id is not None:
+                        new_id = normalize_id(call.get("id") or "", msg)
+                        if new_id != call.get("id"):
+                            id_map[call.get("id")] = new_id
+                            call = {**call, "id": new_id}
+                    blocks.append(call)
+                else:
+                    blocks.append(block)
+            msg["content"] = blocks
+        first.append(msg)
+
+    out: list[dict[str, Any]] = []
+    pending: list[dict] = []
+    seen: set[str] = set()
+
+    def close_pending() -> None:
+        nonlocal pending, seen
+        for call in pending:
+            if call.get("id") not in seen:
+                out.append(
+                    {
+                        "role": "toolResult",
+                        "toolCallId": call.get("id"),
+                        "toolName": call.get("name"),
+                        "content": [{"type": "text", "text": NO_RESULT_TEXT}],
+                        "isError": True,
+                        "timestamp": now_ms(),
+                    }
+                )
+        pending, seen = [], set()
+
+    for msg in first:
+        role = msg.get("role")
+        if role == "assistant":
+            close_pending()
+            if msg.get("stopReason") in ("error", "aborted"):
+                continue
+            calls = [b for b in msg["content"] if b.get("type") == "toolCall"]
+            if calls:
+                pending, seen = calls, set()
+            out.append(msg)
+        elif role == "toolResult":
+            seen.add(msg.get("toolCallId"))
+            out.append(msg)
+        elif role == "user":
+            close_pending()
+            out.append(msg)
+        else:
+            out.append(msg)
+    close_pending()
+    return out
+
+
+def tool_text(content: list[dict]) -> str:
+    return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def has_images(content: list[dict]) -> bool:
+    return any(b.get("type") == "image" for b in content)
+
+
+# --------------------------------------------------------------------------- thinking
+
+
+def supported_levels(model: dict[str, Any]) -> list[str]:
+    """pi's getSupportedThinkingLevels."""
+    if not model.get("reasoning"):
+        return ["off"]
+    level_map = model.get("thinkingLevelMap") or {}
+    levels = []
+    for level in THINKING_LEVELS:
+        if level in level_map and level_map[level] is None:
+            continue
+        if level in ("xhigh", "max") and level not in level_map:
+            continue
+        levels.append(level)
+    return levels
+
+
+def clamp_level(model: dict[str, Any], level: str) -> str:
+    """pi's clampThinkingLevel: the level itself, else the next one up, else down."""
+    available = supported_levels(model)
+    if level in available:
+        return level
+    if level not in THINKING_LEVELS:
+        return available[0] if available else "off"
+    index = THINKING_LEVELS.index(level)
+    for candidate in THINKING_LEVELS[index:]:
+        if candidate in available:
+            return candidate
+    for candidate in reversed(THINKING_LEVELS[:index]):
+        if candidate in available:
+            return candidate
+    return available[0] if available else "off"
+
+
+def reasoning_level(resolved: ResolvedModel, request: ModelRequest) -> str | None:
+    """The level pi passes as ``reasoning`` (None: thinking off). pi's session first
+    clamps its level to what the model supports (a non-reasoning model: off; a model
+    whose ``thinkingLevelMap`` has ``off: null``: the lowest level it has)."""
+    level = clamp_level(resolved.model, request.thinking_level or "off")
+    return None if level == "off" else level
+
+
+def clamp_reasoning(level: str) -> str:
+    return "high" if level in ("xhigh", "max") else level
+
+
+DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+
+def thinking_budgets(model: dict[str, Any]) -> dict[str, int]:
+    """Budgets per level; ``thinkingBudgets`` (settings.json, carried on the model by
+    the service layer) overrides the defaults."""
+    return {**DEFAULT_BUDGETS, **(model.get("thinkingBudgets") or {})}
+
+
+def adjust_for_thinking(
+    base_max: int | None, model_max: int, level: str, budgets: dict[str, int]
+) -> tuple[int, int]:
+    """pi's adjustMaxTokensForThinking: (max_tokens, thinking budget)."""
+    budget = budgets[clamp_reasoning(level)]
+    max_tokens = model_max if base_max is None else min(base_max + budget, model_max)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - 1024)
+    return max_tokens, budget
+
+
+def base_max_tokens(request: ModelRequest) -> int | None:
+    """pi 0.80.2's buildBaseOptions: the caller's cap or none (agent turns give none;
+    summaries give their budget). There is no fitting to the window in 0.80.2."""
+    return int(request.max_tokens) if request.max_tokens else None
+
+
+def cache_retention() -> str:
+    """pi reads PI_CACHE_RETENTION=long; anything else is the default short retention."""
+    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+
+
+# --------------------------------------------------------------------------- headers
+
+
+def request_headers(resolved: ResolvedModel) -> dict[str, str]:
+    """The model's ``headers`` then the resolved ones (options win, as in pi); models.json
+    ``authHeader`` sends the key as a Bearer token."""
+    headers = {**(resolved.model.get("headers") or {}), **(resolved.headers or {})}
+    if resolved.model.get("authHeader") and resolved.api_key:
+        if not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = f"Bearer {resolved.api_key}"
+    return {k: v for k, v in headers.items() if v is not None}
+
+
+def has_header(headers: dict[str, str], *names: str) -> bool:
+    wanted = {n.lower() for n in names}
+    return any(k.lower() in wanted and str(v).strip() for k, v in headers.items())
+
+
+def require_key(resolved: ResolvedModel, headers: dict[str, str], *auth_headers: str) -> str:
+    """The key to hand the SDK; an auth error naming the provider when there is none
+    (pi accepts a header that carries the auth instead)."""
+    if resolved.api_key:
+        return resolved.api_key
+    if has_header(headers, "authorization", "cf-aig-authorization", *auth_headers):
+        return "unused"
+    raise ProviderError(
+        f"No API key for provider {resolved.provider}: add one on the Models page or in "
+        "the server's configuration.",
+        kind="auth",
+    )
+
+
+_SSL_CONTEXT: ssl.SSLContext | None = None
+_SSL_LOCK = threading.Lock()
+
+
+def ssl_context() -> ssl.SSLContext:
+    """One verified TLS context per process: loading the CA bundle takes ~0.2 s."""
+    global _SSL_CONTEXT
+    with _SSL_LOCK:
+        if _SSL_CONTEXT is None:
+            try:
+                import certifi
+
+                _SSL_CONTEXT = ssl.create_default_context(cafile=certifi.where())
+            except ImportError:  # pragma: no cover
+                _SSL_CONTEXT = ssl.create_default_context()
+        return _SSL_CONTEXT
+
+
+_clients: dict[tuple, Any] = {}
+_clients_lock = threading.Lock()
+MAX_CLIENTS = 64
+
+
+def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
+    """One SDK client per endpoint, key and headers per process (clients are thread-safe
+    and keep their connection pool). At most MAX_CLIENTS are kept (per-user keys make
+    many); the least recently used one is dropped, and closes when its last stream does."""
+    key = (os.getpid(), *key)
+    with _clients_lock:
+        client = _clients.pop(key, None)
+        if client is None:
+            client = factory()
+        _clients[key] = client  # most recently used last
+        while len(_clients) > MAX_CLIENTS:
+            _clients.pop(next(iter(_clients)))
+        return client
+
+
+# --------------------------------------------------------------------------- errors
+
+OVERFLOW_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"prompt is too long",
+        r"request_too_large",
+        r"input is too long for requested model",
+        r"exceeds the context window",
+        r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))",
+        r"input token count.*exceeds the maximum",
+        r"maximum prompt length is \d+",
+        r"reduce the length of the messages",
+        r"maximum context length is \d+ tokens",
+        r"exceeds (?:the )?maximum allowed input length of [\d,]+ tokens?",
+        r"input \(\d+ tokens\) is longer than the model'?s context length \(\d+ tokens\)",
+        r"exceeds the limit of \d+",
+        r"exceeds the available context size",
+        r"greater than the context length",
+        r"context window exceeds limit",
+        r"exceeded model token limit",
+        r"too large for model with \d+ maximum context length",
+        r"prompt has [\d,]+ tokens?, but the configured context size is [\d,]+ tokens?",
+        r"model_context_window_exceeded",
+        r"prompt too long; exceeded (?:max )?context length",
+        r"context[_ ]length[_ ]exceeded",
+        r"too many tokens",
+        r"token limit exceeded",
+        r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
+    )
+]
+NON_OVERFLOW_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (r"^(Throttling error|Service unavailable):", r"rate limit", r"too many requests")
+]
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+def is_overflow_text(text: str) -> bool:
+    """pi's isContextOverflow on an error message."""
+    if not text or any(p.search(text) for p in NON_OVERFLOW_PATTERNS):
+        return False
+    return any(p.search(text) for p in OVERFLOW_PATTERNS)
+
+
+def classify(
+    provider: str,
+    text: str,
+    status: int | None,
+    *,
+    connection: bool = False,
+    retry_after: float | None = None,
+    code: str | None = None,
+) -> ProviderError:
+    """A ProviderError whose kind the retry policy and the loop act on."""
+    if code == "context_length_exceeded" or is_overflow_text(text):
+        return ProviderError(text, kind="overflow", status=status)
+    if status in (401, 403):
+        return ProviderError(
+            f"Authentication with {provider} failed ({text}). Check the API key for "
+            f"{provider} on the Models page or in the server's configuration.",
+            kind="auth",
+            status=status,
+        )
+    if connection or (status is not None and (status in RETRYABLE_STATUS or status >= 500)):
+        return ProviderError(text, kind="retryable", status=status, retry_after=retry_after)
+    return ProviderError(text, kind="other", status=status)
+
+
+def header_retry_after(response: Any) -> float | None:
+    if response is None:
+        return None
+    try:
+        value = response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def body_message(body: Any) -> str | None:
+    """The provider's own error message out of a parsed error body."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error", body)
+    if isinstance(err, dict):
+        return err.get("message") or None
+    if isinstance(err, str):
+        return err
+    return None
+
+
+def body_code(body: Any) -> str | None:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            code = err.get("code") or err.get("type")
+            return code if isinstance(code, str) else None
+    return None
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+class Pump:
+    """Streams an SDK iterator on a helper thread so that the caller's thread can stop
+    at once on abort: the abort callback closes the HTTP stream, the caller returns its
+    partial message without waiting for the network."""
+
+    def __init__(self, abort: Any | None, on_idle: Callable[[], None] | None = None):
+        self.abort = abort
+        self.on_idle = on_idle
+        self.received = False
+
+    def run(
+        self,
+        open_stream: Callable[[], Iterable[Any]],
+        handle: Callable[[Any], None],
+        close: Callable[[Any], None] | None = None,
+    ) -> str:
+        """Feed every event to ``handle``; "done" or "aborted"; SDK errors are raised."""
+        if self.abort is not None and self.abort.is_set():
+            return "aborted"
+        events: queue.Queue = queue.Queue()
+        cancel = threading.Event()
+        holder: dict[str, Any] = {}
+
+        def pump() -> None:
+            stream = None
+            try:
+                stream = open_stream()
+                holder["stream"] = stream
+                if cancel.is_set():
+                    return
+                for event in stream:
+                    if cancel.is_set():
+                        break
+                    events.put(("event", event))
+                events.put(("done", None))
+            except BaseException as exc:  # handed to the caller's thread
+                events.put(("error", exc))
+            finally:
+                if cancel.is_set() and stream is not None:
+                    _safe_close(stream, close)
+
+        def stop() -> None:
+            cancel.set()
+            events.put(("abort", None))
+            stream = holder.get("stream")
+            if stream is not None:
+                _safe_close(stream, close)
+
+        thread = threading.Thread(target=pump, name="model-stream", daemon=True)
+        remove = self.abort.add_callback(stop) if self.abort is not None else (lambda: None)
+        thread.start()
+        try:
+            while True:
+                try:
+                    kind, value = events.get(timeout=IDLE_SECONDS)
+                except queue.Empty:
+                    if self.on_idle is not None:
+                        self.on_idle()
+                    continue
+                if kind == "abort" or (self.abort is not None and self.abort.is_set()):
+                    return "aborted"
+                if kind == "event":
+                    self.received = True
+                    handle(value)
+                elif kind == "done":
+                    return "done"
+                else:
+                    raise value
+        finally:
+            remove()
+            cancel.set()
+
+
+def _safe_close(stream: Any, close: Callable[[Any], None] | None) -> None:
+    try:
+        if close is not None:
+            close(stream)
+        elif hasattr(stream, "close"):
+            stream.close()
+    except Exception:
+        pass
+
+
+def parse_json_args(raw: str) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments out of streamed JSON: (args, problem). pi repairs partial
+    JSON silently; piweb tells the model its arguments were not valid JSON instead."""
+    text = (raw or "").strip()
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"Invalid JSON in tool arguments ({exc.msg} at position {exc.pos}): {text[:500]}"
+    if not isinstance(value, dict):
+        return {}, f"Tool arguments must be a JSON object, got: {text[:500]}"
+    return value, None
+
+
+ARGS_PROBLEM = "_argsProblem"  # a private key on a toolCall block; the loop pops it
+
+
+def finish(message: dict[str, Any], status: str) -> dict[str, Any]:
+    """Drop empty text/thinking blocks and mark an aborted message as pi does."""
+    message["content"] = [
+        b
+        for b in message["content"]
+        if not (
+            b.get("type") in ("text", "thinking")
+            and not b.get(b["type"])
+            and not b.get("thinkingSignature")
+        )
+    ]
+    if status == "aborted":
+        message["stopReason"] = "aborted"
+        message["errorMessage"] = ABORTED_TEXT
+    return message
+
+
+def fail(message: dict[str, Any], error: ProviderError, received: bool) -> ProviderError:
+    """Attach the partial message (stopReason error) to the error and return it."""
+    finish(message, "done")
+    message["stopReason"] = "error"
+    message["errorMessage"] = str(error)
+    error.partial = message
+    error.received = received
+    return error

@@ -1,0 +1,643 @@
+"""OpenAI chat-completions (``openai-completions``) through the ``openai`` SDK.
+
+The request is shaped as pi-ai 0.80.2 shapes it: ``stream: true``,
+``stream_options.include_usage``, ``store: false`` and tools with ``strict: false`` where
+the endpoint takes them (``compat`` of models.json, else detected from the provider and
+base URL, as pi detects them); the system prompt as the first message (``developer``
+for reasoning models on endpoints that know that role); no max-tokens field unless the
+caller gives one (summaries), then ``max_completion_tokens`` or, by compat,
+``max_tokens``; the thinking level in the endpoint's own format. The body is posted as
+built (key order included) through the SDK's client.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from .base import ModelRequest, ProviderError, ResolvedModel
+from .common import (
+    ARGS_PROBLEM,
+    Pump,
+    base_max_tokens,
+    cache_retention,
+    cached_client,
+    clamp_level,
+    clean,
+    content_list,
+    fail,
+    finish,
+    new_message,
+    parse_json_args,
+    reasoning_level,
+    request_headers,
+    require_key,
+    transform_messages,
+)
+from .openai_errors import from_sdk
+
+API = "openai-completions"
+
+
+def detect_compat(model: dict[str, Any]) -> dict[str, Any]:
+    """pi's detectCompat: what an endpoint takes, from its provider name and URL."""
+    provider = model.get("provider", "")
+    url = model.get("baseUrl", "") or ""
+    zai = provider in ("zai", "zai-coding-cn") or "api.z.ai" in url or "open.bigmodel.cn" in url
+    together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
+    moonshot = provider in ("moonshotai", "moonshotai-cn") or "api.moonshot." in url
+    openrouter = provider == "openrouter" or "openrouter.ai" in url
+    cf_workers = provider == "cloudflare-workers-ai" or "api.cloudflare.com" in url
+    cf_gateway = provider == "cloudflare-ai-gateway" or "gateway.ai.cloudflare.com" in url
+    nvidia = provider == "nvidia" or "integrate.api.nvidia.com" in url
+    ant_ling = provider == "ant-ling" or "api.ant-ling.com" in url
+    grok = provider == "xai" or "api.x.ai" in url
+    deepseek = provider == "deepseek" or "deepseek.com" in url
+    non_standard = (
+        nvidia
+        or provider == "cerebras"
+        or "cerebras.ai" in url
+        or grok
+        or together
+        or "chutes.ai" in url
+        or "deepseek.com" in url
+        or zai
+        or moonshot
+        or provider == "opencode"
+        or "opencode.ai" in url
+        or cf_workers
+        or cf_gateway
+        or ant_ling
+    )
+    use_max_tokens = "chutes.ai" in url or moonshot or cf_gateway or together or nvidia or ant_ling
+    model_id = model.get("id", "")
+    developer_ok = openrouter and (
+        model_id.startswith("anthropic/") or model_id.startswith("openai/")
+    )
+    if deepseek:
+        thinking_format = "deepseek"
+    elif zai:
+        thinking_format = "zai"
+    elif together:
+        thinking_format = "together"
+    elif ant_ling:
+        thinking_format = "ant-ling"
+    elif openrouter:
+        thinking_format = "openrouter"
+    else:
+        thinking_format = "openai"
+    return {
+        "supportsStore": not non_standard,
+        "supportsDeveloperRole": developer_ok or (not non_standard and not openrouter),
+        "supportsReasoningEffort": not (grok or zai or moonshot or together or cf_gateway or nvidia or ant_ling),
+        "supportsUsageInStreaming": True,
+        "maxTokensField": "max_tokens" if use_max_tokens else "max_completion_tokens",
+        "requiresToolResultName": False,
+        "requiresAssistantAfterToolResult": False,
+        "requiresThinkingAsText": False,
+        "requiresReasoningContentOnAssistantMessages": deepseek,
+        "thinkingFormat": thinking_format,
+        "openRouterRouting": {},
+        "vercelGatewayRouting": {},
+        "chatTemplateKwargs": {},
+        "zaiToolStream": False,
+        "supportsStrictMode": not (moonshot or together or cf_gateway or nvidia),
+        "cacheControlFormat": "anthropic"
+        if provider == "openrouter" and model_id.startswith("anthropic/")
+        else None,
+        "sendSessionAffinityHeaders": False,
+        "supportsLongCacheRetention": not (together or cf_workers or cf_gateway or nvidia or ant_ling),
+    }  # fmt: skip
+
+
+def get_compat(model: dict[str, Any]) -> dict[str, Any]:
+    """Detected values, each overridden by the model's ``compat`` where it sets one."""
+    compat = detect_compat(model)
+    given = model.get("compat") or {}
+    for key, value in given.items():
+        if value is not None:
+            compat[key] = value
+    if "openRouterRouting" not in given:
+        compat["openRouterRouting"] = {}
+    return compat
+
+
+def _normalize_id(model: dict[str, Any]):
+    def normalize(call_id: str, _source: dict) -> str:
+        if "|" in call_id:
+            head = call_id.split("|")[0]
+            return "".join(c if c.isalnum() or c in "_-" else "_" for c in head)[:40]
+        if model.get("provider") == "openai":
+            return call_id[:40]
+        return call_id
+
+    return normalize
+
+
+def convert_messages(
+    model: dict[str, Any], system_prompt: str, messages: list[dict], compat: dict[str, Any]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    vision = "image" in (model.get("input") or ["text"])
+    transformed = transform_messages(messages, model, _normalize_id(model))
+    if system_prompt:
+        role = (
+            "developer" if model.get("reasoning") and compat["supportsDeveloperRole"] else "system"
+        )
+        out.append({"role": role, "content": clean(system_prompt)})
+    last_role = None
+    i = 0
+    while i < len(transformed):
+        msg = transformed[i]
+        role = msg.get("role")
+        if (
+            compat["requiresAssistantAfterToolResult"]
+            and last_role == "toolResult"
+            and role == "user"
+        ):
+            out.append({"role": "assistant", "content": "I have processed the tool results."})
+        if role == "user":
+            content = msg.get("content")
+            if isinstance(content, str):
+                out.append({"role": "user", "content": clean(content)})
+            else:
+                parts = []
+                for item in content_list(content):
+                    if item.get("type") == "text":
+                        parts.append({"type": "text", "text": clean(item.get("text", ""))})
+                    else:
+                        url = f"data:{item.get('mimeType')};base64,{item.get('data')}"
+                        parts.append({"type": "image_url", "image_url": {"url": url}})
+                if parts:
+                    out.append({"role": "user", "content": parts})
+        elif role == "assistant":
+            item: dict[str, Any] = {
+                "role": "assistant",
+                "content": "" if compat["requiresAssistantAfterToolResult"] else None,
+            }
+            blocks = msg.get("content") or []
+            texts = [
+                {"type": "text", "text": clean(b.get("text", ""))}
+                for b in blocks
+                if b.get("type") == "text" and (b.get("text") or "").strip()
+            ]
+            joined = "".join(t["text"] for t in texts)
+            thinking = [
+                b
+                for b in blocks
+                if b.get("type") == "thinking" and (b.get("thinking") or "").strip()
+            ]
+            if thinking:
+                if compat["requiresThinkingAsText"]:
+                    text = "\n\n".join(clean(b["thinking"]) for b in thinking)
+                    item["content"] = [{"type": "text", "text": text}, *texts]
+                else:
+                    if joined:
+                        item["content"] = joined
+                    signature = thinking[0].get("thinkingSignature")
+                    if model.get("provider") == "opencode-go" and signature == "reasoning":
+                        signature = "reasoning_content"
+                    if signature:
+                        item[signature] = "\n".join(b["thinking"] for b in thinking)
+            elif joined:
+                item["content"] = joined
+            calls = [b for b in blocks if b.get("type") == "toolCall"]
+            if calls:
+                item["tool_calls"] = [
+                    {
+                        "id": c.get("id"),
+                        "type": "function",
+                        "function": {
+                            "name": c.get("name"),
+                            "arguments": json.dumps(
+                                c.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+                            ),
+                        },
+                    }
+                    for c in calls
+                ]
+                details = []
+                for c in calls:
+                    if c.get("thoughtSignature"):
+                        try:
+                            details.append(json.loads(c["thoughtSignature"]))
+                        except (TypeError, ValueError):
+                            pass
+                details = [d for d in details if d]
+                if details:
+                    item["reasoning_details"] = details
+            if (
+                compat["requiresReasoningContentOnAssistantMessages"]
+                and model.get("reasoning")
+                and "reasoning_content" not in item
+            ):
+                item["reasoning_content"] = ""
+            content = item["content"]
+            if not content and "tool_calls" not in item:
+                i += 1
+                continue
+            out.append(item)
+        elif role == "toolResult":
+            images: list[dict] = []
+            j = i
+            while j < len(transformed) and transformed[j].get("role") == "toolResult":
+                result = transformed[j]
+                blocks = content_list(result.get("content"))
+                text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+                tool_msg: dict[str, Any] = {
+                    "role": "tool",
+                    "content": clean(text if text else "(see attached image)"),
+                    "tool_call_id": result.get("toolCallId"),
+                }
+                if compat["requiresToolResultName"] and result.get("toolName"):
+                    tool_msg["name"] = result["toolName"]
+                out.append(tool_msg)
+                if vision:
+                    for b in blocks:
+                        if b.get("type") == "image":
+                            url = f"data:{b.get('mimeType')};base64,{b.get('data')}"
+                            images.append({"type": "image_url", "image_url": {"url": url}})
+                j += 1
+            i = j
+            if images:
+                if compat["requiresAssistantAfterToolResult"]:
+                    out.append(
+                        {"role": "assistant", "content": "I have processed the tool results."}
+                    )
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "Attached image(s) from tool result:"},
+                            *images,
+                        ],
+                    }
+                )
+                last_role = "user"
+            else:
+                last_role = "toolResult"
+            continue
+        last_role = role
+        i += 1
+    return out
+
+
+def _tools(tools: list[dict], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools:
+        function: dict[str, Any] = {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "parameters": tool.get("parameters") or {},
+        }
+        if compat["supportsStrictMode"] is not False:
+            function["strict"] = False
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _has_tool_history(messages: list[dict]) -> bool:
+    for msg in messages:
+        if msg.get("role") == "toolResult":
+            return True
+        if msg.get("role") == "assistant" and any(
+            b.get("type") == "toolCall" for b in msg.get("content") or []
+        ):
+            return True
+    return False
+
+
+def _cache_control(compat: dict[str, Any], retention: str) -> dict[str, Any] | None:
+    if compat.get("cacheControlFormat") != "anthropic" or retention == "none":
+        return None
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if retention == "long" and compat["supportsLongCacheRetention"]:
+        control["ttl"] = "1h"
+    return control
+
+
+def _mark_text(message: dict[str, Any], control: dict[str, Any]) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": control}]
+        return True
+    if not isinstance(content, list):
+        return False
+    for part in reversed(content):
+        if isinstance(part, dict) and part.get("type") == "text":
+            part["cache_control"] = control
+            return True
+    return False
+
+
+def _apply_cache_control(messages: list[dict], tools: list[dict] | None, control: dict) -> None:
+    for message in messages:
+        if message.get("role") in ("system", "developer"):
+            _mark_text(message, control)
+            break
+    if tools:
+        tools[-1]["cache_control"] = control
+    for message in reversed(messages):
+        if message.get("role") in ("user", "assistant") and _mark_text(message, control):
+            break
+
+
+def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
+    """The request body, key for key and in pi's order."""
+    model = resolved.model
+    compat = get_compat(model)
+    retention = cache_retention()
+    level = reasoning_level(resolved, request)
+    if level is not None:
+        level = clamp_level(model, level)
+        level = None if level == "off" else level
+    messages = convert_messages(model, request.system_prompt, request.messages, compat)
+    params: dict[str, Any] = {"model": model["id"], "messages": messages, "stream": True}
+    long_ok = retention == "long" and compat["supportsLongCacheRetention"]
+    if (("api.openai.com" in (model.get("baseUrl") or "") and retention != "none") or long_ok) and (
+        request.session_id
+    ):
+        params["prompt_cache_key"] = request.session_id[:64]
+    if long_ok:
+        params["prompt_cache_retention"] = "24h"
+    if compat["supportsUsageInStreaming"] is not False:
+        params["stream_options"] = {"include_usage": True}
+    if compat["supportsStore"]:
+        params["store"] = False
+    max_tokens = base_max_tokens(request)
+    if max_tokens:
+        field = (
+            "max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"
+        )
+        params[field] = max_tokens
+    if request.tools:
+        params["tools"] = _tools(request.tools, compat)
+        if compat.get("zaiToolStream"):
+            params["tool_stream"] = True
+    elif _has_tool_history(request.messages):
+        params["tools"] = []
+    control = _cache_control(compat, retention)
+    if control:
+        _apply_cache_control(messages, params.get("tools"), control)
+    _apply_thinking(params, model, compat, level)
+    given = model.get("compat") or {}
+    if given.get("openRouterRouting") is not None:  # any object, even empty (JS truthiness)
+        params["provider"] = given["openRouterRouting"]
+    routing = (model.get("compat") or {}).get("vercelGatewayRouting")
+    if routing and (routing.get("only") or routing.get("order")):
+        gateway = {k: routing[k] for k in ("only", "order") if routing.get(k)}
+        params["providerOptions"] = {"gateway": gateway}
+    return params
+
+
+def _apply_thinking(params: dict, model: dict, compat: dict, effort: str | None) -> None:
+    if not model.get("reasoning"):
+        return
+    level_map = model.get("thinkingLevelMap") or {}
+    fmt = compat["thinkingFormat"]
+    mapped = level_map.get(effort, effort) if effort else None
+    if mapped is None and effort:
+        mapped = effort
+    off_given = "off" in level_map
+    if fmt == "zai":
+        params["thinking"] = {"type": "enabled" if effort else "disabled"}
+        if effort and compat["supportsReasoningEffort"] and isinstance(mapped, str):
+            params["reasoning_effort"] = mapped
+    elif fmt == "qwen":
+        params["enable_thinking"] = bool(effort)
+    elif fmt == "qwen-chat-template":
+        params["chat_template_kwargs"] = {
+            "enable_thinking": bool(effort),
+            "preserve_thinking": True,
+        }
+    elif fmt == "deepseek":
+        if effort:
+            params["thinking"] = {"type": "enabled"}
+        elif not (off_given and level_map["off"] is None):
+            params["thinking"] = {"type": "disabled"}
+        if effort and compat["supportsReasoningEffort"]:
+            params["reasoning_effort"] = mapped
+    elif fmt == "openrouter":
+        if effort:
+            params["reasoning"] = {"effort": mapped}
+        elif not (off_given and level_map["off"] is None):
+            params["reasoning"] = {"effort": level_map.get("off") or "none"}
+    elif fmt == "ant-ling":
+        if effort and isinstance(level_map.get(effort), str):
+            params["reasoning"] = {"effort": level_map[effort]}
+    elif fmt == "together":
+        params["reasoning"] = {"enabled": bool(effort)}
+        if effort and compat["supportsReasoningEffort"]:
+            params["reasoning_effort"] = mapped
+    elif fmt == "string-thinking":
+        if effort:
+            params["thinking"] = mapped
+        elif not (off_given and level_map["off"] is None):
+            params["thinking"] = level_map.get("off") or "none"
+    elif effort and compat["supportsReasoningEffort"]:
+        params["reasoning_effort"] = mapped
+    elif not effort and compat["supportsReasoningEffort"]:
+        if isinstance(level_map.get("off"), str):
+            params["reasoning_effort"] = level_map["off"]
+
+
+def _client(resolved: ResolvedModel, headers: dict[str, str], key: str) -> openai.OpenAI:
+    return cached_client(
+        (API, resolved.model.get("baseUrl"), key, tuple(sorted(headers.items())), resolved.timeout),
+        lambda: openai.OpenAI(
+            base_url=resolved.model.get("baseUrl"),
+            api_key=key,
+            default_headers=headers or None,
+            timeout=resolved.timeout,
+            max_retries=0,
+        ),
+    )
+
+
+STOP_REASONS = {
+    "stop": ("stop", None),
+    "end": ("stop", None),
+    "length": ("length", None),
+    "function_call": ("toolUse", None),
+    "tool_calls": ("toolUse", None),
+}
+
+
+def stream(
+    resolved: ResolvedModel,
+    request: ModelRequest,
+    *,
+    abort=None,
+    on_delta=None,
+    on_idle=None,
+) -> dict[str, Any]:
+    """Stream one assistant message; raises ProviderError (``.partial`` holds what came)."""
+    message = new_message(resolved)
+    pump = Pump(abort, on_idle)
+    try:
+        headers = request_headers(resolved)
+        compat = get_compat(resolved.model)
+        if request.session_id and compat.get("sendSessionAffinityHeaders"):
+            headers = {
+                "session_id": request.session_id,
+                "x-client-request-id": request.session_id,
+                "x-session-affinity": request.session_id,
+                **headers,
+            }
+        key = require_key(resolved, headers)
+        client = _client(resolved, headers, key)
+        params = build_params(resolved, request)
+    except ProviderError as exc:
+        raise fail(message, exc, False) from None
+    state = _State(message, on_delta)
+
+    def open_stream():
+        return client.post(
+            "/chat/completions",
+            body=params,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=openai.Stream[ChatCompletionChunk],
+        )
+
+    try:
+        status = pump.run(open_stream, state.feed)
+    except BaseException as exc:  # SDK and transport errors
+        state.finalize()
+        raise fail(message, from_sdk(exc, resolved.provider, openai), pump.received) from None
+    state.finalize()
+    if status == "aborted":
+        return finish(message, "aborted")
+    if state.error:
+        raise fail(message, ProviderError(state.error, kind="other"), True)
+    if not state.finished:
+        raise fail(message, ProviderError("Stream ended without finish_reason", kind="other"), True)
+    return finish(message, "done")
+
+
+class _State:
+    def __init__(self, message: dict, on_delta):
+        self.message = message
+        self.on_delta = on_delta
+        self.text: dict | None = None
+        self.thinking: dict | None = None
+        self.calls_by_index: dict[int, dict] = {}
+        self.calls_by_id: dict[str, dict] = {}
+        self.raw: dict[int, str] = {}
+        self.finished = False
+        self.error: str | None = None
+
+    def feed(self, chunk: Any) -> None:
+        usage = getattr(chunk, "usage", None)
+        choices = chunk.choices or []
+        choice = choices[0] if choices else None
+        if usage is None and choice is not None:
+            usage = (getattr(choice, "model_extra", None) or {}).get("usage")
+        if usage is not None:
+            self.message["usage"] = parse_usage(usage)
+        if choice is None:
+            return
+        if choice.finish_reason:
+            reason, error = STOP_REASONS.get(
+                choice.finish_reason, ("error", f"Provider finish_reason: {choice.finish_reason}")
+            )
+            self.message["stopReason"] = reason
+            if error:
+                self.error = error
+            self.finished = True
+        delta = choice.delta
+        if delta is None:
+            return
+        if delta.content:
+            if self.text is None:
+                self.text = {"type": "text", "text": ""}
+                self.message["content"].append(self.text)
+            self.text["text"] += delta.content
+            if self.on_delta:
+                self.on_delta("text", delta.content)
+        extra = getattr(delta, "model_extra", None) or {}
+        for field in ("reasoning_content", "reasoning", "reasoning_text"):
+            value = extra.get(field)
+            if isinstance(value, str) and value:
+                if self.thinking is None:
+                    self.thinking = {"type": "thinking", "thinking": "", "thinkingSignature": field}
+                    self.message["content"].append(self.thinking)
+                self.thinking["thinking"] += value
+                if self.on_delta:
+                    self.on_delta("thinking", value)
+                break
+        for call in delta.tool_calls or []:
+            block = None
+            if call.index is not None:
+                block = self.calls_by_index.get(call.index)
+            if block is None and call.id:
+                block = self.calls_by_id.get(call.id)
+            if block is None:
+                block = {
+                    "type": "toolCall",
+                    "id": call.id or "",
+                    "name": (call.function.name if call.function else None) or "",
+                    "arguments": {},
+                }
+                self.message["content"].append(block)
+                self.raw[id(block)] = ""
+                if call.index is not None:
+                    self.calls_by_index[call.index] = block
+            if call.id:
+                if not block["id"]:
+                    block["id"] = call.id
+                self.calls_by_id[call.id] = block
+            if call.function is not None:
+                if not block["name"] and call.function.name:
+                    block["name"] = call.function.name
+                if call.function.arguments:
+                    self.raw[id(block)] += call.function.arguments
+        for detail in extra.get("reasoning_details") or []:
+            if (
+                isinstance(detail, dict)
+                and detail.get("type") == "reasoning.encrypted"
+                and detail.get("id")
+                and detail.get("data")
+            ):
+                block = self.calls_by_id.get(detail["id"])
+                if block is not None:
+                    block["thoughtSignature"] = json.dumps(detail, separators=(",", ":"))
+
+    def finalize(self) -> None:
+        for block in self.message["content"]:
+            if block.get("type") == "toolCall" and id(block) in self.raw:
+                args, problem = parse_json_args(self.raw.pop(id(block)))
+                block["arguments"] = args
+                if problem:
+                    block[ARGS_PROBLEM] = problem
+
+
+def parse_usage(raw: Any) -> dict[str, Any]:
+    def get(obj, name):
+        if obj is None:
+            return None
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    prompt = get(raw, "prompt_tokens") or 0
+    details = get(raw, "prompt_tokens_details")
+    cached = get(details, "cached_tokens")
+    if cached is None:
+        cached = get(raw, "prompt_cache_hit_tokens") or 0
+    write = get(details, "cache_write_tokens") or 0
+    if not write and details is not None and not isinstance(details, dict):
+        write = (getattr(details, "model_extra", None) or {}).get("cache_write_tokens") or 0
+    output = get(raw, "completion_tokens") or 0
+    inp = max(0, prompt - cached - write)
+    return {
+        "input": inp,
+        "output": output,
+        "cacheRead": cached,
+        "cacheWrite": write,
+        "totalTokens": inp + output + cached + write,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }

@@ -1,0 +1,507 @@
+"""OpenAI Responses (``openai-responses``) through the ``openai`` SDK.
+
+Shaped as pi-ai 0.80.2 shapes it: body keys ``model, input, stream, prompt_cache_key,
+store, tools, reasoning, include``; no ``instructions``: the system prompt is
+``input[0]`` with role ``developer`` (``system`` for non-reasoning models or
+``compat.supportsDeveloperRole: false``); reasoning items replayed verbatim as received
+(kept as the thinking block's signature), assistant text as ``message`` items with the
+id they came with, function calls with compact JSON arguments and pi's ``call_id|fc_id``
+tool-call ids; ``store: false``; ``prompt_cache_key`` and the ``session_id`` /
+``x-client-request-id`` headers from the session id; ``max_output_tokens`` only when the
+caller gives a budget. Stream events are read as the raw JSON the server sent, so a
+reasoning item is replayed key for key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import openai
+from openai.types.responses import Response
+
+from .base import ModelRequest, ProviderError, ResolvedModel
+from .common import (
+    ARGS_PROBLEM,
+    Pump,
+    base_max_tokens,
+    cache_retention,
+    cached_client,
+    classify,
+    clean,
+    content_list,
+    fail,
+    finish,
+    new_message,
+    parse_json_args,
+    reasoning_level,
+    request_headers,
+    require_key,
+    transform_messages,
+)
+from .openai_errors import from_sdk
+
+API = "openai-responses"
+TOOL_CALL_PROVIDERS = {"openai", "openai-codex", "opencode"}
+
+
+def _imul(a: int, b: int) -> int:
+    return ((a & 0xFFFFFFFF) * (b & 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def short_hash(text: str) -> str:
+    """pi's shortHash (a 64-bit mix of the UTF-16 code units, base 36)."""
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    units = text.encode("utf-16-le")
+    for i in range(0, len(units), 2):
+        ch = units[i] | (units[i + 1] << 8)
+        h1 = _imul(h1 ^ ch, 2654435761)
+        h2 = _imul(h2 ^ ch, 1597334677)
+    h1 = _imul(h1 ^ (h1 >> 16), 2246822507) ^ _imul(h2 ^ (h2 >> 13), 3266489909)
+    h2 = _imul(h2 ^ (h2 >> 16), 2246822507) ^ _imul(h1 ^ (h1 >> 13), 3266489909)
+    return _base36(h2 & 0xFFFFFFFF) + _base36(h1 & 0xFFFFFFFF)
+
+
+def _id_part(part: str) -> str:
+    return re.sub(r"_+$", "", re.sub(r"[^a-zA-Z0-9_-]", "_", part)[:64])
+
+
+def _normalizer(model: dict[str, Any]):
+    def normalize(call_id: str, source: dict) -> str:
+        if model.get("provider") not in TOOL_CALL_PROVIDERS or "|" not in call_id:
+            return _id_part(call_id)
+        call, item = call_id.split("|")[:2]
+        foreign = source.get("provider") != model.get("provider") or source.get("api") != model.get(
+            "api"
+        )
+        item_id = f"fc_{short_hash(item)}"[:64] if foreign else _id_part(item)
+        if not item_id.startswith("fc_"):
+            item_id = _id_part(f"fc_{item_id}")
+        return f"{_id_part(call)}|{item_id}"
+
+    return normalize
+
+
+def _text_signature(signature: str | None) -> dict[str, Any] | None:
+    if not signature:
+        return None
+    if signature.startswith("{"):
+        try:
+            parsed = json.loads(signature)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("v") == 1 and isinstance(parsed.get("id"), str):
+            out = {"id": parsed["id"]}
+            if parsed.get("phase") in ("commentary", "final_answer"):
+                out["phase"] = parsed["phase"]
+            return out
+    return {"id": signature}
+
+
+def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:
+    out: list[dict[str, Any]] = []
+    vision = "image" in (model.get("input") or ["text"])
+    transformed = transform_messages(messages, model, _normalizer(model))
+    if system_prompt:
+        developer = (
+            model.get("reasoning")
+            and (model.get("compat") or {}).get("supportsDeveloperRole") is not False
+        )
+        out.append(
+            {"role": "developer" if developer else "system", "content": clean(system_prompt)}
+        )
+    index = 0
+    for msg in transformed:
+        role = msg.get("role")
+        if role == "user":
+            content = msg.get("content")
+            if isinstance(content, str):
+                out.append(
+                    {"role": "user", "content": [{"type": "input_text", "text": clean(content)}]}
+                )
+            else:
+                parts = []
+                for item in content_list(content):
+                    if item.get("type") == "text":
+                        parts.append({"type": "input_text", "text": clean(item.get("text", ""))})
+                    else:
+                        parts.append(_image(item))
+                if parts:
+                    out.append({"role": "user", "content": parts})
+        elif role == "assistant":
+            items: list[dict[str, Any]] = []
+            different = (
+                msg.get("model") != model.get("id")
+                and msg.get("provider") == model.get("provider")
+                and msg.get("api") == model.get("api")
+            )
+            text_index = 0
+            for block in msg.get("content") or []:
+                kind = block.get("type")
+                if kind == "thinking":
+                    if block.get("thinkingSignature"):
+                        items.append(json.loads(block["thinkingSignature"]))
+                elif kind == "text":
+                    signature = _text_signature(block.get("textSignature"))
+                    fallback = (
+                        f"msg_pi_{index}" if text_index == 0 else f"msg_pi_{index}_{text_index}"
+                    )
+                    text_index += 1
+                    msg_id = (signature or {}).get("id") or fallback
+                    if len(msg_id) > 64:
+                        msg_id = f"msg_{short_hash(msg_id)}"
+                    item = {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "output_text",
+                                "text": clean(block.get("text", "")),
+                                "annotations": [],
+                            }
+                        ],
+                        "status": "completed",
+                        "id": msg_id,
+                    }
+                    if signature and signature.get("phase"):
+                        item["phase"] = signature["phase"]
+                    items.append(item)
+                elif kind == "toolCall":
+                    parts = (block.get("id") or "").split("|")
+                    call_id, item_id = parts[0], (parts[1] if len(parts) > 1 else None)
+                    if different and item_id and item_id.startswith("fc_"):
+                        item_id = None
+                    call: dict[str, Any] = {"type": "function_call"}
+                    if item_id is not None:
+                        call["id"] = item_id
+                    call.update(
+                        call_id=call_id,
+                        name=block.get("name"),
+                        arguments=json.dumps(
+                            block.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+                        ),
+                    )
+                    items.append(call)
+            if items:
+                out.extend(items)
+        elif role == "toolResult":
+            blocks = content_list(msg.get("content"))
+            text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+            images = [b for b in blocks if b.get("type") == "image"]
+            call_id = (msg.get("toolCallId") or "").split("|")[0]
+            if images and vision:
+                output: Any = []
+                if text:
+                    output.append({"type": "input_text", "text": clean(text)})
+                output.extend(_image(b) for b in images)
+            else:
+                output = clean(text if text else "(see attached image)")
+            out.append({"type": "function_call_output", "call_id": call_id, "output": output})
+        index += 1
+    return out
+
+
+def _image(block: dict) -> dict[str, Any]:
+    return {
+        "type": "input_image",
+        "detail": "auto",
+        "image_url": f"data:{block.get('mimeType')};base64,{block.get('data')}",
+    }
+
+
+def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
+    model = resolved.model
+    compat = model.get("compat") or {}
+    retention = cache_retention()
+    params: dict[str, Any] = {
+        "model": model["id"],
+        "input": convert_input(model, request.system_prompt, request.messages),
+        "stream": True,
+    }
+    if request.session_id:
+        params["prompt_cache_key"] = request.session_id[:64]
+    if retention == "long" and compat.get("supportsLongCacheRetention") is not False:
+        params["prompt_cache_retention"] = "24h"
+    params["store"] = False
+    max_tokens = base_max_tokens(request)
+    if max_tokens:
+        params["max_output_tokens"] = max_tokens
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("parameters") or {},
+                "strict": False,
+            }
+            for tool in request.tools
+        ]
+    if model.get("reasoning"):
+        level_map = model.get("thinkingLevelMap") or {}
+        level = reasoning_level(resolved, request)
+        if level is not None:
+            effort = level_map.get(level) or level
+            params["reasoning"] = {"effort": effort, "summary": "auto"}
+            params["include"] = ["reasoning.encrypted_content"]
+        elif model.get("provider") != "github-copilot" and not (
+            "off" in level_map and level_map["off"] is None
+        ):
+            params["reasoning"] = {"effort": level_map.get("off") or "none"}
+    return params
+
+
+def _headers(resolved: ResolvedModel, request: ModelRequest) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if request.session_id:
+        if (resolved.model.get("compat") or {}).get("sendSessionIdHeader") is not False:
+            headers["session_id"] = request.session_id
+        headers["x-client-request-id"] = request.session_id
+    return {**headers, **request_headers(resolved)}
+
+
+def stream(
+    resolved: ResolvedModel,
+    request: ModelRequest,
+    *,
+    abort=None,
+    on_delta=None,
+    on_idle=None,
+) -> dict[str, Any]:
+    message = new_message(resolved)
+    pump = Pump(abort, on_idle)
+    try:
+        headers = _headers(resolved, request)
+        key = require_key(resolved, headers)
+        params = build_params(resolved, request)
+        client = cached_client(
+            (
+                API,
+                resolved.model.get("baseUrl"),
+                key,
+                tuple(sorted(headers.items())),
+                resolved.timeout,
+            ),
+            lambda: openai.OpenAI(
+                base_url=resolved.model.get("baseUrl"),
+                api_key=key,
+                default_headers=headers or None,
+                timeout=resolved.timeout,
+                max_retries=0,
+            ),
+        )
+    except ProviderError as exc:
+        raise fail(message, exc, False) from None
+    state = _State(message, on_delta)
+
+    def open_stream():
+        # object: each event stays the JSON the server sent (reasoning items are replayed
+        # verbatim on the next turn).
+        return client.post(
+            "/responses",
+            body=params,
+            cast_to=Response,
+            stream=True,
+            stream_cls=openai.Stream[object],
+        )
+
+    try:
+        status = pump.run(open_stream, state.feed)
+    except BaseException as exc:
+        state.finalize()
+        raise fail(message, from_sdk(exc, resolved.provider, openai), pump.received) from None
+    state.finalize()
+    if status == "aborted":
+        return finish(message, "aborted")
+    if state.error is not None:
+        raise fail(message, state.error, True)
+    if not state.terminal:
+        error = ProviderError(
+            "OpenAI Responses stream ended before a terminal response event", kind="other"
+        )
+        raise fail(message, error, True)
+    if message["stopReason"] == "error":
+        raise fail(message, ProviderError("An unknown error occurred", kind="other"), True)
+    return finish(message, "done")
+
+
+STATUS = {
+    "completed": "stop",
+    "incomplete": "length",
+    "failed": "error",
+    "cancelled": "error",
+    "in_progress": "stop",
+    "queued": "stop",
+}
+
+
+class _State:
+    def __init__(self, message: dict, on_delta):
+        self.message = message
+        self.on_delta = on_delta
+        self.slots: dict[int, dict] = {}
+        self.by_reasoning_id: dict[str, dict] = {}
+        self.raw: dict[int, str] = {}
+        self.terminal = False
+        self.error: ProviderError | None = None
+
+    def _slot(self, index: int, item: dict) -> dict | None:
+        kind = item.get("type")
+        if kind == "reasoning":
+            block = {"type": "thinking", "thinking": ""}
+        elif kind == "message":
+            block = {"type": "text", "text": ""}
+        elif kind == "function_call":
+            block = {
+                "type": "toolCall",
+                "id": f"{item.get('call_id')}|{item.get('id')}",
+                "name": item.get("name", ""),
+                "arguments": {},
+            }
+            self.raw[id(block)] = item.get("arguments") or ""
+        else:
+            return None
+        self.message["content"].append(block)
+        self.slots[index] = block
+        return block
+
+    def _get(self, index: int, kind: str) -> dict | None:
+        block = self.slots.get(index)
+        return block if block is not None and block["type"] == kind else None
+
+    def _emit(self, kind: str, text: str) -> None:
+        if self.on_delta and text:
+            self.on_delta(kind, text)
+
+    def feed(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        index = event.get("output_index")
+        if kind == "response.output_item.added":
+            self._slot(index, event.get("item") or {})
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            block = self._get(index, "thinking")
+            if block is not None:
+                block["thinking"] += event.get("delta", "")
+                self._emit("thinking", event.get("delta", ""))
+        elif kind == "response.reasoning_summary_part.done":
+            block = self._get(index, "thinking")
+            if block is not None:
+                block["thinking"] += "\n\n"
+                self._emit("thinking", "\n\n")
+        elif kind in ("response.output_text.delta", "response.refusal.delta"):
+            block = self._get(index, "text")
+            if block is not None:
+                block["text"] += event.get("delta", "")
+                self._emit("text", event.get("delta", ""))
+        elif kind == "response.function_call_arguments.delta":
+            block = self._get(index, "toolCall")
+            if block is not None:
+                self.raw[id(block)] = self.raw.get(id(block), "") + event.get("delta", "")
+        elif kind == "response.function_call_arguments.done":
+            block = self._get(index, "toolCall")
+            if block is not None:
+                self.raw[id(block)] = event.get("arguments", "")
+        elif kind == "response.output_item.done":
+            item = event.get("item") or {}
+            block = self.slots.get(index) or self._slot(index, item)
+            if block is None:
+                return
+            if item.get("type") == "reasoning" and block["type"] == "thinking":
+                summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
+                content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
+                block["thinking"] = summary or content or block["thinking"]
+                block["thinkingSignature"] = json.dumps(
+                    item, separators=(",", ":"), ensure_ascii=False
+                )
+                if item.get("id"):
+                    self.by_reasoning_id[item["id"]] = block
+            elif item.get("type") == "message" and block["type"] == "text":
+                block["text"] = "".join(
+                    (c.get("text") if c.get("type") == "output_text" else c.get("refusal")) or ""
+                    for c in item.get("content") or []
+                )
+                signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+                if item.get("phase"):
+                    signature["phase"] = item["phase"]
+                block["textSignature"] = json.dumps(signature, separators=(",", ":"))
+            elif item.get("type") == "function_call" and block["type"] == "toolCall":
+                self.raw[id(block)] = item.get("arguments") or self.raw.get(id(block)) or "{}"
+                self._parse(block)
+            self.slots.pop(index, None)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finalize_response(event.get("response") or {})
+        elif kind == "error":
+            self.error = _stream_error(f"Error Code {event.get('code')}: {event.get('message')}")
+        elif kind == "response.failed":
+            self.terminal = True
+            response = event.get("response") or {}
+            error = response.get("error")
+            details = response.get("incomplete_details")
+            if error:
+                text = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+            elif details and details.get("reason"):
+                text = f"incomplete: {details['reason']}"
+            else:
+                text = "Unknown error (no error details in response)"
+            self.error = _stream_error(text)
+
+    def _finalize_response(self, response: dict) -> None:
+        self.terminal = True
+        for item in response.get("output") or []:
+            if item.get("type") != "reasoning" or not item.get("encrypted_content"):
+                continue
+            block = self.by_reasoning_id.get(item.get("id"))
+            if block is None or not block.get("thinkingSignature"):
+                continue
+            stored = json.loads(block["thinkingSignature"])
+            if not stored.get("encrypted_content"):
+                stored["encrypted_content"] = item["encrypted_content"]
+                block["thinkingSignature"] = json.dumps(stored, separators=(",", ":"))
+        usage = response.get("usage")
+        if usage:
+            details = usage.get("input_tokens_details") or {}
+            cached = details.get("cached_tokens") or 0
+            write = details.get("cache_write_tokens") or 0
+            self.message["usage"] = {
+                "input": max(0, (usage.get("input_tokens") or 0) - cached - write),
+                "output": usage.get("output_tokens") or 0,
+                "cacheRead": cached,
+                "cacheWrite": write,
+                "totalTokens": usage.get("total_tokens") or 0,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            }
+        reason = STATUS.get(response.get("status") or "completed", "stop")
+        if reason == "stop" and any(b["type"] == "toolCall" for b in self.message["content"]):
+            reason = "toolUse"
+        self.message["stopReason"] = reason
+
+    def _parse(self, block: dict) -> None:
+        raw = self.raw.pop(id(block), None)
+        if raw is None:
+            return
+        args, problem = parse_json_args(raw)
+        block["arguments"] = args
+        if problem:
+            block[ARGS_PROBLEM] = problem
+
+    def finalize(self) -> None:
+        for block in self.message["content"]:
+            if block["type"] == "toolCall":
+                self._parse(block)
+
+
+def _stream_error(text: str) -> ProviderError:
+    return classify("openai", text, None)
