@@ -110,6 +110,8 @@ def _scripted_profiles(llm_server):
     from django.conf import settings
 
     settings.PIWEB_MODEL_PROFILES_JSON = _model_profiles(llm_server)
+    # Never the pi config of whoever runs the tests (tests give their own folder).
+    settings.PIWEB_PI_AGENT_DIR = ""
 
 
 @pytest.fixture(scope="session")
@@ -131,6 +133,7 @@ def child_env(django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_p
         DATABASE_URL=database_url,
         PIWEB_VAR_DIR=str(settings.VAR_DIR),
         PIWEB_MODEL_PROFILES=_model_profiles(llm_server),
+        PIWEB_PI_AGENT_DIR="",
         PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
         PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
         PYTHONUNBUFFERED="1",

@@ -307,7 +307,9 @@ def model_matches(pattern: str, provider: str, model_id: str) -> bool:
     if head and tail in THINKING_LEVELS:
         pattern = head
     rx = re.compile(
-        "^" + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + "$",
+        "^"
+        + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+        + "$",
         re.IGNORECASE,
     )
     return bool(rx.match(f"{provider}/{model_id}") or rx.match(model_id))
@@ -434,7 +436,11 @@ def _validate(config: Any, builtin_providers: set[str]) -> str | None:
         elif not builtin and not provider.get("baseUrl"):
             return f'Provider {name}: "baseUrl" is required when defining custom models.'
         for i, model in enumerate(models):
-            if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not model["id"]:
+            if (
+                not isinstance(model, dict)
+                or not isinstance(model.get("id"), str)
+                or not model["id"]
+            ):
                 return f"providers.{name}.models.{i}.id: expected a non-empty string"
             if not provider.get("api") and not model.get("api") and not builtin:
                 return f'Provider {name}, model {model["id"]}: no "api" specified.'

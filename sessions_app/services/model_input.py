@@ -179,13 +179,50 @@ class ModelInput:
         return llm.resolve_profile(self.session.model_profile)
 
     @property
+    def recorded_model(self) -> dict | None:
+        """The model the path records at the leaf (``{"provider", "modelId"}``)."""
+        return self.context.get("model")
+
+    @cached_property
     def window(self) -> int:
-        return llm.context_window(self.profile)
+        """The context window at the leaf: the recorded model's catalog window, else the
+        window of the model a run would use (`services.llm.session_window`)."""
+        return llm.session_window(self.session, self.recorded_model)
+
+    def resolved(self, user=None):
+        """The model a run at this leaf uses for `user` (default: the session's owner),
+        with that user's key; None when no model is configured. Raises
+        `llm.ModelUnavailable`."""
+        return llm.resolve_for_session(
+            self.session, user if user is not None else self.session.owner, self.recorded_model
+        )
+
+    def llm_config_for(self, user=None) -> LLMConfig | None:
+        """How the run reaches an openai-completions model (None: no model configured)."""
+        resolved = self.resolved(user)
+        if resolved is None:
+            return None
+        if resolved.api != "openai-completions":
+            raise llm.ModelUnavailable(
+                f"{resolved.provider}/{resolved.model_id} speaks {resolved.api}, which this "
+                "piweb cannot call yet."
+            )
+        return LLMConfig(
+            base_url=resolved.model["baseUrl"],
+            model=resolved.model_id,
+            api_key=resolved.api_key,
+            max_output=resolved.max_tokens,
+            timeout=resolved.timeout,
+            provider=resolved.provider,
+        )
 
     @property
     def llm_config(self) -> LLMConfig | None:
-        """How the run reaches the model (None: no model configured)."""
-        return self.profile.llm_config() if self.profile is not None else None
+        """How the run reaches the model for the session's owner (None: no model)."""
+        try:
+            return self.llm_config_for()
+        except llm.ModelUnavailable:
+            return None
 
     @cached_property
     def context_tokens(self) -> int:

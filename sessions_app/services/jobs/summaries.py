@@ -11,7 +11,7 @@ from django.db import transaction
 from sessions_app.context.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import summarizer, tree
+from sessions_app.services import llm, summarizer, tree
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.llm import resolve_profile
@@ -22,17 +22,13 @@ OFFLINE_MODEL = "offline summarizer"
 
 
 def compaction_settings(session: Session) -> CompactionSettings:
-    """Effective settings: global PIWEB_COMPACTION, then the session's overrides.
+    """Effective settings: global PIWEB_COMPACTION, pi's settings.json (its
+    ``compaction`` object), then the session's overrides.
 
     ``Session.settings["compaction"]`` uses pi's keys (enabled, reserveTokens,
     keepRecentTokens).
     """
-    glob = settings.PIWEB_COMPACTION
-    merged = {
-        "enabled": glob.get("enabled", True),
-        "reserveTokens": glob.get("reserve_tokens", 16384),
-        "keepRecentTokens": glob.get("keep_recent_tokens", 20000),
-    }
+    merged = llm.compaction_defaults()
     own = (session.settings or {}).get("compaction") or {}
     merged.update({k: v for k, v in own.items() if k in merged})
     return CompactionSettings.from_dict(merged)
