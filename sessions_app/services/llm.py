@@ -24,7 +24,8 @@ Sources 2-4 are the server's; PIWEB_SERVER_KEYS=staff keeps them to staff users.
 
 **A session's model** at a leaf: the one its path records (its last ``model_change`` or
 assistant message, as the core's ``build_session_context`` says) when that model is in
-the catalog and has a key; else the session's environment profile
+the catalog (without a key for this user the run is refused: pick another model or add
+a key); else the session's environment profile
 (``Session.model_profile``); else the user's default (Models page), else pi's
 ``settings.json`` ``defaultProvider``/``defaultModel``, else the ``PIWEB_LLM_*``
 default. The **window** at a leaf is the recorded model's catalog window, so an imported
@@ -585,10 +586,12 @@ def resolve_for_session(session, user, recorded: dict | None = None):
     ``{"provider", "modelId"}`` the path records. None: no model configured."""
     cat = catalog()
     if recorded and cat.find(recorded.get("provider"), recorded.get("modelId")):
+        # The model the branch uses, as pi continues a session with its model; without a
+        # key the run is refused (never silently moved to another model).
         try:
             return resolve_model(user, recorded["provider"], recorded["modelId"])
-        except ModelUnavailable:
-            pass
+        except ModelUnavailable as exc:
+            raise ModelUnavailable(f"{exc} Or pick another model for this session.") from None
     if session is not None and session.model_profile:
         profile = resolve_profile(session.model_profile)
         if profile is not None:
