@@ -3,7 +3,7 @@ views/<area>.py)."""
 
 from django.urls import path
 
-from sessions_app.views import chat, jobs, pages, review, tree, usage
+from sessions_app.views import chat, jobs, models, pages, review, tree, usage
 
 app_name = "sessions_app"
 
@@ -60,6 +60,7 @@ urlpatterns = [
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
+    path("s/<str:session_id>/chat/thinking/", chat.set_thinking, name="chat_thinking"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
     # --- tree, entry pane, actions, inspector
@@ -88,4 +89,10 @@ urlpatterns = [
     ),
     path("usage/", usage.usage_dashboard, name="usage_dashboard"),
     path("usage/export.csv", usage.usage_csv, name="usage_csv"),
+    # --- models and keys
+    path("models/", models.models_page, name="models_page"),
+    path("models/key/", models.save_key, name="models_key"),
+    path("models/key/remove/", models.remove_key, name="models_key_remove"),
+    path("models/test/", models.test_model, name="models_test"),
+    path("models/default/", models.save_default, name="models_default"),
 ]

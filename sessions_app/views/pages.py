@@ -149,7 +149,7 @@ def new_session(request):
 def session_detail(request, session_id):
     """The session page: every panel from its own context builder (selectors/panels/)."""
     access = check_access(request.user, session_id, VIEWER)
-    context = session_page_context(access, tree_state(request.GET))
+    context = session_page_context(access, tree_state(request.GET), request.user)
     entry = context.pop("entry", None)
     if entry is not None:
         context["entry_html"] = render_to_string(

@@ -20,7 +20,7 @@ def usage_context(session) -> dict:
     return {"usage_rows": rows, "usage_total": total}
 
 
-def session_page_context(access, state: dict) -> dict:
+def session_page_context(access, state: dict, user=None) -> dict:
     """The tree panel's context plus `chat`, `jp`, `review`, usage and provenance; and
     `entry`, the entry `?target=` selects (when it is in the tree), for the entry pane."""
     session = access.session
@@ -30,7 +30,7 @@ def session_page_context(access, state: dict) -> dict:
         context["entry"] = find_entry(session, target)
     context.update(usage_context(session))
     context.update(
-        chat=chat_context(access),
+        chat=chat_context(access, user),
         jp=jobs_context(access),
         review=review_context(session, state),
         provenance=session_provenance(session),
