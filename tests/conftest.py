@@ -82,6 +82,17 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
                 "context_window": 128000,
                 "max_output": 4096,
             },
+            # models tests: a priced reasoning model of its own provider (a cloud stand-in)
+            "scripted-cloud": {
+                "base_url": llm_server.base_url,
+                "api_key": "server-key-not-secret",
+                "provider": "scripted-cloud",
+                "model": "scripted-priced",
+                "context_window": 200000,
+                "max_output": 4096,
+                "reasoning": True,
+                "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+            },
             # chat tests: a short read timeout (timeout -> visible error entry)
             "scripted-fast": {
                 "base_url": llm_server.base_url,
