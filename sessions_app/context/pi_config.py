@@ -159,9 +159,10 @@ def resolve_value(value: str, env: Mapping[str, str]) -> str | None:
 
 
 def describe_unresolved(value: str, what: str, env: Mapping[str, str]) -> str:
-    """Why a value did not resolve, naming the command or variables, never a value."""
+    """Why a value did not resolve, naming the variables, never a value (nor the command
+    itself, which may hold a secret)."""
     if is_command(value):
-        return f"Failed to resolve {what} from shell command: {value[1:]}"
+        return f"Failed to resolve {what} from its shell command (it failed or printed nothing)"
     missing = [name for name in env_names(value) if not env.get(name)]
     if len(missing) == 1:
         return f"Failed to resolve {what} from environment variable: {missing[0]}"

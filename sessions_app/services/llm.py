@@ -24,9 +24,9 @@ Sources 2-4 are the server's; PIWEB_SERVER_KEYS=staff keeps them to staff users.
 
 **A session's model** at a leaf: the one its path records (its last ``model_change`` or
 assistant message, as the core's ``build_session_context`` says) when that model is in
-the catalog (without a key for this user the run is refused: pick another model or add
-a key); else the session's environment profile
-(``Session.model_profile``); else the user's default (Models page), else pi's
+the catalog and this user has a key for it; else the session's environment profile
+(``Session.model_profile``); a recorded model without a key and no profile refuses the
+run (pick another model or add a key); with nothing recorded: the user's default (Models page), else pi's
 ``settings.json`` ``defaultProvider``/``defaultModel``, else the ``PIWEB_LLM_*``
 default. The **window** at a leaf is the recorded model's catalog window, so an imported
 Claude session keeps its 200k window even where piweb cannot call Claude.
@@ -455,9 +455,7 @@ def _resolve_key(user, model: dict[str, Any], cat: Catalog) -> tuple[str, str]:
         value = pi_config.resolve_value(entry.key, {**env, **entry.env})
         if value:
             return value, "pi-auth"
-        log.warning(
-            "%s", pi_config.describe_unresolved(entry.key, f"auth.json key of {provider}", env)
-        )
+        log.warning("pi auth.json: the key of %s did not resolve", provider)
     elif entry is not None and entry.type == "oauth":
         value = _oauth_key(provider)
         if value:
@@ -583,17 +581,22 @@ def resolve_for_session(session, user, recorded: dict | None = None):
     """The model a run at a leaf uses (see the module doc); ``recorded`` is the
     ``{"provider", "modelId"}`` the path records. None: no model configured."""
     cat = catalog()
+    refused = None
     if recorded and cat.find(recorded.get("provider"), recorded.get("modelId")):
-        # The model the branch uses, as pi continues a session with its model; without a
-        # key the run is refused (never silently moved to another model).
+        # The model the branch uses, as pi continues a session with its model.
         try:
             return resolve_model(user, recorded["provider"], recorded["modelId"])
         except ModelUnavailable as exc:
-            raise ModelUnavailable(f"{exc} Or pick another model for this session.") from None
+            refused = exc
     if session is not None and session.model_profile:
+        # The environment profile the session was given in piweb (e.g. an imported
+        # session continued on a local model).
         profile = resolve_profile(session.model_profile)
         if profile is not None:
             return resolve_model(user, profile.provider, profile.model)
+    if refused is not None:
+        # Never moved silently to another model: the user picks one or adds a key.
+        raise ModelUnavailable(f"{refused} Or pick another model for this session.")
     return resolve_model(user)
 
 

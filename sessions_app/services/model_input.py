@@ -11,8 +11,9 @@
 - the tools, whose OpenAI specs the run sends;
 - the messages: the core's `build_session_context` over the stored path
   (`services.tree.load_context_path` + `context_from_path`) and `convert_to_llm`;
-- the model profile and its context window (`services.llm.context_window`, the one
-  reading of the window setting);
+- the model and its context window: the window of the model the path records, from the
+  model catalog (`services.llm.session_window`); the model a run uses, with the key of
+  the user who sends (`resolved(user)`);
 - token counts: `context_tokens`, pi's estimate that the compaction threshold check
   uses (the last reply's usage plus chars/4 of what follows), and `count()`, tiktoken
   counts of the prompt and of each message for the inspector's meter.
@@ -183,6 +184,15 @@ class ModelInput:
         """The model the path records at the leaf (``{"provider", "modelId"}``)."""
         return self.context.get("model")
 
+    @property
+    def model_name(self) -> str:
+        """The model at the leaf, for people: the recorded `provider/id`, else the
+        session's environment profile's model ("" when neither)."""
+        recorded = self.recorded_model
+        if recorded and recorded.get("modelId"):
+            return f"{recorded.get('provider')}/{recorded['modelId']}"
+        return self.profile.model if self.profile else ""
+
     @cached_property
     def window(self) -> int:
         """The context window at the leaf: the recorded model's catalog window, else the
@@ -233,7 +243,10 @@ class ModelInput:
         """tiktoken counts of the prompt and each message, exact for the first
         `exact_chars` characters (default PIWEB_EXACT_TOKEN_CHARS), estimated after."""
         chars = settings.PIWEB_EXACT_TOKEN_CHARS if exact_chars is None else exact_chars
-        budget = _TokenBudget(chars, self.profile.model if self.profile else None)
+        recorded = self.recorded_model or {}
+        budget = _TokenBudget(
+            chars, recorded.get("modelId") or (self.profile.model if self.profile else None)
+        )
         system, system_estimated = budget.text(self.system_prompt)
         counted = tuple(budget.message(message) for message in self.messages)
         return TokenCounts(system, system_estimated, counted)
