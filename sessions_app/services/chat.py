@@ -229,13 +229,19 @@ def switch_model(session: Session, user, choice: str):
     """Use another model from now on: a pi `model_change` entry ({provider, modelId}) at
     the leaf. `choice` is `provider/model-id` from the catalog, or the name of an
     environment profile (which the session then keeps as its profile)."""
-    profile = llm.model_profiles().get(choice)
+    profiles = llm.model_profiles()
+    profile = profiles.get(choice)
     if profile is not None:
         provider, model_id = profile.provider, profile.model
     else:
         provider, _, model_id = (choice or "").partition("/")
         if not model_id or llm.find_model(provider, model_id) is None:
             raise ChatError(f"Unknown model: {choice!r}.", "unknown_model")
+        # An environment model picked by its catalog name: the session keeps its profile.
+        profile = next(
+            (p for p in profiles.values() if (p.provider, p.model) == (provider, model_id)),
+            None,
+        )
     with transaction.atomic():
         entry = tree.append_entry(
             session,
