@@ -846,3 +846,32 @@ def _tiny_request(resolved: ResolvedModel) -> str:
         max_completion_tokens=16,
     )
     return (done.choices[0].message.content or "").strip() if done.choices else ""
+
+
+def summary_profile(session, user=None) -> ModelProfile | None:
+    """The model a summary job of this session calls (compaction, branch summary,
+    comparison), as an OpenAI-compatible profile for the summarizer: the model the
+    session's leaf uses, with the key of `user` (default: the owner). None: the offline
+    summarizer (no model, no key, or an API the summarizer does not speak yet)."""
+    from sessions_app.services.model_input import model_input
+
+    try:
+        resolved = model_input(session).resolved(user)
+    except ModelUnavailable:
+        return None
+    if resolved is None or resolved.api != "openai-completions":
+        return None
+    cat = catalog()
+    profile = cat.env_profiles.get((resolved.provider, resolved.model_id))
+    if profile is not None and resolved.key_source == "env":
+        return profile
+    return ModelProfile(
+        name=resolved.provider,
+        base_url=resolved.model["baseUrl"],
+        model=resolved.model_id,
+        api_key=resolved.api_key,
+        context_window=resolved.context_window,
+        max_output=resolved.max_tokens or settings.PIWEB_LLM_MAX_OUTPUT,
+        timeout=resolved.timeout,
+        provider=resolved.provider,
+    )

@@ -14,7 +14,7 @@ from sessions_app.selectors.entries import entry_pk
 from sessions_app.services import llm, summarizer, tree
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.llm import summary_profile
 
 Status = Job.Status
 FOCUS_MAX_CHARS = 4000
@@ -70,14 +70,14 @@ def check_instructions(text: str | None, what: str) -> str | None:
 
 def on_claim(job: Job) -> None:
     """A summary job names its model (or the offline summarizer) when it starts."""
-    profile = resolve_profile(job.session.model_profile)
+    profile = summary_profile(job.session, job.created_by)
     job.model = (profile.label if profile else OFFLINE_MODEL)[:200]
     job.progress = {"phase": "summarizing", "attempt": job.attempts}
 
 
 def summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> tuple[list, dict]:
     """Run model requests (None entries stay None) or the offline fallback."""
-    profile = resolve_profile(job.session.model_profile)
+    profile = summary_profile(job.session, job.created_by)
     if profile is None:
         return offline(), {"offline": True}
     texts = []
