@@ -653,6 +653,7 @@ class ModelChoice:
             "keyDetail": self.key.detail,
             "source": self.source,
             "callable": self.callable,
+            "enabled": self.enabled,
         }
 
 
