@@ -9,44 +9,14 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.models import ModelPreference
+from sessions_app.selectors.models import models_page_context
 from sessions_app.services import llm, provider_keys
 
 
 @login_required
 @require_GET
 def models_page(request):
-    user = request.user
-    everything = llm.all_models(user)
-    providers: dict[str, dict] = {}
-    for choice in everything:
-        row = providers.setdefault(
-            choice.provider, {"provider": choice.provider, "key": choice.key, "count": 0}
-        )
-        row["count"] += 1
-    hints = provider_keys.user_providers(user)
-    for provider, hint in hints.items():
-        providers.setdefault(provider, {"provider": provider, "key": None, "count": 0})
-        providers[provider]["hint"] = hint
-    available = llm.available_models(user)
-    groups: dict[str, list] = {}
-    for choice in available:
-        groups.setdefault(choice.provider, []).append(choice)
-    pref = ModelPreference.objects.filter(user=user).first()
-    default = llm.default_model_ref(user)
-    context = {
-        "providers": sorted(providers.values(), key=lambda r: r["provider"]),
-        "groups": sorted(groups.items()),
-        "own_keys": sorted(hints),
-        "pref_ref": f"{pref.provider}/{pref.model_id}" if pref and pref.model_id else "",
-        "pref_thinking": pref.thinking_level if pref else "",
-        "default_ref": "/".join(default) if default else "",
-        "default_thinking": llm.default_thinking_level(user),
-        "levels": llm.THINKING_LEVELS,
-        "catalog_error": llm.catalog().error,
-        "agent_dir": llm.agent_dir().path,
-    }
-    return render(request, "sessions_app/models/page.html", context)
+    return render(request, "sessions_app/models/page.html", models_page_context(request.user))
 
 
 @login_required
