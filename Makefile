@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: run test install pi-reference migrate createsuperuser lint format bench sandbox
+.PHONY: run test install pi-reference migrate createsuperuser lint format bench sandbox model-catalog
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ install: $(STAMP)
 
 pi-reference: install
 	bash bin/install-pi-reference
+
+# The model catalog (sessions_app/data/pi_models.json) from the pinned pi package.
+model-catalog: pi-reference
+	$(PY) bin/generate-model-catalog
 
 migrate: install
 	$(PY) manage.py migrate --noinput

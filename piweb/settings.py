@@ -347,7 +347,26 @@ PIWEB_LLM_MAX_OUTPUT = int(os.environ.get("PIWEB_LLM_MAX_OUTPUT", "16384"))
 PIWEB_LLM_TIMEOUT = float(os.environ.get("PIWEB_LLM_TIMEOUT", "120"))
 PIWEB_MODEL_PROFILES_JSON = os.environ.get("PIWEB_MODEL_PROFILES", "")
 
-# Compaction defaults (pi's); a session can override them in Session.settings.
+# pi's agent folder (models.json, auth.json, settings.json), read as pi reads it and
+# re-read when a file changes. Unset: ~/.pi/agent of the user running piweb when that
+# folder exists; "" (empty): none.
+_pi_agent_dir = os.environ.get("PIWEB_PI_AGENT_DIR")
+if _pi_agent_dir is None:
+    _default_agent_dir = Path.home() / ".pi" / "agent"
+    _pi_agent_dir = str(_default_agent_dir) if _default_agent_dir.is_dir() else ""
+PIWEB_PI_AGENT_DIR = _pi_agent_dir
+# Who may use the server's keys (environment variables, pi's auth.json and models.json):
+# "all" signed-in users (default; a single-user or trusted team setup) or "staff" only
+# (others bring their own key on the Models page).
+PIWEB_SERVER_KEYS = os.environ.get("PIWEB_SERVER_KEYS", "all").strip().lower()
+if PIWEB_SERVER_KEYS not in ("all", "staff"):
+    raise RuntimeError(f"PIWEB_SERVER_KEYS must be 'all' or 'staff', not {PIWEB_SERVER_KEYS!r}.")
+# The key that encrypts users' own API keys (Fernet, urlsafe base64 of 32 bytes). Unset:
+# derived from SECRET_KEY with HKDF-SHA256 (rotating SECRET_KEY then loses stored keys).
+PIWEB_KEY_ENCRYPTION_KEY = os.environ.get("PIWEB_KEY_ENCRYPTION_KEY", "")
+
+# Compaction defaults (pi's); pi's settings.json, then a session's
+# own (Session.settings), override them.
 PIWEB_COMPACTION = {
     "enabled": _env_bool("PIWEB_COMPACTION_ENABLED", True),
     "reserve_tokens": int(os.environ.get("PIWEB_COMPACTION_RESERVE_TOKENS", "16384")),

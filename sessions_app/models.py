@@ -489,3 +489,42 @@ class WorkspaceUsage(models.Model):
 
     def __str__(self):
         return f"{self.user_id}: {self.bytes} bytes"
+
+
+class ProviderKey(models.Model):
+    """A user's own API key for one model provider, encrypted (services/provider_keys.py).
+
+    The key is stored only as a Fernet token; it is never shown back, logged or exported.
+    ``hint`` keeps the last four characters so that the Models page can tell keys apart.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_keys"
+    )
+    provider = models.CharField(max_length=100)
+    encrypted_key = models.BinaryField()
+    hint = models.CharField(max_length=8, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "provider"], name="unique_provider_key")
+        ]
+
+    def __repr__(self):
+        return f"<ProviderKey {self.user_id}:{self.provider}>"
+
+    __str__ = __repr__
+
+
+class ModelPreference(models.Model):
+    """A user's default model and thinking level (the Models page; "" = not chosen)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_preference"
+    )
+    provider = models.CharField(max_length=100, blank=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    thinking_level = models.CharField(max_length=10, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)

@@ -11,6 +11,7 @@ from sessions_app.views import (
     compare,
     exports,
     jobs,
+    models,
     pages,
     search,
     sharing,
@@ -79,6 +80,7 @@ urlpatterns = [
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
+    path("s/<str:session_id>/chat/thinking/", chat.set_thinking, name="chat_thinking"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
     # --- where the session continues, and pi's file
@@ -136,4 +138,10 @@ urlpatterns = [
     ),
     path("usage/", usage.usage_dashboard, name="usage_dashboard"),
     path("usage/export.csv", usage.usage_csv, name="usage_csv"),
+    # --- models and keys
+    path("models/", models.models_page, name="models_page"),
+    path("models/key/", models.save_key, name="models_key"),
+    path("models/key/remove/", models.remove_key, name="models_key_remove"),
+    path("models/test/", models.test_model, name="models_test"),
+    path("models/default/", models.save_default, name="models_default"),
 ]

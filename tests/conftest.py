@@ -110,6 +110,17 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
                 "context_window": 128000,
                 "max_output": 4096,
             },
+            # models tests: a priced reasoning model of its own provider (a cloud stand-in)
+            "scripted-cloud": {
+                "base_url": llm_server.base_url,
+                "api_key": "server-key-not-secret",
+                "provider": "scripted-cloud",
+                "model": "scripted-priced",
+                "context_window": 200000,
+                "max_output": 4096,
+                "reasoning": True,
+                "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+            },
             # chat tests: a short read timeout (timeout -> visible error entry)
             "scripted-fast": {
                 "base_url": llm_server.base_url,
@@ -148,6 +159,8 @@ def _scripted_profiles(llm_server):
     from django.conf import settings
 
     settings.PIWEB_MODEL_PROFILES_JSON = _model_profiles(llm_server)
+    # Never the pi config of whoever runs the tests (tests give their own folder).
+    settings.PIWEB_PI_AGENT_DIR = ""
 
 
 @pytest.fixture(scope="session")
@@ -171,6 +184,7 @@ def child_env(
         DATABASE_URL=database_url,
         PIWEB_VAR_DIR=str(settings.VAR_DIR),
         PIWEB_MODEL_PROFILES=_model_profiles(llm_server),
+        PIWEB_PI_AGENT_DIR="",
         PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
         PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
         PIWEB_SNAPSHOT_DIR=str(settings.PIWEB_SNAPSHOT_DIR),

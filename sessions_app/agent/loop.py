@@ -26,7 +26,7 @@ import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from .providers import stream_for
@@ -38,38 +38,6 @@ from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result
 
 TEXT_FLUSH_SECONDS = 0.05
 TEXT_FLUSH_CHARS = 4000
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    """The old one-endpoint configuration (OpenAI chat-completions); ``resolved()`` turns
-    it into the :class:`ResolvedModel` every caller now passes."""
-
-    base_url: str
-    model: str
-    api_key: str = field(default="", repr=False)
-    provider: str = "openai-compatible"
-    max_output: int = 16384
-    timeout: float = 120.0
-
-    def resolved(self) -> ResolvedModel:
-        return ResolvedModel(
-            model={
-                "id": self.model,
-                "name": self.model,
-                "api": "openai-completions",
-                "provider": self.provider,
-                "baseUrl": self.base_url,
-                "reasoning": False,
-                "input": ["text", "image"],
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                "contextWindow": 0,
-                "maxTokens": self.max_output,
-            },
-            api_key=self.api_key or "not-needed",
-            key_source="env" if self.api_key else "none",
-            timeout=self.timeout,
-        )
 
 
 class RunHooks(Protocol):
@@ -121,7 +89,7 @@ class AgentRun:
     def __init__(
         self,
         *,
-        llm: ResolvedModel | LLMConfig,
+        llm: ResolvedModel,
         system_prompt: str,
         tools: list[Tool],
         tool_ctx: ToolContext,
@@ -133,7 +101,7 @@ class AgentRun:
         thinking_level: str = "off",
         session_id: str | None = None,
     ):
-        self.llm = llm.resolved() if isinstance(llm, LLMConfig) else llm
+        self.llm = llm
         self.system_prompt = system_prompt
         self.tools = {t.name: t for t in tools}
         self.tool_ctx = tool_ctx

@@ -7,18 +7,23 @@ from django.conf import settings
 from sessions_app.core.context_chart import context_timeline
 from sessions_app.models import Session
 from sessions_app.services.jobs import compaction_settings
-from sessions_app.services.llm import context_window, resolve_profile
+from sessions_app.services.llm import session_window, window_of
 from sessions_app.services.sessions import load_path
 
 
 def context_window_for(model_key: str | None, default: int) -> int:
-    """The context window of a `provider/model` key (PIWEB_MODEL_CONTEXT_WINDOWS), else
-    `default`."""
+    """The context window of a `provider/model` key: PIWEB_MODEL_CONTEXT_WINDOWS when it
+    names the model, else the model catalog's (pi's models, models.json, environment
+    profiles), else `default`."""
     windows = settings.PIWEB_MODEL_CONTEXT_WINDOWS
     if model_key:
         for name in (model_key, model_key.split("/", 1)[-1]):
             if isinstance(windows.get(name), int):
                 return windows[name]
+        provider, _, model_id = model_key.partition("/")
+        found = window_of(provider, model_id) if model_id else window_of(None, provider)
+        if found:
+            return found
     return default
 
 
@@ -27,7 +32,7 @@ def context_chart(session: Session, leaf_pi_id=None) -> dict:
     session's leaf), with each turn's window and compaction threshold."""
     path = load_path(session) if leaf_pi_id is None else load_path(session, leaf_pi_id)
     timeline = context_timeline(path)
-    default = context_window(resolve_profile(session.model_profile))
+    default = session_window(session)
     reserve = compaction_settings(session).reserve_tokens
     for point in timeline["points"]:
         point["window"] = context_window_for(point["model"], default)

@@ -167,9 +167,15 @@ def send_message(session: Session, user, text: str) -> Job:
             f"for {settings.PIWEB_PI_QUIET_SECONDS:g} seconds. Fork it to go on here now.",
             "pi_writing",
         )
-    profile = llm.resolve_profile(session.model_profile)
-    if parsed.mode == "agent" and profile is None:
-        raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
+    resolved = None
+    if parsed.mode == "agent":
+        # The run uses the model the leaf records, with the key of the person sending.
+        try:
+            resolved = model_input(session).resolved(user)
+        except llm.ModelUnavailable as exc:
+            raise ChatError(str(exc), "no_key") from None
+        if resolved is None:
+            raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
     try:
         workspaces.session_cwd(session)
     except WorkspaceError:
@@ -201,6 +207,8 @@ def send_message(session: Session, user, text: str) -> Job:
                     "press Stop, then send again."
                 )
             params: dict[str, Any] = {"mode": parsed.mode}
+            if resolved is not None:
+                params["key_source"] = resolved.key_source
             if parsed.mode == "agent":
                 entry = sessions.append_entry(
                     locked,
@@ -225,7 +233,7 @@ def send_message(session: Session, user, text: str) -> Job:
                 locked,
                 actor=user,
                 params=params,
-                model=profile.model if profile and parsed.mode == "agent" else "",
+                model=f"{resolved.provider}/{resolved.model_id}"[:200] if resolved else "",
             )
     except IntegrityError:
         raise RunBusy("A run is already in progress on this session.") from None
@@ -255,19 +263,56 @@ def stop_run(session: Session, user) -> Job | None:
     return job
 
 
-def switch_model(session: Session, user, profile_name: str):
-    """Use another model profile from now on: a pi `model_change` entry at the leaf."""
-    profile = llm.model_profiles().get(profile_name)
-    if profile is None:
-        raise ChatError(f"Unknown model profile: {profile_name!r}.", "unknown_model")
+def switch_model(session: Session, user, choice: str):
+    """Use another model from now on: a pi `model_change` entry ({provider, modelId}) at
+    the leaf. `choice` is `provider/model-id` from the catalog, or the name of an
+    environment profile (which the session then keeps as its profile)."""
+    profiles = llm.model_profiles()
+    profile = profiles.get(choice)
+    if profile is not None:
+        provider, model_id = profile.provider, profile.model
+    else:
+        provider, _, model_id = (choice or "").partition("/")
+        if not model_id or llm.find_model(provider, model_id) is None:
+            raise ChatError(f"Unknown model: {choice!r}.", "unknown_model")
+        # An environment model picked by its catalog name: the session keeps its profile.
+        profile = next(
+            (p for p in profiles.values() if (p.provider, p.model) == (provider, model_id)),
+            None,
+        )
     with transaction.atomic():
         entry = sessions.append_entry(
             session,
-            {"type": "model_change", "provider": profile.provider, "modelId": profile.model},
+            {"type": "model_change", "provider": provider, "modelId": model_id},
             actor=user,
         )
-        Session.objects.filter(pk=session.pk).update(model_profile=profile.name)
-        sessions.record_activity(session, user, "model_changed", profile=profile.name)
+        if profile is not None:
+            Session.objects.filter(pk=session.pk).update(model_profile=profile.name)
+        sessions.record_activity(session, user, "model_changed", model=f"{provider}/{model_id}")
+    session.refresh_from_db()
+    return entry
+
+
+def set_thinking_level(session: Session, user, level: str):
+    """Think at another level from now on: a pi `thinking_level_change` entry at the leaf
+    (clamped to what the leaf's model supports, as pi clamps it)."""
+    if level not in llm.THINKING_LEVELS:
+        raise ChatError(f"Unknown thinking level: {level!r}.", "unknown_level")
+    recorded = model_input(session).recorded_model
+    model = llm.find_model(recorded.get("provider"), recorded.get("modelId")) if recorded else None
+    if model is None:
+        try:
+            resolved = model_input(session).resolved(user)
+        except llm.ModelUnavailable:
+            resolved = None
+        model = resolved.model if resolved is not None else None
+    if model is not None:
+        level = llm.thinking_for(model, level)
+    with transaction.atomic():
+        entry = sessions.append_entry(
+            session, {"type": "thinking_level_change", "thinkingLevel": level}, actor=user
+        )
+        sessions.record_activity(session, user, "thinking_changed", level=level)
     session.refresh_from_db()
     return entry
 
@@ -410,6 +455,7 @@ class _Hooks:
         return model_input(self.session, self.parent).messages
 
     def persist(self, message: dict) -> None:
+        llm.price_message(message)
         self.last_entry = append_on_branch(
             self.session, {"type": "message", "message": message}, self.parent
         )
@@ -541,18 +587,23 @@ def _after_run(session: Session) -> None:
 
 def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
     seen = model_input(job.session, hooks.parent)
-    if seen.llm_config is None:
+    try:
+        config = seen.resolved(job.created_by)
+        problem = llm.HOW_TO_CONFIGURE
+    except llm.ModelUnavailable as exc:
+        config, problem = None, str(exc)
+    if config is None:
         hooks.persist(
             {
                 "role": "assistant", "content": [], "api": "openai-completions", "provider": "piweb",
                 "model": "", "usage": None, "stopReason": "error",
-                "errorMessage": llm.HOW_TO_CONFIGURE, "timestamp": now_ms(),
+                "errorMessage": problem, "timestamp": now_ms(),
             }
         )  # fmt: skip
         return "error", "no model configured"
     tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
     run = AgentRun(
-        llm=seen.llm_config,
+        llm=config,
         system_prompt=seen.system_prompt,
         tools=list(seen.tools),
         tool_ctx=tool_ctx,

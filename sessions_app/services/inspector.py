@@ -69,7 +69,7 @@ class InspectorReport:
     tools = property(lambda self: self.input.tools)
     thinking_level = property(lambda self: str(self.input.context.get("thinkingLevel", "off")))
     model = property(lambda self: self.input.context.get("model"))
-    model_name = property(lambda self: self.input.profile.model if self.input.profile else "")
+    model_name = property(lambda self: self.input.model_name)
     window = property(lambda self: self.input.window)
     context_tokens = property(lambda self: self.input.context_tokens)
     system_tokens = property(lambda self: self.counts.system)

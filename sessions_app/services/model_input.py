@@ -13,8 +13,9 @@
   (``"tools"`` in its spec) name others, as pi's ``--tools`` does (`session_tools`);
 - the messages: the core's `build_session_context` over the stored path
   (`services.sessions.load_context_path` + `context_from_path`) and `convert_to_llm`;
-- the model profile and its context window (`services.llm.context_window`, the one
-  reading of the window setting);
+- the model and its context window: the window of the model the path records, from the
+  model catalog (`services.llm.session_window`); the model a run uses, with the key of
+  the user who sends (`resolved(user)`);
 - token counts: `context_tokens`, pi's estimate that the compaction threshold check
   uses (the last reply's usage plus chars/4 of what follows), and `count()`, tiktoken
   counts of the prompt and of each message for the inspector's meter.
@@ -37,7 +38,6 @@ from functools import cached_property
 from django.conf import settings
 
 from sessions_app.agent.paths import WorkspaceError, is_within
-from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
@@ -202,13 +202,32 @@ class ModelInput:
         return llm.resolve_profile(self.session.model_profile)
 
     @property
-    def window(self) -> int:
-        return llm.context_window(self.profile)
+    def recorded_model(self) -> dict | None:
+        """The model the path records at the leaf (``{"provider", "modelId"}``)."""
+        return self.context.get("model")
 
     @property
-    def llm_config(self) -> ResolvedModel | None:
-        """How the run reaches the model (None: no model configured)."""
-        return self.profile.resolved() if self.profile is not None else None
+    def model_name(self) -> str:
+        """The model at the leaf, for people: the recorded `provider/id`, else the
+        session's environment profile's model ("" when neither)."""
+        recorded = self.recorded_model
+        if recorded and recorded.get("modelId"):
+            return f"{recorded.get('provider')}/{recorded['modelId']}"
+        return self.profile.model if self.profile else ""
+
+    @cached_property
+    def window(self) -> int:
+        """The context window at the leaf: the recorded model's catalog window, else the
+        window of the model a run would use (`services.llm.session_window`)."""
+        return llm.session_window(self.session, self.recorded_model)
+
+    def resolved(self, user=None):
+        """The model a run at this leaf uses for `user` (default: the session's owner),
+        with that user's key; None when no model is configured. Raises
+        `llm.ModelUnavailable`."""
+        return llm.resolve_for_session(
+            self.session, user if user is not None else self.session.owner, self.recorded_model
+        )
 
     @cached_property
     def context_tokens(self) -> int:
@@ -219,7 +238,10 @@ class ModelInput:
         """tiktoken counts of the prompt and each message, exact for the first
         `exact_chars` characters (default PIWEB_EXACT_TOKEN_CHARS), estimated after."""
         chars = settings.PIWEB_EXACT_TOKEN_CHARS if exact_chars is None else exact_chars
-        budget = _TokenBudget(chars, self.profile.model if self.profile else None)
+        recorded = self.recorded_model or {}
+        budget = _TokenBudget(
+            chars, recorded.get("modelId") or (self.profile.model if self.profile else None)
+        )
         system, system_estimated = budget.text(self.system_prompt)
         counted = tuple(budget.message(message) for message in self.messages)
         return TokenCounts(system, system_estimated, counted)

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.responses import notice
 from sessions_app.selectors.panels.chat import run_context, transcript_context
-from sessions_app.services import chat, llm
+from sessions_app.services import chat
 from sessions_app.services.access import EDITOR, check_access
 
 
@@ -51,11 +51,19 @@ def stop(request, session):
 
 @_chat_action
 def switch_model(request, session):
-    chat.switch_model(session, request.user, request.POST.get("profile", ""))
-    profile = llm.resolve_profile(session.model_profile)
+    """Record a model_change at the leaf: `profile` is `provider/model-id` or the name of
+    an environment profile."""
+    entry = chat.switch_model(session, request.user, request.POST.get("profile", ""))
     return notice(
-        request, f"Model: {profile.label if profile else session.model_profile}", level="ok"
+        request, f"Model: {entry.payload['provider']}/{entry.payload['modelId']}", level="ok"
     )
+
+
+@_chat_action
+def set_thinking(request, session):
+    """Record a thinking_level_change at the leaf (clamped to the model's levels)."""
+    entry = chat.set_thinking_level(session, request.user, request.POST.get("level", ""))
+    return notice(request, f"Thinking: {entry.payload['thinkingLevel']}", level="ok")
 
 
 @login_required

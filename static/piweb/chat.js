@@ -266,9 +266,20 @@
           var select = modelForm.querySelector("select");
           post(modelForm.action, { profile: select.value }).then(function (res) {
             showNotice(res.html);
+            if (!res.ok) return;
+            var option = select.options[select.selectedIndex];
             var label = root.querySelector(".chat-model");
-            if (res.ok && label) label.textContent = select.options[select.selectedIndex].textContent;
+            if (label) label.textContent = option.value;
+            updateThinking((option.dataset.levels || "off").split(","));
           });
+        });
+      }
+      var thinkingForm = document.getElementById("chat-thinking-form");
+      if (thinkingForm) {
+        thinkingForm.addEventListener("submit", function (ev) {
+          ev.preventDefault();
+          var level = document.getElementById("chat-thinking-select").value;
+          post(thinkingForm.action, { level: level }).then(function (res) { showNotice(res.html); });
         });
       }
       document.getElementById("chat-stop").addEventListener("click", function () {
@@ -304,6 +315,24 @@
         if (window.htmx) window.htmx.process(fresh);
         syncPiWriting();
       });
+  }
+
+  // The thinking control: shown for reasoning models only, with the levels they support.
+  function updateThinking(levels) {
+    var thinkingForm = document.getElementById("chat-thinking-form");
+    var select = document.getElementById("chat-thinking-select");
+    if (!thinkingForm || !select) return;
+    var reasoning = !(levels.length === 1 && levels[0] === "off");
+    var current = select.value;
+    while (select.firstChild) select.removeChild(select.firstChild);
+    levels.forEach(function (level) {
+      var option = document.createElement("option");
+      option.value = level;
+      option.textContent = level;
+      if (level === current) option.selected = true;
+      select.appendChild(option);
+    });
+    thinkingForm.hidden = !reasoning;
   }
 
   function init() {

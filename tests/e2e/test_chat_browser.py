@@ -89,9 +89,9 @@ def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make
     expect(page.locator("#chat-notice")).to_contain_text("No model is configured")
     assert not Job.objects.filter(session=session).exists()
     # Pick a configured model in the panel; the next message goes to it.
-    page.select_option("#chat-model-select", "scripted")
+    page.select_option("#chat-model-select", "openai-compatible/scripted-model")
     page.click(".chat-model-form button")
-    expect(page.locator("#chat-notice")).to_contain_text("Model: scripted: scripted-model")
+    expect(page.locator("#chat-notice")).to_contain_text("Model: openai-compatible/scripted-model")
     llm.push(text("hello from the model", chunk_size=4, delay_between_chunks=0.02))
     page.fill("#chat-input", "hello again")
     page.press("#chat-input", "Enter")

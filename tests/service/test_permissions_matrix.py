@@ -82,6 +82,7 @@ ROUTES: dict[str, Route] = {
     "pi_file_write_back": Route("editor", "POST", ok=400, kwargs=S, htmx=True),
     "chat_stop": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
     "chat_model": Route("editor", "POST", ok=400, kwargs=S, data={"profile": "nope"}, htmx=True),
+    "chat_thinking": Route("editor", "POST", ok=400, kwargs=S, data={"level": "nope"}, htmx=True),
     "chat_transcript": Route("viewer", kwargs=S),
     "chat_state": Route("viewer", kwargs=S),
     # jobs
@@ -125,6 +126,12 @@ ROUTES: dict[str, Route] = {
     "usage_context_chart": Route("viewer", kwargs=S),
     "usage_dashboard": Route("login"),  # counts only what the caller can see
     "usage_csv": Route("login"),
+    # models: each user's own keys and defaults
+    "models_page": Route("login"),
+    "models_key": Route("login", "POST", ok=302, data={"provider": "openai", "key": ""}),
+    "models_key_remove": Route("login", "POST", ok=302, data={"provider": "openai"}),
+    "models_test": Route("login", "POST", ok=302, data={"model": "nope/nothing"}),
+    "models_default": Route("login", "POST", ok=302, data={"model": "", "thinking": ""}),
 }
 
 

@@ -104,6 +104,7 @@ class ScriptedLLM:
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -121,6 +122,7 @@ class ScriptedLLM:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.authorizations.clear()
 
     def pending(self) -> int:
         with self._lock:
@@ -130,9 +132,10 @@ class ScriptedLLM:
         self._server.shutdown()
         self._server.server_close()
 
-    def _next(self, body: dict) -> Reply | None:
+    def _next(self, body: dict, authorization: str | None = None) -> Reply | None:
         with self._lock:
             self.requests.append(body)
+            self.authorizations.append(authorization)
             return self._script.pop(0) if self._script else None
 
     def _handler_class(self):
@@ -158,7 +161,7 @@ class ScriptedLLM:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._json(404, {"error": {"message": "not found"}})
                     return
-                reply = llm._next(body)
+                reply = llm._next(body, self.headers.get("Authorization"))
                 if reply is None:
                     self._json(
                         500,

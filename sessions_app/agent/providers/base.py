@@ -56,6 +56,10 @@ class ResolvedModel:
     def max_tokens(self) -> int:
         return int(self.model.get("maxTokens") or 0)
 
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model_id}"
+
 
 @dataclass
 class ModelRequest:

@@ -7,6 +7,7 @@ from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.selectors.changes import change_counts
 from sessions_app.services import chat, llm, sessions
+from sessions_app.services.model_input import model_input
 
 TRANSCRIPT_LIMIT = 200
 
@@ -43,16 +44,51 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}
 
 
-def chat_context(access) -> dict:
+def model_context(session, user) -> dict:
+    """The model and thinking level at the leaf, and the models this user can pick,
+    grouped by provider (the chat header's picker)."""
+    seen = model_input(session)
+    recorded = seen.recorded_model
+    problem = ""
+    try:
+        resolved = seen.resolved(user)
+    except llm.ModelUnavailable as exc:
+        resolved, problem = None, str(exc)
+    model = resolved.model if resolved is not None else None
+    if model is None and recorded:
+        model = llm.find_model(recorded.get("provider"), recorded.get("modelId"))
+    current = f"{model['provider']}/{model['id']}" if model else ""
+    choices = llm.available_models(user)
+    groups: dict[str, list] = {}
+    for choice in choices:
+        groups.setdefault(choice.provider, []).append(choice)
+    thinking = seen.context.get("thinkingLevel")
+    if not isinstance(thinking, str) or thinking not in llm.THINKING_LEVELS:
+        thinking = llm.default_thinking_level(user)
+    return {
+        "resolved": resolved,
+        "model": model,
+        "current": current,
+        "problem": problem,
+        "groups": sorted(groups.items()),
+        "known_current": any(c.ref == current for c in choices),
+        "thinking": llm.thinking_for(model, thinking) if model else thinking,
+        "levels": llm.supported_thinking_levels(model) if model else ["off"],
+        "reasoning": bool(model and model.get("reasoning")),
+    }
+
+
+def chat_context(access, user=None) -> dict:
     """The whole chat panel of the session page (`chat` in its template)."""
     session = access.session
     profile = llm.resolve_profile(session.model_profile)
     job = chat.active_run(session)
+    models = model_context(session, user if user is not None else session.owner)
     return {
         "profile": profile,
-        "profiles": sorted(llm.model_profiles().values(), key=lambda p: p.name),
-        "current_profile": profile.name if profile else session.model_profile,
-        "how_to_configure": llm.HOW_TO_CONFIGURE,
+        "models": models,
+        "configured": models["resolved"] is not None,
+        "how_to_configure": models["problem"] or llm.HOW_TO_CONFIGURE,
         "can_edit": access.can_edit,
         "active_job": job,
         "run_state": (chat.run_state(session) if job else None) or None,

@@ -32,7 +32,7 @@ def session_page_context(access, state: dict, user=None) -> dict:
         context["entry"] = find_entry(session, target)
     context.update(usage_context(session))
     context.update(
-        chat=chat_context(access),
+        chat=chat_context(access, user),
         jp=jobs_context(access),
         review=review_context(session, state),
         provenance=session_provenance(session),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from sessions_app.core.compaction import CompactionSettings
+from sessions_app.core.messages import context_from_path
 from sessions_app.core.offline_summary import summarize_offline
 from sessions_app.core.summaries import (
     assemble_branch_summary,
@@ -34,7 +35,7 @@ from sessions_app.services.jobs.summaries import (
     on_claim,
     summarize,
 )
-from sessions_app.services.llm import context_window, resolve_profile
+from sessions_app.services.llm import branch_summary_reserve, session_window
 
 
 def _active_duplicate(session: Session, old_leaf_pi_id: str | None, target_pi_id: str):
@@ -117,8 +118,9 @@ def run(job: Job, attempt: int) -> str | None:
             job, attempt, None, _attach, note="Nothing to summarize: no branch was left."
         )
     cfg = CompactionSettings.from_dict(params.get("settings"))
-    profile = resolve_profile(session.model_profile)
-    budget = branch_token_budget(context_window(profile), cfg.reserve_tokens)
+    recorded = context_from_path(new_path)["model"] if new_path else None
+    window = session_window(session, recorded)
+    budget = branch_token_budget(window, branch_summary_reserve(cfg.reserve_tokens))
     prep = prepare_branch_entries(collected["entries"], budget)
     if not prep.messages:
         return complete(

@@ -215,7 +215,9 @@ def run(job: Job, attempt: int) -> str | None:
         return [summarize_offline(prep.messages_to_summarize, prep.previous_summary, focus), None]
 
     plan = plan_compaction_requests(
-        prep, custom_instructions=focus, model_max_tokens=model_max_tokens(job.session)
+        prep,
+        custom_instructions=focus,
+        model_max_tokens=model_max_tokens(job.session, job.created_by),
     )
     texts, meta = summarize(job, attempt, [plan["history"], plan["turnPrefix"]], offline)
     history_text = texts[0] if texts[0] is not None else (plan["historyPlaceholder"] or "")

@@ -14,7 +14,7 @@ from sessions_app.core.summaries import serialize_conversation
 from sessions_app.models import Job, Session
 from sessions_app.services import compare, sessions, summarizer
 from sessions_app.services.jobs import lifecycle
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.llm import summary_profile
 
 Status = Job.Status
 MAX_PROMPT_CHARS = 60_000
@@ -80,7 +80,7 @@ def run(job: Job, attempt: int) -> str | None:
     """Compare the two branches, describe the difference, keep the text on the job."""
     try:
         comparison = compare.compare(job.session, job.params["a"], job.params["b"])
-        profile = resolve_profile(job.session.model_profile)
+        profile = summary_profile(job.session, job.created_by)
         if profile is None:
             text, offline, job.model = offline_difference_summary(comparison), True, "offline"
         else:

@@ -11,10 +11,10 @@ from django.db import transaction
 from sessions_app.core.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import sessions, summarizer
+from sessions_app.services import llm, sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
-from sessions_app.services.llm import resolve_profile
+from sessions_app.services.llm import summary_profile
 
 Status = Job.Status
 FOCUS_MAX_CHARS = 4000
@@ -22,17 +22,13 @@ OFFLINE_MODEL = "offline summarizer"
 
 
 def compaction_settings(session: Session) -> CompactionSettings:
-    """Effective settings: global PIWEB_COMPACTION, then the session's overrides.
+    """Effective settings: global PIWEB_COMPACTION, pi's settings.json (its
+    ``compaction`` object), then the session's overrides.
 
     ``Session.settings["compaction"]`` uses pi's keys (enabled, reserveTokens,
     keepRecentTokens).
     """
-    glob = settings.PIWEB_COMPACTION
-    merged = {
-        "enabled": glob.get("enabled", True),
-        "reserveTokens": glob.get("reserve_tokens", 16384),
-        "keepRecentTokens": glob.get("keep_recent_tokens", 20000),
-    }
+    merged = llm.compaction_defaults()
     own = (session.settings or {}).get("compaction") or {}
     merged.update({k: v for k, v in own.items() if k in merged})
     return CompactionSettings.from_dict(merged)
@@ -72,10 +68,10 @@ def check_instructions(text: str | None, what: str) -> str | None:
     return text
 
 
-def model_max_tokens(session: Session) -> int | None:
-    """The session's model's max output tokens (None: no model), which caps pi's summary
-    budgets (the core's request builders take it)."""
-    profile = resolve_profile(session.model_profile)
+def model_max_tokens(session: Session, user=None) -> int | None:
+    """The max output tokens of the model a summary of this session calls (None: no
+    model), which caps pi's summary budgets (the core's request builders take it)."""
+    profile = summary_profile(session, user)
     if profile is None:
         return None
     value = getattr(profile, "max_output", None) or getattr(profile, "max_tokens", None)
@@ -84,14 +80,14 @@ def model_max_tokens(session: Session) -> int | None:
 
 def on_claim(job: Job) -> None:
     """A summary job names its model (or the offline summarizer) when it starts."""
-    profile = resolve_profile(job.session.model_profile)
+    profile = summary_profile(job.session, job.created_by)
     job.model = (profile.label if profile else OFFLINE_MODEL)[:200]
     job.progress = {"phase": "summarizing", "attempt": job.attempts}
 
 
 def summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> tuple[list, dict]:
     """Run model requests (None entries stay None) or the offline fallback."""
-    profile = resolve_profile(job.session.model_profile)
+    profile = summary_profile(job.session, job.created_by)
     if profile is None:
         return offline(), {"offline": True}
     texts = []
