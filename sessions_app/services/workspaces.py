@@ -15,7 +15,15 @@ from pathlib import Path
 
 from django.conf import settings
 
-from sessions_app.agent.paths import check_cwd, is_within, make_private_dir, user_areas
+from sessions_app.agent.paths import (
+    WorkspaceError as WorkspaceError,  # (the views catch it from here)
+)
+from sessions_app.agent.paths import (
+    check_cwd,
+    is_within,
+    make_private_dir,
+    user_areas,
+)
 
 
 def owner_key(owner_or_pk) -> str:

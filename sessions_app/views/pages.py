@@ -14,7 +14,6 @@ from django.template.loader import render_to_string
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from sessions_app.agent.paths import WorkspaceError, user_areas
 from sessions_app.models import Session
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
@@ -24,6 +23,7 @@ from sessions_app.services import sessions as sessions_service
 from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.llm import model_profiles
+from sessions_app.services.workspaces import WorkspaceError, user_areas
 
 PAGE_SIZE = 50
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024

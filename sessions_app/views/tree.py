@@ -13,11 +13,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from sessions_app.core.preview import entry_text as plain_entry_text
 from sessions_app.models import Job
 from sessions_app.rendering import full_output_path
 from sessions_app.responses import download, notice
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404
+from sessions_app.selectors.entries import plain_text as plain_entry_text
 from sessions_app.selectors.jobs import latest_job
 from sessions_app.selectors.panels.tree import (
     FORK_SCOPES,

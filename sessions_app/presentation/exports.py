@@ -1,4 +1,5 @@
-"""Exports of a session: pi JSONL, a self-contained HTML file, Markdown of one branch.
+"""Exports of a session: pi JSONL, a self-contained HTML file, Markdown of one branch, and
+the branch view the share page and the HTML export draw.
 
 The HTML file carries its CSS and JS inline and makes no request at all (no fonts, no
 images from anywhere: images are data: URLs), so it can be mailed or attached and opened
@@ -20,8 +21,9 @@ from sessions_app.core.exports import branch_markdown, tree_rows
 from sessions_app.core.input_limits import display_value
 from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.models import Entry, Session
-from sessions_app.selectors.context_chart import context_chart
 from sessions_app.selectors.entries import entry_exists
+from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.provenance import pi_session_file_name
 from sessions_app.services import sessions
 from sessions_app.services.sessions import UNSET
 
@@ -54,13 +56,6 @@ class Export:
 def _slug(session: Session) -> str:
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", session.name or "")[:40].strip("-")
     return f"{base + '-' if base else ''}{session.pi_id[:8]}"
-
-
-def pi_session_file_name(session: Session) -> str:
-    """pi's own name for a session file, `<header timestamp>_<id>.jsonl` (the timestamp
-    with ':' and '.' made '-'), so an export sits among pi's files like one of them."""
-    stamp = re.sub(r"[^0-9A-Za-z-]", "-", session.header_timestamp) or "session"
-    return f"{stamp}_{session.pi_id}.jsonl"
 
 
 def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
@@ -192,10 +187,11 @@ def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | 
 
 
 def export_session(
-    session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None, visible=None
+    session: Session, fmt: str, leaf_pi_id: str | None = None, *, visible=None
 ) -> Export:
     """`visible`: a share link's entry ids; the HTML tree then shows only those (the
-    caller refuses JSONL and checks the leaf for links)."""
+    caller refuses JSONL and checks the leaf for links). Only a read: the web caller
+    records the activity (`responses.export_response`)."""
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
@@ -206,7 +202,5 @@ def export_session(
         content = export_html(session, leaf_pi_id, visible)
     else:
         content = export_markdown(session, leaf_pi_id)
-    if actor is not None:
-        sessions.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
     filename = pi_session_file_name(session) if fmt == "jsonl" else f"{_slug(session)}.{fmt}"
     return Export(filename=filename, content_type=CONTENT_TYPES[fmt], content=content)
