@@ -60,6 +60,36 @@ def _tool_images(content: Any) -> list[dict[str, Any]]:
     return [b for b in content or [] if isinstance(b, dict) and b.get("type") == "image"]
 
 
+def _assistant_item(msg: dict[str, Any]) -> dict[str, Any] | None:
+    """An assistant message in OpenAI's shape, or None when it is left out (it stopped on
+    an error or was aborted, or holds neither text nor a tool call)."""
+    if msg.get("stopReason") in ("error", "aborted"):
+        return None
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            texts.append(block["text"])
+        elif kind == "toolCall":
+            calls.append(
+                {
+                    "id": block.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": block.get("name"),
+                        "arguments": json.dumps(block.get("arguments") or {}, ensure_ascii=False),
+                    },
+                }
+            )
+    if not texts and not calls:
+        return None
+    item: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        item["tool_calls"] = calls
+    return item
+
+
 def to_openai_messages(system_prompt: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if system_prompt:
@@ -104,34 +134,11 @@ def to_openai_messages(system_prompt: str, messages: list[dict[str, Any]]) -> li
         if role == "user":
             out.append({"role": "user", "content": _user_content(msg.get("content"))})
         elif role == "assistant":
-            if msg.get("stopReason") in ("error", "aborted"):
+            item = _assistant_item(msg)
+            if item is None:
                 continue
-            texts: list[str] = []
-            calls: list[dict[str, Any]] = []
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "text" and block.get("text"):
-                    texts.append(block["text"])
-                elif kind == "toolCall":
-                    calls.append(
-                        {
-                            "id": block.get("id"),
-                            "type": "function",
-                            "function": {
-                                "name": block.get("name"),
-                                "arguments": json.dumps(
-                                    block.get("arguments") or {}, ensure_ascii=False
-                                ),
-                            },
-                        }
-                    )
-            if not texts and not calls:
-                continue
-            item: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-            if calls:
-                item["tool_calls"] = calls
-                for call in calls:
-                    pending[call["id"]] = call["function"]["name"]
+            for call in item.get("tool_calls", ()):
+                pending[call["id"]] = call["function"]["name"]
             out.append(item)
     close_pending()
     return out
