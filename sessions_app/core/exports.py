@@ -138,7 +138,7 @@ def _entry_markdown(entry: dict) -> list[str] | None:
     message = _message(entry)
     if message is not None:
         role = message.get("role")
-        write = _MESSAGE_MARKDOWN.get(role)
+        write = _MESSAGE_MARKDOWN.get(role) if isinstance(role, str) else None
         if write is None:
             return [f"## {_code(role)} · {ident}", "", _clip(entry_text(entry))]
         return write(message, ident)
