@@ -16,8 +16,8 @@ from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PROMPT,
     SPLIT_TURN_HEADING,
 )
-from sessions_app.models import Entry, Job
-from sessions_app.services import jobs, sessions
+from sessions_app.models import Entry, Job, Session
+from sessions_app.services import chat, jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -28,6 +28,7 @@ from tests.support.job_sessions import (
     tool_result,
     user,
 )
+from tests.support.pi1_session import import_pi1_session, jsonl_bytes
 from tests.support.scripted_llm import context_overflow, error, hang, text
 
 pytestmark = [
@@ -607,3 +608,60 @@ def test_overflow_compacts_the_runs_branch_even_if_the_user_looks_elsewhere(make
     assert session.leaf_id == elsewhere.pk  # not pulled away
     sessions.set_leaf(session, job.result_entry.pi_id)
     check_compacted_context(session, job, before, [SUMMARY])
+
+
+# --- a session holding pi 1.x entries and an unknown entry type ---------------------------
+# An agent turn, a compaction and a branch summary run on it (in this process, real
+# database, scripted model) without crashing, and the unknown entry is kept as it was.
+
+
+@pytest.fixture
+def pi1_owner(make_user):
+    return make_user("pi1-jobs")
+
+
+@pytest.fixture
+def pi1_session(pi1_owner, workspace, redis_ready):
+    pi1_session = import_pi1_session(pi1_owner)
+    pi1_session.cwd = str(workspace)
+    pi1_session.model_profile = "scripted"
+    pi1_session.settings = {"compaction": SMALL}
+    pi1_session.save()
+    return pi1_session
+
+
+@pytest.mark.usefixtures("tasks_stay_in_process")
+def test_agent_turn_compaction_and_branch_summary_on_pi1_entries(pi1_session, llm):
+    pi1_owner = pi1_session.owner
+    unknown_line = Entry.objects.get(session=pi1_session, pi_id="b00000x1").line
+
+    llm.push(text("The sleep is fixed."))
+    run = chat.send_message(pi1_session, pi1_owner, "is it fixed?")
+    assert chat.execute_run(str(run.pk)) == "done"
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    sent = llm.requests[-1]["messages"]
+    assert sent[-1] == {"role": "user", "content": "is it fixed?"}
+
+    llm.push(text("## Goal\nFix the flaky test."))
+    job = jobs.request_compaction(Session.objects.get(pk=pi1_session.pk), actor=pi1_owner)
+    jobs.run_job(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+
+    pi1_session.refresh_from_db()
+    llm.push(text("## Goal\nThe branch left behind."))
+    job = jobs.request_branch_summary(
+        pi1_session, old_leaf_pi_id=pi1_session.leaf.pi_id, target_pi_id="b0000002", actor=pi1_owner
+    )
+    jobs.run_job(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+    assert job.result_entry.type == "branch_summary"
+
+    # The entries pi wrote, the unknown one included, are untouched.
+    assert Entry.objects.get(session=pi1_session, pi_id="b00000x1").line == unknown_line
+    original = jsonl_bytes().decode().splitlines()[1:]
+    stored = [e.line for e in Entry.objects.filter(session=pi1_session).order_by("seq")]
+    assert stored[: len(original)] == original
+    assert sessions.load_context(Session.objects.get(pk=pi1_session.pk))["messages"]

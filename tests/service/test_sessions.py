@@ -1,4 +1,4 @@
-"""The tree services: append, move the leaf, label, rename, load a path; concurrency."""
+"""services/sessions.py: append, move the leaf, label, rename, load a path; concurrency."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from sessions_app.core.messages import build_session_context
 from sessions_app.core.tree import SessionTree
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.services import sessions
+from sessions_app.services.importer import import_jsonl_stream
+from tests.support.pi16_sessions import session, session_names
+from tests.support.pi_files import as_file
 
 pytestmark = [pytest.mark.embedded]
 
@@ -228,3 +231,22 @@ def test_an_entry_is_stored_once_as_its_line(make_user):
     assert again.payload["message"]["content"] == "x y"
     again.line = serialize_entry({**changed, "type": "custom"})  # a new line, a new payload
     assert again.payload["type"] == "custom"
+
+
+# --- pi 1.6.0's contexts through the database ---------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", session_names())
+def test_load_context_equals_pi_1_6_0_at_every_listed_node(name, make_user):
+    data, entries, record = session(name)
+    report = import_jsonl_stream(as_file(data), make_user("pi16"), filename=name)
+    stored = report.session
+    assert report.entries_added == len(entries)
+    for expected in record["contexts"]:
+        assert sessions.load_context(stored, expected["leafId"]) == expected["context"], expected[
+            "leafId"
+        ]
+    # The session's own leaf (pi's last entry) gives the leaf context too.
+    leaf_context = next(c for c in record["contexts"] if c["leafId"] == record["leafId"])
+    assert sessions.load_context(stored) == leaf_context["context"]
