@@ -30,6 +30,7 @@ from tests.support.job_sessions import (
 )
 from tests.support.pi1_session import import_pi1_session, jsonl_bytes
 from tests.support.scripted_llm import context_overflow, error, hang, text
+from tests.support.workspaces import place_workspace
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -623,7 +624,7 @@ def pi1_owner(make_user):
 @pytest.fixture
 def pi1_session(pi1_owner, workspace, redis_ready):
     pi1_session = import_pi1_session(pi1_owner)
-    pi1_session.cwd = str(workspace)
+    pi1_session.cwd = str(place_workspace(pi1_owner, workspace))
     pi1_session.model_profile = "scripted"
     pi1_session.settings = {"compaction": SMALL}
     pi1_session.save()
