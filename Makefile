@@ -1,4 +1,4 @@
-# piweb: `make run` starts the app, `make test` runs the whole suite.
+# piweb: `make run` starts the app, `make test` lints and runs the whole suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -39,7 +39,8 @@ sandbox:
 run: migrate sandbox
 	$(PY) manage.py runpiweb
 
-test: install pi-reference
+# Lint first (ruff check, ruff format --check): CI runs this target.
+test: lint pi-reference
 	bash bin/run-tests
 
 createsuperuser: migrate

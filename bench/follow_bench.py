@@ -199,10 +199,9 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
 
     django.setup()
     from django.contrib.auth import get_user_model
-    from django.db import connection
     from django.test import Client
 
-    from sessions_app.models import Entry, Session
+    from sessions_app.models import Session
 
     owner, _ = get_user_model().objects.get_or_create(username="bench")
     live = base / "live"
@@ -271,72 +270,17 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
         done = threading.Event()
         events_seen: list[dict] = []
 
-        def poll_commits():
-            # By seq per session: primary keys are reserved in blocks, so they do not
-            # arrive in commit order.
-            from django.db.models import Q
-
-            last_seq = dict.fromkeys(sessions.values(), 0)
-            while not done.is_set():
-                where = Q()
-                for session_pk, seq in last_seq.items():
-                    where |= Q(session_id=session_pk, seq__gt=seq)
-                rows = list(Entry.objects.filter(where).values_list("session_id", "seq", "pi_id"))
-                now = time.time()
-                for session_pk, seq, pi_id in rows:
-                    committed.setdefault((session_pk, pi_id), now)
-                    last_seq[session_pk] = max(last_seq[session_pk], seq)
-                time.sleep(0.02)
-            connection.close()
-
         import psutil
 
         before = psutil.Process(follower.pid).cpu_times()
-        poller = threading.Thread(target=poll_commits)
+        poller = threading.Thread(target=_poll_commits, args=(sessions, committed, done))
         poller.start()
 
-        async def run():
-            import websockets
-
-            headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
-            sockets = []
-            for w in range(writers):
-                url = f"ws://127.0.0.1:{port}/ws/sessions/{_session_id(90000 + w)}/"
-                sockets.append(await websockets.connect(url, additional_headers=headers))
-
-            async def listen(w, ws):
-                sid = sessions[_session_id(90000 + w)]
-                async for raw in ws:
-                    event = json.loads(raw)
-                    if event["event"] == "entry_appended":
-                        events_seen.append(event["data"])
-                        last = int(event["data"]["id"], 16)
-                        now = time.time()
-                        for n in range(last, last - event["data"].get("count", 1), -1):
-                            delivered.setdefault((sid, f"{n:08x}"), now)
-
-            async def write(w):
-                sid = sessions[_session_id(90000 + w)]
-                rng = random.Random(w)
-                await asyncio.sleep(rng.random() * interval)
-                for n in range(1, appends + 1):
-                    with paths[w].open("a") as fh:
-                        fh.write(_entry(n, _text(rng, rng.randint(100, 2000))) + "\n")
-                    written[(sid, f"{n:08x}")] = time.time()
-                    await asyncio.sleep(interval * (0.5 + rng.random()))
-
-            listeners = [asyncio.create_task(listen(w, ws)) for w, ws in enumerate(sockets)]
-            await asyncio.gather(*(write(w) for w in range(writers)))
-            settle = time.monotonic() + 20
-            while time.monotonic() < settle and len(delivered) < len(written):
-                await asyncio.sleep(0.1)
-            await asyncio.sleep(0.5)
-            for ws in sockets:
-                await ws.close()
-            for task in listeners:
-                task.cancel()
-
-        asyncio.run(run())
+        asyncio.run(
+            _drive(
+                port, cookie, sessions, paths, interval, appends, written, delivered, events_seen
+            )
+        )
         done.set()
         poller.join()
         after = psutil.Process(follower.pid).cpu_times()
@@ -345,6 +289,78 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
         for proc in (follower, daphne):
             proc.terminate()
             proc.wait(20)
+    return _latency_report(written, committed, delivered, events_seen, follower_cpu, follower_log)
+
+
+def _poll_commits(sessions: dict, committed: dict, done: threading.Event) -> None:
+    """Records when each entry shows up in the database, until `done`."""
+    from django.db import connection
+
+    # By seq per session: primary keys are reserved in blocks, so they do not
+    # arrive in commit order.
+    from django.db.models import Q
+
+    from sessions_app.models import Entry
+
+    last_seq = dict.fromkeys(sessions.values(), 0)
+    while not done.is_set():
+        where = Q()
+        for session_pk, seq in last_seq.items():
+            where |= Q(session_id=session_pk, seq__gt=seq)
+        rows = list(Entry.objects.filter(where).values_list("session_id", "seq", "pi_id"))
+        now = time.time()
+        for session_pk, seq, pi_id in rows:
+            committed.setdefault((session_pk, pi_id), now)
+            last_seq[session_pk] = max(last_seq[session_pk], seq)
+        time.sleep(0.02)
+    connection.close()
+
+
+async def _drive(port, cookie, sessions, paths, interval, appends, written, delivered, events_seen):
+    """Writers append to their files while one socket per session listens."""
+    writers = len(paths)
+    import websockets
+
+    headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
+    sockets = []
+    for w in range(writers):
+        url = f"ws://127.0.0.1:{port}/ws/sessions/{_session_id(90000 + w)}/"
+        sockets.append(await websockets.connect(url, additional_headers=headers))
+
+    async def listen(w, ws):
+        sid = sessions[_session_id(90000 + w)]
+        async for raw in ws:
+            event = json.loads(raw)
+            if event["event"] == "entry_appended":
+                events_seen.append(event["data"])
+                last = int(event["data"]["id"], 16)
+                now = time.time()
+                for n in range(last, last - event["data"].get("count", 1), -1):
+                    delivered.setdefault((sid, f"{n:08x}"), now)
+
+    async def write(w):
+        sid = sessions[_session_id(90000 + w)]
+        rng = random.Random(w)
+        await asyncio.sleep(rng.random() * interval)
+        for n in range(1, appends + 1):
+            with paths[w].open("a") as fh:
+                fh.write(_entry(n, _text(rng, rng.randint(100, 2000))) + "\n")
+            written[(sid, f"{n:08x}")] = time.time()
+            await asyncio.sleep(interval * (0.5 + rng.random()))
+
+    listeners = [asyncio.create_task(listen(w, ws)) for w, ws in enumerate(sockets)]
+    await asyncio.gather(*(write(w) for w in range(writers)))
+    settle = time.monotonic() + 20
+    while time.monotonic() < settle and len(delivered) < len(written):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    for ws in sockets:
+        await ws.close()
+    for task in listeners:
+        task.cancel()
+
+
+def _latency_report(written, committed, delivered, events_seen, follower_cpu, follower_log):
     commit_lat = [committed[k] - t for k, t in written.items() if k in committed]
     ws_lat = [delivered[k] - t for k, t in written.items() if k in delivered]
     return {

@@ -139,6 +139,35 @@ def _columns(model, values: dict) -> tuple[list[str], callable]:
     return cols, row
 
 
+def _bench_message(role: str, tool: str, text: str, seq: int) -> tuple[dict, str]:
+    """A message of the bench's sessions, and its search text."""
+    if role == "toolResult":
+        message = {
+            "role": role,
+            "toolName": tool,
+            "toolCallId": f"c{seq}",
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+        }
+    elif role == "assistant":
+        message = {
+            "role": role,
+            "content": [
+                {"type": "text", "text": text},
+                {
+                    "type": "toolCall",
+                    "id": f"c{seq + 1}",
+                    "name": tool,
+                    "arguments": {"path": f"src/{tool}.py"},
+                },
+            ],
+        }
+        text = f'{text}\n{tool}({{"path": "src/{tool}.py"}})'
+    else:
+        message = {"role": role, "content": text}
+    return message, text
+
+
 def _load(args, vendor: str) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
@@ -224,30 +253,7 @@ def _load(args, vendor: str) -> dict:
                 role = ROLES[seq % len(ROLES)] if seq else "user"
                 tool = TOOLS[(seq + s_index) % len(TOOLS)] if role != "user" else ""
                 text = f"{pool[rng.randrange(POOL)]} t{rng.randrange(RARE)}"
-                if role == "toolResult":
-                    message = {
-                        "role": role,
-                        "toolName": tool,
-                        "toolCallId": f"c{seq}",
-                        "content": [{"type": "text", "text": text}],
-                        "isError": False,
-                    }
-                elif role == "assistant":
-                    message = {
-                        "role": role,
-                        "content": [
-                            {"type": "text", "text": text},
-                            {
-                                "type": "toolCall",
-                                "id": f"c{seq + 1}",
-                                "name": tool,
-                                "arguments": {"path": f"src/{tool}.py"},
-                            },
-                        ],
-                    }
-                    text = f'{text}\n{tool}({{"path": "src/{tool}.py"}})'
-                else:
-                    message = {"role": role, "content": text}
+                message, text = _bench_message(role, tool, text, seq)
                 ts = f"2026-{1 + (base_day // 31) % 12:02d}-{1 + base_day % 28:02d}T12:00:00.000Z"
                 payload = {
                     "type": "message",

@@ -221,7 +221,7 @@ def child_import(database_url: str, arg: str) -> dict:
     _setup_django(database_url)
     from django.contrib.auth import get_user_model
 
-    from sessions_app.services import sessions
+    from sessions_app.selectors import paths
     from sessions_app.services.importer import finish_import, import_jsonl_stream
 
     path, leaf = arg.split("::")
@@ -237,7 +237,7 @@ def child_import(database_url: str, arg: str) -> dict:
     seconds = time.perf_counter() - start
     import_rss = _peak_rss_mb()
     start = time.perf_counter()
-    sessions.load_context(report.session, leaf)
+    paths.load_context(report.session, leaf)
     cold_before = time.perf_counter() - start
     start = time.perf_counter()
     finish_import(report.session.pk, report.first_new_seq)
@@ -260,7 +260,7 @@ def child_context(database_url: str, leaf: str) -> dict:
     _setup_django(database_url)
     from sessions_app.core.messages import build_session_context
     from sessions_app.models import Session
-    from sessions_app.services import sessions
+    from sessions_app.selectors import paths
 
     session = Session.objects.get(pi_id=SESSION_ID)
     full = {"load_path": [], "build_context": [], "total": []}
@@ -268,7 +268,7 @@ def child_context(database_url: str, leaf: str) -> dict:
     depth = messages = 0
     for _ in range(3):
         t0 = time.perf_counter()
-        path = sessions.load_path(session, leaf)
+        path = paths.load_path(session, leaf)
         t1 = time.perf_counter()
         context = build_session_context(path, leaf)
         t2 = time.perf_counter()
@@ -277,13 +277,13 @@ def child_context(database_url: str, leaf: str) -> dict:
         full["total"].append((t2 - t0) * 1000)
         depth, messages = len(path), len(context["messages"])
         del path
-    sessions._PARENT_CACHE.clear()  # cold: nothing known about the session's links yet
+    paths._PARENT_CACHE.clear()  # cold: nothing known about the session's links yet
     t0 = time.perf_counter()
-    quick = sessions.load_context(session, leaf)
+    quick = paths.load_context(session, leaf)
     cold = (time.perf_counter() - t0) * 1000
     for _ in range(5):
         t0 = time.perf_counter()
-        quick = sessions.load_context(session, leaf)
+        quick = paths.load_context(session, leaf)
         fast.append((time.perf_counter() - t0) * 1000)
     assert quick == context, "load_context disagrees with load_path + build_session_context"
     return {

@@ -142,6 +142,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
 
     from piweb import embedded
     from sessions_app.models import Job
+    from sessions_app.selectors import paths
     from sessions_app.services import chat, sessions, workspaces
 
     redis_proc = (
@@ -233,7 +234,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
         elapsed = received["end"] - started
         job.refresh_from_db()
         session.refresh_from_db()
-        entry = sessions.load_path(session)[-1]["message"]
+        entry = paths.load_path(session)[-1]["message"]
         full = entry.get("fullOutputPath")
         full_size = os.path.getsize(full) if full else 0
         if full:

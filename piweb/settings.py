@@ -5,7 +5,6 @@ embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run
 same code. See README "Configuration" for the full list.
 """
 
-import json
 import os
 import secrets
 import time
@@ -14,8 +13,10 @@ from pathlib import Path
 
 import dj_database_url
 
+from piweb import env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("PIWEB_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = env.path("PIWEB_VAR_DIR", BASE_DIR / "var")
 # The database, the secret key, Redis's socket and the workspaces live here: this
 # account's alone (mode 0700), whatever the umask.
 VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -23,21 +24,10 @@ if VAR_DIR.stat().st_uid == os.geteuid():
     VAR_DIR.chmod(0o700)
 
 
-def _env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
 def _secret_key() -> str:
     """Use SECRET_KEY from the environment, else one generated once into var/."""
-    if os.environ.get("SECRET_KEY"):
-        return os.environ["SECRET_KEY"]
+    if env.raw("SECRET_KEY") is not None:
+        return env.text("SECRET_KEY")
     key_file = VAR_DIR / "secret_key"
     try:
         # Created 0600 from the start, and only if nobody else created it first.
@@ -56,9 +46,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = _env_bool("DEBUG")
-ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
-CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", "")
+DEBUG = env.boolean("DEBUG")
+ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",
@@ -111,8 +101,8 @@ ASGI_APPLICATION = "piweb.asgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'piweb.sqlite3'}"),
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'piweb.sqlite3'}"),
+        conn_max_age=env.integer("DB_CONN_MAX_AGE", 0),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -132,8 +122,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Redis: the Celery broker and the channel layer. Unset means the embedded Redis that
 # `make run` (and the test suite) start on a unix socket under var/.
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
-REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
-USES_EMBEDDED_REDIS = not os.environ.get("REDIS_URL")
+REDIS_URL = env.text("REDIS_URL", f"unix://{EMBEDDED_REDIS_SOCKET}")
+USES_EMBEDDED_REDIS = env.raw("REDIS_URL") is None
 
 
 def _celery_broker_url(redis_url: str) -> str:
@@ -149,7 +139,7 @@ CHANNEL_LAYERS = {
             # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
             # channels_redis's blocking-receive time: every idle websocket died after 5 s.
             "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-            "prefix": os.environ.get("PIWEB_CHANNEL_PREFIX", "piweb"),
+            "prefix": env.text("PIWEB_CHANNEL_PREFIX", "piweb"),
             "capacity": 1000,
             "expiry": 30,
         },
@@ -162,17 +152,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(os.environ.get("PIWEB_VISIBILITY_TIMEOUT", "3600")),
-    "global_keyprefix": os.environ.get("PIWEB_CELERY_PREFIX", ""),
+    "visibility_timeout": env.integer("PIWEB_VISIBILITY_TIMEOUT", 3600),
+    "global_keyprefix": env.text("PIWEB_CELERY_PREFIX", ""),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("PIWEB_CELERY_QUEUE", "piweb")
+CELERY_TASK_DEFAULT_QUEUE = env.text("PIWEB_CELERY_QUEUE", "piweb")
 CELERY_TASK_ALWAYS_EAGER = False
 
 # `make run` (manage.py runpiweb): where daphne listens and how many worker processes run.
-PIWEB_HOST = os.environ.get("HOST", "127.0.0.1")
-PIWEB_PORT = int(os.environ.get("PORT", "8000"))
-PIWEB_WORKER_CONCURRENCY = int(os.environ.get("PIWEB_WORKER_CONCURRENCY", "4"))
+PIWEB_HOST = env.text("HOST", "127.0.0.1")
+PIWEB_PORT = env.integer("PORT", 8000)
+PIWEB_WORKER_CONCURRENCY = env.integer("PIWEB_WORKER_CONCURRENCY", 4)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -191,12 +181,12 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-PIWEB_LOGIN_FAILURE_LIMIT = int(os.environ.get("PIWEB_LOGIN_FAILURE_LIMIT", "10"))
-PIWEB_LOGIN_COOLOFF_MINUTES = float(os.environ.get("PIWEB_LOGIN_COOLOFF_MINUTES", "15"))
-PIWEB_LOGIN_LOCKOUT_BY = _env_list("PIWEB_LOGIN_LOCKOUT_BY", "username,ip_address")
-PIWEB_TRUSTED_PROXIES = _env_list("PIWEB_TRUSTED_PROXIES", "")
-PIWEB_CLIENT_IP_HEADER = os.environ.get("PIWEB_CLIENT_IP_HEADER", "X-Forwarded-For")
-AXES_ENABLED = _env_bool("PIWEB_LOGIN_THROTTLING", True)
+PIWEB_LOGIN_FAILURE_LIMIT = env.integer("PIWEB_LOGIN_FAILURE_LIMIT", 10)
+PIWEB_LOGIN_COOLOFF_MINUTES = env.decimal("PIWEB_LOGIN_COOLOFF_MINUTES", 15)
+PIWEB_LOGIN_LOCKOUT_BY = env.items("PIWEB_LOGIN_LOCKOUT_BY", "username,ip_address")
+PIWEB_TRUSTED_PROXIES = env.items("PIWEB_TRUSTED_PROXIES", "")
+PIWEB_CLIENT_IP_HEADER = env.text("PIWEB_CLIENT_IP_HEADER", "X-Forwarded-For")
+AXES_ENABLED = env.boolean("PIWEB_LOGIN_THROTTLING", True)
 AXES_FAILURE_LIMIT = PIWEB_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = (
     timedelta(minutes=PIWEB_LOGIN_COOLOFF_MINUTES) if PIWEB_LOGIN_COOLOFF_MINUTES > 0 else None
@@ -241,116 +231,114 @@ PIWEB_CSP = (
     "form-action 'self'; frame-ancestors 'none'"
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
-if _env_bool("PIWEB_SECURE_COOKIES"):
+if env.boolean("PIWEB_SECURE_COOKIES"):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
 # --- piweb ---------------------------------------------------------------------------
 # Directories under which session workspaces (cwd) may live; tools never leave them.
 PIWEB_WORKSPACE_ROOTS = [
-    Path(p).resolve() for p in _env_list("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
+    Path(p).resolve() for p in env.items("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
 ]
 # How workspaces are shared out (README "Workspaces"): "multi-user" (default) gives every
 # user their own folder <root>/<user id>/ of each root, and a session's tools run only
 # there; "single-user" lets the roots themselves be used (e.g. PIWEB_WORKSPACE_ROOTS=~),
 # so a session imported from pi can continue in its own folder (~/code/proj).
-PIWEB_WORKSPACE_MODE = os.environ.get("PIWEB_WORKSPACE_MODE", "multi-user").strip().lower()
-if PIWEB_WORKSPACE_MODE not in ("multi-user", "single-user"):
-    raise RuntimeError(
-        f"PIWEB_WORKSPACE_MODE must be 'multi-user' or 'single-user', not {PIWEB_WORKSPACE_MODE!r}."
-    )
-# New workspaces from an uploaded archive: the upload's size, and what it may unpack to.
-PIWEB_WORKSPACE_ARCHIVE_MAX_MB = int(os.environ.get("PIWEB_WORKSPACE_ARCHIVE_MAX_MB", "100"))
-PIWEB_WORKSPACE_UNPACKED_MAX_MB = int(os.environ.get("PIWEB_WORKSPACE_UNPACKED_MAX_MB", "1024"))
-PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = int(
-    os.environ.get("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES", "50000")
+PIWEB_WORKSPACE_MODE = env.choice(
+    "PIWEB_WORKSPACE_MODE", "multi-user", ("multi-user", "single-user")
 )
+# New workspaces from an uploaded archive: the upload's size, and what it may unpack to.
+PIWEB_WORKSPACE_ARCHIVE_MAX_MB = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_MB", 100)
+PIWEB_WORKSPACE_UNPACKED_MAX_MB = env.integer("PIWEB_WORKSPACE_UNPACKED_MAX_MB", 1024)
+PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES", 50000)
 # Writing back to pi's file (README "Move a session between pi and the browser"): on by
 # default for followed sessions on a single-user setup; per session either way.
-PIWEB_WRITE_BACK_DEFAULT = _env_bool(
+PIWEB_WRITE_BACK_DEFAULT = env.boolean(
     "PIWEB_WRITE_BACK_DEFAULT", PIWEB_WORKSPACE_MODE == "single-user"
 )
 # pi is taken to be writing a session whose file changed less than this many seconds ago:
 # the chat waits (and offers a fork) and the write-back waits until it is quiet.
-PIWEB_PI_QUIET_SECONDS = float(os.environ.get("PIWEB_PI_QUIET_SECONDS", "5"))
+PIWEB_PI_QUIET_SECONDS = env.decimal("PIWEB_PI_QUIET_SECONDS", 5)
 # Where full bash output files and other per-run artifacts go.
-PIWEB_ARTIFACT_DIR = Path(os.environ.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts"))
+PIWEB_ARTIFACT_DIR = env.path("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
 # Workspace snapshots (README "What the agent changed"): after every agent turn with tool
 # calls and every `!cmd`, the workspace is committed to a shadow git repository under
 # PIWEB_SNAPSHOT_DIR (one per workspace; the user's own .git is never touched). Files
 # larger than PIWEB_SNAPSHOT_MAX_FILE_KB are left out, as are ignored files.
-PIWEB_SNAPSHOTS = _env_bool("PIWEB_SNAPSHOTS", True)
-PIWEB_SNAPSHOT_DIR = Path(os.environ.get("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots"))
-PIWEB_SNAPSHOT_MAX_FILE_KB = int(os.environ.get("PIWEB_SNAPSHOT_MAX_FILE_KB", "1024"))
+PIWEB_SNAPSHOTS = env.boolean("PIWEB_SNAPSHOTS", True)
+PIWEB_SNAPSHOT_DIR = env.path("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots")
+PIWEB_SNAPSHOT_MAX_FILE_KB = env.integer("PIWEB_SNAPSHOT_MAX_FILE_KB", 1024)
 # The most diff text shown for one file (bytes) and for one page or export (bytes).
-PIWEB_DIFF_MAX_FILE_BYTES = int(os.environ.get("PIWEB_DIFF_MAX_FILE_BYTES", "200000"))
-PIWEB_DIFF_MAX_TOTAL_BYTES = int(os.environ.get("PIWEB_DIFF_MAX_TOTAL_BYTES", "1000000"))
+PIWEB_DIFF_MAX_FILE_BYTES = env.integer("PIWEB_DIFF_MAX_FILE_BYTES", 200000)
+PIWEB_DIFF_MAX_TOTAL_BYTES = env.integer("PIWEB_DIFF_MAX_TOTAL_BYTES", 1000000)
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
-PIWEB_AGENT_DIR = Path(os.environ.get("PIWEB_AGENT_DIR", VAR_DIR / "agent"))
+PIWEB_AGENT_DIR = env.path("PIWEB_AGENT_DIR", VAR_DIR / "agent")
 
 # The sandbox every command of a session runs in (README "Sandbox"): "bwrap" (default)
 # or "off" (single-user machines only: commands then run as the worker's user).
-PIWEB_SANDBOX = os.environ.get("PIWEB_SANDBOX", "bwrap").strip().lower()
-if PIWEB_SANDBOX not in ("bwrap", "off"):
-    raise RuntimeError(f"PIWEB_SANDBOX must be 'bwrap' or 'off', not {PIWEB_SANDBOX!r}.")
-PIWEB_SANDBOX_BWRAP = os.environ.get("PIWEB_SANDBOX_BWRAP", "bwrap")
+PIWEB_SANDBOX = env.choice("PIWEB_SANDBOX", "bwrap", ("bwrap", "off"))
+PIWEB_SANDBOX_BWRAP = env.text("PIWEB_SANDBOX_BWRAP", "bwrap")
 # Network inside the sandbox: off by default (loopback only). On, commands can reach the
 # internet and every service listening on the host (see the README for the risk).
-PIWEB_SANDBOX_NETWORK = _env_bool("PIWEB_SANDBOX_NETWORK", False)
-PIWEB_SANDBOX_CPU_SECONDS = int(os.environ.get("PIWEB_SANDBOX_CPU_SECONDS", "600"))
-PIWEB_SANDBOX_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_MEMORY_MB", "3072"))
-PIWEB_SANDBOX_MAX_PROCESSES = int(os.environ.get("PIWEB_SANDBOX_MAX_PROCESSES", "256"))
-PIWEB_SANDBOX_FILE_SIZE_MB = int(os.environ.get("PIWEB_SANDBOX_FILE_SIZE_MB", "1024"))
-PIWEB_SANDBOX_TMP_MB = int(os.environ.get("PIWEB_SANDBOX_TMP_MB", "512"))
+PIWEB_SANDBOX_NETWORK = env.boolean("PIWEB_SANDBOX_NETWORK", False)
+PIWEB_SANDBOX_CPU_SECONDS = env.integer("PIWEB_SANDBOX_CPU_SECONDS", 600)
+PIWEB_SANDBOX_MEMORY_MB = env.integer("PIWEB_SANDBOX_MEMORY_MB", 3072)
+PIWEB_SANDBOX_MAX_PROCESSES = env.integer("PIWEB_SANDBOX_MAX_PROCESSES", 256)
+PIWEB_SANDBOX_FILE_SIZE_MB = env.integer("PIWEB_SANDBOX_FILE_SIZE_MB", 1024)
+PIWEB_SANDBOX_TMP_MB = env.integer("PIWEB_SANDBOX_TMP_MB", 512)
 # When the worker runs as root, commands run as this unprivileged host uid (and gid), so
 # nothing a session leaves in its workspace belongs to root. "off" keeps them root's on
 # the host (not recommended). Ignored when the worker is not root: then its own account.
-_sandbox_host_uid = os.environ.get("PIWEB_SANDBOX_HOST_UID", "64100").strip().lower()
-PIWEB_SANDBOX_HOST_UID = None if _sandbox_host_uid == "off" else int(_sandbox_host_uid)
+PIWEB_SANDBOX_HOST_UID = (
+    None
+    if env.text("PIWEB_SANDBOX_HOST_UID").strip().lower() == "off"
+    else env.integer("PIWEB_SANDBOX_HOST_UID", 64100)
+)
 if PIWEB_SANDBOX_HOST_UID is not None and not 0 < PIWEB_SANDBOX_HOST_UID < 2**32 - 1:
-    raise RuntimeError("PIWEB_SANDBOX_HOST_UID must be 'off' or a uid other than 0.")
+    raise env.EnvError("PIWEB_SANDBOX_HOST_UID must be 'off' or a uid other than 0.")
 # All processes of one command together (memory cgroup when the worker can make one,
 # else the worker watches their resident memory); the per-process figure above is RLIMIT_AS.
-PIWEB_SANDBOX_TOTAL_MEMORY_MB = int(os.environ.get("PIWEB_SANDBOX_TOTAL_MEMORY_MB", "3072"))
+PIWEB_SANDBOX_TOTAL_MEMORY_MB = env.integer("PIWEB_SANDBOX_TOTAL_MEMORY_MB", 3072)
 # Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
-PIWEB_USER_BASH_TIMEOUT = float(os.environ.get("PIWEB_USER_BASH_TIMEOUT", "3600"))
+PIWEB_USER_BASH_TIMEOUT = env.decimal("PIWEB_USER_BASH_TIMEOUT", 3600.0)
 
 # Disk and memory a session may take (README "Security model"): the full-output file of a
 # command keeps its last part past this size; each user's workspace folders together
 # (measured in the background at most every PIWEB_WORKSPACE_MEASURE_SECONDS; 0 = no
 # quota); the free space kept on the var folder's disk (below it commands are refused and
 # running ones stopped); the biggest file the agent's read and edit tools open.
-PIWEB_FULL_OUTPUT_MAX_MB = float(os.environ.get("PIWEB_FULL_OUTPUT_MAX_MB", "50"))
-PIWEB_WORKSPACE_QUOTA_MB = float(os.environ.get("PIWEB_WORKSPACE_QUOTA_MB", "10240"))
-PIWEB_WORKSPACE_MEASURE_SECONDS = float(os.environ.get("PIWEB_WORKSPACE_MEASURE_SECONDS", "30"))
-PIWEB_DISK_RESERVE_MB = float(os.environ.get("PIWEB_DISK_RESERVE_MB", "1024"))
-PIWEB_TOOL_MAX_FILE_MB = float(os.environ.get("PIWEB_TOOL_MAX_FILE_MB", "32"))
+PIWEB_FULL_OUTPUT_MAX_MB = env.decimal("PIWEB_FULL_OUTPUT_MAX_MB", 50)
+PIWEB_WORKSPACE_QUOTA_MB = env.decimal("PIWEB_WORKSPACE_QUOTA_MB", 10240)
+PIWEB_WORKSPACE_MEASURE_SECONDS = env.decimal("PIWEB_WORKSPACE_MEASURE_SECONDS", 30)
+PIWEB_DISK_RESERVE_MB = env.decimal("PIWEB_DISK_RESERVE_MB", 1024)
+PIWEB_TOOL_MAX_FILE_MB = env.decimal("PIWEB_TOOL_MAX_FILE_MB", 32)
 
 # Fairness (README "Queues and fairness"): how many runs (agent turns and `!cmd`) of one
 # user run at once (more wait, "queued behind your other runs"), and the worker slots of
 # each queue besides the agent runs' (PIWEB_WORKER_CONCURRENCY): short commands,
 # summaries (compaction, branch and compare summaries), imports and other small tasks.
-PIWEB_USER_MAX_RUNS = int(os.environ.get("PIWEB_USER_MAX_RUNS", "2"))
-PIWEB_COMMAND_CONCURRENCY = int(os.environ.get("PIWEB_COMMAND_CONCURRENCY", "3"))
-PIWEB_SUMMARY_CONCURRENCY = int(os.environ.get("PIWEB_SUMMARY_CONCURRENCY", "2"))
-PIWEB_IMPORT_CONCURRENCY = int(os.environ.get("PIWEB_IMPORT_CONCURRENCY", "1"))
+PIWEB_USER_MAX_RUNS = env.integer("PIWEB_USER_MAX_RUNS", 2)
+PIWEB_COMMAND_CONCURRENCY = env.integer("PIWEB_COMMAND_CONCURRENCY", 3)
+PIWEB_SUMMARY_CONCURRENCY = env.integer("PIWEB_SUMMARY_CONCURRENCY", 2)
+PIWEB_IMPORT_CONCURRENCY = env.integer("PIWEB_IMPORT_CONCURRENCY", 1)
 
 # LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
 # given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).
 # No model configured is a normal state: chat says how to configure one and summaries
 # fall back to the offline summarizer.
-PIWEB_LLM_BASE_URL = os.environ.get("PIWEB_LLM_BASE_URL", "")
-PIWEB_LLM_API_KEY = os.environ.get("PIWEB_LLM_API_KEY", "")
-PIWEB_LLM_MODEL = os.environ.get("PIWEB_LLM_MODEL", "")
-PIWEB_LLM_CONTEXT_WINDOW = int(os.environ.get("PIWEB_LLM_CONTEXT_WINDOW", "128000"))
-PIWEB_LLM_MAX_OUTPUT = int(os.environ.get("PIWEB_LLM_MAX_OUTPUT", "16384"))
-PIWEB_LLM_TIMEOUT = float(os.environ.get("PIWEB_LLM_TIMEOUT", "120"))
-PIWEB_MODEL_PROFILES_JSON = os.environ.get("PIWEB_MODEL_PROFILES", "")
+PIWEB_LLM_BASE_URL = env.text("PIWEB_LLM_BASE_URL", "")
+PIWEB_LLM_API_KEY = env.text("PIWEB_LLM_API_KEY", "")
+PIWEB_LLM_MODEL = env.text("PIWEB_LLM_MODEL", "")
+PIWEB_LLM_CONTEXT_WINDOW = env.integer("PIWEB_LLM_CONTEXT_WINDOW", 128000)
+PIWEB_LLM_MAX_OUTPUT = env.integer("PIWEB_LLM_MAX_OUTPUT", 16384)
+PIWEB_LLM_TIMEOUT = env.decimal("PIWEB_LLM_TIMEOUT", 120.0)
+PIWEB_MODEL_PROFILES_JSON = env.text("PIWEB_MODEL_PROFILES")
+env.json_object("PIWEB_MODEL_PROFILES")  # (parsed by services.llm; checked here, at startup)
 
 # pi's agent folder (models.json, auth.json, settings.json), read as pi reads it and
 # re-read when a file changes. Unset: ~/.pi/agent of the user running piweb when that
 # folder exists; "" (empty): none.
-_pi_agent_dir = os.environ.get("PIWEB_PI_AGENT_DIR")
+_pi_agent_dir = env.set_value("PIWEB_PI_AGENT_DIR")  # (set but empty means "none")
 if _pi_agent_dir is None:
     _default_agent_dir = Path.home() / ".pi" / "agent"
     _pi_agent_dir = str(_default_agent_dir) if _default_agent_dir.is_dir() else ""
@@ -358,59 +346,53 @@ PIWEB_PI_AGENT_DIR = _pi_agent_dir
 # Who may use the server's keys (environment variables, pi's auth.json and models.json):
 # "all" signed-in users (default; a single-user or trusted team setup) or "staff" only
 # (others bring their own key on the Models page).
-PIWEB_SERVER_KEYS = os.environ.get("PIWEB_SERVER_KEYS", "all").strip().lower()
-if PIWEB_SERVER_KEYS not in ("all", "staff"):
-    raise RuntimeError(f"PIWEB_SERVER_KEYS must be 'all' or 'staff', not {PIWEB_SERVER_KEYS!r}.")
+PIWEB_SERVER_KEYS = env.choice("PIWEB_SERVER_KEYS", "all", ("all", "staff"))
 # The key that encrypts users' own API keys (Fernet, urlsafe base64 of 32 bytes). Unset:
 # derived from SECRET_KEY with HKDF-SHA256 (rotating SECRET_KEY then loses stored keys).
-PIWEB_KEY_ENCRYPTION_KEY = os.environ.get("PIWEB_KEY_ENCRYPTION_KEY", "")
+PIWEB_KEY_ENCRYPTION_KEY = env.text("PIWEB_KEY_ENCRYPTION_KEY")
 
 # Compaction defaults (pi's); pi's settings.json, then a session's
 # own (Session.settings), override them.
 PIWEB_COMPACTION = {
-    "enabled": _env_bool("PIWEB_COMPACTION_ENABLED", True),
-    "reserve_tokens": int(os.environ.get("PIWEB_COMPACTION_RESERVE_TOKENS", "16384")),
-    "keep_recent_tokens": int(os.environ.get("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", "20000")),
+    "enabled": env.boolean("PIWEB_COMPACTION_ENABLED", True),
+    "reserve_tokens": env.integer("PIWEB_COMPACTION_RESERVE_TOKENS", 16384),
+    "keep_recent_tokens": env.integer("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000),
 }
 # Context windows by model for the session page's context chart, as JSON
 # ({"claude-sonnet-4-5": 200000, "openai/gpt-5.1-codex": 400000}: a model id or a
 # provider/model key); other models use their session's profile window, else
 # PIWEB_LLM_CONTEXT_WINDOW.
-PIWEB_MODEL_CONTEXT_WINDOWS = json.loads(os.environ.get("PIWEB_MODEL_CONTEXT_WINDOWS", "") or "{}")
+PIWEB_MODEL_CONTEXT_WINDOWS = env.json_object("PIWEB_MODEL_CONTEXT_WINDOWS")
 # A job whose worker has not reported for this long is treated as dead.
-PIWEB_JOB_STALE_SECONDS = int(os.environ.get("PIWEB_JOB_STALE_SECONDS", "120"))
+PIWEB_JOB_STALE_SECONDS = env.integer("PIWEB_JOB_STALE_SECONDS", 120)
 # Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a
 # job gets before it is failed, and the capped exponential backoff for provider errors.
-PIWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("PIWEB_JOB_HEARTBEAT_SECONDS", "0")) or None
-PIWEB_JOB_MAX_ATTEMPTS = int(os.environ.get("PIWEB_JOB_MAX_ATTEMPTS", "3"))
+PIWEB_JOB_HEARTBEAT_SECONDS = env.decimal("PIWEB_JOB_HEARTBEAT_SECONDS", 0.0) or None
+PIWEB_JOB_MAX_ATTEMPTS = env.integer("PIWEB_JOB_MAX_ATTEMPTS", 3)
 # Queue for compaction / branch-summary tasks ("" = CELERY_TASK_DEFAULT_QUEUE).
-PIWEB_JOBS_QUEUE = os.environ.get("PIWEB_JOBS_QUEUE", "")
+PIWEB_JOBS_QUEUE = env.text("PIWEB_JOBS_QUEUE", "")
 # The one retry policy of model calls (agent runs and summaries; agent/retry.py): how many
 # retries, and the capped exponential backoff between them (seconds).
-PIWEB_LLM_RETRIES = int(os.environ.get("PIWEB_LLM_RETRIES", "4"))
-PIWEB_LLM_RETRY_BASE_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_BASE_DELAY", "1.0"))
-PIWEB_LLM_RETRY_MAX_DELAY = float(os.environ.get("PIWEB_LLM_RETRY_MAX_DELAY", "30"))
+PIWEB_LLM_RETRIES = env.integer("PIWEB_LLM_RETRIES", 4)
+PIWEB_LLM_RETRY_BASE_DELAY = env.decimal("PIWEB_LLM_RETRY_BASE_DELAY", 1.0)
+PIWEB_LLM_RETRY_MAX_DELAY = env.decimal("PIWEB_LLM_RETRY_MAX_DELAY", 30.0)
 # How long a job waits for the session's agent run to end, and the Redis key prefix of
 # live run state.
-PIWEB_JOB_WAIT_FOR_RUN_SECONDS = float(os.environ.get("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", "1800"))
-PIWEB_CHAT_REDIS_PREFIX = os.environ.get("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
+PIWEB_JOB_WAIT_FOR_RUN_SECONDS = env.decimal("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800.0)
+PIWEB_CHAT_REDIS_PREFIX = env.text("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
 
 # Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
 # beside its worker (comma list; none by default), the user who owns the sessions (default:
 # the only superuser), and how often a full rescan catches what change events missed.
-PIWEB_PI_SESSION_DIRS = _env_list("PIWEB_PI_SESSION_DIRS", "")
-PIWEB_PI_SESSION_OWNER = os.environ.get("PIWEB_PI_SESSION_OWNER", "")
-PIWEB_PI_SESSION_RESCAN_SECONDS = float(os.environ.get("PIWEB_PI_SESSION_RESCAN_SECONDS", "60"))
+PIWEB_PI_SESSION_DIRS = env.items("PIWEB_PI_SESSION_DIRS", "")
+PIWEB_PI_SESSION_OWNER = env.text("PIWEB_PI_SESSION_OWNER", "")
+PIWEB_PI_SESSION_RESCAN_SECONDS = env.decimal("PIWEB_PI_SESSION_RESCAN_SECONDS", 60.0)
 # Whether a scan prepares new files in a second process while it writes (auto: when this
 # process may run on more than one CPU; on; off).
-PIWEB_FOLLOW_READ_AHEAD = os.environ.get("PIWEB_FOLLOW_READ_AHEAD", "auto").strip().lower()
-if PIWEB_FOLLOW_READ_AHEAD not in ("auto", "on", "off"):
-    raise RuntimeError(
-        f"PIWEB_FOLLOW_READ_AHEAD must be 'auto', 'on' or 'off', not {PIWEB_FOLLOW_READ_AHEAD!r}."
-    )
+PIWEB_FOLLOW_READ_AHEAD = env.choice("PIWEB_FOLLOW_READ_AHEAD", "auto", ("auto", "on", "off"))
 # pi's own session folder, named in the startup banner when it exists and is not followed.
-PIWEB_PI_DEFAULT_SESSION_DIR = Path(
-    os.environ.get("PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions")
+PIWEB_PI_DEFAULT_SESSION_DIR = env.path(
+    "PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions"
 )
 
 # Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
@@ -418,19 +400,19 @@ PIWEB_PI_DEFAULT_SESSION_DIR = Path(
 # more" request returns; the biggest page/partial response (downloads stream instead);
 # characters the context inspector counts exactly with tiktoken per request (beyond:
 # pi's chars/4 estimate, marked ≈).
-PIWEB_PREVIEW_CHARS = int(os.environ.get("PIWEB_PREVIEW_CHARS", "20000"))
-PIWEB_SHOW_MORE_CHARS = int(os.environ.get("PIWEB_SHOW_MORE_CHARS", "200000"))
-PIWEB_MAX_RESPONSE_BYTES = int(os.environ.get("PIWEB_MAX_RESPONSE_BYTES", str(8 * 1024 * 1024)))
-PIWEB_EXACT_TOKEN_CHARS = int(os.environ.get("PIWEB_EXACT_TOKEN_CHARS", "2000000"))
+PIWEB_PREVIEW_CHARS = env.integer("PIWEB_PREVIEW_CHARS", 20000)
+PIWEB_SHOW_MORE_CHARS = env.integer("PIWEB_SHOW_MORE_CHARS", 200000)
+PIWEB_MAX_RESPONSE_BYTES = env.integer("PIWEB_MAX_RESPONSE_BYTES", 8 * 1024 * 1024)
+PIWEB_EXACT_TOKEN_CHARS = env.integer("PIWEB_EXACT_TOKEN_CHARS", 2000000)
 # Seconds of Markdown rendering one request may spend; later blocks show as plain text.
-PIWEB_RENDER_SECONDS = float(os.environ.get("PIWEB_RENDER_SECONDS", "5"))
+PIWEB_RENDER_SECONDS = env.decimal("PIWEB_RENDER_SECONDS", 5.0)
 
 # Uploads (README "Security model"): the biggest session file /import/ takes. The server
 # (piweb.server) refuses a bigger body before reading it; the upload handler writes the
 # file straight into PIWEB_IMPORT_DIR as it arrives and stops at the limit; an import job
 # in the worker reads it from there (so in a scale-out layout that folder is shared).
-PIWEB_MAX_UPLOAD_BYTES = int(os.environ.get("PIWEB_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
-PIWEB_IMPORT_DIR = Path(os.environ.get("PIWEB_IMPORT_DIR", VAR_DIR / "imports"))
+PIWEB_MAX_UPLOAD_BYTES = env.integer("PIWEB_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+PIWEB_IMPORT_DIR = env.path("PIWEB_IMPORT_DIR", VAR_DIR / "imports")
 # Django keeps at most this much of a request body in memory (the rest goes to disk).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
@@ -438,7 +420,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
     "loggers": {
         "httpx": {"level": "WARNING"},
         "openai": {"level": "WARNING"},

@@ -423,7 +423,7 @@ def render_entry(payload: dict) -> list[Part]:
         return unknown_parts(str(payload.get("type")), _without_ids(payload))
 
 
-def _render_entry(payload: dict) -> list[Part]:
+def _render_entry(payload: dict) -> list[Part]:  # noqa: C901 (split after the round's merges)
     kind = payload.get("type")
     if kind == "message":
         message = payload.get("message")
@@ -600,3 +600,9 @@ def render_llm_message(message: dict) -> list[Part]:
         # user messages built from summaries/bash are plain text for the model
         return [Part("text", render_ansi(content))]
     return _content_parts(content)
+
+
+def encodable(html: str) -> str:
+    """Rendered HTML any response can encode: a lone surrogate (imported JSON can hold one
+    in any field) shows as U+FFFD instead of failing the whole page."""
+    return clean_text(html)

@@ -12,7 +12,8 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget, trigger_client_event
 
-from sessions_app.services import exports
+from sessions_app.presentation import exports
+from sessions_app.services import sessions
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
 LEVELS = ("info", "ok", "error")
@@ -72,11 +73,10 @@ def export_response(request, access, fmt: str, leaf: str | None, visible: set | 
     """A session (or its branch ending at `leaf`) exported as a download; `visible` is a
     share link's entries. An export the service refuses is the person's error."""
     try:
-        export = exports.export_session(
-            access.session, fmt, leaf, actor=request.user, visible=visible
-        )
+        export = exports.export_session(access.session, fmt, leaf, visible=visible)
     except exports.ExportError as exc:
         return bad_request(request, str(exc))
+    sessions.record_activity(access.session, request.user, "exported", format=fmt, leaf=leaf)
     if export.streams:  # (the pi JSONL: never the whole file in memory)
         response = StreamingHttpResponse(export.content, content_type=export.content_type)
     else:

@@ -816,7 +816,11 @@ def limit_notices(
             f"Sandbox limit: a process may use at most {config.memory_mb} MB of address space; "
             "an allocation beyond that failed."
         )
-    if pids_hits or "resource temporarily unavailable" in lowered and "fork" in lowered:
+    if (
+        pids_hits
+        or "resource temporarily unavailable" in lowered
+        and ("fork" in lowered or "blockingioerror" in lowered)
+    ):
         notices.append(
             f"Sandbox limit: at most {config.max_processes} processes may run at once; "
             "starting more was refused."

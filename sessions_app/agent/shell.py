@@ -223,7 +223,35 @@ def run_shell(
         launch.cleanup()
 
 
-def _follow(
+def _open_pipe(fd: int) -> None:
+    """The output pipe at READ_SIZE where Linux allows it, and non-blocking."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, F_SETPIPE_SZ, READ_SIZE)
+    except (OSError, ImportError):
+        pass
+    os.set_blocking(fd, False)
+
+
+def _drain(fd: int, tail: StreamingTail, until: float) -> tuple[bool, bool]:
+    """Feeds what the pipe holds to `tail` until it is empty, at its end, or `until` (a
+    monotonic time) has passed. Returns (end of file, anything fed)."""
+    fed = False
+    while True:
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return False, fed
+        if not data:
+            return True, fed
+        tail.feed(data)
+        fed = True
+        if time.monotonic() >= until:
+            return False, fed
+
+
+def _follow(  # noqa: C901 (split after this round's merges: issue 29)
     proc: subprocess.Popen,
     tail: StreamingTail,
     launch: sandboxing.Launch,
@@ -236,13 +264,7 @@ def _follow(
     guard: CommandGuard | None = None,
 ) -> ShellOutcome:
     fd = proc.stdout.fileno()
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, F_SETPIPE_SZ, READ_SIZE)
-    except (OSError, ImportError):
-        pass
-    os.set_blocking(fd, False)
+    _open_pipe(fd)
     deadline = started + timeout if timeout else None
     killed_at: float | None = None
     aborted = timed_out = False
@@ -268,19 +290,8 @@ def _follow(
             if events:
                 # Drain what is there without going back to poll between chunks, but
                 # come up for air often enough for snapshots, abort and timeout.
-                until = time.monotonic() + snapshot_interval / 2
-                while True:
-                    try:
-                        data = os.read(fd, READ_SIZE)
-                    except BlockingIOError:
-                        break
-                    if not data:
-                        eof = True
-                        break
-                    tail.feed(data)
-                    dirty = True
-                    if time.monotonic() >= until:
-                        break
+                eof, fed = _drain(fd, tail, time.monotonic() + snapshot_interval / 2)
+                dirty = dirty or fed
             if eof:
                 break
             now = time.monotonic()

@@ -163,70 +163,86 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
         )
     out.append("")
     for entry in path:
-        entry = display_value(entry)
-        kind = entry.get("type")
-        ident = _code(entry.get("id"))
-        message = _message(entry)
-        if message is not None:
-            role = message.get("role")
-            if role == "user":
-                out.append(f"## User · {ident}")
-                out.append("")
-                for b in _blocks(message.get("content")):
-                    text = _clip(b.get("text", ""), MD_TEXT_CHARS)
-                    out.append(text if b.get("type") == "text" else "_[image]_")
-            elif role == "assistant":
-                out.append(f"## Assistant · {ident}")
-                out.append("")
-                for b in _blocks(message.get("content")):
-                    if b.get("type") == "text":
-                        out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
-                    elif b.get("type") == "toolCall":
-                        args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
-                        out.append(f"**Tool call {_code(b.get('name', ''))}**")
-                        out.append("")
-                        out.append(_fence(_clip(args), "json"))
-                    out.append("")
-                if message.get("stopReason") in ("error", "aborted"):
-                    error = " ".join(str(message.get("errorMessage") or "").splitlines())
-                    out.append(f"> Stopped: {message.get('stopReason')} {error}")
-            elif role == "toolResult":
-                status = " (error)" if message.get("isError") else ""
-                out.append(
-                    f"### Tool result {_code(message.get('toolName', ''))}{status} · {ident}"
-                )
-                out.append("")
-                text = "\n".join(
-                    str(b.get("text", ""))
-                    for b in _blocks(message.get("content"))
-                    if b.get("type") == "text"
-                )
-                out.append(
-                    "<details><summary>output</summary>\n\n"
-                    + _fence(_clip(text) or "(no output)")
-                    + "\n\n</details>"
-                )
-            elif role == "bashExecution":
-                command = _code(f"$ {message.get('command', '')}", MD_OUTPUT_CHARS)
-                out.append(f"### {command} · {ident}")
-                out.append("")
-                out.append(_fence(_clip(message.get("output") or "(no output)")))
-                if message.get("exitCode") not in (None, 0):
-                    out.append(f"exit code {bounded(message.get('exitCode'))}")
-            else:
-                out.append(f"## {_code(role)} · {ident}")
-                out.append("")
-                out.append(_clip(entry_text(entry)))
-        elif kind in ("compaction", "branch_summary"):
-            name = "Compaction summary" if kind == "compaction" else "Branch summary"
-            out.append(f"## {name} · {ident}")
+        lines = _entry_markdown(display_value(entry))
+        if lines is not None:  # (settings, labels, names: not part of the conversation)
+            out.extend(lines)
             out.append("")
-            out.append(_clip(entry.get("summary", ""), MD_TEXT_CHARS))
-        elif kind == "custom_message":
-            out.append(f"## {_code(entry.get('customType', 'custom'))} · {ident}")
-            out.append("")
-            out.append(_clip(entry_text(entry)))
-        else:
-            continue  # settings, labels, names: not part of the conversation
-        out.append("")
     return escape_raw_html("\n".join(out).rstrip() + "\n")
+
+
+def _entry_markdown(entry: dict) -> list[str] | None:
+    """The lines of one entry of the conversation, or None for the entries that are not."""
+    kind = entry.get("type")
+    ident = _code(entry.get("id"))
+    message = _message(entry)
+    if message is not None:
+        role = message.get("role")
+        write = _MESSAGE_MARKDOWN.get(role) if isinstance(role, str) else None
+        if write is None:
+            return [f"## {_code(role)} · {ident}", "", _clip(entry_text(entry))]
+        return write(message, ident)
+    if kind in ("compaction", "branch_summary"):
+        name = "Compaction summary" if kind == "compaction" else "Branch summary"
+        return [f"## {name} · {ident}", "", _clip(entry.get("summary", ""), MD_TEXT_CHARS)]
+    if kind == "custom_message":
+        return [
+            f"## {_code(entry.get('customType', 'custom'))} · {ident}",
+            "",
+            _clip(entry_text(entry)),
+        ]
+    return None
+
+
+def _user_markdown(message: dict, ident: str) -> list[str]:
+    out = [f"## User · {ident}", ""]
+    for b in _blocks(message.get("content")):
+        text = _clip(b.get("text", ""), MD_TEXT_CHARS)
+        out.append(text if b.get("type") == "text" else "_[image]_")
+    return out
+
+
+def _assistant_markdown(message: dict, ident: str) -> list[str]:
+    out = [f"## Assistant · {ident}", ""]
+    for b in _blocks(message.get("content")):
+        if b.get("type") == "text":
+            out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
+        elif b.get("type") == "toolCall":
+            args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
+            out.append(f"**Tool call {_code(b.get('name', ''))}**")
+            out.append("")
+            out.append(_fence(_clip(args), "json"))
+        out.append("")
+    if message.get("stopReason") in ("error", "aborted"):
+        error = " ".join(str(message.get("errorMessage") or "").splitlines())
+        out.append(f"> Stopped: {message.get('stopReason')} {error}")
+    return out
+
+
+def _tool_result_markdown(message: dict, ident: str) -> list[str]:
+    status = " (error)" if message.get("isError") else ""
+    text = "\n".join(
+        str(b.get("text", "")) for b in _blocks(message.get("content")) if b.get("type") == "text"
+    )
+    return [
+        f"### Tool result {_code(message.get('toolName', ''))}{status} · {ident}",
+        "",
+        "<details><summary>output</summary>\n\n"
+        + _fence(_clip(text) or "(no output)")
+        + "\n\n</details>",
+    ]
+
+
+def _bash_markdown(message: dict, ident: str) -> list[str]:
+    command = _code(f"$ {message.get('command', '')}", MD_OUTPUT_CHARS)
+    out = [f"### {command} · {ident}", "", _fence(_clip(message.get("output") or "(no output)"))]
+    if message.get("exitCode") not in (None, 0):
+        out.append(f"exit code {bounded(message.get('exitCode'))}")
+    return out
+
+
+_MESSAGE_MARKDOWN = {
+    "user": _user_markdown,
+    "assistant": _assistant_markdown,
+    "toolResult": _tool_result_markdown,
+    "bashExecution": _bash_markdown,
+}

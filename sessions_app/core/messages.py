@@ -468,8 +468,7 @@ def _chain_context(entries: list[Entry], rest: list[Entry] = ()) -> dict[str, An
             elif etype == "custom_message":
                 append(create_custom_message(entry))
             elif etype == "branch_summary":
-                if entry.get("summary"):
-                    append(_branch_summary_from_entry(entry))
+                _append_branch_summary(messages, entry)
             elif etype == "thinking_level_change":
                 thinking_level = entry.get("thinkingLevel", UNSET)
             elif etype == "model_change":
@@ -483,53 +482,99 @@ def _chain_context(entries: list[Entry], rest: list[Entry] = ()) -> dict[str, An
                 edited = True
     except (KeyError, TypeError, AttributeError):
         return None
-    # Unique ids (so the walk from the last entry visits exactly this list), none falsy.
-    if len(seen) != len(entries) or None in seen or "" in seen or 0 in seen:
+    if not _chain_is_the_path(entries, seen, rest):
         return None
-    first_parent = entries[0].get("parentId")
-    if first_parent and first_parent in seen:
-        return None
-    if rest:
-        try:
-            rest_ids = set(map(_get_id, rest))
-        except (KeyError, TypeError):
-            return None
-        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
-            return None
-    if edited or (compaction is not None and compaction.get("systemMessage")):
+    if edited or _compaction_has_system_message(compaction):
         return context_from_path_reference(entries)
 
-    # The model: the last assistant message after the last model_change, else that change.
-    model: dict[str, Any] | None = None
-    for k in range(len(messages) - 1, model_change_pos - 1, -1):
-        msg = messages[k]
-        if type(msg) is dict and msg.get("role") == "assistant":
-            model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
-            break
-    else:
-        if model_change is not None:
-            model = _model_dict(
-                model_change.get("provider", UNSET), model_change.get("modelId", UNSET)
-            )
-
+    model = _chain_model(messages, model_change_pos, model_change)
     if compaction is not None:
-        first_kept = compaction.get("firstKeptEntryId", UNSET)
-        kept: list[Message] = [_compaction_summary_from_entry(compaction)]
-        for i in range(compaction_idx):
-            if entries[i]["id"] == first_kept:
-                for j in range(i, compaction_idx):
-                    _append_context_message(kept, entries[j])
-                break
-        if any(type(m) is dict and m.get("role") == "system" for m in kept):
+        kept = _kept_at_compaction(entries, compaction, compaction_idx)
+        if kept is None:
             return context_from_path_reference(entries)  # pi 1.6.0 leaves these out
-        kept.extend(messages[compaction_pos:])
-        messages = kept
+        messages = kept + messages[compaction_pos:]
 
+    return _context_result(messages, thinking_level, model)
+
+
+def _append_branch_summary(messages: list[Message], entry: Entry) -> None:
+    if entry.get("summary"):
+        messages.append(_branch_summary_from_entry(entry))
+
+
+def _compaction_has_system_message(compaction: Entry | None) -> bool:
+    return compaction is not None and bool(compaction.get("systemMessage"))
+
+
+def _context_result(messages: list[Message], thinking_level: Any, model: Any) -> dict[str, Any]:
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:
         result["thinkingLevel"] = thinking_level
     result["model"] = model
     return result
+
+
+def _chain_is_the_path(entries: list[Entry], seen: set, rest: list[Entry]) -> bool:
+    """_chain_context's checks once its pass is done: the ids are unique (so the walk
+    from the last entry visits exactly this list) and none is falsy; the first entry's
+    parent is none of them, and no other entry (`rest`) shares an id or is that parent."""
+    if len(seen) != len(entries) or None in seen or "" in seen or 0 in seen:
+        return False
+    first_parent = entries[0].get("parentId")
+    if first_parent and first_parent in seen:
+        return False
+    if rest:
+        try:
+            rest_ids = set(map(_get_id, rest))
+        except (KeyError, TypeError):
+            return False
+        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
+            return False
+    return True
+
+
+def _chain_model(
+    messages: list[Message], model_change_pos: int, model_change: Entry | None
+) -> dict[str, Any] | None:
+    """The model: the last assistant message after the last model_change, else that change."""
+    for k in range(len(messages) - 1, model_change_pos - 1, -1):
+        msg = messages[k]
+        if type(msg) is dict and msg.get("role") == "assistant":
+            return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+    if model_change is not None:
+        return _model_dict(model_change.get("provider", UNSET), model_change.get("modelId", UNSET))
+    return None
+
+
+def _kept_at_compaction(
+    entries: list[Entry], compaction: Entry, compaction_idx: int
+) -> list[Message] | None:
+    """The compaction's summary and the messages it kept (from its firstKeptEntryId up to
+    it), or None when they hold a system message (pi 1.6.0 leaves those out)."""
+    first_kept = compaction.get("firstKeptEntryId", UNSET)
+    kept: list[Message] = [_compaction_summary_from_entry(compaction)]
+    for i in range(compaction_idx):
+        if entries[i]["id"] == first_kept:
+            for j in range(i, compaction_idx):
+                _append_context_message(kept, entries[j])
+            break
+    if any(type(m) is dict and m.get("role") == "system" for m in kept):
+        return None
+    return kept
+
+
+def _path_model(path: list[Entry], types: list, last_model_change: int) -> dict[str, Any] | None:
+    """The model at the end of the path: the last assistant message after the last
+    model_change, else that change."""
+    for i in range(len(path) - 1, last_model_change, -1):
+        if types[i] == "message":
+            msg = path[i]["message"]
+            if msg.get("role") == "assistant":
+                return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+    if last_model_change >= 0:
+        e = path[last_model_change]
+        return _model_dict(e.get("provider", UNSET), e.get("modelId", UNSET))
+    return None
 
 
 def context_from_path(path: list[Entry]) -> dict[str, Any]:
@@ -563,17 +608,7 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
     if compaction_idx >= 0 and path[compaction_idx].get("systemMessage"):
         return context_from_path_reference(path)
 
-    model = None
-    for i in range(len(path) - 1, last_model_change, -1):
-        if types[i] == "message":
-            msg = path[i]["message"]
-            if msg.get("role") == "assistant":
-                model = _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
-                break
-    else:
-        if last_model_change >= 0:
-            e = path[last_model_change]
-            model = _model_dict(e.get("provider", UNSET), e.get("modelId", UNSET))
+    model = _path_model(path, types, last_model_change)
 
     messages: list[Message] = []
     if compaction_idx >= 0:
@@ -592,11 +627,7 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
     else:
         view.collect(messages, 0, len(path), "context")
 
-    result: dict[str, Any] = {"messages": messages}
-    if thinking_level is not UNSET:
-        result["thinkingLevel"] = thinking_level
-    result["model"] = model
-    return result
+    return _context_result(messages, thinking_level, model)
 
 
 def context_entries(path: list[Entry]) -> list[Entry]:
@@ -727,11 +758,7 @@ def context_from_path_reference(path: list[Entry]) -> dict[str, Any]:
             contributed = _apply_edit(contributed, edit)
         messages.extend(contributed)
 
-    result: dict[str, Any] = {"messages": messages}
-    if thinking_level is not UNSET:
-        result["thinkingLevel"] = thinking_level
-    result["model"] = model
-    return result
+    return _context_result(messages, thinking_level, model)
 
 
 def _model_dict(provider: Any, model_id: Any) -> dict[str, Any]:

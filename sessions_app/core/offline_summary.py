@@ -262,58 +262,73 @@ def parse_summary(text: str) -> SummaryData:
     data = SummaryData()
     if not text or not text.strip():
         return data
-    for tag, target in (("read-files", data.files_read), ("modified-files", data.files_modified)):
-        for block in re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL):
-            for line in block.splitlines():
-                if line.strip() and line.strip() not in target:
-                    target.append(line.strip())
-    body = _strip_frames(text)
+    _read_file_blocks(text, data)
     current: str | None = None
     recognised = False
     loose: list[str] = []
-    for raw in body.splitlines():
+    for raw in _strip_frames(text).splitlines():
         line = raw.strip()
-        if not line or line == OFFLINE_LABEL or line.startswith(("(Offline summary", _FOCUS)):
+        if _skipped_line(line):
             continue
-        if _OMITTED_NOTE.match(_ITEM_PREFIX.sub("", line)):
+        key = _heading_key(line)
+        if key is not None:
+            recognised = True
+            # loose lines right under "## Progress" count as in progress
+            current = "in_progress" if key == "progress" else key
             continue
-        heading = re.match(r"^#{1,6}\s*(.+?)\s*:?\s*$", line)
-        if heading:
-            key = _HEADING_KEYS.get(heading.group(1).strip().lower().rstrip(":"))
-            if key is not None:
-                recognised = True
-                # loose lines right under "## Progress" count as in progress
-                current = "in_progress" if key == "progress" else key
-                continue
         item = _ITEM_PREFIX.sub("", line).strip()
         item = re.sub(r"^\*\*(.+?)\*\*\s*:?\s*", r"\1: ", item) if item.startswith("**") else item
         if not item or item.lower() in _PLACEHOLDERS:
             continue
         if current is None:
             loose.append(item)
-            continue
-        key = current
-        if key == "critical":
-            if item.startswith(_FILES_READ):
-                for p in _split_file_list(item[len(_FILES_READ) :]):
-                    if p not in data.files_read:
-                        data.files_read.append(p)
-                continue
-            if item.startswith(_FILES_MODIFIED):
-                for p in _split_file_list(item[len(_FILES_MODIFIED) :]):
-                    if p not in data.files_modified:
-                        data.files_modified.append(p)
-                continue
-            if item.startswith(_LATEST_REPLY):
-                data.latest_reply = item[len(_LATEST_REPLY) :]
-                continue
-        _add(getattr(data, key), item)
+        elif current != "critical" or not _critical_fact(data, item):
+            _add(getattr(data, current), item)
     if not recognised and loose:
         _add(data.critical, "Earlier summary: " + " ".join(loose))
     elif loose:
         for item in loose:
             _add(data.critical, item)
     return data
+
+
+def _read_file_blocks(text: str, data: SummaryData) -> None:
+    """The ``<read-files>`` / ``<modified-files>`` blocks into the file lists."""
+    for tag, target in (("read-files", data.files_read), ("modified-files", data.files_modified)):
+        for block in re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL):
+            for line in block.splitlines():
+                if line.strip() and line.strip() not in target:
+                    target.append(line.strip())
+
+
+def _skipped_line(line: str) -> bool:
+    """Blank lines, our own label and notes, and the "… omitted" notes."""
+    if not line or line == OFFLINE_LABEL or line.startswith(("(Offline summary", _FOCUS)):
+        return True
+    return bool(_OMITTED_NOTE.match(_ITEM_PREFIX.sub("", line)))
+
+
+def _heading_key(line: str) -> str | None:
+    """The section a known heading starts (``## Goal`` -> goal), else None."""
+    heading = re.match(r"^#{1,6}\s*(.+?)\s*:?\s*$", line)
+    if not heading:
+        return None
+    return _HEADING_KEYS.get(heading.group(1).strip().lower().rstrip(":"))
+
+
+def _critical_fact(data: SummaryData, item: str) -> bool:
+    """A Critical Context item that is a file list or the latest reply goes to its own
+    field; True when it did."""
+    for prefix, target in ((_FILES_READ, data.files_read), (_FILES_MODIFIED, data.files_modified)):
+        if item.startswith(prefix):
+            for p in _split_file_list(item[len(prefix) :]):
+                if p not in target:
+                    target.append(p)
+            return True
+    if item.startswith(_LATEST_REPLY):
+        data.latest_reply = item[len(_LATEST_REPLY) :]
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------
@@ -404,156 +419,179 @@ def extract_summary_data(
     Returns ``(new_data, embedded)`` where ``embedded`` are the parsed
     branch/compaction summaries found in the list (oldest first).
     """
-    data = SummaryData()
-    embedded: list[SummaryData] = []
-    calls: dict[str, _Call] = {}
-    answered_calls: set[str] = set()
-    # subject -> blocked item; dropped again when the same call later succeeds
-    failures: dict[str, str] = {}
-    requests: list[tuple[int, str]] = []
-    last_final_reply = -1
-    interrupted: str | None = None
-
+    extraction = _Extraction()
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
+        read = _READERS.get(role) if isinstance(role, str) else None
+        if read is not None:
+            read(extraction, index, message)
+    return extraction.finish(), extraction.embedded
 
-        if role in ("compactionSummary", "branchSummary"):
-            summary = message.get("summary")
-            if isinstance(summary, str) and summary.strip():
-                embedded.append(parse_summary(summary))
-            continue
 
-        if role == "user":
-            text = _block_text(message.get("content"))
-            stripped = text.strip()
-            if stripped.startswith((_COMPACTION_FRAME, _BRANCH_FRAME)):
-                embedded.append(parse_summary(stripped))
-                continue
-            if _is_request(text):
-                requests.append((index, text))
-                _add(data.goal, text)
-                for sentence in _sentences(text):
-                    if _CONSTRAINT.search(sentence) and not sentence.endswith("?"):
-                        _add(data.constraints, sentence)
-                for match in _PATH_IN_TEXT.finditer(text):
-                    mentioned = match.group(1).rstrip(".")
-                    if mentioned:
-                        _add(data.critical, f"Mentioned by the user: {mentioned}")
-            continue
+class _Extraction:
+    """What extract_summary_data gathers while it reads the messages in order."""
 
-        if role == "assistant":
-            content = message.get("content")
-            text = _block_text(content)
-            for sentence in _sentences(text):
-                if _DECISION.search(sentence) and not sentence.endswith("?") and len(sentence) > 15:
-                    _add(data.decisions, sentence)
-            if isinstance(content, list):
-                for block in content:
-                    if isinstance(block, Mapping) and block.get("type") == "toolCall":
-                        name = str(block.get("name") or "tool")
-                        args = block.get("arguments")
-                        call_id = str(block.get("id") or f"call-{index}-{len(calls)}")
-                        calls[call_id] = _Call(name, args, _describe_call(name, args), index)
-                        _record_paths(data, name, args)
-            stop = message.get("stopReason")
-            if stop == "error":
-                reason = _first_line(str(message.get("errorMessage") or "")) or "no error message"
-                failures[_ASSISTANT_FAILURE] = _clip(f"Assistant turn failed: {reason}")
-                continue
-            # a later turn that did not fail means the model call works again
-            failures.pop(_ASSISTANT_FAILURE, None)
-            if stop == "aborted":
-                interrupted = "The last assistant run was stopped before it finished"
-            elif stop in ("stop", "length") or (
-                stop is None and text.strip() and not _has_tool_calls(content)
-            ):
-                last_final_reply = index
-                interrupted = None
-                if text.strip():
-                    data.latest_reply = _clip(text, 300)
-            continue
+    def __init__(self) -> None:
+        self.data = SummaryData()
+        self.embedded: list[SummaryData] = []
+        self.calls: dict[str, _Call] = {}
+        self.answered_calls: set[str] = set()
+        # subject -> blocked item; dropped again when the same call later succeeds
+        self.failures: dict[str, str] = {}
+        self.requests: list[tuple[int, str]] = []
+        self.last_final_reply = -1
+        self.interrupted: str | None = None
 
-        if role == "toolResult":
-            call_id = str(message.get("toolCallId") or "")
-            call = calls.get(call_id)
-            name = str(message.get("toolName") or (call.name if call else "tool"))
-            described = (
-                call.text
-                if call
-                else _CallText(
-                    f"Finished a {name} call started earlier", f"Running {name}", f"{name} call"
-                )
-            )
-            answered_calls.add(call_id)
-            text = _block_text(message.get("content"))
-            code = _nonzero_exit(text) if name == "bash" else None
-            if message.get("isError") or code is not None:
-                reason = _error_line(text) or (f"exit code {code}" if code is not None else "error")
-                failures[described.subject] = f"{described.subject} failed: {reason}"
-                continue
-            failures.pop(described.subject, None)
-            data.resolved.append(described.subject)
-            item = described.done
-            if name == "bash":
-                tail = _first_line(text, last=True)
-                if tail:
-                    item = f"{item} -> {_clip(tail, 80)}"
-            _add(data.done, item)
-            continue
+    def summary(self, index: int, message: Mapping[str, Any]) -> None:
+        summary = message.get("summary")
+        if isinstance(summary, str) and summary.strip():
+            self.embedded.append(parse_summary(summary))
 
-        if role == "bashExecution":
-            if message.get("excludeFromContext"):
-                continue
-            command = _clip(str(message.get("command") or ""), 120)
-            subject = f"user command `{command}`"
-            label = f"User ran `{command}`"
-            output = str(message.get("output") or "")
-            exit_code = message.get("exitCode")
-            if message.get("cancelled"):
-                failures[subject] = f"{subject} was cancelled"
-            elif isinstance(exit_code, int) and exit_code != 0:
-                reason = _error_line(output)
-                failures[subject] = f"{subject} exited with code {exit_code}" + (
-                    f": {reason}" if reason else ""
-                )
-            else:
-                failures.pop(subject, None)
-                data.resolved.append(subject)
-                tail = _first_line(output, last=True)
-                _add(data.done, f"{label} -> {_clip(tail, 80)}" if tail else label)
-            continue
+    def user(self, index: int, message: Mapping[str, Any]) -> None:
+        data = self.data
+        text = _block_text(message.get("content"))
+        stripped = text.strip()
+        if stripped.startswith((_COMPACTION_FRAME, _BRANCH_FRAME)):
+            self.embedded.append(parse_summary(stripped))
+            return
+        if not _is_request(text):
+            return
+        self.requests.append((index, text))
+        _add(data.goal, text)
+        for sentence in _sentences(text):
+            if _CONSTRAINT.search(sentence) and not sentence.endswith("?"):
+                _add(data.constraints, sentence)
+        for match in _PATH_IN_TEXT.finditer(text):
+            mentioned = match.group(1).rstrip(".")
+            if mentioned:
+                _add(data.critical, f"Mentioned by the user: {mentioned}")
 
-        if role == "custom":
-            text = _block_text(message.get("content"))
+    def assistant(self, index: int, message: Mapping[str, Any]) -> None:
+        data = self.data
+        content = message.get("content")
+        text = _block_text(content)
+        for sentence in _sentences(text):
+            if _DECISION.search(sentence) and not sentence.endswith("?") and len(sentence) > 15:
+                _add(data.decisions, sentence)
+        self._tool_calls(index, content)
+        stop = message.get("stopReason")
+        if stop == "error":
+            reason = _first_line(str(message.get("errorMessage") or "")) or "no error message"
+            self.failures[_ASSISTANT_FAILURE] = _clip(f"Assistant turn failed: {reason}")
+            return
+        # a later turn that did not fail means the model call works again
+        self.failures.pop(_ASSISTANT_FAILURE, None)
+        if stop == "aborted":
+            self.interrupted = "The last assistant run was stopped before it finished"
+        elif stop in ("stop", "length") or (
+            stop is None and text.strip() and not _has_tool_calls(content)
+        ):
+            self.last_final_reply = index
+            self.interrupted = None
             if text.strip():
-                kind = message.get("customType") or "extension"
-                _add(data.critical, f"Note ({kind}): {_first_line(text)}")
-            continue
+                data.latest_reply = _clip(text, 300)
 
-    for item in failures.values():
-        _add(data.blocked, item)
+    def _tool_calls(self, index: int, content: Any) -> None:
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "toolCall":
+                name = str(block.get("name") or "tool")
+                args = block.get("arguments")
+                call_id = str(block.get("id") or f"call-{index}-{len(self.calls)}")
+                self.calls[call_id] = _Call(name, args, _describe_call(name, args), index)
+                _record_paths(self.data, name, args)
 
-    pending = [c for cid, c in calls.items() if cid not in answered_calls]
-    for call in pending:
-        _add(data.in_progress, call.text.active + _NO_RESULT)
-    if interrupted:
-        _add(data.in_progress, interrupted)
+    def tool_result(self, index: int, message: Mapping[str, Any]) -> None:
+        call_id = str(message.get("toolCallId") or "")
+        call = self.calls.get(call_id)
+        name = str(message.get("toolName") or (call.name if call else "tool"))
+        described = (
+            call.text
+            if call
+            else _CallText(
+                f"Finished a {name} call started earlier", f"Running {name}", f"{name} call"
+            )
+        )
+        self.answered_calls.add(call_id)
+        text = _block_text(message.get("content"))
+        code = _nonzero_exit(text) if name == "bash" else None
+        if message.get("isError") or code is not None:
+            reason = _error_line(text) or (f"exit code {code}" if code is not None else "error")
+            self.failures[described.subject] = f"{described.subject} failed: {reason}"
+            return
+        self.failures.pop(described.subject, None)
+        self.data.resolved.append(described.subject)
+        item = described.done
+        if name == "bash":
+            tail = _first_line(text, last=True)
+            if tail:
+                item = f"{item} -> {_clip(tail, 80)}"
+        _add(self.data.done, item)
 
-    unanswered = [text for idx, text in requests if idx > last_final_reply]
-    data.answered = last_final_reply >= 0 and not unanswered
-    if unanswered:
-        latest = unanswered[-1]
-        if pending or any(c.index > requests[-1][0] for c in calls.values()):
-            _add(data.in_progress, _WORKING_ON + latest)
-        _add(data.next_steps, _OPEN_REQUEST + latest)
-    for item in list(data.blocked)[:2]:
-        _add(data.next_steps, f"Resolve: {item}")
-    for call in pending[:2]:
-        _add(data.next_steps, _CHECK_OUTCOME + call.text.subject)
+    def bash(self, index: int, message: Mapping[str, Any]) -> None:
+        if message.get("excludeFromContext"):
+            return
+        command = _clip(str(message.get("command") or ""), 120)
+        subject = f"user command `{command}`"
+        label = f"User ran `{command}`"
+        output = str(message.get("output") or "")
+        exit_code = message.get("exitCode")
+        if message.get("cancelled"):
+            self.failures[subject] = f"{subject} was cancelled"
+        elif isinstance(exit_code, int) and exit_code != 0:
+            reason = _error_line(output)
+            self.failures[subject] = f"{subject} exited with code {exit_code}" + (
+                f": {reason}" if reason else ""
+            )
+        else:
+            self.failures.pop(subject, None)
+            self.data.resolved.append(subject)
+            tail = _first_line(output, last=True)
+            _add(self.data.done, f"{label} -> {_clip(tail, 80)}" if tail else label)
 
-    return data, embedded
+    def custom(self, index: int, message: Mapping[str, Any]) -> None:
+        text = _block_text(message.get("content"))
+        if text.strip():
+            kind = message.get("customType") or "extension"
+            _add(self.data.critical, f"Note ({kind}): {_first_line(text)}")
+
+    def finish(self) -> SummaryData:
+        """Failures, calls without a result and open requests, once every message is read."""
+        data = self.data
+        for item in self.failures.values():
+            _add(data.blocked, item)
+        pending = [c for cid, c in self.calls.items() if cid not in self.answered_calls]
+        for call in pending:
+            _add(data.in_progress, call.text.active + _NO_RESULT)
+        if self.interrupted:
+            _add(data.in_progress, self.interrupted)
+        requests = self.requests
+        unanswered = [text for idx, text in requests if idx > self.last_final_reply]
+        data.answered = self.last_final_reply >= 0 and not unanswered
+        if unanswered:
+            latest = unanswered[-1]
+            if pending or any(c.index > requests[-1][0] for c in self.calls.values()):
+                _add(data.in_progress, _WORKING_ON + latest)
+            _add(data.next_steps, _OPEN_REQUEST + latest)
+        for item in list(data.blocked)[:2]:
+            _add(data.next_steps, f"Resolve: {item}")
+        for call in pending[:2]:
+            _add(data.next_steps, _CHECK_OUTCOME + call.text.subject)
+        return data
+
+
+_READERS = {
+    "compactionSummary": _Extraction.summary,
+    "branchSummary": _Extraction.summary,
+    "user": _Extraction.user,
+    "assistant": _Extraction.assistant,
+    "toolResult": _Extraction.tool_result,
+    "bashExecution": _Extraction.bash,
+    "custom": _Extraction.custom,
+}
 
 
 def _has_tool_calls(content: Any) -> bool:

@@ -6,7 +6,6 @@ parse payloads in bulk.
 
 import json
 import math
-import re
 
 from sessions_app.core.pi1_entries import (
     KNOWN_ENTRY_TYPES,
@@ -15,11 +14,11 @@ from sessions_app.core.pi1_entries import (
     unknown_entry_text,
     usage_text,
 )
+from sessions_app.core.text import clean_text
 from sessions_app.core.tokens import entry_token_estimate
 
 PREVIEW_CHARS = 300
 # Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
-_BAD_TEXT_RE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _blocks_text(content) -> str:
@@ -106,7 +105,7 @@ def entry_tool_name(entry: dict) -> str:
     return entry_digest(entry)[1]
 
 
-def entry_text(entry: dict) -> str:
+def entry_text(entry: dict) -> str:  # noqa: C901 (split after this round's merges: issue 29)
     """All the human-readable text of an entry (for search and token estimates)."""
     kind = entry.get("type")
     if kind == "message":
@@ -173,13 +172,6 @@ def _folded_prefix(text: str, limit: int) -> str:
 def rough_token_count(entry: dict) -> int:
     """A cheap per-entry token figure for the tree (chars / 4, like pi's estimate)."""
     return entry_digest(entry)[3]
-
-
-def clean_text(value: str) -> str:
-    """A string any database column accepts: NUL and lone surrogates become U+FFFD."""
-    if value.isascii():
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    return _BAD_TEXT_RE.sub("\ufffd", value)
 
 
 def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int, int]:

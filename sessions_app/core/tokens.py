@@ -111,36 +111,11 @@ def _json_len_fast(value: Any) -> int:
     """
     vtype = type(value)
     if vtype is dict:
-        if not value:
-            return 2
-        n = 2 * len(value) + 1  # braces, one colon per item, commas between items
-        for key, item in value.items():
-            if type(key) is not str:
-                return -1
-            q = _quote(key)
-            n += len(q) if q.isascii() else _quoted_len(key)
-            itype = type(item)
-            if itype is str:
-                q = _quote(item)
-                n += len(q) if q.isascii() else _quoted_len(item)
-            elif itype is int and -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
-                n += len(str(item))
-            else:
-                sub = _json_len_fast(item)
-                if sub < 0:
-                    return -1
-                n += sub
-        return n
+        return _dict_len_fast(value)
     if vtype is str:
         return _quoted_len(value)
     if vtype is list:
-        n = len(value) + 1 if value else 2  # brackets and commas
-        for item in value:
-            sub = _json_len_fast(item)
-            if sub < 0:
-                return -1
-            n += sub
-        return n
+        return _list_len_fast(value)
     if vtype is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
         return len(str(value))
     if vtype is bool:
@@ -150,6 +125,41 @@ def _json_len_fast(value: Any) -> int:
     if vtype is float and _simple_float(value):
         return len(repr(value))  # same shortest round-trip digits as JS
     return -1
+
+
+def _dict_len_fast(value: dict) -> int:
+    """_json_len_fast of a dict (str and safe-int values inline: the common case)."""
+    if not value:
+        return 2
+    n = 2 * len(value) + 1  # braces, one colon per item, commas between items
+    for key, item in value.items():
+        if type(key) is not str:
+            return -1
+        q = _quote(key)
+        n += len(q) if q.isascii() else _quoted_len(key)
+        itype = type(item)
+        if itype is str:
+            q = _quote(item)
+            n += len(q) if q.isascii() else _quoted_len(item)
+        elif itype is int and -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
+            n += len(str(item))
+        else:
+            sub = _json_len_fast(item)
+            if sub < 0:
+                return -1
+            n += sub
+    return n
+
+
+def _list_len_fast(value: list) -> int:
+    """_json_len_fast of a list."""
+    n = len(value) + 1 if value else 2  # brackets and commas
+    for item in value:
+        sub = _json_len_fast(item)
+        if sub < 0:
+            return -1
+        n += sub
+    return n
 
 
 def estimate_tokens(message: dict[str, Any]) -> int:

@@ -350,7 +350,7 @@ class Layout:
     def _open(self, head: Node) -> bool:
         return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
 
-    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:
+    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:  # noqa: C901 (split after this round's merges: issue 29)
         """Draw blocks: a block is a chain from its head at one depth.
 
         At a branch point the block ends; the side branches (indented) and then the

@@ -29,6 +29,7 @@ from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 from .jsutil import js_number_to_string
+from .text import clean_text
 
 TOOLS_BUCKET = "Tools/summaries"
 MAX_KEY_LENGTH = 200
@@ -128,17 +129,6 @@ def _cost(usage: dict) -> float:
     return float(total) if math.isfinite(total) else 0.0
 
 
-_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
-
-
-def _storable(key: str) -> str:
-    """The key as any database stores it: a lone surrogate (JSON may carry one) or a NUL
-    byte becomes U+FFFD; every real provider/model key is left as it is."""
-    if key.isascii() and "\x00" not in key:
-        return key
-    return _UNSTORABLE.sub("\ufffd", key)
-
-
 def _model_key(holder: dict, model_field: Any, model_present: bool) -> str:
     provider = _js_string(holder.get("provider"), "provider" in holder)
     return f"{provider}/{_js_string(model_field, model_present)}"
@@ -167,7 +157,7 @@ def entry_usage(entry: dict) -> EntryUsage | None:
     if not isinstance(usage, dict):
         return None
     return EntryUsage(
-        _storable(key[:MAX_KEY_LENGTH]),
+        clean_text(key[:MAX_KEY_LENGTH]),
         _count(usage.get("input")),
         _count(usage.get("output")),
         _count(usage.get("cacheRead")),

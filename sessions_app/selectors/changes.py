@@ -27,7 +27,7 @@ from sessions_app.core.file_changes import (
     tool_results,
 )
 from sessions_app.models import Entry, FileSnapshot, Session
-from sessions_app.services import sessions
+from sessions_app.selectors import paths
 from sessions_app.services.changes import repo_for
 
 
@@ -260,7 +260,7 @@ def _snapshot_set(
 
 def _path_with_results(session: Session, pi_id: str) -> list[dict]:
     """The path to ``pi_id`` plus the tool results that follow it (its calls' outcomes)."""
-    path = sessions.load_path(session, pi_id)
+    path = paths.load_path(session, pi_id)
     entry = Entry.objects.filter(session=session, pi_id=pi_id).only("pk").first()
     follow = []
     current = entry
@@ -345,7 +345,7 @@ def segment_changes(
     else:
         payloads = segment
         if start_id:
-            payloads = sessions.load_path(session, start_id) + segment
+            payloads = paths.load_path(session, start_id) + segment
         if end_id:
             payloads = payloads + _path_with_results(session, end_id)[len(payloads) :]
         per_entry = reconstruct(payloads, session.cwd)
@@ -360,7 +360,7 @@ def branch_changes(
     session: Session, leaf_pi_id: str, start_pi_id: str | None = None, *, diffs: bool = True
 ) -> ChangeSet:
     """Everything changed from the branch point (or ``start_pi_id``) down to the leaf."""
-    path = sessions.load_path(session, leaf_pi_id)
+    path = paths.load_path(session, leaf_pi_id)
     ids = [e.get("id") for e in path]
     start = start_pi_id if start_pi_id in ids else branch_point(session, ids)
     segment = path[ids.index(start) + 1 :] if start else path
@@ -374,7 +374,7 @@ def path_changes(
     ``budget`` (bytes of diff text for the whole path), later diffs are dropped past it."""
     if not leaf_pi_id:
         return []
-    path = sessions.load_path(session, leaf_pi_id)
+    path = paths.load_path(session, leaf_pi_id)
     snaps = snapshots_by_pi_id(session, [e.get("id") for e in path])
     rebuilt = reconstruct(path, session.cwd) if not snaps else {}
     out = []
@@ -403,10 +403,8 @@ def path_changes(
 def compare_changes(session: Session, a_pi_id: str, b_pi_id: str) -> dict:
     """The file changes of two branches below their common ancestor."""
     seen: dict[str, dict] = {}
-    paths = {}
     for pi_id in (a_pi_id, b_pi_id):
-        paths[pi_id] = sessions.load_path(session, pi_id)
-        for entry in paths[pi_id]:
+        for entry in paths.load_path(session, pi_id):
             seen[entry["id"]] = entry
     result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
     ancestor = result["ancestorId"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db.models.functions import Length
 from django.http import Http404
 
+from sessions_app.core.preview import entry_text
 from sessions_app.models import Entry, Session
 
 
@@ -69,3 +70,8 @@ def line_lengths(session: Session, pi_ids) -> dict[str, int]:
         .values_list("pi_id", "chars")
     )
     return dict(rows)
+
+
+def plain_text(payload: dict) -> str:
+    """An entry's whole text as plain text (what "show more" pages through)."""
+    return entry_text(payload)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
 from sessions_app.models import FollowedFile, Session
-from sessions_app.services.exports import pi_session_file_name
+
+
+def pi_session_file_name(session: Session) -> str:
+    """pi's own name for a session file, `<header timestamp>_<id>.jsonl` (the timestamp
+    with ':' and '.' made '-'), so an export sits among pi's files like one of them."""
+    stamp = re.sub(r"[^0-9A-Za-z-]", "-", session.header_timestamp) or "session"
+    return f"{stamp}_{session.pi_id}.jsonl"
 
 
 @dataclass

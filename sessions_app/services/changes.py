@@ -25,6 +25,7 @@ from django.db import transaction
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
+from sessions_app.selectors import paths
 from sessions_app.selectors.entries import get_entry
 from sessions_app.services import events, sandboxing, sessions, workspaces
 
@@ -154,7 +155,7 @@ def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
 def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
     """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
     entry = get_entry(session, pi_id)
-    pks = sessions.path_entry_pks(entry.pk)
+    pks = paths.path_entry_pks(entry.pk)
     position = {pk: i for i, pk in enumerate(pks)}
     snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
     if not snaps:

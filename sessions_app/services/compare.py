@@ -5,18 +5,17 @@ The optional "summarize the difference" is a job: ``services/jobs/compare_summar
 
 from __future__ import annotations
 
-from sessions_app import rendering
 from sessions_app.core.compare import compare_branches
 from sessions_app.core.input_limits import display_value
 from sessions_app.models import Entry, Session
-from sessions_app.services import sessions
+from sessions_app.selectors import paths
 
 
 class CompareError(ValueError):
     """Bad compare input, with a message fit for the user."""
 
 
-def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = False) -> dict:
+def compare(session: Session, a_pi_id: str, b_pi_id: str) -> dict:
     """The comparison of the branches ending at two nodes (two path queries, no full load)."""
     if not a_pi_id or not b_pi_id:
         raise CompareError("Pick two nodes to compare.")
@@ -29,17 +28,7 @@ def compare(session: Session, a_pi_id: str, b_pi_id: str, *, render: bool = Fals
         if pi_id not in found:
             raise CompareError(f"No entry {pi_id!r} in this session.")
     seen: dict[str, dict] = {}
-    for entry in [*sessions.load_path(session, a_pi_id), *sessions.load_path(session, b_pi_id)]:
+    for entry in [*paths.load_path(session, a_pi_id), *paths.load_path(session, b_pi_id)]:
         seen[entry["id"]] = display_value(entry)  # (lone surrogates: see input_limits)
     result = compare_branches(list(seen.values()), a_pi_id, b_pi_id)
-    if render:  # (a page: each side gets half of the page's budget, newest entries first)
-        for side in ("a", "b"):
-            segment = result[side]["segment"]
-            rendered = rendering.render_entries_within(segment, rendering.page_budget() // 2)
-            result[side]["rendered"] = [
-                {"id": e.get("id"), "type": e.get("type"), "parts": parts or []}
-                for e, parts in zip(segment, rendered, strict=True)
-                if parts is not None
-            ]
-            result[side]["not_shown"] = len(segment) - len(result[side]["rendered"])
     return result

@@ -25,7 +25,7 @@ from sessions_app.core.pi1_entries import (
     system_message_view,
 )
 from sessions_app.core.preview import entry_preview
-from sessions_app.services import sessions
+from sessions_app.selectors import paths
 from sessions_app.services.jobs import compaction_settings
 from sessions_app.services.model_input import ModelInput, TokenCounts, model_input
 
@@ -189,7 +189,7 @@ def _system_changes(emitted: list[dict]) -> list[dict]:
 
 
 def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
-    path = sessions.load_path(session, leaf_pi_id) if leaf_pi_id else []
+    path = paths.load_path(session, leaf_pi_id) if leaf_pi_id else []
     seen = model_input(session, leaf_pi_id, path=path)
     llm_messages = seen.messages
 

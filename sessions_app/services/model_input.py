@@ -56,6 +56,7 @@ from sessions_app.core.tokens import (
     estimate_tokens,
 )
 from sessions_app.models import Session
+from sessions_app.selectors import paths
 from sessions_app.services import llm, sessions, workspaces
 
 
@@ -186,9 +187,7 @@ class ModelInput:
         if self.leaf is None:
             return context_from_path([])
         path = (
-            self.path
-            if self.path is not None
-            else sessions.load_context_path(self.session, self.leaf)
+            self.path if self.path is not None else paths.load_context_path(self.session, self.leaf)
         )
         return context_from_path(path)
 

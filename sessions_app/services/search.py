@@ -340,25 +340,49 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         where.append("d.session_id = ANY(%s)")
         params.append(visible_ids)
     joins: list[str] = []
-    source = f"{DOC} d"
-    order = "d.entry_id DESC"
-
+    source, order = f"{DOC} d", "d.entry_id DESC"
     if query:
-        if vendor == "postgresql":
-            if not any(op != "not" for op, _ in parse_query(query)):
-                raise SearchError("Search needs at least one word that is not excluded.")
-            where.append("d.tsv @@ websearch_to_tsquery('simple'::regconfig, %s)")
-            params.append(query)
-        elif vendor == "sqlite":
-            source = f"{FTS} f JOIN {DOC} d ON d.entry_id = f.rowid"
-            where.append(f"{FTS} MATCH %s")
-            params.append(fts5_expression(query))
-            order = "f.rowid DESC"
-        else:
-            for op, text in parse_query(query):
-                if op != "or":
-                    where.append(("NOT " if op == "not" else "") + f"d.text LIKE %s{LIKE_ESCAPE}")
-                    params.append(f"%{_escape_like(text)}%")
+        source, order = _text_condition(query, vendor, where, params, source, order)
+    _filter_conditions(filters, where, params, joins)
+
+    where_sql = " AND ".join(where)
+    select = f"SELECT d.entry_id FROM {source} {' '.join(joins)} WHERE {where_sql}"
+    need, offset = PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
+    with connection.cursor() as cursor:
+        ids = None
+        if query and vendor == "postgresql":
+            ids = _postgres_windowed(cursor, select, params, need, offset)
+        if ids is None:
+            cursor.execute(f"{select} ORDER BY {order} LIMIT %s OFFSET %s", [*params, need, offset])
+            ids = [row[0] for row in cursor.fetchall()]
+    has_next = len(ids) > PAGE_SIZE
+    ids = ids[:PAGE_SIZE]
+    return SearchResult(hits=_hits(ids, query), page=page, has_next=has_next)
+
+
+def _text_condition(query: str, vendor: str, where: list, params: list, source: str, order: str):
+    """Adds the text match of `query` to `where`/`params`; the FROM clause and ORDER BY
+    it needs (SQLite's FTS5 table is joined and ordered by its rowid)."""
+    if vendor == "postgresql":
+        if not any(op != "not" for op, _ in parse_query(query)):
+            raise SearchError("Search needs at least one word that is not excluded.")
+        where.append("d.tsv @@ websearch_to_tsquery('simple'::regconfig, %s)")
+        params.append(query)
+    elif vendor == "sqlite":
+        source = f"{FTS} f JOIN {DOC} d ON d.entry_id = f.rowid"
+        where.append(f"{FTS} MATCH %s")
+        params.append(fts5_expression(query))
+        order = "f.rowid DESC"
+    else:
+        for op, text in parse_query(query):
+            if op != "or":
+                where.append(("NOT " if op == "not" else "") + f"d.text LIKE %s{LIKE_ESCAPE}")
+                params.append(f"%{_escape_like(text)}%")
+    return source, order
+
+
+def _filter_conditions(filters: SearchFilters, where: list, params: list, joins: list) -> None:
+    """Adds the filters' conditions (and the label filter's join)."""
     if filters.role:
         where.append("d.role = %s")
         params.append(filters.role)
@@ -378,20 +402,6 @@ def search(user, query: str, filters: SearchFilters | None = None, page: int = 1
         joins.append(f"JOIN {ENTRY} le ON le.id = d.entry_id")
         where.append(f"LOWER(le.label) LIKE %s{LIKE_ESCAPE}")
         params.append("%" + _escape_like(filters.label.lower()) + "%")
-
-    where_sql = " AND ".join(where)
-    select = f"SELECT d.entry_id FROM {source} {' '.join(joins)} WHERE {where_sql}"
-    need, offset = PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
-    with connection.cursor() as cursor:
-        ids = None
-        if query and vendor == "postgresql":
-            ids = _postgres_windowed(cursor, select, params, need, offset)
-        if ids is None:
-            cursor.execute(f"{select} ORDER BY {order} LIMIT %s OFFSET %s", [*params, need, offset])
-            ids = [row[0] for row in cursor.fetchall()]
-    has_next = len(ids) > PAGE_SIZE
-    ids = ids[:PAGE_SIZE]
-    return SearchResult(hits=_hits(ids, query), page=page, has_next=has_next)
 
 
 RECENT_WINDOW = 50_000

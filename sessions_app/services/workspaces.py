@@ -23,8 +23,17 @@ from pathlib import Path
 
 from django.conf import settings
 
-from sessions_app.agent.paths import check_cwd, is_within, make_private_dir, user_areas
+from sessions_app.agent.paths import (
+    WorkspaceError as WorkspaceError,  # (the views catch it from here)
+)
+from sessions_app.agent.paths import (
+    check_cwd,
+    is_within,
+    make_private_dir,
+    user_areas,
+)
 from sessions_app.models import Entry
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 
 _UNSET = sessions.UNSET
@@ -107,7 +116,7 @@ def session_workspace(session, leaf_pi_id=_UNSET) -> SessionWorkspace:
     pks = dict(
         Entry.objects.filter(session=session, pi_id__in=list(chosen)).values_list("pk", "pi_id")
     )
-    for pk in reversed(sessions.path_pks(session, leaf_pk)):
+    for pk in reversed(paths.path_pks(session, leaf_pk)):
         if pk in pks:
             choice = chosen[pks[pk]]
             return SessionWorkspace(choice["cwd"], int(choice["by"]), pks[pk])

@@ -13,6 +13,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Job
+from sessions_app.presentation.compare import rendered_comparison
 from sessions_app.responses import bad_request
 from sessions_app.selectors.jobs import latest_job, session_job
 from sessions_app.services import compare as compare_service
@@ -29,7 +30,7 @@ def compare(request, session_id):
     status = 200
     if a and b:
         try:
-            context["comparison"] = compare_service.compare(access.session, a, b, render=True)
+            context["comparison"] = rendered_comparison(access.session, a, b)
             context["job"] = latest_job(access.session, Job.Kind.COMPARE_SUMMARY, a, b)
         except compare_service.CompareError as exc:
             context["error"] = str(exc)

@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.selectors.models import models_page_context
+from sessions_app.presentation.models_page import models_page_context
 from sessions_app.services import llm, provider_keys
 
 

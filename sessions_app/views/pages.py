@@ -17,7 +17,6 @@ from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.agent.paths import WorkspaceError
 from sessions_app.models import Job, Session
 from sessions_app.selectors.jobs import import_job
 from sessions_app.selectors.panels.page import session_page_context
@@ -29,6 +28,7 @@ from sessions_app.services import workspaces
 from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.jobs.session_import import request_import
 from sessions_app.services.llm import model_profiles
+from sessions_app.services.workspaces import WorkspaceError
 from sessions_app.upload_handlers import ImportUploadHandler, limit_text
 
 PAGE_SIZE = 50

@@ -15,11 +15,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import SessionShare, ShareLink
 from sessions_app.params import int_or_none
+from sessions_app.presentation import exports
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, plain_text
 from sessions_app.selectors.sharing import session_link, session_links, session_shares
 from sessions_app.selectors.teams import teams_with_shares
-from sessions_app.services import exports, sharing
+from sessions_app.services import sharing
 from sessions_app.services.access import (
     OWNER,
     VIEWER,

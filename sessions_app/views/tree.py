@@ -7,17 +7,18 @@ laid out from one `values_list()` query of light columns (never payloads) by
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from sessions_app.core.preview import entry_text as plain_entry_text
 from sessions_app.models import Job
-from sessions_app.rendering import full_output_path
+from sessions_app.rendering import encodable, full_output_path
 from sessions_app.responses import download, notice
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404
+from sessions_app.selectors.entries import plain_text as plain_entry_text
 from sessions_app.selectors.jobs import latest_job
 from sessions_app.selectors.panels.tree import (
     FORK_SCOPES,
@@ -301,4 +302,5 @@ def inspector(request, session_id):
     if leaf and not entry_exists(access.session, leaf):
         raise Http404("No such entry.")
     context = inspector_context(access, leaf or access.session.leaf_pi_id)
-    return render(request, "sessions_app/tree/_inspector.html", context)
+    html = render_to_string("sessions_app/tree/_inspector.html", context, request)
+    return HttpResponse(encodable(html))

@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from tests.support.agent_runs import (
     EventLog,
@@ -313,7 +314,7 @@ def test_context_overflow_compacts_then_retries_once(worker, llm, make_user, wor
     assert send(client_for(user), session, "continue").status_code == 200
     assert wait_run(session, timeout=90).status == "done"
     session.refresh_from_db()
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     types = [e["type"] for e in path]
     assert "compaction" in types
     compaction_index = types.index("compaction")
@@ -529,7 +530,7 @@ def test_switch_model_writes_model_change(worker, llm, make_user, workspace):
     assert response.status_code == 200
     session.refresh_from_db()
     assert session.model_profile == "scripted-fast"
-    entry = sessions.load_path(session)[-1]
+    entry = paths.load_path(session)[-1]
     assert entry["type"] == "model_change"
     assert entry["modelId"] == "scripted-fast-model" and entry["provider"] == "openai-compatible"
     llm.push(text("fast"))

@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from tests.support.agent_runs import messages, new_session, wait_run
 from tests.support.scripted_llm import text, tool_call
@@ -99,4 +100,4 @@ def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make
     assert wait_run(session).status == "done"
     session.refresh_from_db()
     assert session.model_profile == "scripted"
-    assert any(e["type"] == "model_change" for e in sessions.load_path(session))
+    assert any(e["type"] == "model_change" for e in paths.load_path(session))

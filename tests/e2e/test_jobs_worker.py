@@ -11,6 +11,7 @@ import websockets
 from sessions_app.core.offline_summary import OFFLINE_LABEL
 from sessions_app.core.summaries import BRANCH_SUMMARY_PREAMBLE, SPLIT_TURN_HEADING
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
@@ -50,7 +51,7 @@ def wait_requests(llm, n, timeout=30):
 def test_manual_compaction_with_focus_in_the_worker(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner, focus="the tokenizer cache")
     wait_for_job(job)
@@ -64,7 +65,7 @@ def test_manual_compaction_with_focus_in_the_worker(worker, make_user, llm):
 def test_offline_summarizer_in_the_worker(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL, model_profile="no-such-model")
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     job = jobs.request_compaction(session, actor=owner)
     wait_for_job(job)
     assert job.status == "done", job.error
@@ -86,7 +87,7 @@ def test_threshold_after_a_run_then_update_with_file_lists(worker, make_user, ll
     for n in range(5, 8):
         add_turn(session, n, tool="write", path=f"out/gen_{n}.py", usage_total=900 + n)
     session.refresh_from_db()
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text("SECOND"))
     second = jobs.maybe_compact_after_run(session)
     wait_for_job(second)
@@ -107,7 +108,7 @@ def test_split_turn_in_the_worker(worker, make_user, llm):
         sessions.append_entry(session, call)
         sessions.append_entry(session, tool_result(call_id, "read", "q" * 300))
     session.refresh_from_db()
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text("H"), text("T"))
     job = jobs.request_compaction(session, actor=owner)
     wait_for_job(job)
@@ -119,7 +120,7 @@ def test_split_turn_in_the_worker(worker, make_user, llm):
 def test_overflow_recovery_runs_inline_without_the_queue(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.compact_for_overflow(session)
     assert job.status == "done" and job.result_entry_id
@@ -131,7 +132,7 @@ def test_overflow_recovery_runs_inline_without_the_queue(worker, make_user, llm)
 def test_new_turn_during_compaction_is_kept(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY, delay_before=2.0))
     job = jobs.request_compaction(session, actor=owner)
     wait_status(job, "running")
@@ -207,7 +208,7 @@ def test_branch_summary_in_the_worker_with_leaf_kept_by_the_user(worker, make_us
 def test_provider_500_three_times_then_success(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(error(500), error(500), error(500), text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner)
     wait_for_job(job, timeout=60)
@@ -221,7 +222,7 @@ def test_provider_500_three_times_then_success(worker, make_user, llm):
 def test_worker_killed_mid_job_completes_once(worker, make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text("NEVER ARRIVES", delay_before=6.0), text("AFTER RESTART"))
     job = jobs.request_compaction(session, actor=owner)
     wait_status(job, "running")

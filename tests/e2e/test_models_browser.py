@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import ModelPreference, ProviderKey
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from tests.support.agent_runs import messages, new_session, wait_run
 from tests.support.scripted_llm import text
@@ -88,7 +89,7 @@ def test_pick_model_and_thinking_then_a_priced_run_shows_its_cost(
     page.click("#chat-thinking-form button[type=submit]")
     expect(page.locator("#chat-notice")).to_contain_text("Thinking: high")
     session.refresh_from_db()
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     assert path[-2] == {
         **path[-2],
         "type": "model_change",

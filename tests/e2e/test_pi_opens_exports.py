@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Entry, Session
-from sessions_app.services import chat, exports, fork, jobs, navigation, sessions
+from sessions_app.presentation import exports
+from sessions_app.selectors import paths
+from sessions_app.services import chat, fork, jobs, navigation, sessions
 from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
@@ -46,7 +48,7 @@ class Exported:
         (self.directory / f"{name}.jsonl").write_bytes(data)
         content = data.decode("utf-8")
         leaf = session.leaf.pi_id if session.leaf_id else None
-        messages = json.loads(json.dumps(sessions.load_context(session)["messages"]))
+        messages = json.loads(json.dumps(paths.load_context(session)["messages"]))
         self.expected[f"{name}.jsonl"] = (leaf, messages, context)
         self.texts[name] = content
         return content
@@ -153,7 +155,7 @@ def test_pi_opens_navigated_labelled_and_forked_sessions_at_pipwebs_leaf(make_us
             f"pi160-{path.stem}",
             imported,
             context=("1.6.0",)
-            if _pi1_only(sessions.load_path(Session.objects.get(pk=imported.pk)))
+            if _pi1_only(paths.load_path(Session.objects.get(pk=imported.pk)))
             else VERSIONS,
         )
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from sessions_app.agent.tools import BASH, GREP
 from sessions_app.core.system_prompt import EXPLORE_WITH_BASH
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import chat, sessions
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
@@ -63,13 +64,13 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     job.refresh_from_db()
     assert job.status == "done" and job.finished_at and job.result_entry is not None
     session.refresh_from_db()
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     assert [e["message"]["role"] for e in path] == ["user", "assistant", "toolResult", "assistant"]
     assert path[2]["message"]["content"] == [{"type": "text", "text": "hi there\n"}]
     assert session.leaf.pi_id == path[-1]["id"] == job.result_entry.pi_id
     # Running it again (a redelivered task) does nothing.
     assert chat.execute_run(str(job.pk)) is None
-    assert len(sessions.load_path(session)) == 4
+    assert len(paths.load_path(session)) == 4
 
 
 def test_stale_running_job_is_failed_so_the_session_is_usable(session, owner, settings):
@@ -142,7 +143,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     job = chat.send_message(session, owner, "think")
     assert chat.execute_run(str(job.pk)) == "done"
     session.refresh_from_db()
-    message = sessions.load_path(session)[-1]["message"]
+    message = paths.load_path(session)[-1]["message"]
     # pi keeps the name of the field the thinking came in as its signature...
     assert message["content"] == [
         {"type": "thinking", "thinking": "Let me think.", "thinkingSignature": "reasoning_content"},

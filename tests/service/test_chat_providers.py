@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from sessions_app.selectors import paths
 from sessions_app.services import chat, sessions, summarizer
 from sessions_app.services.llm import resolve_profile
 from tests.support.fake_providers import Call, FakeProviders, Turn
@@ -67,7 +68,7 @@ def test_an_agent_turn_with_a_tool_call(profile, fake, owner, workspace, redis_r
     job = chat.send_message(session, owner, "read hello.txt")
     assert chat.execute_run(str(job.pk)) == "done"
     session.refresh_from_db()
-    messages = [e["message"] for e in sessions.load_path(session)]
+    messages = [e["message"] for e in paths.load_path(session)]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
     assert all(
         m["api"] == api and m["provider"] == "testprov"

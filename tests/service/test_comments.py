@@ -4,7 +4,8 @@ import pytest
 
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Comment
-from sessions_app.services import comments, sessions
+from sessions_app.selectors import paths
+from sessions_app.services import comments
 from sessions_app.services.comments import CommentError
 from tests.support.branchy_session import build_branchy_session
 
@@ -16,7 +17,7 @@ def test_threads_resolve_counts_and_context_is_untouched(make_user):
     owner, reviewer = make_user("owner"), make_user("reviewer")
     data = build_branchy_session(owner)
     session, ids = data.session, data.ids
-    path_before = sessions.load_path(session)
+    path_before = paths.load_path(session)
     context_before = build_session_context(path_before)
     entries_before = session.entries.count()
 
@@ -47,7 +48,7 @@ def test_threads_resolve_counts_and_context_is_untouched(make_user):
 
     # comments are not entries and never reach the model's context
     assert session.entries.count() == entries_before
-    path_after = sessions.load_path(session)
+    path_after = paths.load_path(session)
     assert path_after == path_before
     assert build_session_context(path_after) == context_before
     assert "Why did this fail" not in repr(build_session_context(path_after))

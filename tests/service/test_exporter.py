@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from sessions_app.core.jsonl import read_session
 from sessions_app.core.messages import build_session_context
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from sessions_app.services.exporter import export_bytes, export_jsonl, iter_session_lines
 from sessions_app.services.importer import import_jsonl_stream
@@ -60,7 +61,7 @@ def test_export_of_a_live_session_is_a_file_pi_loads(owner):
     assert lines[0].startswith('{"type":"session","version":3,"id":')
     parsed = read_session(text.splitlines(keepends=True))
     assert parsed.ok and not parsed.errors and parsed.header["id"] == session.pi_id
-    assert parsed.entries == sessions.load_all_entries(session)
+    assert parsed.entries == paths.load_all_entries(session)
     context = build_session_context(parsed.entries)
     assert [m["role"] for m in context["messages"]] == ["user", "assistant"]
     # and it comes back as the same entries

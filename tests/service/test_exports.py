@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app.core.jsonl import read_session
-from sessions_app.services import exporter, exports, sessions
+from sessions_app.presentation import exports
+from sessions_app.services import exporter, sessions
 from tests.support.branchy_session import build_branchy_session, user
 
 pytestmark = pytest.mark.django_db

@@ -15,6 +15,7 @@ from sessions_app.agent.snapshots import ShadowRepo
 from sessions_app.core.file_changes import apply_edits, edits_of
 from sessions_app.models import FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
+from sessions_app.selectors import paths
 from sessions_app.services import changes, chat, sandboxing, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.scripted_llm import text, tool_call, tool_calls
@@ -50,7 +51,7 @@ def run(session, owner, text_):
 
 
 def assistants_with_calls(session):
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     return [
         e
         for e in path

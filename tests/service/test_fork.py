@@ -6,6 +6,7 @@ import pytest
 
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Entry, Session
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from sessions_app.services.exporter import export_jsonl
 from sessions_app.services.fork import ForkError, fork_session
@@ -53,16 +54,14 @@ def test_path_fork_matches_pi_create_branched_session(owner, make_user):
         target = case["input"]["createBranchedSessionFrom"]
         fork = fork_session(source, target, "path", actor)
         expected = case["output"]["createBranchedSession"]
-        stored = sessions.load_all_entries(fork)
+        stored = paths.load_all_entries(fork)
         old_ids = {e["id"] for e in entries}
         for e in stored:  # label timestamps come from the labels, ours use no clock
             assert e["id"] in old_ids or e["type"] == "label"
         assert _rename_new_labels(stored, old_ids) == expected["entries"]
         leaf = _rename_new_labels(stored, old_ids)[-1]["id"] if stored else None
         assert leaf == expected["leafId"]
-        assert (
-            build_session_context(sessions.load_path(fork), fork.leaf.pi_id) == expected["context"]
-        )
+        assert build_session_context(paths.load_path(fork), fork.leaf.pi_id) == expected["context"]
         assert fork.source == Session.Source.FORK and fork.parent_id == source.pk
         assert fork.owner == actor and fork.parent_session_ref == source.pi_id
         assert fork.header()["parentSession"] == source.pi_id
@@ -108,7 +107,7 @@ def _tree_session(owner):
 
 
 def _ids(session):
-    return [e["id"] for e in sessions.load_all_entries(session) if e["type"] != "label"]
+    return [e["id"] for e in paths.load_all_entries(session) if e["type"] != "label"]
 
 
 def _labels(session):
@@ -137,9 +136,9 @@ def test_three_scopes(owner):
         # The fork continues from the target: same context as the source at c / b.
         target = "b" if fork is depth else "c"
         assert build_session_context(
-            sessions.load_path(fork), fork.leaf.pi_id
-        ) == build_session_context(sessions.load_path(source, target), target)
-        labels = [e for e in sessions.load_all_entries(fork) if e["type"] == "label"]
+            paths.load_path(fork), fork.leaf.pi_id
+        ) == build_session_context(paths.load_path(source, target), target)
+        labels = [e for e in paths.load_all_entries(fork) if e["type"] == "label"]
         assert fork.leaf.pi_id == (labels[-1]["id"] if labels else target)
     # The source is untouched.
     assert Entry.objects.filter(session=source).count() == 12
@@ -178,4 +177,4 @@ def test_fork_of_a_live_session_then_continue(owner):
     new = sessions.append_entry(
         fork, {"type": "message", "message": {"role": "user", "content": "two", "timestamp": 3}}
     )
-    assert [e["id"] for e in sessions.load_path(fork)] == [first.pi_id, new.pi_id]
+    assert [e["id"] for e in paths.load_path(fork)] == [first.pi_id, new.pi_id]

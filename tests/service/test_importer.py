@@ -14,7 +14,7 @@ from django.urls import reverse
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Entry, Session
-from sessions_app.services import sessions
+from sessions_app.selectors import paths
 from sessions_app.services.exporter import export_bytes
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
 from tests.conformance.golden import load_golden
@@ -70,7 +70,7 @@ def test_pi_fixture_imports_exports_byte_identical_and_builds_the_same_context(n
     assert list(session.entries.order_by("seq").values_list("pi_id", flat=True)) == [
         e["id"] for e in entries
     ]
-    assert sessions.load_all_entries(session) == entries
+    assert paths.load_all_entries(session) == entries
     assert export_bytes(session) == data  # byte for byte, header included
     leaf_ids = leaves(entries) + [e["id"] for e in entries[:: max(1, len(entries) // 12)]]
     assert_context_matches_core(session, entries, leaf_ids)
@@ -81,10 +81,10 @@ def test_import_export_import_gives_identical_entries(owner):
     name = FIXTURES[0]
     first = do_import(fixture_bytes(name), owner).session
     exported = export_bytes(first)
-    entries_before = sessions.load_all_entries(first)
+    entries_before = paths.load_all_entries(first)
     first.delete()
     second = do_import(exported, owner).session
-    assert sessions.load_all_entries(second) == entries_before
+    assert paths.load_all_entries(second) == entries_before
     assert export_bytes(second) == exported
 
 
@@ -130,7 +130,7 @@ def test_v1_and_v2_files_are_migrated_like_pi(owner):
         items[0]["id"] = f"migrate-{number}"
         report = do_import(jsonl_text(items[0], items[1:]), owner)
         expected = case["output"]["entries"]
-        stored = sessions.load_all_entries(report.session)
+        stored = paths.load_all_entries(report.session)
         assert _reid(stored) == _reid(expected)[1:], case.get("tags")
         version = items[0].get("version")
         if version is None or version < 3:
@@ -153,7 +153,7 @@ def test_header_only_file_is_an_empty_session(owner):
     report = do_import(serialize_entry(header()) + "\n", owner)
     assert report.status == "created" and report.entries_added == 0
     assert report.session.leaf is None and report.session.entry_count == 0
-    assert build_session_context(sessions.load_path(report.session), None)["messages"] == []
+    assert build_session_context(paths.load_path(report.session), None)["messages"] == []
 
 
 def test_all_lines_malformed_is_refused_with_line_numbers(owner):
@@ -196,7 +196,7 @@ def test_non_utf8_bytes_are_reported_not_fatal(owner):
     report = do_import(raw, owner)
     assert report.entries_added == 2
     assert any(w.startswith("line 3:") and "UTF-8" in w for w in report.warnings)
-    stored = sessions.load_all_entries(report.session)
+    stored = paths.load_all_entries(report.session)
     assert stored[1]["message"]["content"][0]["text"] == "m\ufffd1"
 
 
@@ -206,7 +206,7 @@ def test_dangling_parent_is_stored_and_reported(owner):
     orphan = Entry.objects.get(session=report.session, pi_id="orphan")
     assert orphan.parent is None and orphan.parent_pi_id == "nowhere"
     assert any("'nowhere'" in w and w.startswith("line 4:") for w in report.warnings)
-    assert sessions.load_path(report.session, "orphan") == [entries[2]]
+    assert paths.load_path(report.session, "orphan") == [entries[2]]
 
 
 def test_parent_cycle_rejects_the_whole_file(owner):
@@ -326,7 +326,7 @@ def test_nul_and_lone_surrogates_survive_on_every_database(owner):
     data = jsonl_text(header(), entries).encode()
     report = do_import(data, owner)
     # jsonb cannot hold them: the payload column has U+FFFD; the exact text is in `line`.
-    assert sessions.load_path(report.session) == entries
+    assert paths.load_path(report.session) == entries
     assert export_bytes(report.session) == data
 
 
@@ -367,7 +367,7 @@ def test_reimport_of_a_grown_file_adds_only_the_new_entries(owner):
     assert Entry.objects.get(session=session, pi_id="e0004").parent.pi_id == "e0003"
     assert Entry.objects.get(session=session, pi_id="e0001").label == "kept"
     assert list(session.entries.order_by("seq").values_list("seq", flat=True)) == list(range(7))
-    assert sessions.load_all_entries(session) == grown
+    assert paths.load_all_entries(session) == grown
 
 
 def test_reimport_with_conflicting_content_is_refused(owner):
@@ -382,7 +382,7 @@ def test_reimport_with_conflicting_content_is_refused(owner):
     with pytest.raises(SessionImportError, match="its id is already taken"):
         do_import(jsonl_text(header(cwd="/elsewhere"), entries), owner)
     assert Session.objects.count() == 1 and Entry.objects.count() == 4
-    assert sessions.load_all_entries(Session.objects.get()) == entries
+    assert paths.load_all_entries(Session.objects.get()) == entries
 
 
 def test_reimport_by_another_user_is_refused(owner, make_user):
@@ -428,10 +428,10 @@ def test_big_session_path_walk_matches_the_recursive_query(owner, monkeypatch):
     head, entries = fixture(FIXTURES[0])
     session = do_import(fixture_bytes(FIXTURES[0]), owner).session
     some = leaves(entries) + [e["id"] for e in entries[::97]]
-    by_query = {leaf: sessions.load_path(session, leaf) for leaf in some}
-    monkeypatch.setattr(sessions, "PATH_WALK_MIN", 10)
+    by_query = {leaf: paths.load_path(session, leaf) for leaf in some}
+    monkeypatch.setattr(paths, "PATH_WALK_MIN", 10)
     for leaf in some:
-        assert sessions.load_path(session, leaf) == by_query[leaf]
+        assert paths.load_path(session, leaf) == by_query[leaf]
     assert_context_matches_core(session, entries, some)
 
 
@@ -544,7 +544,7 @@ def test_on_sqlite_the_import_commits_to_the_log_and_finish_import_checkpoints(o
     assert autocheckpoint() == pages_before
     finish_import(report.session.pk, 0)
     assert os.path.getsize(database_file) - size_before > 6_000_000
-    assert sessions.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000
+    assert paths.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000
 
 
 @pytest.mark.parametrize("bad", ["x/y", "..", ".", "a b", "x" * 65, "ü"])

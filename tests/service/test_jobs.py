@@ -17,8 +17,9 @@ from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PROMPT,
     SPLIT_TURN_HEADING,
 )
-from sessions_app.models import Entry, Job
-from sessions_app.services import jobs, sessions
+from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors import paths
+from sessions_app.services import chat, jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -29,7 +30,9 @@ from tests.support.job_sessions import (
     tool_result,
     user,
 )
+from tests.support.pi1_session import import_pi1_session, jsonl_bytes
 from tests.support.scripted_llm import context_overflow, error, hang, text, user_text
+from tests.support.workspaces import place_workspace
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -62,7 +65,7 @@ def _user_prompt(request_body):
 def test_manual_compaction_with_focus_reaches_the_model(make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner, focus="the parser bug in module_2")
     assert job.status == "queued" and job.prepared_leaf_pi_id == session.leaf.pi_id
@@ -94,7 +97,7 @@ def test_offline_summarizer_when_no_model_is_configured(make_user, llm, settings
     settings.PIWEB_LLM_BASE_URL = ""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL, model_profile="nothing-here")
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     job = jobs.request_compaction(session, actor=owner, focus="module_1")
     assert jobs.run_job(job.id) == "done"
     job.refresh_from_db()
@@ -130,7 +133,7 @@ def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
         sessions.append_entry(session, call)
         sessions.append_entry(session, tool_result(call_id, "read", "z" * 300))
     session.refresh_from_db()
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     prep = prepare_compaction(before, session.settings["compaction"])
     assert prep.is_split_turn and prep.turn_prefix_messages
     llm.push(text("HISTORY SUMMARY"), text("TURN PREFIX SUMMARY"))
@@ -160,7 +163,7 @@ def test_second_compaction_updates_the_first(make_user, llm):
     for n in range(5, 8):
         add_turn(session, n, tool="edit", path=f"lib/new_{n}.py")
     session.refresh_from_db()
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text("SECOND SUMMARY"))
     second = jobs.request_compaction(session, actor=owner)
     assert second.pk != first.pk
@@ -201,7 +204,7 @@ def test_overflow_compacts_synchronously_and_never_loops(make_user, llm):
     assert not Job.objects.filter(session=disabled).exists()
 
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY))
     job = jobs.compact_for_overflow(session)
     assert job.status == "done" and job.result_entry_id
@@ -295,7 +298,7 @@ def test_branch_summary_with_custom_instructions(make_user, llm):
     assert "<modified-files>\napp/edited.py\n</modified-files>" in entry.payload["summary"]
     session.refresh_from_db()
     assert session.leaf_id == entry.pk
-    ctx = build_session_context(sessions.load_path(session))["messages"]
+    ctx = build_session_context(paths.load_path(session))["messages"]
     assert ctx[-1]["role"] == "branchSummary" and ctx[-1]["summary"] == entry.payload["summary"]
     assert [m["role"] for m in ctx[:-1]] == ["user", "assistant", "toolResult", "assistant"]
 
@@ -394,7 +397,7 @@ def test_compaction_appends_at_the_current_leaf_when_the_leaf_moved_on(make_user
     """Decision: a new message during a compaction proceeds; no turn is lost."""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     llm.push(text(SUMMARY, delay_before=1.0))
     job = jobs.request_compaction(session, actor=owner)
     runner = threading.Thread(target=run_in_thread, args=(job.id,))
@@ -551,7 +554,7 @@ def test_request_validation(make_user):
 def test_compaction_waits_for_an_active_agent_run_then_appends_after_it(make_user, llm):
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     run = Job.objects.create(session=session, kind="agent_run", status="running")
     llm.push(text(SUMMARY))
     job = jobs.request_compaction(session, actor=owner)
@@ -585,7 +588,7 @@ def test_overflow_takes_over_a_pending_compaction_without_waiting_for_itself(mak
     recovery takes that job over inline and does not wait for the run (itself)."""
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     pending = jobs.request_compaction(session, actor=owner, trigger="threshold")
     Job.objects.create(session=session, kind="agent_run", status="running")
     llm.push(text(SUMMARY))
@@ -603,7 +606,7 @@ def test_overflow_compacts_the_runs_branch_even_if_the_user_looks_elsewhere(make
     owner = make_user()
     session = make_session(owner, turns=4, compaction=SMALL)
     run_position = session.leaf.pi_id
-    before = sessions.load_path(session)
+    before = paths.load_path(session)
     elsewhere = entries_of_type(session, "message")[3]
     sessions.set_leaf(session, elsewhere.pi_id)  # the user browses an older node meanwhile
     llm.push(text(SUMMARY))
@@ -614,3 +617,60 @@ def test_overflow_compacts_the_runs_branch_even_if_the_user_looks_elsewhere(make
     assert session.leaf_id == elsewhere.pk  # not pulled away
     sessions.set_leaf(session, job.result_entry.pi_id)
     check_compacted_context(session, job, before, [SUMMARY])
+
+
+# --- a session holding pi 1.x entries and an unknown entry type ---------------------------
+# An agent turn, a compaction and a branch summary run on it (in this process, real
+# database, scripted model) without crashing, and the unknown entry is kept as it was.
+
+
+@pytest.fixture
+def pi1_owner(make_user):
+    return make_user("pi1-jobs")
+
+
+@pytest.fixture
+def pi1_session(pi1_owner, workspace, redis_ready):
+    pi1_session = import_pi1_session(pi1_owner)
+    pi1_session.cwd = str(place_workspace(pi1_owner, workspace))
+    pi1_session.model_profile = "scripted"
+    pi1_session.settings = {"compaction": SMALL}
+    pi1_session.save()
+    return pi1_session
+
+
+@pytest.mark.usefixtures("tasks_stay_in_process")
+def test_agent_turn_compaction_and_branch_summary_on_pi1_entries(pi1_session, llm):
+    pi1_owner = pi1_session.owner
+    unknown_line = Entry.objects.get(session=pi1_session, pi_id="b00000x1").line
+
+    llm.push(text("The sleep is fixed."))
+    run = chat.send_message(pi1_session, pi1_owner, "is it fixed?")
+    assert chat.execute_run(str(run.pk)) == "done"
+    run.refresh_from_db()
+    assert run.status == "done", run.error
+    sent = llm.requests[-1]["messages"]
+    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "is it fixed?"}]}
+
+    llm.push(text("## Goal\nFix the flaky test."))
+    job = jobs.request_compaction(Session.objects.get(pk=pi1_session.pk), actor=pi1_owner)
+    jobs.run_job(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+
+    pi1_session.refresh_from_db()
+    llm.push(text("## Goal\nThe branch left behind."))
+    job = jobs.request_branch_summary(
+        pi1_session, old_leaf_pi_id=pi1_session.leaf.pi_id, target_pi_id="b0000002", actor=pi1_owner
+    )
+    jobs.run_job(str(job.pk))
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+    assert job.result_entry.type == "branch_summary"
+
+    # The entries pi wrote, the unknown one included, are untouched.
+    assert Entry.objects.get(session=pi1_session, pi_id="b00000x1").line == unknown_line
+    original = jsonl_bytes().decode().splitlines()[1:]
+    stored = [e.line for e in Entry.objects.filter(session=pi1_session).order_by("seq")]
+    assert stored[: len(original)] == original
+    assert paths.load_context(Session.objects.get(pk=pi1_session.pk))["messages"]

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from sessions_app.selectors import paths
 from sessions_app.services import chat, llm, sessions, summarizer
 from tests.support.scripted_llm import error, text
 
@@ -63,7 +64,7 @@ def test_both_callers_obey_the_same_retry_settings(session, llm, settings, retri
     llm.push(*[error(503, "overloaded")] * (retries + 2))
     calls, took = agent_calls(session, llm)
     assert calls == retries + 1 and took >= waits
-    assert sessions.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
+    assert paths.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
 
     llm.reset()
     llm.push(*[error(503, "overloaded")] * (retries + 2))

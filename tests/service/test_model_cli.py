@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from sessions_app.selectors import paths
 from sessions_app.services import provider_keys, sessions
 from tests.support.scripted_llm import Reply, error, text
 from tests.support.workspaces import place_workspace
@@ -76,7 +77,7 @@ def test_chat_runs_one_turn_and_prints_the_reply(make_user, workspace, llm):
     llm.push(text("Branch answer."))
     assert run("chat", session.pi_id, "other way", "--leaf", first_leaf) == "Branch answer.\n"
     session.refresh_from_db()
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     assert [e.get("message", {}).get("role") for e in path if e["type"] == "message"] == [
         "user", "assistant", "user", "assistant",
     ]  # fmt: skip
@@ -96,7 +97,7 @@ def test_chat_records_model_and_thinking_changes(make_user, workspace, llm):
     session.refresh_from_db()
     types = [
         (e["type"], e.get("provider"), e.get("modelId"), e.get("thinkingLevel"))
-        for e in sessions.load_path(session)
+        for e in paths.load_path(session)
     ]
     assert types[0] == ("model_change", "openai-compatible", "scripted-fast-model", None)
     # The environment model is not a reasoning model: pi clamps the level to "off".

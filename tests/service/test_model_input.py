@@ -13,6 +13,7 @@ import pytest
 from sessions_app.agent.providers.base import ModelRequest
 from sessions_app.agent.providers.openai_completions import build_params
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import chat, sessions
 from sessions_app.services.inspector import inspect_context
 from sessions_app.services.llm import resolve_profile
@@ -97,7 +98,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
 
     # Small so far: the compaction check and the inspector agree that it is under.
     session.refresh_from_db()
-    leaf = sessions.load_path(session)[-1]["id"]
+    leaf = paths.load_path(session)[-1]["id"]
     report = inspect_context(session, leaf)
     assert report.window == WINDOW and report.threshold == WINDOW - 16384
     assert not report.over_threshold and _threshold_compactions(session) == 0
@@ -105,7 +106,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     llm.push(text("Deployed.", usage=_big_usage(30_000)))
     assert chat.execute_run(str(chat.send_message(session, owner, "deploy it").pk)) == "done"
     session.refresh_from_db()
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     roles = [e["message"]["role"] for e in path]
     assert roles == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
 

@@ -13,6 +13,7 @@ from django.db.models import F
 from sessions_app.core.compaction import CompactionSettings, prepare_compaction
 from sessions_app.core.tokens import entry_token_estimate
 from sessions_app.models import Entry
+from sessions_app.selectors import paths
 from sessions_app.services import chat, following, jobs, sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
@@ -122,7 +123,7 @@ def test_compaction_job_sums_the_stored_estimates(make_user, llm, _no_worker_for
     """Stored figures decide the cut: change them and the job's cut moves with them."""
     owner = make_user()
     session = _compaction_session(owner)
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     cfg = CompactionSettings.from_dict(session.settings["compaction"])
     plain = prepare_compaction(path, cfg)
     # Ten times the real figures: the budget is reached nearer the leaf.
@@ -138,7 +139,7 @@ def test_compaction_job_estimates_rows_without_a_stored_figure(make_user, llm, _
     """Rows written before the column existed (null) are estimated when read."""
     owner = make_user()
     session = _compaction_session(owner)
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     plain = prepare_compaction(path, CompactionSettings.from_dict(session.settings["compaction"]))
     Entry.objects.filter(session=session).update(pi_tokens=None)
     assert _run_compaction(session, owner, llm) == plain.first_kept_entry_id

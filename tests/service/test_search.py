@@ -9,6 +9,7 @@ from sessions_app.models import Entry, SearchDocument, SessionShare, Team, TeamM
 from sessions_app.services import search, sessions
 from sessions_app.services.search import SearchError, SearchFilters
 from tests.support.branchy_session import assistant, build_branchy_session, user
+from tests.support.pi1_session import import_pi1_session
 
 pytestmark = pytest.mark.django_db
 
@@ -179,3 +180,28 @@ def test_search_page_view(client, people):
     body = client.get("/search/", {"q": "zebrafish"}).content.decode()
     assert data.session.pi_id not in body and "No matches" in body
     assert client.get("/search/", {"q": "x", "from": "nope"}).status_code == 400
+
+
+# --- pi 1.x entries -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def pi1_owner(make_user):
+    return make_user("pi1-owner")
+
+
+@pytest.fixture
+def pi1_session(pi1_owner):
+    return import_pi1_session(pi1_owner)
+
+
+@pytest.mark.embedded
+def test_search_finds_the_text_of_new_entry_types(pi1_session, pi1_owner):
+    def hit_ids(query):
+        return {h.entry_pi_id for h in search.search(pi1_owner, query).hits}
+
+    assert "b00000e3" in hit_ids("zebra")  # a context edit's replacement text
+    assert "b00000s1" in hit_ids("quokka")  # a system message's section
+    assert "b00000s1" in hit_ids("lint")  # … and the tools it adds
+    assert "b00000u1" in hit_ids("summarizing")  # a usage entry's note
+    assert "b00000x1" in hit_ids("octopus")  # an unknown entry type's strings

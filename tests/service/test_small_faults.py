@@ -14,6 +14,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors import paths
 from sessions_app.services import chat, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support import page_walk
@@ -68,7 +69,7 @@ def test_a_queued_command_with_a_nul_byte_ends_with_a_message_not_a_dead_run(cha
     job.refresh_from_db()
     assert job.status == "done", job.error
     chat_session.refresh_from_db()
-    result = sessions.load_path(chat_session)[-1]["message"]
+    result = paths.load_path(chat_session)[-1]["message"]
     assert result["role"] == "bashExecution" and result["exitCode"] == 126
     assert "NUL byte" in result["output"]
 
@@ -80,7 +81,7 @@ def test_the_agents_bash_tool_with_a_nul_byte_gets_a_tool_error(chat_session, ow
     job = chat.send_message(chat_session, owner, "run it")
     assert chat.execute_run(str(job.pk)) == "done"
     chat_session.refresh_from_db()
-    path = sessions.load_path(chat_session)
+    path = paths.load_path(chat_session)
     result = next(e["message"] for e in path if e["message"].get("role") == "toolResult")
     assert result["isError"] and "NUL byte" in result["content"][0]["text"]
 

@@ -146,7 +146,7 @@ def test_dashboard_date_range_and_groups(make_user):
 
 
 def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
-    from sessions_app.services.exports import export_html
+    from sessions_app.presentation.exports import export_html
 
     session = import_costly(make_user("owner5"))
     html = export_html(session)

@@ -10,6 +10,7 @@ import psutil
 import websockets
 
 from sessions_app.models import Job
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from tests.support.waiting import wait_until
 from tests.support.web import session_cookie_for
@@ -46,7 +47,7 @@ def wait_run(session, timeout=60.0):
 def messages(session):
     """The message payloads on the leaf's path, in order."""
     session.refresh_from_db()
-    return [e["message"] for e in sessions.load_path(session) if e["type"] == "message"]
+    return [e["message"] for e in paths.load_path(session) if e["type"] == "message"]
 
 
 def ws_url(server, session):

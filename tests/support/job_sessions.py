@@ -8,6 +8,7 @@ from sessions_app.core.compaction import prepare_compaction
 from sessions_app.core.messages import build_session_context, message_from_entry
 from sessions_app.core.summaries import assemble_compaction_summary
 from sessions_app.models import Entry, Job
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
 from tests.support.branchy_session import tool_result as tool_result  # for the jobs tests
 from tests.support.branchy_session import user as user
@@ -124,7 +125,7 @@ def check_compacted_context(session, job: Job, prepared_path, model_texts, *, sp
             files["modifiedFiles"],
         )
         assert payload["summary"] == expected
-    path = sessions.load_path(session)
+    path = paths.load_path(session)
     context = build_session_context(path)["messages"]
     # Independent derivation: the compaction's summary, then every message from the
     # first kept entry to the leaf (the compaction entry itself contributes none).

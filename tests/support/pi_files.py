@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
-from sessions_app.services import sessions
+from sessions_app.selectors import paths
 from tests.conformance.golden import load_golden
 
 FIXTURES = ("before-compaction.jsonl", "large-session.jsonl")
@@ -77,12 +77,12 @@ def leaves(entries: list[dict]) -> list[str]:
 def assert_context_matches_core(session, entries: list[dict], leaf_ids) -> None:
     """The context built from the DB path equals the pure core's on the same entries."""
     for leaf_id in leaf_ids:
-        path = sessions.load_path(session, leaf_id)
+        path = paths.load_path(session, leaf_id)
         from_db = build_session_context(path, leaf_id)
         expected = build_session_context(entries, leaf_id)
         assert from_db == expected, f"context differs at leaf {leaf_id}"
         # and the compaction-aware loader that reads only what the context needs
-        assert sessions.load_context(session, leaf_id) == expected, f"load_context at {leaf_id}"
+        assert paths.load_context(session, leaf_id) == expected, f"load_context at {leaf_id}"
 
 
 def line(entry: dict) -> bytes:

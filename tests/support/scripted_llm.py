@@ -139,82 +139,7 @@ class ScriptedLLM:
             return self._script.pop(0) if self._script else None
 
     def _handler_class(self):
-        llm = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
-                    self._json(
-                        200, {"object": "list", "data": [{"id": llm.model, "object": "model"}]}
-                    )
-                else:
-                    self._json(404, {"error": {"message": "not found"}})
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._json(404, {"error": {"message": "not found"}})
-                    return
-                reply = llm._next(body, self.headers.get("Authorization"))
-                if reply is None:
-                    self._json(
-                        500,
-                        {
-                            "error": {
-                                "message": "scripted LLM: script exhausted",
-                                "type": "server_error",
-                                "code": None,
-                            }
-                        },
-                    )
-                    return
-                if reply.hang:
-                    time.sleep(reply.hang)
-                    self.close_connection = True
-                    return
-                if reply.delay_before:
-                    time.sleep(reply.delay_before)
-                if reply.status != 200:
-                    self._json(reply.status, {"error": reply.error or {"message": "error"}})
-                    return
-                if body.get("stream"):
-                    self._stream(body, reply)
-                else:
-                    self._json(200, llm._completion(body, reply))
-
-            def _json(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, body, reply):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                try:
-                    for chunk in llm._chunks(body, reply):
-                        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                        self.wfile.flush()
-                        if reply.delay_between_chunks:
-                            time.sleep(reply.delay_between_chunks)
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client aborted the stream
-
-        return Handler
+        return type("Handler", (_Handler,), {"llm": self})
 
     def _usage(self, body: dict, reply: Reply) -> dict:
         if reply.usage is not None:
@@ -288,3 +213,79 @@ class ScriptedLLM:
         yield chunk({}, self._finish(reply))
         if (body.get("stream_options") or {}).get("include_usage"):
             yield {**base, "choices": [], "usage": self._usage(body, reply)}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """The HTTP side of a ScriptedLLM (its `llm`, set per server by _handler_class)."""
+
+    llm: "ScriptedLLM"
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.llm.model, "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": "not found"}})
+            return
+        reply = self.llm._next(body, self.headers.get("Authorization"))
+        if reply is None:
+            self._json(
+                500,
+                {
+                    "error": {
+                        "message": "scripted LLM: script exhausted",
+                        "type": "server_error",
+                        "code": None,
+                    }
+                },
+            )
+            return
+        if reply.hang:
+            time.sleep(reply.hang)
+            self.close_connection = True
+            return
+        if reply.delay_before:
+            time.sleep(reply.delay_before)
+        if reply.status != 200:
+            self._json(reply.status, {"error": reply.error or {"message": "error"}})
+            return
+        if body.get("stream"):
+            self._stream(body, reply)
+        else:
+            self._json(200, self.llm._completion(body, reply))
+
+    def _json(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, body, reply):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for chunk in self.llm._chunks(body, reply):
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+                if reply.delay_between_chunks:
+                    time.sleep(reply.delay_between_chunks)
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client aborted the stream

@@ -134,7 +134,7 @@ def _image(block: dict) -> dict[str, Any]:
     }
 
 
-def convert_messages(
+def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
     model: dict[str, Any],
     messages: list[dict],
     control: dict | None,
@@ -457,7 +457,7 @@ class _State:
                 u[ours] = value
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
 
-    def feed(self, event: Any) -> None:
+    def feed(self, event: Any) -> None:  # noqa: C901 (split after this round's merges: issue 29)
         kind = _get(event, "type")
         if kind == "message_start":
             self.started = True

@@ -70,7 +70,7 @@ def _signature(same: bool, signature: Any) -> str | None:
     return signature if same and _valid_signature(signature) else None
 
 
-def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:
+def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:  # noqa: C901 (split after this round's merges: issue 29)
     model_id = model.get("id", "")
     include_id = _needs_call_id(model_id)
 

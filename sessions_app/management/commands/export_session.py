@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import Session
-from sessions_app.services import exports
+from sessions_app.presentation import exports
 
 
 class Command(BaseCommand):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
+from sessions_app.selectors import paths
 from sessions_app.selectors.changes import change_counts
-from sessions_app.services import chat, llm, sessions
+from sessions_app.services import chat, llm
 from sessions_app.services.model_input import model_input
 
 TRANSCRIPT_LIMIT = 200
@@ -14,7 +15,7 @@ TRANSCRIPT_LIMIT = 200
 
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
-    hidden, tail = sessions.load_path_tail(session, limit)
+    hidden, tail = paths.load_path_tail(session, limit)
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")

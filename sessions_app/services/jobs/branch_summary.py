@@ -22,6 +22,7 @@ from sessions_app.core.summaries import (
 )
 from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_exists, find_entry
 from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import sessions
@@ -105,8 +106,8 @@ def run(job: Job, attempt: int) -> str | None:
     params = job.params or {}
     position = params.get("position")
     old_leaf = job.prepared_leaf_pi_id
-    old_path = sessions.load_path(session, old_leaf) if old_leaf else []
-    new_path = sessions.load_path(session, position) if position else []
+    old_path = paths.load_path(session, old_leaf) if old_leaf else []
+    new_path = paths.load_path(session, position) if position else []
     seen: dict[str, dict] = {}
     for entry in [*new_path, *old_path]:
         seen[entry["id"]] = entry

@@ -27,6 +27,7 @@ from sessions_app.core.summaries import (
 )
 from sessions_app.core.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors import paths
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
@@ -197,7 +198,7 @@ def run(job: Job, attempt: int) -> str | None:
     cfg = CompactionSettings.from_dict((job.params or {}).get("settings"))
     focus = (job.params or {}).get("focus")
     prepared = job.prepared_leaf_pi_id
-    path, estimates = sessions.load_path_estimates(job.session, prepared) if prepared else ([], [])
+    path, estimates = paths.load_path_estimates(job.session, prepared) if prepared else ([], [])
     prep = prepare_compaction(path, cfg, estimates=estimates)
     if prep is None or (not prep.messages_to_summarize and not prep.turn_prefix_messages):
         return complete(job, attempt, None, _attach, note="Nothing to compact at this point.")

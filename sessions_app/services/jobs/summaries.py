@@ -10,6 +10,7 @@ from django.db import transaction
 
 from sessions_app.core.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_pk
 from sessions_app.services import llm, sessions, summarizer
 from sessions_app.services.jobs import lifecycle
@@ -131,7 +132,7 @@ def is_ancestor_or_self(session: Session, ancestor_pi_id: str, leaf: Entry | Non
     if leaf.pi_id == ancestor_pi_id:
         return True
     ancestor_pk = entry_pk(session, ancestor_pi_id)
-    return ancestor_pk is not None and ancestor_pk in sessions.path_entry_pks(leaf.pk)
+    return ancestor_pk is not None and ancestor_pk in paths.path_entry_pks(leaf.pk)
 
 
 def agent_run_active(session_pk: int) -> bool:

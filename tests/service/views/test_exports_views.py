@@ -19,3 +19,22 @@ def test_it_requires_a_share_of_the_session(shared):
     strangers = statuses(client_for(shared.stranger), READS, shared.session)
     assert strangers == each(READS, 404)
     assert statuses(client_for(shared.viewer), READS, shared.session) == each(READS, 200)
+
+
+def test_an_export_is_recorded_as_activity_and_a_refused_one_is_not(shared):
+    from django.urls import reverse
+
+    from sessions_app.models import Activity
+
+    session = shared.session
+    viewer = client_for(shared.viewer)
+    url = reverse("sessions_app:export", args=[session.pi_id, "md"])
+    assert viewer.get(url).status_code == 200
+    assert viewer.get(url + "?leaf=no-such-entry").status_code == 400
+    assert (
+        viewer.get(reverse("sessions_app:export", args=[session.pi_id, "pdf"])).status_code == 400
+    )
+    exported = Activity.objects.filter(session=session, verb="exported")
+    assert [(a.actor, a.details) for a in exported] == [
+        (shared.viewer, {"format": "md", "leaf": None})
+    ]

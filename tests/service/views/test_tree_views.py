@@ -11,9 +11,10 @@ from django.urls import resolve, reverse
 from sessions_app.models import Activity, Entry, Session, SessionShare
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.access import Call, each, login_redirects, post
+from tests.support.pi1_session import import_pi1_session
 from tests.support.pi_files import as_file, header, jsonl_text, message
 from tests.support.tree_data import bulk_session, import_branched
-from tests.support.web import share
+from tests.support.web import client_for, share
 from tests.support.workspaces import area_of, write_project_context
 
 pytestmark = pytest.mark.django_db
@@ -399,3 +400,47 @@ def test_fold_urls_survive_ids_containing_the_old_placeholders(make_user, client
         for key in ("first_id", "last_id", "head_id"):
             if key in match.kwargs:
                 assert match.kwargs[key] in known, url
+
+
+# --- pi 1.x entries: tree rows and the inspector page -------------------------------------
+
+
+@pytest.fixture
+def pi1_owner(make_user):
+    return make_user("pi1-owner")
+
+
+@pytest.fixture
+def pi1_session(pi1_owner):
+    return import_pi1_session(pi1_owner)
+
+
+@pytest.mark.embedded
+def test_tree_rows_name_each_new_type(pi1_session, pi1_owner):
+    url = reverse("sessions_app:session_detail", args=[pi1_session.pi_id])
+    # As in pi 1.6.0's tree, the default filter leaves usage and context edits out.
+    html = client_for(pi1_owner).get(url).content.decode()
+    assert 'id="n-b00000s1"' in html and 'id="n-b00000x1"' in html
+    assert 'id="n-b00000u1"' not in html and 'id="n-b00000e2"' not in html
+    html = client_for(pi1_owner).get(url + "?filter=all").content.decode()
+
+    def row(entry_id):
+        start = html.index(f'id="n-{entry_id}"')
+        return html[html.rindex("<div", 0, start) : html.index("</div>", start)]
+
+    assert "k-usage" in row("b00000u1") and "<b>usage</b>" in row("b00000u1")
+    assert "k-context_edit" in row("b00000e2") and "<b>context edit</b>" in row("b00000e2")
+    assert "drops b0000001" in row("b00000e2")
+    assert "k-system" in row("b00000s1") and "<b>system</b>" in row("b00000s1")
+    assert "k-hologram" in row("b00000x1") and "<b>hologram</b>" in row("b00000x1")
+
+
+@pytest.mark.embedded
+def test_inspector_page_shows_edits_and_system_changes(pi1_session, pi1_owner):
+    url = reverse("sessions_app:inspector", args=[pi1_session.pi_id]) + "?leaf=b0000004"
+    html = client_for(pi1_owner).get(url).content.decode()
+    assert "3 context edits on this path" in html
+    assert "overridden by a later edit" in html
+    assert 'class="ctx-edit edit-dropped"' in html and "Find the flaky test" in html
+    assert "section rules" in html and "&lt;rules&gt;Always run the quokka linter" in html
+    assert "<code>+lint</code>" in html and "<code>-grep</code>" in html

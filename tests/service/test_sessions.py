@@ -1,4 +1,4 @@
-"""The tree services: append, move the leaf, label, rename, load a path; concurrency."""
+"""services/sessions.py: append, move the leaf, label, rename, load a path; concurrency."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
 from sessions_app.core.tree import SessionTree
 from sessions_app.models import Activity, Entry, Session
+from sessions_app.selectors import paths
 from sessions_app.services import sessions
+from sessions_app.services.importer import import_jsonl_stream
+from tests.support.pi16_sessions import session, session_names
+from tests.support.pi_files import as_file
 
 pytestmark = [pytest.mark.embedded]
 
@@ -47,12 +51,12 @@ def test_append_set_leaf_label_rename_follow_pi(make_user):
     sessions.set_leaf(session, a.pi_id, actor=owner)
     d = sessions.append_entry(session, assistant("other answer"))
     assert d.parent_id == a.pk
-    assert [e["id"] for e in sessions.load_path(session)] == [a.pi_id, d.pi_id]
-    assert [e["id"] for e in sessions.load_path(session, c.pi_id)] == [a.pi_id, b.pi_id, c.pi_id]
-    assert sessions.load_path(session, None) == []
-    assert sessions.load_context(session, None) == build_session_context([], None)
+    assert [e["id"] for e in paths.load_path(session)] == [a.pi_id, d.pi_id]
+    assert [e["id"] for e in paths.load_path(session, c.pi_id)] == [a.pi_id, b.pi_id, c.pi_id]
+    assert paths.load_path(session, None) == []
+    assert paths.load_context(session, None) == build_session_context([], None)
     sessions.set_leaf(session, None)
-    assert sessions.load_path(session) == []
+    assert paths.load_path(session) == []
     sessions.set_leaf(session, d.pi_id)
     # Labels are label entries at the leaf; the newest wins, a blank one removes.
     sessions.label_entry(session, b.pi_id, "good", actor=owner)
@@ -66,11 +70,11 @@ def test_append_set_leaf_label_rename_follow_pi(make_user):
     session.refresh_from_db()
     assert session.name == "Named"
     # The pure core agrees on every entry: labels, name, context at each node.
-    entries = sessions.load_all_entries(session)
+    entries = paths.load_all_entries(session)
     index = SessionTree(entries)
     assert index.session_name == "Named" and index.get_label(b.pi_id) is None
     for entry in entries:
-        assert build_session_context(sessions.load_path(session, entry["id"]), entry["id"]) == (
+        assert build_session_context(paths.load_path(session, entry["id"]), entry["id"]) == (
             build_session_context(entries, entry["id"])
         )
     # Entries are stored as pi writes them (key order included).
@@ -88,7 +92,7 @@ def test_load_path_of_a_deep_chain_is_one_query(make_user, django_assert_max_num
     for i in range(300):
         sessions.append_entry(session, user(f"m{i}", i))
     with django_assert_max_num_queries(1):
-        path = sessions.load_path(session)
+        path = paths.load_path(session)
     assert len(path) == 300 and path[0]["parentId"] is None
     assert all(path[i + 1]["parentId"] == path[i]["id"] for i in range(299))
 
@@ -130,7 +134,7 @@ def test_concurrent_appends_at_the_same_leaf_make_a_branch_and_lose_nothing(make
     )
     # A branch per writer at the root, each a complete chain of its own entries.
     assert Entry.objects.filter(session=session, parent=root).count() == writers
-    entries = sessions.load_all_entries(session)
+    entries = paths.load_all_entries(session)
     index = SessionTree(entries)
     for child in index.get_children(root.pi_id):
         branch = [child]
@@ -167,46 +171,44 @@ def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
         t.join(120)
     assert not errors, errors
     session.refresh_from_db()
-    assert len(sessions.load_path(session)) == writers * per_writer == session.entry_count
+    assert len(paths.load_path(session)) == writers * per_writer == session.entry_count
 
 
 @pytest.mark.django_db(transaction=True)
 def test_big_session_walk_with_the_parent_cache_sees_new_entries(make_user, monkeypatch):
     """Outside a transaction big sessions cache their parent links; appends and branches
     made afterwards are still seen."""
-    monkeypatch.setattr(sessions, "PATH_WALK_MIN", 3)
+    monkeypatch.setattr(paths, "PATH_WALK_MIN", 3)
     owner = make_user()
     session = sessions.create_session(owner=owner, cwd="/w")
     first = [sessions.append_entry(session, user(f"m{i}", i)) for i in range(6)]
-    assert [e["id"] for e in sessions.load_path(session)] == [e.pi_id for e in first]
+    assert [e["id"] for e in paths.load_path(session)] == [e.pi_id for e in first]
     sessions.set_leaf(session, first[2].pi_id)
     branch = sessions.append_entry(session, assistant("branch"))
     more = sessions.append_entry(session, user("more"))
     session.refresh_from_db()
     expected = [e.pi_id for e in first[:3]] + [branch.pi_id, more.pi_id]
-    assert [e["id"] for e in sessions.load_path(session)] == expected
-    assert [e["id"] for e in sessions.load_path(session, first[-1].pi_id)] == [
-        e.pi_id for e in first
-    ]
-    entries = sessions.load_all_entries(session)
-    assert sessions.load_context(session) == build_session_context(entries, more.pi_id)
+    assert [e["id"] for e in paths.load_path(session)] == expected
+    assert [e["id"] for e in paths.load_path(session, first[-1].pi_id)] == [e.pi_id for e in first]
+    entries = paths.load_all_entries(session)
+    assert paths.load_context(session) == build_session_context(entries, more.pi_id)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("walk_min", [5000, 3])
 def test_load_path_tail_is_the_end_of_the_path(make_user, monkeypatch, walk_min):
-    monkeypatch.setattr(sessions, "PATH_WALK_MIN", walk_min)
+    monkeypatch.setattr(paths, "PATH_WALK_MIN", walk_min)
     session = sessions.create_session(owner=make_user(), cwd="/w")
-    assert sessions.load_path_tail(session, 3) == (0, [])
+    assert paths.load_path_tail(session, 3) == (0, [])
     first = sessions.append_entry(session, user("root"))
     for i in range(6):
         sessions.append_entry(session, assistant(f"a{i}") if i % 2 else user(f"u{i}"))
     sessions.set_leaf(session, first.pi_id)
     sessions.append_entry(session, assistant("branch"))
     session.refresh_from_db()
-    path = sessions.load_path(session)
-    assert sessions.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
-    assert sessions.load_path_tail(session, 50) == (0, path)
+    path = paths.load_path(session)
+    assert paths.load_path_tail(session, 1) == (len(path) - 1, path[-1:])
+    assert paths.load_path_tail(session, 50) == (0, path)
 
 
 @pytest.mark.django_db
@@ -228,3 +230,22 @@ def test_an_entry_is_stored_once_as_its_line(make_user):
     assert again.payload["message"]["content"] == "x y"
     again.line = serialize_entry({**changed, "type": "custom"})  # a new line, a new payload
     assert again.payload["type"] == "custom"
+
+
+# --- pi 1.6.0's contexts through the database ---------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", session_names())
+def test_load_context_equals_pi_1_6_0_at_every_listed_node(name, make_user):
+    data, entries, record = session(name)
+    report = import_jsonl_stream(as_file(data), make_user("pi16"), filename=name)
+    stored = report.session
+    assert report.entries_added == len(entries)
+    for expected in record["contexts"]:
+        assert paths.load_context(stored, expected["leafId"]) == expected["context"], expected[
+            "leafId"
+        ]
+    # The session's own leaf (pi's last entry) gives the leaf context too.
+    leaf_context = next(c for c in record["contexts"] if c["leafId"] == record["leafId"])
+    assert paths.load_context(stored) == leaf_context["context"]

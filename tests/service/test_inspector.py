@@ -1,11 +1,12 @@
-"""pi 1.x entries outside the core: the context inspector, search and the tree rows."""
+"""The context inspector (sessions_app/services/inspector.py) on pi 1.x entries: what each
+context edit does, the system changes, and a compaction that restates its system message.
+(That the inspector shows what the model is sent: tests/service/test_model_input.py.)"""
 
 from __future__ import annotations
 
 import pytest
 from django.urls import reverse
 
-from sessions_app.services import search
 from sessions_app.services.inspector import inspect_context
 from tests.support.pi1_session import REPLACEMENT, import_pi1_session
 from tests.support.web import client_for
@@ -68,46 +69,3 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
         .content.decode()
     )
     assert "usage-table" in pane  # a tool result's own usage (pi 1.x)
-
-
-@pytest.mark.embedded
-def test_inspector_page_shows_edits_and_system_changes(session, owner):
-    url = reverse("sessions_app:inspector", args=[session.pi_id]) + "?leaf=b0000004"
-    html = client_for(owner).get(url).content.decode()
-    assert "3 context edits on this path" in html
-    assert "overridden by a later edit" in html
-    assert 'class="ctx-edit edit-dropped"' in html and "Find the flaky test" in html
-    assert "section rules" in html and "&lt;rules&gt;Always run the quokka linter" in html
-    assert "<code>+lint</code>" in html and "<code>-grep</code>" in html
-
-
-@pytest.mark.embedded
-def test_search_finds_the_text_of_new_entry_types(session, owner):
-    def hit_ids(query):
-        return {h.entry_pi_id for h in search.search(owner, query).hits}
-
-    assert "b00000e3" in hit_ids("zebra")  # a context edit's replacement text
-    assert "b00000s1" in hit_ids("quokka")  # a system message's section
-    assert "b00000s1" in hit_ids("lint")  # … and the tools it adds
-    assert "b00000u1" in hit_ids("summarizing")  # a usage entry's note
-    assert "b00000x1" in hit_ids("octopus")  # an unknown entry type's strings
-
-
-@pytest.mark.embedded
-def test_tree_rows_name_each_new_type(session, owner):
-    url = reverse("sessions_app:session_detail", args=[session.pi_id])
-    # As in pi 1.6.0's tree, the default filter leaves usage and context edits out.
-    html = client_for(owner).get(url).content.decode()
-    assert 'id="n-b00000s1"' in html and 'id="n-b00000x1"' in html
-    assert 'id="n-b00000u1"' not in html and 'id="n-b00000e2"' not in html
-    html = client_for(owner).get(url + "?filter=all").content.decode()
-
-    def row(entry_id):
-        start = html.index(f'id="n-{entry_id}"')
-        return html[html.rindex("<div", 0, start) : html.index("</div>", start)]
-
-    assert "k-usage" in row("b00000u1") and "<b>usage</b>" in row("b00000u1")
-    assert "k-context_edit" in row("b00000e2") and "<b>context edit</b>" in row("b00000e2")
-    assert "drops b0000001" in row("b00000e2")
-    assert "k-system" in row("b00000s1") and "<b>system</b>" in row("b00000s1")
-    assert "k-hologram" in row("b00000x1") and "<b>hologram</b>" in row("b00000x1")

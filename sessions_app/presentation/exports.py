@@ -1,4 +1,5 @@
-"""Exports of a session: pi JSONL, a self-contained HTML file, Markdown of one branch.
+"""Exports of a session: pi JSONL, a self-contained HTML file, Markdown of one branch, and
+the branch view the share page and the HTML export draw.
 
 The HTML file carries its CSS and JS inline and makes no request at all (no fonts, no
 images from anywhere: images are data: URLs), so it can be mailed or attached and opened
@@ -21,10 +22,11 @@ from sessions_app.core.input_limits import display_value
 from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.diff_rendering import render_changes
 from sessions_app.models import Entry, Session
+from sessions_app.selectors import paths
 from sessions_app.selectors.changes import path_changes
-from sessions_app.selectors.context_chart import context_chart
 from sessions_app.selectors.entries import entry_exists
-from sessions_app.services import sessions
+from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.provenance import pi_session_file_name
 from sessions_app.services.sessions import UNSET
 
 FORMATS = ("jsonl", "html", "md")
@@ -59,13 +61,6 @@ def _slug(session: Session) -> str:
     return f"{base + '-' if base else ''}{session.pi_id[:8]}"
 
 
-def pi_session_file_name(session: Session) -> str:
-    """pi's own name for a session file, `<header timestamp>_<id>.jsonl` (the timestamp
-    with ':' and '.' made '-'), so an export sits among pi's files like one of them."""
-    stamp = re.sub(r"[^0-9A-Za-z-]", "-", session.header_timestamp) or "session"
-    return f"{stamp}_{session.pi_id}.jsonl"
-
-
 def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
     if not leaf_pi_id:
         return session.leaf_pi_id
@@ -76,7 +71,7 @@ def _leaf(session: Session, leaf_pi_id: str | None) -> str | None:
 
 def export_markdown(session: Session, leaf_pi_id: str | None = None) -> str:
     leaf = _leaf(session, leaf_pi_id)
-    path = sessions.load_path(session, leaf) if leaf else []
+    path = paths.load_path(session, leaf) if leaf else []
     return branch_markdown(session.header(), path, title=str(session))
 
 
@@ -122,7 +117,7 @@ def branch_view(
         leaf_pi_id = session.leaf_pi_id
         if leaf_pi_id not in by_id:  # (only with `visible`: the session's leaf is elsewhere)
             leaf_pi_id = None
-    path = [display_value(e) for e in sessions.load_path(session, leaf_pi_id)] if leaf_pi_id else []
+    path = [display_value(e) for e in paths.load_path(session, leaf_pi_id)] if leaf_pi_id else []
     branch_ids = [e.get("id") for e in path]
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
@@ -187,7 +182,7 @@ def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | 
     # Usage and the context chart of the exported branch, as tables (no chart library in
     # a file that runs no outside script).
     chart = context_chart(session, leaf) if leaf else None
-    branch = sessions.load_path(session, leaf) if leaf else []
+    branch = paths.load_path(session, leaf) if leaf else []
     usage_rows = breakdown_rows(totals_by_key(branch))
     usage_total = UsageTotals()
     for row in usage_rows:
@@ -208,10 +203,11 @@ def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | 
 
 
 def export_session(
-    session: Session, fmt: str, leaf_pi_id: str | None = None, *, actor=None, visible=None
+    session: Session, fmt: str, leaf_pi_id: str | None = None, *, visible=None
 ) -> Export:
     """`visible`: a share link's entry ids; the HTML tree then shows only those (the
-    caller refuses JSONL and checks the leaf for links)."""
+    caller refuses JSONL and checks the leaf for links). Only a read: the web caller
+    records the activity (`responses.export_response`)."""
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
@@ -222,7 +218,5 @@ def export_session(
         content = export_html(session, leaf_pi_id, visible)
     else:
         content = export_markdown(session, leaf_pi_id)
-    if actor is not None:
-        sessions.record_activity(session, actor, "exported", format=fmt, leaf=leaf_pi_id)
     filename = pi_session_file_name(session) if fmt == "jsonl" else f"{_slug(session)}.{fmt}"
     return Export(filename=filename, content_type=CONTENT_TYPES[fmt], content=content)

@@ -6,9 +6,9 @@ from django.conf import settings
 
 from sessions_app.core.context_chart import context_timeline
 from sessions_app.models import Session
+from sessions_app.selectors.paths import load_path
 from sessions_app.services.jobs import compaction_settings
 from sessions_app.services.llm import session_window, window_of
-from sessions_app.services.sessions import load_path
 
 
 def context_window_for(model_key: str | None, default: int) -> int:
