@@ -92,7 +92,8 @@ class Session(models.Model):
         ]
 
     def __str__(self):
-        return self.name or self.pi_id
+        """Its name, else its first user message (as pi's /resume lists it), else its id."""
+        return self.name or self.first_message or self.pi_id
 
     @property
     def leaf_pi_id(self) -> str | None:

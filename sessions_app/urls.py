@@ -26,6 +26,7 @@ urlpatterns = [
     path("import/", pages.import_session, name="session_import"),
     path("new/", pages.new_session, name="session_new"),
     path("s/<str:session_id>/", pages.session_detail, name="session_detail"),
+    path("s/<str:session_id>/stats/", pages.session_stats, name="session_stats"),
     path("s/<str:session_id>/provenance/", pages.provenance_panel, name="session_provenance"),
     # --- review features: comments, activity, sharing and links, exports, compare, search, teams
     path("s/<str:session_id>/review/", comments.review_list, name="review_list"),
