@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.models import SessionShare, ShareLink
+from sessions_app.models import SessionShare, ShareLink, TeamMembership
 from sessions_app.params import int_or_none
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, plain_text
@@ -201,5 +201,7 @@ def teams(request):
     """The teams you are in, their members and what is shared with them (read-only:
     membership is managed in the admin)."""
     return render(
-        request, "sessions_app/sharing/teams.html", {"rows": teams_with_shares(request.user)}
+        request,
+        "sessions_app/sharing/teams.html",
+        {"rows": teams_with_shares(request.user), "roles": TeamMembership.Role.choices},
     )

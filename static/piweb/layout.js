@@ -50,6 +50,17 @@
   document.addEventListener("click", function (ev) {
     var t = ev.target;
     if (!t.closest) return;
+    var opener = t.closest("[data-open-dialog]");
+    if (opener) {
+      var dialog = document.getElementById(opener.dataset.openDialog);
+      if (dialog && dialog.showModal) dialog.showModal();
+      return;
+    }
+    if (t.closest("[data-close-dialog]")) {
+      var d = t.closest("dialog");
+      if (d) d.close();
+      return;
+    }
     if (t.closest("#toggle-tree")) toggle("tree");
     else if (t.closest("#toggle-drawer")) toggle("drawer");
     else if (t.closest("#drawer-close")) set("drawer", false);
