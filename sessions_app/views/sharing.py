@@ -17,6 +17,7 @@ from sessions_app.models import SessionShare, ShareLink, TeamMembership
 from sessions_app.params import int_or_none
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, plain_text
+from sessions_app.selectors.share_preview import share_preview
 from sessions_app.selectors.sharing import session_link, session_links, session_shares
 from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import exports, sharing
@@ -52,6 +53,11 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "leaf": request.GET.get("leaf") or session.leaf_pi_id or "",
             "scopes": ShareLink.Scope.choices,
             "target": request.GET.get("target", ""),
+            "preview": share_preview(
+                session,
+                request.GET.get("leaf") or session.leaf_pi_id or "",
+                request.GET.get("target", ""),
+            ),
         },
         status=status,
     )
