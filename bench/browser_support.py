@@ -16,6 +16,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("PIWEB_CHROMIUM", "/usr/bin/chromium")
+# Playwright's sync API keeps an event loop running in this thread; the ORM calls made
+# between page steps (a cookie, an event) are plain sync code all the same.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def _free_port() -> int:
@@ -52,8 +55,19 @@ def test_database():
     try:
         yield connection
     finally:
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        from django.db import connections
+        from django.db.utils import OperationalError
+
+        connections.close_all()
+
+        for attempt in range(20):  # (daphne's connections take a moment to go)
+            try:
+                connection.creation.destroy_test_db(old_name, verbosity=0)
+                break
+            except OperationalError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
 
 
 @contextlib.contextmanager
@@ -112,6 +126,10 @@ def chromium():
         try:
             yield browser
         finally:
+            # ORM calls made while Playwright's loop runs get their own connections
+            from django.db import connections
+
+            connections.close_all()
             browser.close()
 
 
