@@ -131,11 +131,12 @@ def run(repeat: int) -> None:
             tokens = []
             for i in range(repeat * 3 + 1):
                 token = f" tok{i}-{uuid.uuid4().hex[:6]}"
-                waiting = page.evaluate_handle(TOKEN_WAITER, token)
+                # (start waiting in the page without awaiting it here, then publish)
+                page.evaluate(f"(t) => {{ window.__wait = ({TOKEN_WAITER})(t); }}", token)
                 events.publish_now(
                     session.pk, "text_delta", {"run_id": run_id, "kind": "text", "delta": token}
                 )
-                took = waiting.json_value()
+                took = page.evaluate("() => window.__wait")
                 if i:
                     tokens.append(took)
             context.close()
