@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: run test install pi-reference migrate createsuperuser lint format bench sandbox model-catalog
+.PHONY: run test install pi-reference migrate createsuperuser lint format bench sandbox model-catalog screenshots
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,3 +54,7 @@ format: install
 
 bench: migrate
 	for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Every main screen, from a seeded demo session, into docs/screenshots/ (headless Chromium).
+screenshots: migrate
+	$(PY) bench/screenshots.py

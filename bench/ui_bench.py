@@ -1,6 +1,9 @@
 """Server time of the session page and the tree partials for big sessions.
 
 Usage:  .venv/bin/python bench/ui_bench.py [--sizes 1000,10000,100000] [--repeat 5]
+        .venv/bin/python bench/ui_bench.py --browser [--repeat 9]
+            (the page in headless Chromium for the 1,002-entry real-shaped session:
+             first load, node click, drawer, streamed token; bench/ui_browser_bench.py)
 
 Uses the configured database (DATABASE_URL; default SQLite under var/) but creates and
 drops its own test database (test_<name>), so it never touches real data. For each
@@ -42,7 +45,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--browser", action="store_true", help="the browser bench instead")
     args = parser.parse_args()
+    if args.browser:
+        sys.path.insert(0, str(REPO / "bench"))
+        from ui_browser_bench import run
+
+        run(max(args.repeat, 3))
+        return
 
     import django
 

@@ -29,8 +29,16 @@ class Team(models.Model):
 
 
 class TeamMembership(models.Model):
+    class Role(models.TextChoices):
+        # viewer: reads what is shared with the team, even where the share says editor;
+        # editor: the share's role; admin: as editor, and manages the team's members.
+        VIEWER = "viewer", "Viewer"
+        EDITOR = "editor", "Editor"
+        ADMIN = "admin", "Admin"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.EDITOR)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "user"], name="unique_team_member")]
@@ -64,6 +72,12 @@ class Session(models.Model):
     next_seq = models.PositiveIntegerField(default=0)
     entry_count = models.PositiveIntegerField(default=0)
     first_message = models.CharField(max_length=300, blank=True)
+    # Managing sessions in the app (issue 27): archived ones leave the default list, pinned
+    # ones lead it; tags are stored one a line, framed by newlines ("\nbug\nui\n") so a
+    # filter matches whole tags.
+    archived = models.BooleanField(default=False, db_index=True)
+    pinned = models.BooleanField(default=False)
+    tags = models.CharField(max_length=500, blank=True, default="")
     model_profile = models.CharField(max_length=100, blank=True)
     settings = models.JSONField(default=dict, blank=True)
     import_sha256 = models.CharField(max_length=64, blank=True)
@@ -92,7 +106,8 @@ class Session(models.Model):
         ]
 
     def __str__(self):
-        return self.name or self.pi_id
+        """Its name, else its first user message (as pi's /resume lists it), else its id."""
+        return self.name or self.first_message or self.pi_id
 
     @property
     def leaf_pi_id(self) -> str | None:

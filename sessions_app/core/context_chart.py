@@ -122,4 +122,6 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
         "compactions": compactions,
         "branchSummaries": summaries,
         "modelChanges": model_changes,
+        "current": running,
+        "model": model,
     }

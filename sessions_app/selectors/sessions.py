@@ -43,6 +43,9 @@ class ListFilters:
     start: date | None = None
     end: date | None = None
     sort: str = DEFAULT_SORT
+    archived: str = ""  # "" hides archived sessions, "only" shows only them, "all" both
+    pinned: bool = False
+    tag: str = ""
     problems: list[str] = field(default_factory=list)
 
     @classmethod
@@ -54,6 +57,11 @@ class ListFilters:
             project=clean_text(params.get("project", "")[:MAX_PROJECT_CHARS]),
             model=clean_text(params.get("model", "")[:MAX_MODEL_CHARS]),
         )
+        found.archived = params.get("archived", "")
+        if found.archived not in ("", "only", "all"):
+            found.archived = ""
+        found.pinned = params.get("pinned", "") in ("1", "on", "true")
+        found.tag = clean_text(params.get("tag", "").strip().lstrip("#").lower()[:32])
         if found.source not in Session.Source.values:
             found.source = ""
         found.start = found._day(params.get("from", ""), "from")
@@ -81,6 +89,9 @@ class ListFilters:
             "from": self.start.isoformat() if self.start else "",
             "to": self.end.isoformat() if self.end else "",
             "sort": "" if self.sort == DEFAULT_SORT else self.sort,
+            "archived": self.archived,
+            "pinned": "1" if self.pinned else "",
+            "tag": self.tag,
         }
         values.update(override)
         return {k: v for k, v in values.items() if v}
@@ -110,6 +121,14 @@ def visible_list(user, filters: ListFilters):
             | Q(pi_id__startswith=filters.query)
             | Exists(text_match)
         )
+    if filters.archived == "":
+        sessions = sessions.filter(archived=False)
+    elif filters.archived == "only":
+        sessions = sessions.filter(archived=True)
+    if filters.pinned:
+        sessions = sessions.filter(pinned=True)
+    if filters.tag:
+        sessions = sessions.filter(tags__contains=f"\n{filters.tag}\n")
     if filters.source:
         sessions = sessions.filter(source=filters.source)
     if filters.project:
@@ -127,7 +146,8 @@ def visible_list(user, filters: ListFilters):
     name = filters.sort.lstrip("-")
     column = F(SORTS[name])
     order = column.desc(nulls_last=True) if filters.sort.startswith("-") else column.asc()
-    return sessions.order_by(order, "-pk" if filters.sort.startswith("-") else "pk")
+    # Pinned sessions lead the list, each part in the chosen order.
+    return sessions.order_by("-pinned", order, "-pk" if filters.sort.startswith("-") else "pk")
 
 
 def session_audience(session_pks: list[int]) -> set[int]:

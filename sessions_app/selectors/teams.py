@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 
-from sessions_app.models import Session, SessionShare, Team
+from sessions_app.models import Session, SessionShare, Team, TeamMembership
 
 TEAM_SHARES_LIMIT = 50
 
@@ -28,13 +28,31 @@ def teams_with_shares(user) -> list[dict]:
     teams = (
         Team.objects.filter(members=user)
         .order_by("name")
-        .prefetch_related("members", Prefetch("shares", queryset=shares))
+        .prefetch_related(
+            "members",
+            Prefetch("shares", queryset=shares),
+            Prefetch(
+                "teammembership_set",
+                queryset=TeamMembership.objects.select_related("user").order_by("user__username"),
+            ),
+        )
     )
-    return [
-        {
-            "team": team,
-            "members": list(team.members.all()),
-            "shares": list(team.shares.all())[:TEAM_SHARES_LIMIT],
-        }
-        for team in teams
-    ]
+    rows = []
+    for team in teams:
+        memberships = list(team.teammembership_set.all())
+        mine = next((m for m in memberships if m.user_id == user.pk), None)
+        rows.append(
+            {
+                "team": team,
+                "members": list(team.members.all()),
+                "memberships": memberships,
+                "my_role": mine.role if mine else "",
+                "shares": list(team.shares.all())[:TEAM_SHARES_LIMIT],
+            }
+        )
+    return rows
+
+
+def team_of_member(team_id: int, user) -> Team | None:
+    """The team `team_id` when `user` is in it (others are not shown to them at all)."""
+    return Team.objects.filter(pk=team_id, members=user).first()

@@ -58,11 +58,13 @@ def role_for(user, session: Session) -> str | None:
         return None
     if session.owner_id == user.pk:
         return OWNER
-    roles = set(
-        SessionShare.objects.filter(session=session, team__members=user).values_list(
-            "role", flat=True
-        )
-    )
+    # A team member with the team role "viewer" reads, whatever the share's role.
+    roles = {
+        SessionShare.Role.VIEWER if member_role == "viewer" else share_role
+        for share_role, member_role in SessionShare.objects.filter(
+            session=session, team__teammembership__user=user
+        ).values_list("role", "team__teammembership__role")
+    }
     if SessionShare.Role.EDITOR in roles:
         return EDITOR
     if SessionShare.Role.VIEWER in roles:

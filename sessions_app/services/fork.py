@@ -164,14 +164,14 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
             raise ForkError(f"Cannot fork at {target_pi_id}: {exc}") from exc
         # Lines of copied entries are reused as they are (same content, same text).
         line_of = {id(payload): line for payload, line in loaded.values()}
+        # A fork gets its own title: not its source's name (a copied session_info), but
+        # the last user message it copies, where it leaves the source (a rename later
+        # writes a session_info of its own).
         name = ""
         first_message = ""
         for entry in entries:
-            if entry.get("type") == "session_info" and entry.get("name"):
-                name = str(entry["name"])
             if (
-                not first_message
-                and entry.get("type") == "message"
+                entry.get("type") == "message"
                 and (entry.get("message") or {}).get("role") == "user"
             ):
                 first_message = entry_preview(entry)

@@ -16,8 +16,6 @@ open websockets re-run check_access and close (4403) when their access is gone.
 """
 
 import secrets
-from collections import defaultdict
-from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import connection, transaction
@@ -25,6 +23,7 @@ from django.db.models.signals import post_save, pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
+from sessions_app.core.share_scope import visible_ids
 from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
@@ -173,37 +172,6 @@ def link_state(link: ShareLink) -> str:
 
 
 # --- what a link shows -------------------------------------------------------------------
-
-
-def visible_ids(
-    pairs: Iterable[tuple[str, str | None]], leaf_pi_id: str | None, *, subtree: bool = False
-) -> set[str]:
-    """The ids a link to `leaf_pi_id` shows, from (id, parentId) pairs: the path root → leaf,
-    and with `subtree` every entry below the leaf too. A link made on an empty session (no
-    leaf) shows nothing, or with `subtree` everything (all of it grew below "before the
-    first entry")."""
-    parent_of = dict(pairs)
-    if leaf_pi_id is None:
-        return set(parent_of) if subtree else set()
-    if leaf_pi_id not in parent_of:
-        return set()
-    seen: set[str] = set()
-    node = leaf_pi_id
-    while node is not None and node in parent_of and node not in seen:
-        seen.add(node)
-        node = parent_of[node]
-    if not subtree:
-        return seen
-    children = defaultdict(list)
-    for pi_id, parent in parent_of.items():
-        children[parent].append(pi_id)
-    stack = list(children.get(leaf_pi_id, ()))
-    while stack:
-        node = stack.pop()
-        if node not in seen:  # (a cycle in bad data must not loop forever)
-            seen.add(node)
-            stack.extend(children.get(node, ()))
-    return seen
 
 
 def _parent_pairs(session_pk: int):

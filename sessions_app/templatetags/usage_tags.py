@@ -33,3 +33,9 @@ def percent(value) -> str:
 def model_list(joined: str) -> list[str]:
     """Session.usage_models (one key a line) as a list."""
     return [key for key in (joined or "").split("\n") if key]
+
+
+@register.filter
+def tag_list(stored: str) -> list[str]:
+    """Session.tags (one a line, framed by newlines) as a list."""
+    return [tag for tag in (stored or "").split("\n") if tag]

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Job, Session
 from sessions_app.selectors.jobs import import_job
+from sessions_app.selectors.panels.head import context_gauge, head_context
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
@@ -195,6 +196,7 @@ def session_detail(request, session_id):
     """The session page: every panel from its own context builder (selectors/panels/)."""
     access = check_access(request.user, session_id, VIEWER)
     context = session_page_context(access, tree_state(request.GET), request.user)
+    context["gauge"] = context_gauge(access.session)  # (usage: in the page context)
     entry = context.pop("entry", None)
     if entry is not None:
         context["entry_html"] = render_to_string(
@@ -211,3 +213,12 @@ def provenance_panel(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
     context = {"session": access.session, "provenance": session_provenance(access.session)}
     return render(request, "sessions_app/_provenance.html", context)
+
+
+@login_required
+def session_stats(request, session_id):
+    """The live part of the session header alone: entries, cost, tokens, context gauge
+    (the page fetches it again after every websocket event that may change it)."""
+    access = check_access(request.user, session_id, VIEWER)
+    context = {"session": access.session, **head_context(access.session)}
+    return render(request, "sessions_app/head/_stats.html", context)

@@ -13,11 +13,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.models import SessionShare, ShareLink
+from sessions_app.models import SessionShare, ShareLink, TeamMembership
 from sessions_app.params import int_or_none
 from sessions_app.presentation import exports
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, plain_text
+from sessions_app.selectors.share_preview import share_preview
 from sessions_app.selectors.sharing import session_link, session_links, session_shares
 from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import sharing
@@ -53,6 +54,11 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "leaf": request.GET.get("leaf") or session.leaf_pi_id or "",
             "scopes": ShareLink.Scope.choices,
             "target": request.GET.get("target", ""),
+            "preview": share_preview(
+                session,
+                request.GET.get("leaf") or session.leaf_pi_id or "",
+                request.GET.get("target", ""),
+            ),
         },
         status=status,
     )
@@ -217,5 +223,7 @@ def teams(request):
     """The teams you are in, their members and what is shared with them (read-only:
     membership is managed in the admin)."""
     return render(
-        request, "sessions_app/sharing/teams.html", {"rows": teams_with_shares(request.user)}
+        request,
+        "sessions_app/sharing/teams.html",
+        {"rows": teams_with_shares(request.user), "roles": TeamMembership.Role.choices},
     )

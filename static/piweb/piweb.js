@@ -46,6 +46,28 @@
   function selectAll(ev) {
     if (ev.target.matches && ev.target.matches("input[data-select-all]")) ev.target.select();
   }
+  // Copy buttons: `data-copy-from` names the input whose value they copy.
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("[data-copy-from]");
+    if (!button) return;
+    var input = document.getElementById(button.dataset.copyFrom);
+    if (!input) return;
+    var done = function () {
+      button.dataset.copied = "true";
+      button.textContent = "Copied";
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(input.value).then(done, function () {
+        input.select();
+        document.execCommand("copy");
+        done();
+      });
+    } else {
+      input.select();
+      document.execCommand("copy");
+      done();
+    }
+  });
   document.addEventListener("focusin", selectAll);
   document.addEventListener("click", selectAll);
   // The sessions list asks for its rows again (htmx, `piweb:sessions-refresh`) a second

@@ -35,6 +35,7 @@ def test_session_header_and_context_chart(page_for, make_user):
     expect(row.locator(".tokens")).to_have_text("4600")
     expect(row.locator(".cost")).to_have_text("$1.50")
 
+    page.click("#context-gauge")  # the chart opens from the header's context gauge
     chart = page.locator('[data-usage-chart="context"][data-ready]')
     expect(chart).to_have_count(1)
     assert chart.get_attribute("data-points") == "3"

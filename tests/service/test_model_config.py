@@ -280,7 +280,7 @@ def test_imported_session_uses_the_window_of_its_recorded_model(agent, make_user
     )
     session.refresh_from_db()
     assert model_input(session).window == llm.find_model("openai", "gpt-4.1")["contextWindow"]
-    from sessions_app.selectors.context_chart import context_chart
+    from sessions_app.selectors.panels.context_chart import context_chart
 
     chart = context_chart(session)
     assert [p["window"] for p in chart["points"]] == [200000]

@@ -33,7 +33,7 @@ RANK = {"viewer": 1, "editor": 2, "owner": 3}
 
 @dataclass
 class Route:
-    need: str  # viewer | editor | owner | login | link
+    need: str  # viewer | editor | owner | login | link | team (a member of the viewers team)
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
     kwargs: dict = field(default_factory=dict)  # values are World attribute names
@@ -55,6 +55,13 @@ ROUTES: dict[str, Route] = {
     "import_status": Route("login", ok=404, kwargs={"job_id": "job_pk"}),
     "session_detail": Route("viewer", kwargs=S),
     "session_provenance": Route("viewer", kwargs=S),
+    "session_stats": Route("viewer", kwargs=S),
+    # managing a session (a missing delete confirmation changes nothing: back to the page)
+    "session_rename": Route("editor", "POST", ok=302, kwargs=S, data={"name": "renamed"}),
+    "session_pin": Route("editor", "POST", ok=302, kwargs=S, data={"pinned": "1"}),
+    "session_archive": Route("editor", "POST", ok=302, kwargs=S, data={"archived": "0"}),
+    "session_tags": Route("editor", "POST", ok=302, kwargs=S, data={"tags": "x"}),
+    "session_delete": Route("owner", "POST", ok=302, kwargs=S),
     # tree
     "tree_panel": Route("viewer", kwargs=S),
     "tree_branch": Route("viewer", kwargs={**S, "head_id": "branch_head"}),
@@ -122,6 +129,22 @@ ROUTES: dict[str, Route] = {
     "share_link_export": Route("link", kwargs={"token": "token", "fmt": "md"}),
     "search": Route("login", query={"q": "zebrafish"}),
     "teams": Route("login"),
+    "team_create": Route("login", "POST", ok=302, data={"name": "new team"}),
+    # a team's own routes: its members only (others do not see it); non-admins are told no
+    "team_invite": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk"}, data={"username": "x"}
+    ),
+    "team_role": Route(
+        "team",
+        "POST",
+        ok=302,
+        kwargs={"team_id": "team_pk", "member_id": "member_pk"},
+        data={"role": "admin"},
+    ),
+    "team_remove": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk", "member_id": "member_pk"}
+    ),
+    "team_leave": Route("team", "POST", ok=302, kwargs={"team_id": "team_pk"}),
     # usage
     "usage_context_chart": Route("viewer", kwargs=S),
     "usage_dashboard": Route("login"),  # counts only what the caller can see
@@ -183,6 +206,7 @@ class World:
         SessionShare.objects.create(session=self.session, team=editors, role="editor")
         self.share = SessionShare.objects.create(session=self.session, team=viewers, role="viewer")
         self.team_pk = viewers.pk
+        self.member_pk = TeamMembership.objects.get(team=viewers, user=self.users["viewer"]).pk
         self.sid = self.session.pi_id
         self.entry = data.ids["a3"]
         self.other_leaf = data.ids["b3"]
@@ -220,6 +244,8 @@ def expected_status(route: Route, persona: str) -> int:
         return 302  # to the login page; a share token opens nothing but the link pages
     if route.need == "login":
         return route.ok
+    if route.need == "team":
+        return route.ok if persona in ("viewer", "owner") else 404
     if persona == "stranger":
         return 404  # no role at all: the session does not exist for them
     return route.ok if RANK[persona] >= RANK[route.need] else 403

@@ -15,6 +15,7 @@ import asyncio
 
 import pytest
 
+from sessions_app.core.share_scope import visible_ids
 from sessions_app.models import ShareLink
 from sessions_app.services import events, sessions, sharing
 from sessions_app.services.sharing import SharingError
@@ -67,16 +68,16 @@ def test_visible_ids_is_the_path_or_the_path_plus_the_subtree():
         ("b1", "b"),
         ("x", "nowhere"),  # dangling parent: a root of its own, hidden
     ]
-    assert sharing.visible_ids(pairs, "a1") == {"u", "a", "a1"}
-    assert sharing.visible_ids(pairs, "a") == {"u", "a"}
-    assert sharing.visible_ids(pairs, "a", subtree=True) == {"u", "a", "a1", "a2", "a3"}
-    assert sharing.visible_ids(pairs, "a2", subtree=True) == {"u", "a", "a1", "a2"}
-    assert sharing.visible_ids(pairs, "missing") == set()
-    assert sharing.visible_ids(pairs, "missing", subtree=True) == set()
-    assert sharing.visible_ids(pairs, None) == set()  # a path to "before the first entry"
-    assert sharing.visible_ids(pairs, None, subtree=True) == {p for p, _ in pairs}
-    assert sharing.visible_ids([("c", "d"), ("d", "c")], "c") == {"c", "d"}  # cycles end
-    assert sharing.visible_ids([("c", "d"), ("d", "c")], "c", subtree=True) == {"c", "d"}
+    assert visible_ids(pairs, "a1") == {"u", "a", "a1"}
+    assert visible_ids(pairs, "a") == {"u", "a"}
+    assert visible_ids(pairs, "a", subtree=True) == {"u", "a", "a1", "a2", "a3"}
+    assert visible_ids(pairs, "a2", subtree=True) == {"u", "a", "a1", "a2"}
+    assert visible_ids(pairs, "missing") == set()
+    assert visible_ids(pairs, "missing", subtree=True) == set()
+    assert visible_ids(pairs, None) == set()  # a path to "before the first entry"
+    assert visible_ids(pairs, None, subtree=True) == {p for p, _ in pairs}
+    assert visible_ids([("c", "d"), ("d", "c")], "c") == {"c", "d"}  # cycles end
+    assert visible_ids([("c", "d"), ("d", "c")], "c", subtree=True) == {"c", "d"}
 
 
 @pytest.mark.embedded  # (raw recursive SQL: PostgreSQL and SQLite)

@@ -1,0 +1,78 @@
+"""`make screenshots`: every main screen of piweb, from a seeded demo session, into
+docs/screenshots/ (PNG). A throwaway database and server (bench/browser_support.py).
+
+Usage:  .venv/bin/python bench/screenshots.py [--out docs/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.browser_support import REPO, chromium, daphne, logged_in_context, test_database  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with test_database() as connection:
+        from django.contrib.auth import get_user_model
+
+        from sessions_app.models import Team, TeamMembership
+        from sessions_app.services import sessions, sharing
+        from tests.support.tree_data import import_branched
+
+        users = get_user_model().objects
+        owner = users.create_user("demo", password="demo-only")
+        mate = users.create_user("reviewer", password="demo-only")
+        session = import_branched(owner, "/home/demo/project")
+        sessions.rename_session(session, "Fix the flaky upload test", actor=owner)
+        team = Team.objects.create(name="platform")
+        TeamMembership.objects.create(team=team, user=owner, role="admin")
+        TeamMembership.objects.create(team=team, user=mate, role="viewer")
+        sharing.share_with_team(session, team.pk, "editor", actor=owner)
+        link = sharing.create_link(session, actor=owner, leaf_pi_id=None)
+        sid = session.pi_id
+        shots = [
+            ("sessions-list", "/", None),
+            ("session-chat", f"/s/{sid}/", None),
+            ("session-node-drawer", f"/s/{sid}/?target=e0000004", None),
+            ("session-context-chart", f"/s/{sid}/", "#context-gauge"),
+            ("compare", f"/s/{sid}/compare/?a=e0000014&b=e0000010", None),
+            ("sharing", f"/s/{sid}/sharing/?leaf=e0000014", None),
+            ("share-page", f"/l/{link.token}/", None),
+            ("teams", "/teams/", None),
+            ("usage", "/usage/", None),
+        ]
+        with daphne(connection) as base, chromium() as browser:
+            for viewport, suffix in (
+                ({"width": 1280, "height": 800}, ""),
+                ({"width": 390, "height": 844}, "-phone"),
+            ):
+                context = logged_in_context(browser, base, owner, viewport=viewport)
+                page = context.new_page()
+                for name, url, click in shots:
+                    if suffix and name not in (
+                        "session-chat",
+                        "sessions-list",
+                        "session-node-drawer",
+                    ):
+                        continue
+                    page.goto(url, wait_until="networkidle")
+                    if click:
+                        page.click(click)
+                        page.wait_for_selector('[data-usage-chart="context"][data-ready]')
+                    path = out / f"{name}{suffix}.png"
+                    page.screenshot(path=str(path))
+                    print(path.relative_to(REPO))
+                context.close()
+
+
+if __name__ == "__main__":
+    main()
