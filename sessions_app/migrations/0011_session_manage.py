@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0006_entry_pi_tokens"),
+        ("sessions_app", "0010_provider_keys"),
     ]
 
     operations = [
