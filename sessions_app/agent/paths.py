@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from . import safefs
 
+PATH_MAX = 4096  # Linux's longest path: no real working directory is longer
+
 
 class WorkspaceError(ValueError):
     """A path outside the workspace, or a cwd outside every allowed root."""
@@ -89,6 +91,10 @@ def check_cwd(
         raise WorkspaceError("This session has no working directory.")
     if not os.path.isabs(cwd):
         raise WorkspaceError(f"The working directory must be an absolute path, not {cwd!r}.")
+    if len(cwd) > PATH_MAX:  # (imported files can say anything; resolving it would crawl)
+        raise WorkspaceError(
+            f"The working directory is {len(cwd):,} characters long: no folder has such a path."
+        )
     real = _real(cwd)
     roots = list(roots)
     real_roots = [_real(os.fspath(r)) for r in roots]

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sessions_app.agent import archives
-from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.paths import PATH_MAX, WorkspaceError, is_within
 from sessions_app.models import Session
 from sessions_app.services import sessions, workspaces
 
@@ -79,7 +79,7 @@ def options(session: Session, user) -> Options:
 
 def _allowed(path: str, user) -> bool:
     """Whether `path` lies in the user's area (it need not exist yet: it is then made)."""
-    if not path or not os.path.isabs(path) or "\x00" in path:
+    if not path or not os.path.isabs(path) or "\x00" in path or len(path) > PATH_MAX:
         return False
     real = os.path.realpath(path)
     if os.path.exists(real) and not os.path.isdir(real):
