@@ -20,8 +20,9 @@ VAR_DIR = env.path("PIWEB_VAR_DIR", BASE_DIR / "var")
 # The database, the secret key, Redis's socket and the workspaces live here: this
 # account's alone (mode 0700), whatever the umask.
 VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-if VAR_DIR.stat().st_uid == os.geteuid():
-    VAR_DIR.chmod(0o700)
+if VAR_DIR.stat().st_uid == os.geteuid() and VAR_DIR.stat().st_mode & 0o067:
+    # Tightened, never loosened: a root worker's sandbox account keeps its group search bit.
+    VAR_DIR.chmod(VAR_DIR.stat().st_mode & 0o710 | 0o700)
 
 
 def _secret_key() -> str:

@@ -167,9 +167,16 @@ def _scripted_profiles(llm_server):
 def child_env(
     django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_path_factory, _snapshot_dir
 ):
-    """Environment for processes that must share this test run's database and Redis."""
+    """Environment for processes that must share this test run's database and Redis.
+
+    Folders come from the configuration itself (`piweb.settings`), never from
+    `django.conf.settings`: the first test to ask for this session-wide environment may
+    have overridden them for itself (test_sandbox gives every test its own workspace root),
+    and the worker started from it would then keep that test's folders for the whole run."""
     from django.conf import settings
     from django.db import connection
+
+    from piweb import settings as configured
 
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
@@ -182,11 +189,11 @@ def child_env(
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url,
-        PIWEB_VAR_DIR=str(settings.VAR_DIR),
+        PIWEB_VAR_DIR=str(configured.VAR_DIR),
         PIWEB_MODEL_PROFILES=_model_profiles(llm_server),
         PIWEB_PI_AGENT_DIR="",
-        PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in settings.PIWEB_WORKSPACE_ROOTS),
-        PIWEB_ARTIFACT_DIR=str(settings.PIWEB_ARTIFACT_DIR),
+        PIWEB_WORKSPACE_ROOTS=",".join(str(p) for p in configured.PIWEB_WORKSPACE_ROOTS),
+        PIWEB_ARTIFACT_DIR=str(configured.PIWEB_ARTIFACT_DIR),
         PIWEB_SNAPSHOT_DIR=str(settings.PIWEB_SNAPSHOT_DIR),
         PIWEB_MAX_UPLOAD_BYTES=str(SERVER_UPLOAD_LIMIT),
         PYTHONUNBUFFERED="1",

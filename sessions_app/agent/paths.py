@@ -42,16 +42,22 @@ def make_private_dir(path: str | os.PathLike[str], traverse_gid: int | None = No
     """Create ``path`` if missing and, when this process owns it, make it its own: mode
     0700, or 0710 with group ``traverse_gid`` when that group (the sandboxed commands'
     account of a root worker, whose bubblewrap must reach the workspaces) may pass
-    through it. Other local accounts must not reach into workspaces, artifacts or the
+    through it; without ``traverse_gid`` an existing group search bit is kept. Other local accounts must not reach into workspaces, artifacts or the
     var folder, nor run anything a session left there."""
     os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.stat(path)
     if st.st_uid != os.geteuid():
         return
-    mode = 0o700 if traverse_gid is None else 0o710
-    if traverse_gid is not None and st.st_gid != traverse_gid:
-        os.chown(path, -1, traverse_gid)
-    if stat.S_IMODE(st.st_mode) != mode:
+    current = stat.S_IMODE(st.st_mode)
+    if traverse_gid is None:
+        # Only ever tightened: a group's search bit another process (the worker) gave
+        # its sandbox account stays, everything else for group and others goes.
+        mode = current & 0o710 | 0o700
+    else:
+        mode = 0o710
+        if st.st_gid != traverse_gid:
+            os.chown(path, -1, traverse_gid)
+    if current != mode:
         os.chmod(path, mode)
 
 
