@@ -12,6 +12,8 @@ from tests.support.agent_runs import EventLog, messages, new_session, send, wait
 from tests.support.scripted_llm import text, tool_calls
 from tests.support.web import client_for
 
+ALL_TOOL_NAMES = ("read", "bash", "edit", "write", "grep", "find", "ls")
+
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.worker,
@@ -26,6 +28,9 @@ def test_escapes_through_the_chat_fail_and_leak_nothing(
     user = make_user()
     assert not user.is_staff and not user.is_superuser
     session = new_session(user, workspace)
+    # Every tool, grep/find/ls included (pi's default set has only read, bash, edit, write).
+    session.settings = {**(session.settings or {}), "tools": list(ALL_TOOL_NAMES)}
+    session.save(update_fields=["settings"])
     var = os.fspath(settings.VAR_DIR)
     secret = Path(var, "secret_key").read_text().strip()
     port = asgi_server.url.rsplit(":", 1)[1].strip("/")
