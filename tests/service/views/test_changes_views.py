@@ -109,7 +109,8 @@ def test_continue_here_can_restore_the_files(session, owner, workspace):
 def test_the_html_export_and_the_share_page_include_the_diffs(session, owner, workspace, settings):
     from django.test import Client
 
-    from sessions_app.services import exports, sharing
+    from sessions_app.presentation import exports
+    from sessions_app.services import sharing
 
     (workspace / "f.txt").write_text("one\n")
     run(session, owner, "!echo two-marker >> f.txt")
