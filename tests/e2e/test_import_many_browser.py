@@ -134,3 +134,52 @@ def test_a_folder_and_several_files_from_the_pickers(page_for, worker, make_user
         sid_c,
     }
     assert errors == []
+
+
+# Chromium gives a DataTransfer built by a script no file-system entries (its items'
+# webkitGetAsEntry() is null), so the folder below is a stand-in with the browser's entry
+# interface (FileSystemDirectoryEntry: a reader that answers in batches, then an empty
+# one) around real File objects, on the items of a real drop event.
+DROP_FOLDER = """([sessionText]) => {
+    const file = (path, text) => ({
+        isFile: true, isDirectory: false, fullPath: path,
+        file: (ok) => ok(new File([text], path.split("/").pop())),
+    });
+    const folder = (path, batches) => ({
+        isFile: false, isDirectory: true, fullPath: path,
+        createReader: () => ({ readEntries: (ok) => ok(batches.shift() || []) }),
+    });
+    const deeper = folder("/logs/2026/deeper", [[file("/logs/2026/deeper/s.jsonl", sessionText)]]);
+    const year = folder("/logs/2026", [
+        [file("/logs/2026/bad.jsonl", "{oops\\n"), deeper],
+        [file("/logs/2026/notes.md", "# notes")],
+    ]);
+    const root = folder("/logs", [[year]]);
+    const dt = new DataTransfer();
+    Object.defineProperty(dt, "items", {
+        value: [{ kind: "file", webkitGetAsEntry: () => root, getAsFile: () => null }],
+    });
+    return dt;
+}"""
+
+
+def test_a_dropped_folder_is_walked_to_its_nested_files(page_for, worker, make_user):
+    owner = make_user("folder-dropper")
+    page = page_for(owner)
+    errors = collect_errors(page)
+    page.goto("/")
+    sid, good = good_session("found in a subfolder")
+    transfer = page.evaluate_handle(DROP_FOLDER, [good])
+    page.dispatch_event("#sessions-live", "drop", {"dataTransfer": transfer})
+    expect(page.locator(".import-row .import-name")).to_have_text(
+        ["logs/2026/bad.jsonl", "logs/2026/deeper/s.jsonl", "logs/2026/notes.md"]
+    )
+    expect(row(page, "logs/2026/notes.md")).to_have_attribute("data-state", "skipped")
+    expect(row(page, "logs/2026/deeper/s.jsonl")).to_have_attribute(
+        "data-state", "done", timeout=IMPORT_WAIT
+    )
+    expect(row(page, "logs/2026/bad.jsonl")).to_have_attribute(
+        "data-state", "failed", timeout=IMPORT_WAIT
+    )
+    assert Session.objects.get(pi_id=sid).owner_id == owner.pk
+    assert errors == []
