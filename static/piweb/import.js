@@ -39,6 +39,7 @@
   }
 
   function take(files) {
+    if (!files.length) return; // a drop of text or links: nothing to import
     var card = document.getElementById("import-card");
     if (card) card.open = true;
     var limit = Number(zone.dataset.maxBytes) || 0;
