@@ -17,6 +17,7 @@ TRANSCRIPT_LIMIT = 200
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
     hidden, tail = paths.load_path_tail(session, limit)
+    leaf = tail[-1].get("id") if tail else ""  # the branch's end, shown or not
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
@@ -46,7 +47,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     return {
         "entries": entries,
         "hidden": hidden + len(tail) - len(entries),
-        "leaf": tail[-1].get("id") if tail else "",
+        "leaf": leaf,
     }
 
 
