@@ -190,9 +190,7 @@ def test_name_fork_tree_export_share_copy_and_new(page_for, make_user, workspace
     fork = wait_for(lambda: Session.objects.filter(parent=session).first())
     page.wait_for_url(re.compile(rf"/s/{fork.pi_id}/$"))
     texts = [e["message"]["content"] for e in path_of(fork) if e["type"] == "message"]
-    assert texts == [
-        e["message"]["content"] for e in path_of(session) if e["type"] == "message"
-    ]
+    assert texts == [e["message"]["content"] for e in path_of(session) if e["type"] == "message"]
     # /new starts an empty session in the same workspace and opens it.
     before = set(Session.objects.filter(owner=owner).values_list("pk", flat=True))
     run_command(page, "/new")
