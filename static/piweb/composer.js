@@ -286,6 +286,7 @@
       return next(0);
     },
     new: function () {
+      if (!box.dataset.newCwd) return say("This session has no workspace to start from: start one from the sessions list.", "error");
       var f = document.createElement("form");
       f.method = "post";
       f.action = box.dataset.newUrl;
