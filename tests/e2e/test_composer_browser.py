@@ -3,6 +3,7 @@ list, each command's effect, and images pasted, attached, dropped, removed and s
 
 import base64
 import re
+import struct
 
 import pytest
 from playwright.sync_api import expect
@@ -286,6 +287,20 @@ def test_images_pasted_attached_dropped_removed_and_sent(
     assert parts[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(red).decode()
     # The chat shows the images of the message.
     expect(page.locator("#chat-transcript .r-user img.entry-image")).to_have_count(2)
+    # An image wider than 2000 px is scaled down before it is sent, as pi does.
+    page.set_input_files(
+        "#composer-file",
+        files=[{"name": "wide.png", "mimeType": "image/png", "buffer": png(2600, 40)}],
+    )
+    expect(thumbs).to_have_count(1)
+    llm.push(text("A wide one."))
+    page.fill("#chat-input", "and this one?")
+    page.press("#chat-input", "Enter")
+    expect(thumbs).to_have_count(0)
+    assert wait_run(session).status == "done"
+    last_user = [e for e in path_of(session) if e.get("message", {}).get("role") == "user"][-1]
+    scaled = base64.b64decode(last_user["message"]["content"][1]["data"])
+    assert struct.unpack(">II", scaled[16:24]) == (2000, 31)
     assert page.csp_violations == []
 
 
