@@ -168,8 +168,7 @@ def _attached_images(images, parsed: Parsed, model: dict) -> list[dict]:
     if not takes_images(model):
         raise ChatError(
             f"{model.get('provider')}/{model.get('id')} does not take images: switch to a "
-            "model that does (the Models page lists each model's input) or send the text "
-            "alone.",
+            "model that does (its catalog input includes image) or send the text alone.",
             "images_unsupported",
         )
     try:

@@ -78,7 +78,9 @@
     var select = modelSelect();
     if (!select) return [];
     return Array.prototype.filter.call(select.options, function (o) { return !!o.value; })
-      .map(function (o) { return { value: o.value, hint: o.textContent }; });
+      .map(function (o) {
+        return { value: o.value, hint: o.textContent + (o.dataset.images === "1" ? " \u00b7 takes images" : "") };
+      });
   }
 
   function thinkingLevels() {

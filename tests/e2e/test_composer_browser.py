@@ -84,6 +84,7 @@ def test_the_completion_list_filters_moves_accepts_and_closes(page_for, make_use
     assert listed == picker and "openai-compatible/scripted-vision-model" in listed
     page.type("#chat-input", "vision")
     assert options(page) == ["openai-compatible/scripted-vision-model"]
+    expect(page.locator("#composer-complete")).to_contain_text("takes images")
     page.fill("#chat-input", "")
     page.type("#chat-input", "/thinking ")
     assert options(page) == ["off"]
