@@ -121,6 +121,15 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
                 "reasoning": True,
                 "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
             },
+            # chat box tests: a model that takes images
+            "scripted-vision": {
+                "base_url": llm_server.base_url,
+                "api_key": "test-key-not-secret",
+                "model": "scripted-vision-model",
+                "context_window": 128000,
+                "max_output": 4096,
+                "input": ["text", "image"],
+            },
             # chat tests: a short read timeout (timeout -> visible error entry)
             "scripted-fast": {
                 "base_url": llm_server.base_url,

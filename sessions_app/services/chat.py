@@ -36,6 +36,7 @@ from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
+from sessions_app.core.images import ImageError, image_blocks, takes_images
 from sessions_app.models import FileSnapshot, Job, Session
 from sessions_app.services import (
     changes,
@@ -158,9 +159,35 @@ def _check_command(command: str) -> None:
         raise ChatError(problem, "bad_command")
 
 
-def send_message(session: Session, user, text: str) -> Job:
-    """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
-    parsed = parse_input(text)
+def _attached_images(images, parsed: Parsed, model: dict) -> list[dict]:
+    """The image blocks of a message to a model that takes images (see core/images.py)."""
+    if not images:
+        return []
+    if parsed.mode != "agent":
+        raise ChatError("Images go with a message to the model, not with a !command.", "images")
+    if not takes_images(model):
+        raise ChatError(
+            f"{model.get('provider')}/{model.get('id')} does not take images: switch to a "
+            "model that does (its catalog input includes image) or send the text alone.",
+            "images_unsupported",
+        )
+    try:
+        return image_blocks(
+            images,
+            max_bytes=settings.PIWEB_CHAT_IMAGE_MAX_BYTES,
+            max_count=settings.PIWEB_CHAT_IMAGE_MAX_COUNT,
+        )
+    except ImageError as exc:
+        raise ChatError(str(exc), "bad_image") from None
+
+
+def send_message(session: Session, user, text: str, images=()) -> Job:
+    """Record the user's message (or `!cmd`) and queue the run. Raises ChatError.
+
+    `images`: the bytes of image files that go with the message (pi's image blocks, after
+    the text block); with images the text may be empty."""
+    images = list(images or ())
+    parsed = Parsed("agent", "") if images and not (text or "").strip() else parse_input(text)
     if write_back.pi_writing_since(session) is not None:
         raise ChatError(
             "pi is writing this session right now: the chat waits until pi has been quiet "
@@ -176,6 +203,7 @@ def send_message(session: Session, user, text: str) -> Job:
             raise ChatError(str(exc), "no_key") from None
         if resolved is None:
             raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
+    attached = _attached_images(images, parsed, resolved.model if resolved else {})
     try:
         workspaces.session_cwd(session)
     except WorkspaceError:
@@ -216,7 +244,7 @@ def send_message(session: Session, user, text: str) -> Job:
                         "type": "message",
                         "message": {
                             "role": "user",
-                            "content": [{"type": "text", "text": parsed.text}],
+                            "content": [{"type": "text", "text": parsed.text}, *attached],
                             "timestamp": now_ms(),
                         },
                     },

@@ -4,6 +4,7 @@ services/chat.py, answer with the notice partial or the panel's context builder.
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import render
@@ -34,7 +35,11 @@ def _chat_action(view):
 
 @_chat_action
 def send(request, session):
-    job = chat.send_message(session, request.user, request.POST.get("text", ""))
+    """`text`, and any image files in `images` (multipart), each read up to one byte past
+    the size limit so that the service can refuse it."""
+    limit = settings.PIWEB_CHAT_IMAGE_MAX_BYTES + 1
+    images = [upload.read(limit) for upload in request.FILES.getlist("images")]
+    job = chat.send_message(session, request.user, request.POST.get("text", ""), images=images)
     if chat.is_held(job):
         message = "Sent, and queued behind your other runs: it starts when one of them ends."
         return notice(request, message, level="ok", run_id=str(job.pk), code="held")

@@ -1,6 +1,7 @@
 """Chat services in-process: input parsing, the run guard, stale runs, the run's branch,
 and one agent turn executed here (real scripted server, real Redis, no worker)."""
 
+import base64
 import json
 import os
 import re
@@ -8,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,6 +19,7 @@ from sessions_app.models import Job
 from sessions_app.selectors import paths
 from sessions_app.services import chat, sessions
 from sessions_app.services.model_input import model_input
+from tests.support.images import png
 from tests.support.scripted_llm import text, tool_call
 from tests.support.web import client_for
 from tests.support.workspaces import area_of, write_project_context
@@ -276,3 +279,99 @@ def test_a_run_refuses_tools_outside_the_owners_area(make_user, settings, redis_
     job.refresh_from_db()
     assert job.status == "failed" and "outside your workspace area" in job.error
     assert not (alice_proj / "pwn").exists()
+
+
+# --- images sent with a message (the chat box's attachments) ------------------------------
+
+
+@pytest.fixture
+def vision_session(owner, workspace, redis_ready):
+    return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted-vision")
+
+
+def test_images_are_stored_as_pi_stores_them_and_reach_the_model(vision_session, owner, llm):
+    image = png(5, 2)
+    llm.push(text("A red picture."))
+    job = chat.send_message(vision_session, owner, "what is this?", images=[image])
+    user_message = paths.load_path(vision_session)[-1]["message"]
+    assert user_message["role"] == "user"
+    assert user_message["content"] == [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image", "data": base64.b64encode(image).decode(), "mimeType": "image/png"},
+    ]
+    assert chat.execute_run(str(job.pk)) == "done"
+    sent = llm.requests[-1]["messages"][-1]
+    assert sent["role"] == "user"
+    assert sent["content"][0] == {"type": "text", "text": "what is this?"}
+    url = sent["content"][1]["image_url"]["url"]
+    assert url == "data:image/png;base64," + base64.b64encode(image).decode()
+
+
+def test_an_image_alone_is_a_message_with_an_empty_text_block(vision_session, owner):
+    jpeg = b"\xff\xd8\xff\xe0" + b"\x00" * 60
+    chat.send_message(vision_session, owner, "   ", images=[jpeg])
+    content = paths.load_path(vision_session)[-1]["message"]["content"]
+    assert content[0] == {"type": "text", "text": ""}
+    assert content[1]["mimeType"] == "image/jpeg"
+
+
+@pytest.mark.parametrize(
+    "images, code, words",
+    [
+        ([b"GIF89a" + b"\x00" * 20, b"not an image at all"], "bad_image", "Image 2 is not a PNG"),
+        ([b""], "bad_image", "Image 1 is empty"),
+        ([png()] * 3, "bad_image", "at most 2"),
+    ],
+)
+def test_bad_images_are_refused_and_nothing_is_stored(
+    vision_session, owner, settings, images, code, words
+):
+    settings.PIWEB_CHAT_IMAGE_MAX_COUNT = 2
+    with pytest.raises(chat.ChatError) as refused:
+        chat.send_message(vision_session, owner, "look", images=images)
+    assert refused.value.code == code and words in str(refused.value)
+    assert paths.load_path(vision_session) == []
+    assert not Job.objects.filter(session=vision_session).exists()
+
+
+def test_an_image_over_the_size_limit_is_refused(vision_session, owner, settings):
+    settings.PIWEB_CHAT_IMAGE_MAX_BYTES = 2048
+    big = png(300, 300, rgb=(1, 2, 3)) + b"\x00" * 4096
+    with pytest.raises(chat.ChatError, match="Image 1 is over 2048 bytes"):
+        chat.send_message(vision_session, owner, "look", images=[big])
+    assert paths.load_path(vision_session) == []
+
+
+def test_a_text_only_model_refuses_images(session, owner):
+    with pytest.raises(chat.ChatError) as refused:
+        chat.send_message(session, owner, "look", images=[png()])
+    assert refused.value.code == "images_unsupported"
+    assert "openai-compatible/scripted-model does not take images" in str(refused.value)
+    assert paths.load_path(session) == []
+
+
+def test_images_do_not_go_with_a_bang_command(vision_session, owner):
+    with pytest.raises(chat.ChatError, match="not with a !command"):
+        chat.send_message(vision_session, owner, "!ls", images=[png()])
+
+
+def test_the_send_view_takes_image_files(vision_session, owner, llm):
+    client = client_for(owner)
+    upload = SimpleUploadedFile("dot.png", png(), content_type="application/octet-stream")
+    url = reverse("sessions_app:chat_send", args=[vision_session.pi_id])
+    response = client.post(url, {"text": "see", "images": [upload]})
+    assert response.status_code == 200, response.content
+    vision_session.refresh_from_db()
+    content = paths.load_path(vision_session)[-1]["message"]["content"]
+    assert [block["type"] for block in content] == ["text", "image"]
+    # The type comes from the bytes, not from what the browser said.
+    assert content[1]["mimeType"] == "image/png"
+    text_only = sessions.create_session(
+        owner=owner, cwd=vision_session.cwd, model_profile="scripted"
+    )
+    refused = client.post(
+        reverse("sessions_app:chat_send", args=[text_only.pi_id]),
+        {"text": "see", "images": [SimpleUploadedFile("dot.png", png())]},
+    )
+    assert refused.status_code == 400
+    assert "does not take images" in refused.content.decode()

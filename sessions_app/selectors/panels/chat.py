@@ -7,6 +7,7 @@ from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.selectors import paths
 from sessions_app.selectors.changes import change_counts
+from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.services import chat, llm
 from sessions_app.services.model_input import model_input
 
@@ -16,6 +17,7 @@ TRANSCRIPT_LIMIT = 200
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
     hidden, tail = paths.load_path_tail(session, limit)
+    leaf = tail[-1].get("id") if tail else ""  # the branch's end, shown or not
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
@@ -42,7 +44,11 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "files": files.get(p.get("id")),
             }
         )
-    return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}
+    return {
+        "entries": entries,
+        "hidden": hidden + len(tail) - len(entries),
+        "leaf": leaf,
+    }
 
 
 def model_context(session, user) -> dict:
@@ -91,6 +97,7 @@ def chat_context(access, user=None) -> dict:
         "configured": models["resolved"] is not None,
         "how_to_configure": models["problem"] or llm.HOW_TO_CONFIGURE,
         "can_edit": access.can_edit,
+        "composer": composer_context(access, models),
         "active_job": job,
         "run_state": (chat.run_state(session) if job else None) or None,
         **transcript_context(session),
