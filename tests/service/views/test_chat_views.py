@@ -1,5 +1,5 @@
-"""The chat views (sessions_app/views/chat.py): who may send, stop and switch the model,
-who may read the transcript and the run state, and what a stop says when Redis is away."""
+"""The chat views (sessions_app/views/chat.py): who may send, queue, cancel, stop and
+switch the model, who may read the transcript and the run state, and what a stop says when Redis is away."""
 
 import pytest
 from django.urls import reverse
@@ -12,10 +12,12 @@ from tests.support.workspaces import area_of
 
 pytestmark = [pytest.mark.django_db]
 
-READS = [Call("chat_transcript"), Call("chat_state")]
+READS = [Call("chat_transcript"), Call("chat_state"), Call("chat_queued")]
 CHANGES = [
     post("chat_send", {"text": "hello"}),
     post("chat_stop"),
+    post("chat_queue", {"text": "steer", "mode": "steer"}),
+    post("chat_unqueue", {"item": "1"}),
     post("chat_model", {"profile": "scripted"}),
 ]
 
@@ -30,7 +32,7 @@ def test_it_requires_a_share_of_the_session(shared):
     assert statuses(client_for(shared.viewer), READS, shared.session) == each(READS, 200)
 
 
-def test_it_requires_editor_rights_to_send_stop_or_switch_the_model(shared):
+def test_it_requires_editor_rights_to_send_queue_stop_or_switch_the_model(shared):
     assert statuses(client_for(shared.viewer), CHANGES, shared.session) == each(CHANGES, 403)
     assert not Job.objects.filter(session=shared.session).exists()
     shared.session.refresh_from_db()
