@@ -325,18 +325,20 @@
   function queueMessage(mode) {
     var text = input.value;
     if (!text.trim()) return;
+    input.value = ""; // at once: the next message may be typed while this one is stored
+    function giveBack() { if (!input.value.trim()) input.value = text; }
     post(root.dataset.queueUrl, { text: text, mode: mode }).then(function (res) {
       if (res.status === 400 && /data-code="not_running"/.test(res.html)) {
         setRunning(false);
+        giveBack();
         sendMessage(text);
         return;
       }
       showNotice(res.html);
-      if (res.ok) {
-        input.value = "";
-        refreshQueue();
-      }
+      if (res.ok) refreshQueue();
+      else giveBack();
     }, function () {
+      giveBack();
       notice.textContent = "Could not reach the server.";
     });
   }

@@ -54,6 +54,7 @@ def test_steer_and_follow_up_are_queued_cancelled_and_delivered_in_order(
     expect(page.locator("#chat-input")).to_have_value("")
     page.fill("#chat-input", "drop me")
     page.click("#chat-steer")
+    expect(queue).to_have_count(2)
     page.fill("#chat-input", "then follow")
     page.press("#chat-input", "Alt+Enter")  # a follow-up
     expect(queue).to_have_count(3)
@@ -77,7 +78,7 @@ def test_steer_and_follow_up_are_queued_cancelled_and_delivered_in_order(
     expect(transcript).to_contain_text("Follow-up answer.", timeout=30000)
     expect(queue).to_have_count(0)
     expect(other_tab.locator("#chat-queue .queued")).to_have_count(0)
-    shown = transcript.inner_text()
+    shown = transcript.text_content()
     order = ["start", "released", "steer please", "Steered answer.", "then follow"]
     positions = [shown.index(s) for s in [*order, "Follow-up answer."]]
     assert positions == sorted(positions), shown
