@@ -1,4 +1,5 @@
-"""Chat: send a message or `!cmd`, stop a run, switch the model, and run the agent.
+"""Chat: send a message or `!cmd`, queue one for the running agent, stop a run, switch
+the model.
 
 Where a run lives: in a Celery worker, as a Job of kind ``agent_run``
 (``services/jobs/agent_run.py`` runs it). The web process
@@ -11,7 +12,9 @@ tool calls, the latest bash snapshot) in Redis with a TTL, from which a page tha
 
 One run per session at a time: sending locks the session row, refuses while an active
 agent_run Job exists, and a partial unique index on Job (one queued/running agent_run
-per session) backs that up in the database. A second submit gets a clear "busy" error.
+per session) backs that up in the database. A second submit gets a clear "busy" error;
+the page queues it instead (:func:`queue_message`: a steer or a follow-up, which the run
+takes at pi's points, see ``agent/loop.py``).
 
 Stop crosses processes through Redis: the view sets an abort key, the run polls it
 (every 0.2 s) and triggers its AbortSignal, which closes the LLM stream and kills the
