@@ -298,6 +298,30 @@ class Job(models.Model):
         ]
 
 
+class QueuedMessage(models.Model):
+    """A message typed while the agent works, waiting for the run to take it: a *steer*
+    is delivered after the current turn's tool calls, before the next model request; a
+    *follow-up* when the run would otherwise end (pi's steering and follow-up queues).
+    The row is deleted when it is delivered (it becomes a user message entry), cancelled
+    or handed back to the chat box when the run is stopped."""
+
+    class Mode(models.TextChoices):
+        STEER = "steer", "Steer"
+        FOLLOW_UP = "follow_up", "Follow-up"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["session", "mode", "created_at"])]
+
+
 class Comment(models.Model):
     """A reviewer's comment on an entry. Never part of the model's context."""
 

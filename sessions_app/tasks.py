@@ -26,10 +26,11 @@ def run_job(job_id: str) -> str | None:
     return run(job_id)
 
 
-# The names earlier versions queued summary jobs under: kept so that their messages
-# still run after an upgrade.
+# The names earlier versions queued summary jobs and agent runs under: kept so that their
+# messages still run after an upgrade.
 run_summary_job = shared_task(name="piweb.run_summary_job", acks_late=True)(run_job.run)
 run_compare_summary_job = shared_task(name="piweb.compare_summary", acks_late=True)(run_job.run)
+agent_run = shared_task(name="piweb.agent_run", acks_late=True)(run_job.run)
 
 
 def _start_job_sweeper(sender=None, **kwargs):
@@ -62,14 +63,6 @@ def finish_imports(work: list[list[int]]) -> None:
     from sessions_app.services.importer import finish_imports as finish
 
     finish([(session_pk, from_seq) for session_pk, from_seq in work])
-
-
-@shared_task(name="piweb.agent_run", acks_late=True)
-def agent_run(job_id: str) -> str | None:
-    """Chat: run one queued agent turn (or `!cmd`) to the end; see services/chat.py."""
-    from sessions_app.services.chat import execute_run
-
-    return execute_run(job_id)
 
 
 @shared_task(name="piweb.measure_workspace", acks_late=True)

@@ -216,11 +216,13 @@ def request_measure(user_id: int, *, force: bool = False) -> bool:
     ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``). True when a task was sent."""
     from piweb import queues
     from piweb.celery import app as celery_app
-    from sessions_app.services.chat import _key, redis_client
+    from sessions_app.services.shared_state import redis_client, redis_key
 
     every = max(1, int(settings.PIWEB_WORKSPACE_MEASURE_SECONDS))
     try:
-        if not force and not redis_client().set(_key("measure", user_id), "1", nx=True, ex=every):
+        if not force and not redis_client().set(
+            redis_key("measure", user_id), "1", nx=True, ex=every
+        ):
             return False
         celery_app.send_task(MEASURE_TASK, args=[user_id], queue=queues.name(None))
         return True

@@ -17,7 +17,8 @@ from sessions_app.agent.tools import BASH, GREP
 from sessions_app.core.system_prompt import EXPLORE_WITH_BASH
 from sessions_app.models import Job
 from sessions_app.selectors import paths
-from sessions_app.services import chat, sessions
+from sessions_app.services import chat, jobs, sessions
+from sessions_app.services.jobs import agent_run
 from sessions_app.services.model_input import model_input
 from tests.support.images import png
 from tests.support.scripted_llm import text, tool_call
@@ -63,7 +64,7 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     llm.push(tool_call("read", {"path": "hello.txt"}, call_id="c1"), text("It says hi."))
     job = chat.send_message(session, owner, "read hello.txt")
     assert job.status == "queued" and job.params["mode"] == "agent"
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     job.refresh_from_db()
     assert job.status == "done" and job.finished_at and job.result_entry is not None
     session.refresh_from_db()
@@ -72,7 +73,7 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     assert path[2]["message"]["content"] == [{"type": "text", "text": "hi there\n"}]
     assert session.leaf.pi_id == path[-1]["id"] == job.result_entry.pi_id
     # Running it again (a redelivered task) does nothing.
-    assert chat.execute_run(str(job.pk)) is None
+    assert jobs.run_job(str(job.pk)) is None
     assert len(paths.load_path(session)) == 4
 
 
@@ -94,7 +95,7 @@ def test_redelivered_running_job_is_marked_failed(session):
         status="running",
         params={"mode": "bash", "command": "true"},
     )
-    assert chat.execute_run(str(job.pk)) is None
+    assert jobs.run_job(str(job.pk)) is None
     job.refresh_from_db()
     assert job.status == "failed"
 
@@ -105,7 +106,7 @@ def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, l
     job = chat.send_message(session, owner, "question")
     user_entry = job.params["parent"]
     sessions.set_leaf(session, first.pi_id)  # someone navigates elsewhere mid-run
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     assert session.leaf.pi_id == first.pi_id  # not pulled back
     answer = session.entries.order_by("-seq").first()
@@ -114,14 +115,14 @@ def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, l
 
 def test_stop_sets_the_abort_key_for_a_running_job(session, owner):
     job = Job.objects.create(session=session, kind="agent_run", status="running")
-    assert chat.stop_run(session, owner) == job
-    assert chat.redis_client().exists(chat._key("abort", job.pk))
-    chat.redis_client().delete(chat._key("abort", job.pk))
+    assert chat.stop_run(session, owner).job == job
+    assert chat.redis_client().exists(chat.redis_key("abort", job.pk))
+    chat.redis_client().delete(chat.redis_key("abort", job.pk))
     assert chat.stop_run(sessions.create_session(owner=owner, cwd=session.cwd), owner) is None
 
 
 def test_run_state_round_trip(session):
-    state = chat.RunState(session.pk, "run-1", "agent")
+    state = agent_run.RunState(session.pk, "run-1", "agent")
     state.apply("text_delta", {"run_id": "run-1", "delta": "Hel", "kind": "text"})
     state.apply("text_delta", {"run_id": "run-1", "delta": "lo", "kind": "text"})
     state.apply(
@@ -144,7 +145,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
 
     llm.push(Reply(thinking="Let me think.", text="Answer."))
     job = chat.send_message(session, owner, "think")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     message = paths.load_path(session)[-1]["message"]
     # pi keeps the name of the field the thinking came in as its signature...
@@ -155,7 +156,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     # ...and sends it back in that field to the same model on the next turn, as pi does.
     llm.push(text("ok"))
     job = chat.send_message(session, owner, "again")
-    chat.execute_run(str(job.pk))
+    jobs.run_job(str(job.pk))
     replayed = [m for m in llm.requests[-1]["messages"] if m["role"] == "assistant"][-1]
     assert replayed == {
         "role": "assistant",
@@ -205,7 +206,7 @@ def test_the_tool_set_is_pis_default_unless_the_session_or_its_profile_names_one
     assert [t.name for t in model_input(session, None).tools] == ["read", "ls"]
     llm.push(text("Listed."))
     job = chat.send_message(session, session.owner, "what is here?")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     assert [t["function"]["name"] for t in llm.requests[-1]["tools"]] == ["read", "ls"]
 
 
@@ -217,7 +218,7 @@ def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):
         heartbeat_at=timezone.now(),
         params={"mode": "bash", "command": "true"},
     )
-    assert chat.execute_run(str(live.pk)) is None
+    assert jobs.run_job(str(live.pk)) is None
     live.refresh_from_db()
     assert live.status == "running"  # e.g. redelivered after the visibility timeout
 
@@ -232,7 +233,11 @@ def test_agent_and_user_bash_share_one_artifact_dir_by_session_pk(make_user, set
     session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))
     expected = os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk))
     assert workspaces.artifact_dir(session) == expected
-    assert chat._artifact_dir(session) == expected
+    # The agent's tools write there (the run's tool context).
+    from sessions_app.agent.signals import AbortSignal
+    from sessions_app.services import sandboxing
+
+    assert sandboxing.tool_context(session, AbortSignal()).artifact_dir == expected
     ctx = ToolContext(workspace=Workspace(str(area_of(settings, owner))), artifact_dir=expected)
     made = ctx.output_file("bash")()
     assert os.path.dirname(made) == expected and re.fullmatch(
@@ -275,7 +280,7 @@ def test_a_run_refuses_tools_outside_the_owners_area(make_user, settings, redis_
     job = Job.objects.create(
         session=session, kind=Job.Kind.AGENT_RUN, params={"mode": "bash", "command": "touch pwn"}
     )
-    chat.execute_run(str(job.pk))
+    jobs.run_job(str(job.pk))
     job.refresh_from_db()
     assert job.status == "failed" and "outside your workspace area" in job.error
     assert not (alice_proj / "pwn").exists()

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import ProviderKey, Session
-from sessions_app.services import chat, llm, provider_keys, sessions
+from sessions_app.services import chat, jobs, llm, provider_keys, sessions
 from sessions_app.services.jobs.summaries import compaction_settings
 from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text
@@ -313,7 +313,7 @@ def test_a_run_records_its_cost_and_key_source(
     job = chat.send_message(session, user, "hello")
     assert job.params["key_source"] == "env"
     assert job.model == "openai-compatible/priced-model"
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     reply = session.entries.order_by("-seq").first().payload["message"]
     assert reply["role"] == "assistant"

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import Job, Session
-from sessions_app.services import access, chat, sessions
+from sessions_app.services import access, chat, jobs, sessions
 from sessions_app.services.chat import ChatError
 
 WAIT_SECONDS = 3600
@@ -56,7 +56,7 @@ class Command(BaseCommand):
             if exc.__class__.__name__ == "DoesNotExist":
                 raise CommandError(f"No entry {options['leaf']!r} in this session.") from None
             raise
-        status = chat.execute_run(str(job.pk))
+        status = jobs.run_job(str(job.pk))
         if status is None:  # a worker claimed it first: wait for its end
             deadline = time.monotonic() + WAIT_SECONDS
             while time.monotonic() < deadline:

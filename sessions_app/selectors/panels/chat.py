@@ -7,6 +7,7 @@ from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.selectors import paths
 from sessions_app.selectors.changes import change_counts
+from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.services import chat, llm
 from sessions_app.services.model_input import model_input
@@ -100,6 +101,7 @@ def chat_context(access, user=None) -> dict:
         "composer": composer_context(access, models),
         "active_job": job,
         "run_state": (chat.run_state(session) if job else None) or None,
+        "queue": queued_messages(session),
         **transcript_context(session),
     }
 

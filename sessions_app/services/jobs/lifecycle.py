@@ -64,7 +64,7 @@ class JobKind:
     ``on_claim(job)`` may set the claimed job's model and progress before it is saved;
     ``on_finish(job)`` publishes what the kind's pages need besides ``job_progress``.
     ``run(job, attempt)`` does the work for :func:`run_job` and returns the final status
-    (kinds with a runner of their own, like the agent run, leave it None).
+    (every kind has one since the agent run moved here too).
     ``on_sweep()`` runs after each full sweep (the agent run starts the runs that waited
     behind a user's other runs, should a finish have missed them).
     A queued job whose progress says ``held`` is waiting on purpose: never "lost".
