@@ -304,7 +304,7 @@ def test_images_are_stored_as_pi_stores_them_and_reach_the_model(vision_session,
         {"type": "text", "text": "what is this?"},
         {"type": "image", "data": base64.b64encode(image).decode(), "mimeType": "image/png"},
     ]
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     sent = llm.requests[-1]["messages"][-1]
     assert sent["role"] == "user"
     assert sent["content"][0] == {"type": "text", "text": "what is this?"}
