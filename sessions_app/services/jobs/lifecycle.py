@@ -1,8 +1,9 @@
 """The one job lifecycle: create, enqueue, claim, heartbeat, finish, sweep.
 
 Every kind of Job (compaction, branch summary, compare summary, agent run, import, search
-indexing, workspace measure) goes through these functions; a kind only says, in a :class:`JobKind` it registers, which Celery task
-runs it, what to do with it when its worker dies, and how to run it.
+indexing, workspace measure) goes through these functions; a kind only says, in a
+:class:`JobKind` it registers, which Celery task runs it, what to do with it when its
+worker dies, and how to run it.
 
 - ``create`` stores the row (the caller holds the session lock), publishes its
   ``job_progress`` and enqueues it after the commit.
