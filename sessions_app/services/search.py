@@ -192,9 +192,10 @@ INLINE_INDEX_LIMIT = 500  # more new entries than this are indexed by a job
 
 def index_new_entries(session_pk: int, from_seq: int, count: int) -> None:
     """Index the `count` entries a writer has just added to a session (seq >= from_seq),
-    in the writer's transaction: the one way new entries reach the index. Up to
-    INLINE_INDEX_LIMIT are indexed here and now, so search finds them when the write
-    commits; more are left to a `search_index` job, sent after the commit."""
+    in the writer's transaction: the call every writer of entries makes (an import
+    indexes after its commit instead: `importer.finish_import`). Up to INLINE_INDEX_LIMIT are
+    indexed here and now, so search finds them when the write commits; more are left to
+    a `search_index` job, sent after the commit."""
     if count <= 0:
         return
     if count <= INLINE_INDEX_LIMIT:

@@ -231,3 +231,22 @@ def test_a_session_deleted_before_its_job_runs_leaves_nothing_to_do(owner):
     (job,) = run_index_jobs()
     assert job.status == Status.DONE and job.progress["entries"] == 0
     assert not SearchDocument.objects.exists()
+
+
+def test_with_no_broker_the_job_runs_at_once_where_it_was_asked_for(tmp_path, owner, monkeypatch):
+    from piweb.celery import app
+
+    path = session_file(tmp_path, 2)
+    following.sync_file(str(path), owner)
+    state = FollowedFile.objects.get(path=str(path))
+    monkeypatch.setattr(search, "INLINE_INDEX_LIMIT", 2)
+    monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")
+    monkeypatch.setitem(app.conf, "task_publish_retry", False)
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
+    append_lines(
+        state.session_id, owner, as_file(b"".join(chain_lines(3, start=2))), lines_before=3
+    )
+    (job,) = index_jobs()
+    assert job.status == Status.DONE and job.attempts == 1
+    assert found(owner, '"number 4"') == [(FOLLOWED_SID, f"{4:08x}")]

@@ -8,7 +8,9 @@ VACUUM on PostgreSQL, the write-ahead log checkpoint on SQLite). The job has no 
 (it may cover many, and no page shows it).
 
 Everything it does is idempotent (an entry already indexed is skipped), so a run whose
-worker died is simply run again.
+worker died is simply run again. When no broker takes its message, the job is run at once
+in the process that asked for it (after the commit), rather than leave search behind
+until a sweep sends it again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ Status = Job.Status
 
 def request_index(work: list[tuple[int, int]], *, tidy: bool = False) -> Job:
     """A queued indexing job for `work` ((session pk, first new seq) pairs), sent to a
-    worker after the caller's commit."""
+    worker after the caller's commit (or run here then, when no broker answers)."""
     with transaction.atomic():
         job = Job.objects.create(
             kind=Job.Kind.SEARCH_INDEX,
@@ -32,7 +34,14 @@ def request_index(work: list[tuple[int, int]], *, tidy: bool = False) -> Job:
             progress={"phase": "queued"},
         )
         lifecycle.enqueue(job)
+        transaction.on_commit(lambda: _run_here_if_unsent(job.pk))  # (after the sending)
     return job
+
+
+def _run_here_if_unsent(job_pk) -> None:
+    unsent = Job.objects.filter(pk=job_pk, status=Status.QUEUED, progress__enqueue_failed=True)
+    if unsent.exists():
+        lifecycle.run_job(job_pk)
 
 
 def run(job: Job, attempt: int) -> str | None:
