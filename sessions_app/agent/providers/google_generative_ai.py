@@ -27,19 +27,19 @@ from google.genai import types
 
 from .base import ModelRequest, ProviderError, ResolvedModel
 from .common import (
-    Pump,
+    StreamAssembly,
     base_max_tokens,
     classify,
     clean,
     content_list,
-    fail,
-    finish,
+    header_retry_after,
     new_message,
     reasoning_level,
     request_headers,
     require_key,
     ssl_context,
     transform_messages,
+    usage_of,
 )
 
 API = "google-generative-ai"
@@ -261,13 +261,7 @@ def _error(exc: BaseException, provider: str) -> ProviderError:
     if isinstance(exc, genai_errors.APIError):
         code = exc.code if isinstance(exc.code, int) else None
         text = f"{code} {exc.message or exc.status or ''}".strip()
-        retry_after = None
-        response = getattr(exc, "response", None)
-        try:
-            value = response.headers.get("retry-after") if response is not None else None
-            retry_after = float(value) if value is not None else None
-        except (AttributeError, TypeError, ValueError):
-            retry_after = None
+        retry_after = header_retry_after(getattr(exc, "response", None))
         return classify(provider, text, code, retry_after=retry_after)
     if isinstance(exc, httpx2.TimeoutException):
         return classify(provider, "Request timed out.", None, connection=True)
@@ -284,26 +278,38 @@ def stream(
     on_delta=None,
     on_idle=None,
 ) -> dict[str, Any]:
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        headers = request_headers(resolved)
-        if not resolved.api_key:
-            raise ProviderError(
-                f"No API key for provider {resolved.provider}: add one on the Models page or "
-                "in the server's configuration.",
-                kind="auth",
-            )
-        key = require_key(resolved, headers)
-        body = build_body(resolved, request)
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
     # A client per request around its own HTTP client (the TLS context is shared, so it
     # is cheap): abort closes that HTTP client, which ends the stream at once.
+    http: list[httpx2.Client] = []
+    try:
+        return _State(new_message(resolved), on_delta).run(
+            lambda: _opener(resolved, request, http),
+            abort=abort,
+            on_idle=on_idle,
+            to_error=lambda exc: _error(exc, resolved.provider),
+            close=lambda _stream: http[0].close(),
+        )
+    finally:
+        for client in http:
+            client.close()
+
+
+def _opener(resolved: ResolvedModel, request: ModelRequest, http: list[httpx2.Client]):
+    """What opens the request's stream (raises ProviderError before any is sent); the
+    HTTP client it makes goes into ``http``."""
+    headers = request_headers(resolved)
+    if not resolved.api_key:
+        raise ProviderError(
+            f"No API key for provider {resolved.provider}: add one on the Models page or "
+            "in the server's configuration.",
+            kind="auth",
+        )
+    key = require_key(resolved, headers)
+    body = build_body(resolved, request)
     tls = ssl_context()
-    http = httpx2.Client(verify=tls, timeout=resolved.timeout)
+    http.append(httpx2.Client(verify=tls, timeout=resolved.timeout))
     options: dict[str, Any] = {
-        "httpx_client": http,
+        "httpx_client": http[0],
         # given, so that the SDK does not load the CA bundle again for each client
         "client_args": {"verify": tls},
         "async_client_args": {"verify": tls, "ssl": tls},
@@ -313,7 +319,6 @@ def stream(
         options.update(base_url=resolved.model["baseUrl"], api_version="")
     if headers:
         options["headers"] = headers
-    state = _State(message, on_delta)
 
     def open_stream():
         # The SDK's own client sends the body (its auth header, URL building, SSE
@@ -327,83 +332,28 @@ def stream(
             for chunk in client._api_client.request_streamed("post", path, body)
         )
 
-    try:
-        status = pump.run(open_stream, state.feed, close=lambda _stream: http.close())
-    except BaseException as exc:
-        raise fail(message, _error(exc, resolved.provider), pump.received) from None
-    finally:
-        state.close_block()
-        http.close()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error is not None:
-        raise fail(message, ProviderError(state.error, kind="other"), True)
-    return finish(message, "done")
+    return open_stream
 
 
 STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
-class _State:
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.current: dict | None = None
-        self.error: str | None = None
 
-    def close_block(self) -> None:
-        self.current = None
+    def finalize(self) -> None:
+        self.current = None  # Gemini's calls come whole: no argument text to parse
 
     def feed(self, chunk: dict) -> None:
         candidates = chunk.get("candidates") or []
         candidate = candidates[0] if candidates else {}
         for part in (candidate.get("content") or {}).get("parts") or []:
-            text = part.get("text")
-            if text is not None:
-                thinking = part.get("thought") is True
-                kind = "thinking" if thinking else "text"
-                if self.current is None or self.current["type"] != kind:
-                    if thinking:
-                        self.current = {
-                            "type": "thinking",
-                            "thinking": "",
-                            "thinkingSignature": None,
-                        }
-                    else:
-                        self.current = {"type": "text", "text": ""}
-                    self.message["content"].append(self.current)
-                signature = part.get("thoughtSignature")
-                if thinking:
-                    self.current["thinking"] += text
-                    if signature:
-                        self.current["thinkingSignature"] = signature
-                else:
-                    self.current["text"] += text
-                    if signature:
-                        self.current["textSignature"] = signature
-                if self.on_delta and text:
-                    self.on_delta(kind, text)
-            call = part.get("functionCall")
-            if call is not None:
-                self.current = None
-                provided = call.get("id")
-                taken = any(
-                    b["type"] == "toolCall" and b["id"] == provided for b in self.message["content"]
-                )
-                call_id = (
-                    f"{call.get('name')}_{int(time.time() * 1000)}_{next(_counter)}"
-                    if not provided or taken
-                    else provided
-                )
-                block: dict[str, Any] = {
-                    "type": "toolCall",
-                    "id": call_id,
-                    "name": call.get("name") or "",
-                    "arguments": call.get("args") or {},
-                }
-                if part.get("thoughtSignature"):
-                    block["thoughtSignature"] = part["thoughtSignature"]
-                self.message["content"].append(block)
+            if part.get("text") is not None:
+                self._text(part)
+            if part.get("functionCall") is not None:
+                self._call(part)
         reason = candidate.get("finishReason")
         if reason:
             self.message["stopReason"] = STOP.get(reason, "error")
@@ -416,12 +366,46 @@ class _State:
         if usage is not None:
             prompt = usage.get("promptTokenCount") or 0
             cached = usage.get("cachedContentTokenCount") or 0
-            self.message["usage"] = {
-                "input": prompt - cached,
-                "output": (usage.get("candidatesTokenCount") or 0)
-                + (usage.get("thoughtsTokenCount") or 0),
-                "cacheRead": cached,
-                "cacheWrite": 0,
-                "totalTokens": usage.get("totalTokenCount") or 0,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            }
+            self.message["usage"] = usage_of(
+                prompt - cached,
+                (usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0),
+                cached,
+                0,
+                total=usage.get("totalTokenCount") or 0,
+            )
+
+    def _text(self, part: dict) -> None:
+        """Text or thought text: a new block whenever the kind changes."""
+        kind = "thinking" if part.get("thought") is True else "text"
+        if self.current is None or self.current["type"] != kind:
+            if kind == "thinking":
+                block = {"type": "thinking", "thinking": "", "thinkingSignature": None}
+            else:
+                block = {"type": "text", "text": ""}
+            self.current = self.add_block(block)
+        signature = part.get("thoughtSignature")
+        if signature:
+            self.current["thinkingSignature" if kind == "thinking" else "textSignature"] = signature
+        self.append(self.current, kind, part["text"])
+
+    def _call(self, part: dict) -> None:
+        call = part["functionCall"]
+        self.current = None
+        provided = call.get("id")
+        taken = any(
+            b["type"] == "toolCall" and b["id"] == provided for b in self.message["content"]
+        )
+        call_id = (
+            f"{call.get('name')}_{int(time.time() * 1000)}_{next(_counter)}"
+            if not provided or taken
+            else provided
+        )
+        block: dict[str, Any] = {
+            "type": "toolCall",
+            "id": call_id,
+            "name": call.get("name") or "",
+            "arguments": call.get("args") or {},
+        }
+        if part.get("thoughtSignature"):
+            block["thoughtSignature"] = part["thoughtSignature"]
+        self.add_block(block)

@@ -23,22 +23,19 @@ from openai.types.responses import Response
 
 from .base import ModelRequest, ProviderError, ResolvedModel
 from .common import (
-    ARGS_PROBLEM,
-    Pump,
+    StreamAssembly,
     base_max_tokens,
     cache_retention,
     cached_client,
     classify,
     clean,
     content_list,
-    fail,
-    finish,
     new_message,
-    parse_json_args,
     reasoning_level,
     request_headers,
     require_key,
     transform_messages,
+    usage_of,
 )
 from .openai_errors import from_sdk
 
@@ -279,61 +276,44 @@ def stream(
     on_delta=None,
     on_idle=None,
 ) -> dict[str, Any]:
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        headers = _headers(resolved, request)
-        key = require_key(resolved, headers)
-        params = build_params(resolved, request)
-        client = cached_client(
-            (
-                API,
-                resolved.model.get("baseUrl"),
-                key,
-                tuple(sorted(headers.items())),
-                resolved.timeout,
-            ),
-            lambda: openai.OpenAI(
-                base_url=resolved.model.get("baseUrl"),
-                api_key=key,
-                default_headers=headers or None,
-                timeout=resolved.timeout,
-                max_retries=0,
-            ),
-        )
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
-    state = _State(message, on_delta)
+    return _State(new_message(resolved), on_delta).run(
+        lambda: _opener(resolved, request),
+        abort=abort,
+        on_idle=on_idle,
+        to_error=lambda exc: from_sdk(exc, resolved.provider, openai),
+    )
 
-    def open_stream():
-        # object: each event stays the JSON the server sent (reasoning items are replayed
-        # verbatim on the next turn).
-        return client.post(
-            "/responses",
-            body=params,
-            cast_to=Response,
-            stream=True,
-            stream_cls=openai.Stream[object],
-        )
 
-    try:
-        status = pump.run(open_stream, state.feed)
-    except BaseException as exc:
-        state.finalize()
-        raise fail(message, from_sdk(exc, resolved.provider, openai), pump.received) from None
-    state.finalize()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error is not None:
-        raise fail(message, state.error, True)
-    if not state.terminal:
-        error = ProviderError(
-            "OpenAI Responses stream ended before a terminal response event", kind="other"
-        )
-        raise fail(message, error, True)
-    if message["stopReason"] == "error":
-        raise fail(message, ProviderError("An unknown error occurred", kind="other"), True)
-    return finish(message, "done")
+def _opener(resolved: ResolvedModel, request: ModelRequest):
+    """What opens the request's stream (raises ProviderError before any is sent)."""
+    headers = _headers(resolved, request)
+    key = require_key(resolved, headers)
+    params = build_params(resolved, request)
+    client = cached_client(
+        (
+            API,
+            resolved.model.get("baseUrl"),
+            key,
+            tuple(sorted(headers.items())),
+            resolved.timeout,
+        ),
+        lambda: openai.OpenAI(
+            base_url=resolved.model.get("baseUrl"),
+            api_key=key,
+            default_headers=headers or None,
+            timeout=resolved.timeout,
+            max_retries=0,
+        ),
+    )
+    # object: each event stays the JSON the server sent (reasoning items are replayed
+    # verbatim on the next turn).
+    return lambda: client.post(
+        "/responses",
+        body=params,
+        cast_to=Response,
+        stream=True,
+        stream_cls=openai.Stream[object],
+    )
 
 
 STATUS = {
@@ -346,15 +326,27 @@ STATUS = {
 }
 
 
-class _State:
+TEXT_DELTAS = {
+    "response.reasoning_summary_text.delta": "thinking",
+    "response.reasoning_text.delta": "thinking",
+    "response.output_text.delta": "text",
+    "response.refusal.delta": "text",
+}
+
+
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.slots: dict[int, dict] = {}
         self.by_reasoning_id: dict[str, dict] = {}
-        self.raw: dict[int, str] = {}
         self.terminal = False
-        self.error: ProviderError | None = None
+
+    def incomplete(self) -> str | None:
+        if not self.terminal:
+            return "OpenAI Responses stream ended before a terminal response event"
+        if self.message["stopReason"] == "error":
+            return "An unknown error occurred"
+        return None
 
     def _slot(self, index: int, item: dict) -> dict | None:
         kind = item.get("type")
@@ -369,94 +361,76 @@ class _State:
                 "name": item.get("name", ""),
                 "arguments": {},
             }
-            self.raw[id(block)] = item.get("arguments") or ""
+            self.raw_arguments[id(block)] = item.get("arguments") or ""
         else:
             return None
-        self.message["content"].append(block)
-        self.slots[index] = block
+        self.slots[index] = self.add_block(block)
         return block
 
     def _get(self, index: int, kind: str) -> dict | None:
         block = self.slots.get(index)
         return block if block is not None and block["type"] == kind else None
 
-    def _emit(self, kind: str, text: str) -> None:
-        if self.on_delta and text:
-            self.on_delta(kind, text)
-
-    def feed(self, event: Any) -> None:  # noqa: C901 (split after this round's merges: issue 29)
+    def feed(self, event: Any) -> None:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
         index = event.get("output_index")
         if kind == "response.output_item.added":
             self._slot(index, event.get("item") or {})
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            block = self._get(index, "thinking")
+        elif kind in TEXT_DELTAS:
+            block = self._get(index, TEXT_DELTAS[kind])
             if block is not None:
-                block["thinking"] += event.get("delta", "")
-                self._emit("thinking", event.get("delta", ""))
+                self.append(block, block["type"], event.get("delta", ""))
         elif kind == "response.reasoning_summary_part.done":
             block = self._get(index, "thinking")
             if block is not None:
-                block["thinking"] += "\n\n"
-                self._emit("thinking", "\n\n")
-        elif kind in ("response.output_text.delta", "response.refusal.delta"):
-            block = self._get(index, "text")
-            if block is not None:
-                block["text"] += event.get("delta", "")
-                self._emit("text", event.get("delta", ""))
+                self.append(block, "thinking", "\n\n")
         elif kind == "response.function_call_arguments.delta":
             block = self._get(index, "toolCall")
             if block is not None:
-                self.raw[id(block)] = self.raw.get(id(block), "") + event.get("delta", "")
+                self.add_arguments(block, event.get("delta", ""))
         elif kind == "response.function_call_arguments.done":
             block = self._get(index, "toolCall")
             if block is not None:
-                self.raw[id(block)] = event.get("arguments", "")
+                self.raw_arguments[id(block)] = event.get("arguments", "")
         elif kind == "response.output_item.done":
-            item = event.get("item") or {}
-            block = self.slots.get(index) or self._slot(index, item)
-            if block is None:
-                return
-            if item.get("type") == "reasoning" and block["type"] == "thinking":
-                summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
-                content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
-                block["thinking"] = summary or content or block["thinking"]
-                block["thinkingSignature"] = json.dumps(
-                    item, separators=(",", ":"), ensure_ascii=False
-                )
-                if item.get("id"):
-                    self.by_reasoning_id[item["id"]] = block
-            elif item.get("type") == "message" and block["type"] == "text":
-                block["text"] = "".join(
-                    (c.get("text") if c.get("type") == "output_text" else c.get("refusal")) or ""
-                    for c in item.get("content") or []
-                )
-                signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
-                if item.get("phase"):
-                    signature["phase"] = item["phase"]
-                block["textSignature"] = json.dumps(signature, separators=(",", ":"))
-            elif item.get("type") == "function_call" and block["type"] == "toolCall":
-                self.raw[id(block)] = item.get("arguments") or self.raw.get(id(block)) or "{}"
-                self._parse(block)
-            self.slots.pop(index, None)
+            self._item_done(index, event.get("item") or {})
         elif kind in ("response.completed", "response.incomplete"):
             self._finalize_response(event.get("response") or {})
         elif kind == "error":
             self.error = _stream_error(f"Error Code {event.get('code')}: {event.get('message')}")
         elif kind == "response.failed":
             self.terminal = True
-            response = event.get("response") or {}
-            error = response.get("error")
-            details = response.get("incomplete_details")
-            if error:
-                text = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
-            elif details and details.get("reason"):
-                text = f"incomplete: {details['reason']}"
-            else:
-                text = "Unknown error (no error details in response)"
-            self.error = _stream_error(text)
+            self.error = _stream_error(_failure_text(event.get("response") or {}))
+
+    def _item_done(self, index: int, item: dict) -> None:
+        """An output item as it ended: its full text, signature or arguments."""
+        block = self.slots.get(index) or self._slot(index, item)
+        if block is None:
+            return
+        if item.get("type") == "reasoning" and block["type"] == "thinking":
+            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
+            content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
+            block["thinking"] = summary or content or block["thinking"]
+            block["thinkingSignature"] = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+            if item.get("id"):
+                self.by_reasoning_id[item["id"]] = block
+        elif item.get("type") == "message" and block["type"] == "text":
+            block["text"] = "".join(
+                (c.get("text") if c.get("type") == "output_text" else c.get("refusal")) or ""
+                for c in item.get("content") or []
+            )
+            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            if item.get("phase"):
+                signature["phase"] = item["phase"]
+            block["textSignature"] = json.dumps(signature, separators=(",", ":"))
+        elif item.get("type") == "function_call" and block["type"] == "toolCall":
+            self.raw_arguments[id(block)] = (
+                item.get("arguments") or self.raw_arguments.get(id(block)) or "{}"
+            )
+            self.parse_arguments(block)
+        self.slots.pop(index, None)
 
     def _finalize_response(self, response: dict) -> None:
         self.terminal = True
@@ -475,32 +449,27 @@ class _State:
             details = usage.get("input_tokens_details") or {}
             cached = details.get("cached_tokens") or 0
             write = details.get("cache_write_tokens") or 0
-            self.message["usage"] = {
-                "input": max(0, (usage.get("input_tokens") or 0) - cached - write),
-                "output": usage.get("output_tokens") or 0,
-                "cacheRead": cached,
-                "cacheWrite": write,
-                "totalTokens": usage.get("total_tokens") or 0,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            }
+            self.message["usage"] = usage_of(
+                max(0, (usage.get("input_tokens") or 0) - cached - write),
+                usage.get("output_tokens") or 0,
+                cached,
+                write,
+                total=usage.get("total_tokens") or 0,
+            )
         reason = STATUS.get(response.get("status") or "completed", "stop")
         if reason == "stop" and any(b["type"] == "toolCall" for b in self.message["content"]):
             reason = "toolUse"
         self.message["stopReason"] = reason
 
-    def _parse(self, block: dict) -> None:
-        raw = self.raw.pop(id(block), None)
-        if raw is None:
-            return
-        args, problem = parse_json_args(raw)
-        block["arguments"] = args
-        if problem:
-            block[ARGS_PROBLEM] = problem
 
-    def finalize(self) -> None:
-        for block in self.message["content"]:
-            if block["type"] == "toolCall":
-                self._parse(block)
+def _failure_text(response: dict) -> str:
+    error = response.get("error")
+    details = response.get("incomplete_details")
+    if error:
+        return f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+    if details and details.get("reason"):
+        return f"incomplete: {details['reason']}"
+    return "Unknown error (no error details in response)"
 
 
 def _stream_error(text: str) -> ProviderError:
