@@ -130,7 +130,7 @@ def _image(block: dict) -> dict[str, Any]:
     }
 
 
-def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
+def convert_messages(
     model: dict[str, Any],
     messages: list[dict],
     control: dict | None,
@@ -143,96 +143,103 @@ def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
     while i < len(transformed):
         msg = transformed[i]
         role = msg.get("role")
+        converted = None
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                if content.strip():
-                    out.append({"role": "user", "content": clean(content)})
-            else:
-                blocks = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        if (item.get("text") or "").strip():
-                            blocks.append({"type": "text", "text": clean(item["text"])})
-                    else:
-                        blocks.append(_image(item))
-                if blocks:
-                    out.append({"role": "user", "content": blocks})
+            converted = _user_message(msg)
         elif role == "assistant":
-            blocks = []
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "text":
-                    if (block.get("text") or "").strip():
-                        blocks.append({"type": "text", "text": clean(block["text"])})
-                elif kind == "thinking":
-                    if block.get("redacted"):
-                        blocks.append(
-                            {"type": "redacted_thinking", "data": block.get("thinkingSignature")}
-                        )
-                        continue
-                    if not (block.get("thinking") or "").strip():
-                        continue
-                    signature = block.get("thinkingSignature") or ""
-                    if not signature.strip():
-                        if compat["allowEmptySignature"]:
-                            blocks.append(
-                                {
-                                    "type": "thinking",
-                                    "thinking": clean(block["thinking"]),
-                                    "signature": "",
-                                }
-                            )
-                        else:
-                            blocks.append({"type": "text", "text": clean(block["thinking"])})
-                    else:
-                        blocks.append(
-                            {
-                                "type": "thinking",
-                                "thinking": clean(block["thinking"]),
-                                "signature": signature,
-                            }
-                        )
-                elif kind == "toolCall":
-                    blocks.append(
-                        {
-                            "type": "tool_use",
-                            "id": block.get("id"),
-                            "name": to_claude_code(block.get("name"))
-                            if oauth
-                            else block.get("name"),
-                            "input": block.get("arguments") or {},
-                        }
-                    )
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
+            converted = _assistant_message(msg, compat, oauth)
         elif role == "toolResult":
-            results = []
-            j = i
-            while j < len(transformed) and transformed[j].get("role") == "toolResult":
-                result = transformed[j]
-                results.append(
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": result.get("toolCallId"),
-                        "content": _blocks(content_list(result.get("content"))),
-                        "is_error": bool(result.get("isError")),
-                    }
-                )
-                j += 1
-            out.append({"role": "user", "content": results})
-            i = j
+            converted, i = _tool_results(transformed, i)
+            out.append(converted)
             continue
+        if converted is not None:
+            out.append(converted)
         i += 1
     if control and out and out[-1]["role"] == "user":
-        last = out[-1]
-        if isinstance(last["content"], list):
-            block = last["content"][-1] if last["content"] else None
-            if block and block.get("type") in ("text", "image", "tool_result"):
-                block["cache_control"] = control
-        elif isinstance(last["content"], str):
-            last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
+        _mark_last_block(out[-1], control)
     return out
+
+
+def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": clean(content)} if content.strip() else None
+    blocks = []
+    for item in content_list(content):
+        if item.get("type") == "text":
+            if (item.get("text") or "").strip():
+                blocks.append({"type": "text", "text": clean(item["text"])})
+        else:
+            blocks.append(_image(item))
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _assistant_message(
+    msg: dict[str, Any], compat: dict[str, Any], oauth: bool
+) -> dict[str, Any] | None:
+    blocks = []
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            if (block.get("text") or "").strip():
+                blocks.append({"type": "text", "text": clean(block["text"])})
+        elif kind == "thinking":
+            converted = _thinking_block(block, compat)
+            if converted is not None:
+                blocks.append(converted)
+        elif kind == "toolCall":
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": block.get("id"),
+                    "name": to_claude_code(block.get("name")) if oauth else block.get("name"),
+                    "input": block.get("arguments") or {},
+                }
+            )
+    return {"role": "assistant", "content": blocks} if blocks else None
+
+
+def _thinking_block(block: dict[str, Any], compat: dict[str, Any]) -> dict[str, Any] | None:
+    """Redacted thinking as such; signed thinking as thinking; unsigned thinking as
+    text unless the endpoint takes an empty signature."""
+    if block.get("redacted"):
+        return {"type": "redacted_thinking", "data": block.get("thinkingSignature")}
+    if not (block.get("thinking") or "").strip():
+        return None
+    signature = block.get("thinkingSignature") or ""
+    if not signature.strip():
+        if not compat["allowEmptySignature"]:
+            return {"type": "text", "text": clean(block["thinking"])}
+        signature = ""
+    return {"type": "thinking", "thinking": clean(block["thinking"]), "signature": signature}
+
+
+def _tool_results(transformed: list[dict], start: int) -> tuple[dict[str, Any], int]:
+    """Consecutive tool results as one user message; the index after them."""
+    results = []
+    end = start
+    while end < len(transformed) and transformed[end].get("role") == "toolResult":
+        result = transformed[end]
+        results.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": result.get("toolCallId"),
+                "content": _blocks(content_list(result.get("content"))),
+                "is_error": bool(result.get("isError")),
+            }
+        )
+        end += 1
+    return {"role": "user", "content": results}, end
+
+
+def _mark_last_block(last: dict[str, Any], control: dict) -> None:
+    """``cache_control`` on the last block of the last (user) message."""
+    if isinstance(last["content"], list):
+        block = last["content"][-1] if last["content"] else None
+        if block and block.get("type") in ("text", "image", "tool_result"):
+            block["cache_control"] = control
+    elif isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
 
 
 def _effort(model: dict[str, Any], level: str) -> str:

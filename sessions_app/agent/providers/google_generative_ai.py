@@ -70,95 +70,104 @@ def _signature(same: bool, signature: Any) -> str | None:
     return signature if same and _valid_signature(signature) else None
 
 
-def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:  # noqa: C901 (split after this round's merges: issue 29)
-    model_id = model.get("id", "")
-    include_id = _needs_call_id(model_id)
+def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:
+    include_id = _needs_call_id(model.get("id", ""))
 
     def normalize(call_id: str, _source: dict) -> str:
         return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:64] if include_id else call_id
 
-    vision = "image" in (model.get("input") or ["text"])
     out: list[dict[str, Any]] = []
     for msg in transform_messages(messages, model, normalize):
         role = msg.get("role")
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append({"parts": [{"text": clean(content)}], "role": "user"})
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"text": clean(item.get("text", ""))})
-                    else:
-                        parts.append(_inline(item))
-                if parts:
-                    out.append({"parts": parts, "role": "user"})
+            parts = _user_parts(msg.get("content"))
+            if parts:
+                out.append({"parts": parts, "role": "user"})
         elif role == "assistant":
-            same = msg.get("provider") == model.get("provider") and msg.get("model") == model_id
-            parts = []
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "text":
-                    if not (block.get("text") or "").strip():
-                        continue
-                    part: dict[str, Any] = {"text": clean(block["text"])}
-                    sig = _signature(same, block.get("textSignature"))
-                    if sig:
-                        part["thoughtSignature"] = sig
-                    parts.append(part)
-                elif kind == "thinking":
-                    if not (block.get("thinking") or "").strip():
-                        continue
-                    if same:
-                        part = {"text": clean(block["thinking"]), "thought": True}
-                        sig = _signature(same, block.get("thinkingSignature"))
-                        if sig:
-                            part["thoughtSignature"] = sig
-                    else:
-                        part = {"text": clean(block["thinking"])}
-                    parts.append(part)
-                elif kind == "toolCall":
-                    call: dict[str, Any] = {"args": block.get("arguments") or {}}
-                    if include_id:
-                        call["id"] = block.get("id")
-                    call["name"] = block.get("name")
-                    part = {"functionCall": call}
-                    sig = _signature(same, block.get("thoughtSignature"))
-                    if sig:
-                        part["thoughtSignature"] = sig
-                    parts.append(part)
+            parts = _model_parts(model, msg, include_id)
             if parts:
                 out.append({"parts": parts, "role": "model"})
         elif role == "toolResult":
-            blocks = content_list(msg.get("content"))
-            text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            images = [b for b in blocks if b.get("type") == "image"] if vision else []
-            value = clean(text) if text else ("(see attached image)" if images else "")
-            response: dict[str, Any] = {
-                "name": msg.get("toolName"),
-                "response": {"error": value} if msg.get("isError") else {"output": value},
-            }
-            image_parts = [_inline(b) for b in images]
-            if images and _multimodal_function_response(model_id):
-                response["parts"] = image_parts
-            if include_id:
-                response["id"] = msg.get("toolCallId")
-            part = {"functionResponse": response}
-            last = out[-1] if out else None
-            if (
-                last is not None
-                and last["role"] == "user"
-                and any("functionResponse" in p for p in last["parts"])
-            ):
-                last["parts"].append(part)
-            else:
-                out.append({"parts": [part], "role": "user"})
-            if images and not _multimodal_function_response(model_id):
-                out.append(
-                    {"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]}
-                )
+            _add_tool_result(model, msg, include_id, out)
     return out
+
+
+def _user_parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": clean(content)}]
+    return [
+        {"text": clean(item.get("text", ""))} if item.get("type") == "text" else _inline(item)
+        for item in content_list(content)
+    ]
+
+
+def _model_parts(model: dict[str, Any], msg: dict[str, Any], include_id: bool) -> list[dict]:
+    """An assistant turn's parts; signatures only go back to the model that made them."""
+    same = msg.get("provider") == model.get("provider") and msg.get("model") == model.get("id", "")
+    parts = []
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            if not (block.get("text") or "").strip():
+                continue
+            part: dict[str, Any] = {"text": clean(block["text"])}
+            signature = block.get("textSignature")
+        elif kind == "thinking":
+            if not (block.get("thinking") or "").strip():
+                continue
+            if not same:
+                parts.append({"text": clean(block["thinking"])})
+                continue
+            part = {"text": clean(block["thinking"]), "thought": True}
+            signature = block.get("thinkingSignature")
+        elif kind == "toolCall":
+            call: dict[str, Any] = {"args": block.get("arguments") or {}}
+            if include_id:
+                call["id"] = block.get("id")
+            call["name"] = block.get("name")
+            part = {"functionCall": call}
+            signature = block.get("thoughtSignature")
+        else:
+            continue
+        sig = _signature(same, signature)
+        if sig:
+            part["thoughtSignature"] = sig
+        parts.append(part)
+    return parts
+
+
+def _add_tool_result(
+    model: dict[str, Any], msg: dict[str, Any], include_id: bool, out: list[dict[str, Any]]
+) -> None:
+    """A ``functionResponse`` part, in the user turn of the results before it if there
+    is one; images in the response (Gemini 3 on) or in a user turn after it."""
+    model_id = model.get("id", "")
+    vision = "image" in (model.get("input") or ["text"])
+    blocks = content_list(msg.get("content"))
+    text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    images = [b for b in blocks if b.get("type") == "image"] if vision else []
+    value = clean(text) if text else ("(see attached image)" if images else "")
+    response: dict[str, Any] = {
+        "name": msg.get("toolName"),
+        "response": {"error": value} if msg.get("isError") else {"output": value},
+    }
+    image_parts = [_inline(b) for b in images]
+    if images and _multimodal_function_response(model_id):
+        response["parts"] = image_parts
+    if include_id:
+        response["id"] = msg.get("toolCallId")
+    part = {"functionResponse": response}
+    last = out[-1] if out else None
+    if (
+        last is not None
+        and last["role"] == "user"
+        and any("functionResponse" in p for p in last["parts"])
+    ):
+        last["parts"].append(part)
+    else:
+        out.append({"parts": [part], "role": "user"})
+    if images and not _multimodal_function_response(model_id):
+        out.append({"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]})
 
 
 def _inline(block: dict) -> dict[str, Any]:

@@ -134,11 +134,13 @@ def _normalize_id(model: dict[str, Any]):
     return normalize
 
 
-def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
+PROCESSED_TEXT = "I have processed the tool results."
+
+
+def convert_messages(
     model: dict[str, Any], system_prompt: str, messages: list[dict], compat: dict[str, Any]
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    vision = "image" in (model.get("input") or ["text"])
     transformed = transform_messages(messages, model, _normalize_id(model))
     if system_prompt:
         role = (
@@ -155,131 +157,158 @@ def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
             and last_role == "toolResult"
             and role == "user"
         ):
-            out.append({"role": "assistant", "content": "I have processed the tool results."})
+            out.append({"role": "assistant", "content": PROCESSED_TEXT})
+        if role == "toolResult":
+            i, last_role = _tool_results(model, transformed, i, compat, out)
+            continue
+        converted = None
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append({"role": "user", "content": clean(content)})
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"type": "text", "text": clean(item.get("text", ""))})
-                    else:
-                        url = f"data:{item.get('mimeType')};base64,{item.get('data')}"
-                        parts.append({"type": "image_url", "image_url": {"url": url}})
-                if parts:
-                    out.append({"role": "user", "content": parts})
+            converted = _user_message(msg)
         elif role == "assistant":
-            item: dict[str, Any] = {
-                "role": "assistant",
-                "content": "" if compat["requiresAssistantAfterToolResult"] else None,
-            }
-            blocks = msg.get("content") or []
-            texts = [
-                {"type": "text", "text": clean(b.get("text", ""))}
-                for b in blocks
-                if b.get("type") == "text" and (b.get("text") or "").strip()
-            ]
-            joined = "".join(t["text"] for t in texts)
-            thinking = [
-                b
-                for b in blocks
-                if b.get("type") == "thinking" and (b.get("thinking") or "").strip()
-            ]
-            if thinking:
-                if compat["requiresThinkingAsText"]:
-                    text = "\n\n".join(clean(b["thinking"]) for b in thinking)
-                    item["content"] = [{"type": "text", "text": text}, *texts]
-                else:
-                    if joined:
-                        item["content"] = joined
-                    signature = thinking[0].get("thinkingSignature")
-                    if model.get("provider") == "opencode-go" and signature == "reasoning":
-                        signature = "reasoning_content"
-                    if signature:
-                        item[signature] = "\n".join(b["thinking"] for b in thinking)
-            elif joined:
-                item["content"] = joined
-            calls = [b for b in blocks if b.get("type") == "toolCall"]
-            if calls:
-                item["tool_calls"] = [
-                    {
-                        "id": c.get("id"),
-                        "type": "function",
-                        "function": {
-                            "name": c.get("name"),
-                            "arguments": json.dumps(
-                                c.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
-                            ),
-                        },
-                    }
-                    for c in calls
-                ]
-                details = []
-                for c in calls:
-                    if c.get("thoughtSignature"):
-                        try:
-                            details.append(json.loads(c["thoughtSignature"]))
-                        except (TypeError, ValueError):
-                            pass
-                details = [d for d in details if d]
-                if details:
-                    item["reasoning_details"] = details
-            if (
-                compat["requiresReasoningContentOnAssistantMessages"]
-                and model.get("reasoning")
-                and "reasoning_content" not in item
-            ):
-                item["reasoning_content"] = ""
-            content = item["content"]
-            if not content and "tool_calls" not in item:
+            converted = _assistant_message(model, msg, compat)
+            if converted is None:  # nothing to send: the turn before it stays the last
                 i += 1
                 continue
-            out.append(item)
-        elif role == "toolResult":
-            images: list[dict] = []
-            j = i
-            while j < len(transformed) and transformed[j].get("role") == "toolResult":
-                result = transformed[j]
-                blocks = content_list(result.get("content"))
-                text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-                tool_msg: dict[str, Any] = {
-                    "role": "tool",
-                    "content": clean(text if text else "(see attached image)"),
-                    "tool_call_id": result.get("toolCallId"),
-                }
-                if compat["requiresToolResultName"] and result.get("toolName"):
-                    tool_msg["name"] = result["toolName"]
-                out.append(tool_msg)
-                if vision:
-                    for b in blocks:
-                        if b.get("type") == "image":
-                            url = f"data:{b.get('mimeType')};base64,{b.get('data')}"
-                            images.append({"type": "image_url", "image_url": {"url": url}})
-                j += 1
-            i = j
-            if images:
-                if compat["requiresAssistantAfterToolResult"]:
-                    out.append(
-                        {"role": "assistant", "content": "I have processed the tool results."}
-                    )
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "text", "text": "Attached image(s) from tool result:"},
-                            *images,
-                        ],
-                    }
-                )
-                last_role = "user"
-            else:
-                last_role = "toolResult"
-            continue
+        if converted is not None:
+            out.append(converted)
         last_role = role
         i += 1
     return out
+
+
+def _image_url(block: dict) -> dict[str, Any]:
+    url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": clean(content)}
+    parts = []
+    for item in content_list(content):
+        if item.get("type") == "text":
+            parts.append({"type": "text", "text": clean(item.get("text", ""))})
+        else:
+            parts.append(_image_url(item))
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_message(
+    model: dict[str, Any], msg: dict[str, Any], compat: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The assistant turn in chat-completions form (None: nothing to send)."""
+    item: dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if compat["requiresAssistantAfterToolResult"] else None,
+    }
+    blocks = msg.get("content") or []
+    _assistant_text(model, item, blocks, compat)
+    calls = [b for b in blocks if b.get("type") == "toolCall"]
+    if calls:
+        _assistant_calls(item, calls)
+    if (
+        compat["requiresReasoningContentOnAssistantMessages"]
+        and model.get("reasoning")
+        and "reasoning_content" not in item
+    ):
+        item["reasoning_content"] = ""
+    if not item["content"] and "tool_calls" not in item:
+        return None
+    return item
+
+
+def _assistant_text(
+    model: dict[str, Any], item: dict[str, Any], blocks: list[dict], compat: dict[str, Any]
+) -> None:
+    """Text, and thinking as text or in the field it came in (its signature)."""
+    texts = [
+        {"type": "text", "text": clean(b.get("text", ""))}
+        for b in blocks
+        if b.get("type") == "text" and (b.get("text") or "").strip()
+    ]
+    joined = "".join(t["text"] for t in texts)
+    thinking = [
+        b for b in blocks if b.get("type") == "thinking" and (b.get("thinking") or "").strip()
+    ]
+    if thinking and compat["requiresThinkingAsText"]:
+        text = "\n\n".join(clean(b["thinking"]) for b in thinking)
+        item["content"] = [{"type": "text", "text": text}, *texts]
+        return
+    if joined:
+        item["content"] = joined
+    if thinking:
+        signature = thinking[0].get("thinkingSignature")
+        if model.get("provider") == "opencode-go" and signature == "reasoning":
+            signature = "reasoning_content"
+        if signature:
+            item[signature] = "\n".join(b["thinking"] for b in thinking)
+
+
+def _assistant_calls(item: dict[str, Any], calls: list[dict]) -> None:
+    item["tool_calls"] = [
+        {
+            "id": c.get("id"),
+            "type": "function",
+            "function": {
+                "name": c.get("name"),
+                "arguments": json.dumps(
+                    c.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+                ),
+            },
+        }
+        for c in calls
+    ]
+    details = []
+    for c in calls:
+        if c.get("thoughtSignature"):
+            try:
+                details.append(json.loads(c["thoughtSignature"]))
+            except (TypeError, ValueError):
+                pass
+    details = [d for d in details if d]
+    if details:
+        item["reasoning_details"] = details
+
+
+def _tool_results(
+    model: dict[str, Any],
+    transformed: list[dict],
+    start: int,
+    compat: dict[str, Any],
+    out: list[dict[str, Any]],
+) -> tuple[int, str]:
+    """Consecutive tool results as ``tool`` messages, their images (if the model takes
+    images) in a user message after them; the index after them and the role sent last."""
+    vision = "image" in (model.get("input") or ["text"])
+    images: list[dict] = []
+    end = start
+    while end < len(transformed) and transformed[end].get("role") == "toolResult":
+        result = transformed[end]
+        blocks = content_list(result.get("content"))
+        text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        tool_msg: dict[str, Any] = {
+            "role": "tool",
+            "content": clean(text if text else "(see attached image)"),
+            "tool_call_id": result.get("toolCallId"),
+        }
+        if compat["requiresToolResultName"] and result.get("toolName"):
+            tool_msg["name"] = result["toolName"]
+        out.append(tool_msg)
+        if vision:
+            images.extend(_image_url(b) for b in blocks if b.get("type") == "image")
+        end += 1
+    if not images:
+        return end, "toolResult"
+    if compat["requiresAssistantAfterToolResult"]:
+        out.append({"role": "assistant", "content": PROCESSED_TEXT})
+    out.append(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+        }
+    )
+    return end, "user"
 
 
 def _tools(tools: list[dict], compat: dict[str, Any]) -> list[dict[str, Any]]:

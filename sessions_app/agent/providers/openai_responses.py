@@ -106,9 +106,8 @@ def _text_signature(signature: str | None) -> dict[str, Any] | None:
     return {"id": signature}
 
 
-def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:  # noqa: C901 (split after this round's merges: issue 29)
+def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:
     out: list[dict[str, Any]] = []
-    vision = "image" in (model.get("input") or ["text"])
     transformed = transform_messages(messages, model, _normalizer(model))
     if system_prompt:
         developer = (
@@ -118,95 +117,113 @@ def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict
         out.append(
             {"role": "developer" if developer else "system", "content": clean(system_prompt)}
         )
-    index = 0
-    for msg in transformed:
+    for index, msg in enumerate(transformed):
         role = msg.get("role")
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append(
-                    {"role": "user", "content": [{"type": "input_text", "text": clean(content)}]}
-                )
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"type": "input_text", "text": clean(item.get("text", ""))})
-                    else:
-                        parts.append(_image(item))
-                if parts:
-                    out.append({"role": "user", "content": parts})
+            user = _user_item(msg)
+            if user is not None:
+                out.append(user)
         elif role == "assistant":
-            items: list[dict[str, Any]] = []
-            different = (
-                msg.get("model") != model.get("id")
-                and msg.get("provider") == model.get("provider")
-                and msg.get("api") == model.get("api")
-            )
-            text_index = 0
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "thinking":
-                    if block.get("thinkingSignature"):
-                        items.append(json.loads(block["thinkingSignature"]))
-                elif kind == "text":
-                    signature = _text_signature(block.get("textSignature"))
-                    fallback = (
-                        f"msg_pi_{index}" if text_index == 0 else f"msg_pi_{index}_{text_index}"
-                    )
-                    text_index += 1
-                    msg_id = (signature or {}).get("id") or fallback
-                    if len(msg_id) > 64:
-                        msg_id = f"msg_{short_hash(msg_id)}"
-                    item = {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [
-                            {
-                                "type": "output_text",
-                                "text": clean(block.get("text", "")),
-                                "annotations": [],
-                            }
-                        ],
-                        "status": "completed",
-                        "id": msg_id,
-                    }
-                    if signature and signature.get("phase"):
-                        item["phase"] = signature["phase"]
-                    items.append(item)
-                elif kind == "toolCall":
-                    parts = (block.get("id") or "").split("|")
-                    call_id, item_id = parts[0], (parts[1] if len(parts) > 1 else None)
-                    if different and item_id and item_id.startswith("fc_"):
-                        item_id = None
-                    call: dict[str, Any] = {"type": "function_call"}
-                    if item_id is not None:
-                        call["id"] = item_id
-                    call.update(
-                        call_id=call_id,
-                        name=block.get("name"),
-                        arguments=json.dumps(
-                            block.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
-                        ),
-                    )
-                    items.append(call)
-            if items:
-                out.extend(items)
+            out.extend(_assistant_items(model, msg, index))
         elif role == "toolResult":
-            blocks = content_list(msg.get("content"))
-            text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            images = [b for b in blocks if b.get("type") == "image"]
-            call_id = (msg.get("toolCallId") or "").split("|")[0]
-            if images and vision:
-                output: Any = []
-                if text:
-                    output.append({"type": "input_text", "text": clean(text)})
-                output.extend(_image(b) for b in images)
-            else:
-                output = clean(text if text else "(see attached image)")
-            out.append({"type": "function_call_output", "call_id": call_id, "output": output})
-        index += 1
+            out.append(_tool_output(model, msg))
     return out
+
+
+def _user_item(msg: dict[str, Any]) -> dict[str, Any] | None:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": [{"type": "input_text", "text": clean(content)}]}
+    parts = []
+    for item in content_list(content):
+        if item.get("type") == "text":
+            parts.append({"type": "input_text", "text": clean(item.get("text", ""))})
+        else:
+            parts.append(_image(item))
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_items(model: dict[str, Any], msg: dict[str, Any], index: int) -> list[dict]:
+    """Reasoning items replayed as received, text as ``message`` items, calls as
+    ``function_call`` items; ``index`` is the message's place (for fallback ids)."""
+    items: list[dict[str, Any]] = []
+    different = (
+        msg.get("model") != model.get("id")
+        and msg.get("provider") == model.get("provider")
+        and msg.get("api") == model.get("api")
+    )
+    text_index = 0
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "thinking":
+            if block.get("thinkingSignature"):
+                items.append(json.loads(block["thinkingSignature"]))
+        elif kind == "text":
+            fallback = f"msg_pi_{index}" if text_index == 0 else f"msg_pi_{index}_{text_index}"
+            text_index += 1
+            items.append(_text_item(block, fallback))
+        elif kind == "toolCall":
+            items.append(_call_item(block, different))
+    return items
+
+
+def _text_item(block: dict[str, Any], fallback_id: str) -> dict[str, Any]:
+    signature = _text_signature(block.get("textSignature"))
+    msg_id = (signature or {}).get("id") or fallback_id
+    if len(msg_id) > 64:
+        msg_id = f"msg_{short_hash(msg_id)}"
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {
+                "type": "output_text",
+                "text": clean(block.get("text", "")),
+                "annotations": [],
+            }
+        ],
+        "status": "completed",
+        "id": msg_id,
+    }
+    if signature and signature.get("phase"):
+        item["phase"] = signature["phase"]
+    return item
+
+
+def _call_item(block: dict[str, Any], different_model: bool) -> dict[str, Any]:
+    """A call with pi's ``call_id|item_id`` id split; another model's ``fc_`` item id is
+    not sent."""
+    parts = (block.get("id") or "").split("|")
+    call_id, item_id = parts[0], (parts[1] if len(parts) > 1 else None)
+    if different_model and item_id and item_id.startswith("fc_"):
+        item_id = None
+    call: dict[str, Any] = {"type": "function_call"}
+    if item_id is not None:
+        call["id"] = item_id
+    call.update(
+        call_id=call_id,
+        name=block.get("name"),
+        arguments=json.dumps(
+            block.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+        ),
+    )
+    return call
+
+
+def _tool_output(model: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
+    vision = "image" in (model.get("input") or ["text"])
+    blocks = content_list(msg.get("content"))
+    text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    images = [b for b in blocks if b.get("type") == "image"]
+    call_id = (msg.get("toolCallId") or "").split("|")[0]
+    if images and vision:
+        output: Any = []
+        if text:
+            output.append({"type": "input_text", "text": clean(text)})
+        output.extend(_image(b) for b in images)
+    else:
+        output = clean(text if text else "(see attached image)")
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
 def _image(block: dict) -> dict[str, Any]:
