@@ -26,7 +26,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import time
 from pathlib import Path
 
 from calibration import json_loads_mb_per_s
+from support import free_port, pg_admin, pg_name
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_follow_bench")
@@ -57,34 +57,6 @@ def _env(var_dir: Path) -> dict:
         PIWEB_CHANNEL_PREFIX="piweb-follow-bench",
         PYTHONUNBUFFERED="1",
     )
-
-
-def _pg_admin(sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(PG_URL)
-    with psycopg.connect(
-        host=db["HOST"] or "127.0.0.1",
-        port=db["PORT"] or 5432,
-        dbname="postgres",
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        conn.execute(sql)
-
-
-def _pg_name() -> str:
-    import dj_database_url
-
-    return dj_database_url.parse(PG_URL)["NAME"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -212,7 +184,7 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
         path.write_text(_header(_session_id(90000 + w)) + "\n" + _entry(0, "start") + "\n")
         paths.append(path)
     env = _env(base / "var")
-    port = _free_port()
+    port = free_port()
     logs = base / "logs"
     logs.mkdir(exist_ok=True)
     daphne = subprocess.Popen(
@@ -490,8 +462,8 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="piweb-follow-bench-", dir="/tmp"))
     (base / "var").mkdir()
     (base / "logs").mkdir()
-    _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
-    _pg_admin(f'CREATE DATABASE "{_pg_name()}"')
+    pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
+    pg_admin(PG_URL, f'CREATE DATABASE "{pg_name(PG_URL)}"')
     results = {}
     try:
         subprocess.run(
@@ -543,7 +515,7 @@ def main() -> int:
             redis.Redis.from_url(REDIS_URL).delete(QUEUE)
         except Exception:
             pass
-        _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}" WITH (FORCE)')
+        pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}" WITH (FORCE)')
     print("targets (a shared machine: other work runs beside this benchmark):")
     if "latency" in results:
         lat = results["latency"]

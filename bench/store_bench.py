@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from calibration import json_loads_mb_per_s
+from support import pg_admin, pg_name
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "store-bench"
@@ -353,28 +354,6 @@ def run_child(kind: str, database_url: str, arg: str) -> dict:
 # --- databases -----------------------------------------------------------------------------
 
 
-def _pg_admin(sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(PG_URL)
-    with psycopg.connect(
-        host=db["HOST"] or "127.0.0.1",
-        port=db["PORT"] or 5432,
-        dbname="postgres",
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        conn.execute(sql)
-
-
-def _pg_name() -> str:
-    import dj_database_url
-
-    return dj_database_url.parse(PG_URL)["NAME"]
-
-
 def migrate(database_url: str) -> None:
     env = dict(os.environ, DATABASE_URL=database_url, PIWEB_VAR_DIR=str(BENCH_DIR / "var"))
     subprocess.run(
@@ -424,8 +403,8 @@ def main() -> int:
     try:
         for name, url in backends:
             if name == "postgresql":
-                _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
-                _pg_admin(f'CREATE DATABASE "{_pg_name()}"')
+                pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
+                pg_admin(PG_URL, f'CREATE DATABASE "{pg_name(PG_URL)}"')
             else:
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{sqlite_file}{suffix}").unlink(missing_ok=True)
@@ -440,7 +419,7 @@ def main() -> int:
     finally:
         if not args.keep:
             if any(n == "postgresql" for n, _ in backends):
-                _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
+                pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
             shutil.rmtree(BENCH_DIR, ignore_errors=True)
     print("targets:")
     for name, (imported, context, _appended) in results.items():

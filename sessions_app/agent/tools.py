@@ -136,6 +136,11 @@ class Tool:
         }
 
 
+def _param(kind: str, description: str) -> dict[str, str]:
+    """One parameter of a tool's schema."""
+    return {"type": kind, "description": description}
+
+
 def _schema(
     properties: dict[str, Any], required: list[str], *, closed: bool = False
 ) -> dict[str, Any]:
@@ -237,15 +242,9 @@ READ = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
-            "offset": {
-                "type": "number",
-                "description": "First line to show, counting from 1",
-            },
-            "limit": {"type": "number", "description": "How many lines to show at most"},
+            "path": _param("string", "The file, relative to the working directory or absolute"),
+            "offset": _param("number", "First line to show, counting from 1"),
+            "limit": _param("number", "How many lines to show at most"),
         },
         ["path"],
     ),
@@ -321,14 +320,14 @@ BASH = Tool(
     ),
     parameters=_schema(
         {
-            "command": {"type": "string", "description": "The command line for bash"},
-            "timeout": {
-                "type": "number",
-                "description": (
+            "command": _param("string", "The command line for bash"),
+            "timeout": _param(
+                "number",
+                (
                     f"Seconds before the command is stopped ({int(DEFAULT_BASH_TIMEOUT)} if "
                     "left out, 0 for no limit)"
                 ),
-            },
+            ),
         },
         ["command"],
     ),
@@ -412,10 +411,7 @@ EDIT = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
+            "path": _param("string", "The file, relative to the working directory or absolute"),
             "edits": {
                 "type": "array",
                 "description": (
@@ -424,14 +420,14 @@ EDIT = Tool(
                 ),
                 "items": _schema(
                     {
-                        "oldText": {
-                            "type": "string",
-                            "description": (
+                        "oldText": _param(
+                            "string",
+                            (
                                 "Text to replace, character for character; it must occur "
                                 "once in the original file and not overlap another entry"
                             ),
-                        },
-                        "newText": {"type": "string", "description": "What replaces it"},
+                        ),
+                        "newText": _param("string", "What replaces it"),
                     },
                     ["oldText", "newText"],
                     closed=True,
@@ -489,11 +485,8 @@ WRITE = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
-            "content": {"type": "string", "description": "The file's complete new text"},
+            "path": _param("string", "The file, relative to the working directory or absolute"),
+            "content": _param("string", "The file's complete new text"),
         },
         ["path", "content"],
     ),
@@ -630,6 +623,27 @@ def _limit_arg(args: dict[str, Any], default: int) -> int:
     return max(1, int(limit)) if limit is not None else default
 
 
+def _listing_tool(
+    *,
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    required: list[str],
+    limit_help: str,
+    execute: Callable[[dict[str, Any], ToolContext], ToolResult],
+    snippet: str,
+) -> Tool:
+    """grep, find or ls: read-only, at most ``limit`` items (the last parameter)."""
+    return Tool(
+        name=name,
+        description=description,
+        parameters=_schema({**properties, "limit": _param("number", limit_help)}, required),
+        execute=execute,
+        read_only=True,
+        snippet=snippet,
+    )
+
+
 def _listing_result(
     lines: list[str],
     limit_details: dict[str, Any],
@@ -745,7 +759,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
 
 
-GREP = Tool(
+GREP = _listing_tool(
     name="grep",
     description=(
         "Look for a regular expression (or plain text) in files and get the matching lines "
@@ -753,41 +767,19 @@ GREP = Tool(
         f"{GREP_DEFAULT_LIMIT} matches or {DEFAULT_MAX_BYTES // 1024}KB come back, and a "
         "line longer than 500 characters is cut."
     ),
-    parameters=_schema(
-        {
-            "pattern": {
-                "type": "string",
-                "description": "What to look for: a regular expression, or text with literal",
-            },
-            "path": {
-                "type": "string",
-                "description": "A folder or a file to search (the working directory if left out)",
-            },
-            "glob": {
-                "type": "string",
-                "description": "Only files whose name matches this glob, such as '*.py'",
-            },
-            "ignoreCase": {
-                "type": "boolean",
-                "description": "Ignore upper and lower case (off if left out)",
-            },
-            "literal": {
-                "type": "boolean",
-                "description": "Take pattern as plain text, not a regular expression",
-            },
-            "context": {
-                "type": "number",
-                "description": "Lines to show before and after each match (none if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most matches to return ({GREP_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        ["pattern"],
-    ),
+    properties={
+        "pattern": _param("string", "What to look for: a regular expression, or text with literal"),
+        "path": _param(
+            "string", "A folder or a file to search (the working directory if left out)"
+        ),
+        "glob": _param("string", "Only files whose name matches this glob, such as '*.py'"),
+        "ignoreCase": _param("boolean", "Ignore upper and lower case (off if left out)"),
+        "literal": _param("boolean", "Take pattern as plain text, not a regular expression"),
+        "context": _param("number", "Lines to show before and after each match (none if left out)"),
+    },
+    required=["pattern"],
+    limit_help=f"Most matches to return ({GREP_DEFAULT_LIMIT} if left out)",
     execute=_grep,
-    read_only=True,
     snippet="Search inside files for a pattern (skips what .gitignore excludes)",
 )
 
@@ -817,32 +809,20 @@ def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return _listing_result(results, details, lambda cut: find_notice(limit_reached, cut))
 
 
-FIND = Tool(
+FIND = _listing_tool(
     name="find",
     description=(
         "List the files whose path matches a glob, relative to the folder searched. Files "
         f"that .gitignore excludes are skipped. At most {FIND_DEFAULT_LIMIT} paths or "
         f"{DEFAULT_MAX_BYTES // 1024}KB come back."
     ),
-    parameters=_schema(
-        {
-            "pattern": {
-                "type": "string",
-                "description": "The glob, such as '*.py', '**/*.json' or 'src/**/test_*.py'",
-            },
-            "path": {
-                "type": "string",
-                "description": "The folder to search (the working directory if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most paths to return ({FIND_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        ["pattern"],
-    ),
+    properties={
+        "pattern": _param("string", "The glob, such as '*.py', '**/*.json' or 'src/**/test_*.py'"),
+        "path": _param("string", "The folder to search (the working directory if left out)"),
+    },
+    required=["pattern"],
+    limit_help=f"Most paths to return ({FIND_DEFAULT_LIMIT} if left out)",
     execute=_find,
-    read_only=True,
     snippet="Find files by name with a glob (skips what .gitignore excludes)",
 )
 
@@ -900,28 +880,19 @@ def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return _listing_result(results, details, lambda cut: ls_notice(cap, cut))
 
 
-LS = Tool(
+LS = _listing_tool(
     name="ls",
     description=(
         "Show what a folder holds, in alphabetical order, hidden entries included; folders "
         f"end with '/'. At most {LS_DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB "
         "come back."
     ),
-    parameters=_schema(
-        {
-            "path": {
-                "type": "string",
-                "description": "The folder (the working directory if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most entries to return ({LS_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        [],
-    ),
+    properties={
+        "path": _param("string", "The folder (the working directory if left out)"),
+    },
+    required=[],
+    limit_help=f"Most entries to return ({LS_DEFAULT_LIMIT} if left out)",
     execute=_ls,
-    read_only=True,
     snippet="List the entries of a folder",
 )
 

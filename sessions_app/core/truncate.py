@@ -282,6 +282,15 @@ def _whole_body(
     )
 
 
+def _sizes(text: str) -> tuple[int, int, int]:
+    """(lines, UTF-8 bytes, 1 if it ends with a newline else 0) of ``text``."""
+    return _line_count(text), utf8_len(text), 1 if text.endswith("\n") else 0
+
+
+def _whole(text: str, lines: int, size: int, max_lines: int, max_bytes: int) -> TruncationResult:
+    return _result(text, None, lines, size, lines, size, max_lines, max_bytes)
+
+
 def truncate_head(
     text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
@@ -291,14 +300,10 @@ def truncate_head(
     ``first_line_exceeds_limit`` is set.  A truncated result never ends with
     a newline.
     """
-    total_lines = _line_count(text)
-    total_bytes = utf8_len(text)
+    total_lines, total_bytes, trailing = _sizes(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return _result(
-            text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
-        )
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     # The lines are those of ``body``: the text without its trailing newline.
-    trailing = 1 if text.endswith("\n") else 0
     body_chars = len(text) - trailing
     body_bytes = total_bytes - trailing
 
@@ -442,13 +447,9 @@ def truncate_tail(
     UTF-8 character boundary) and set ``last_line_partial``.  A truncated
     result never ends with a newline (the trailing one ends the last line).
     """
-    total_lines = _line_count(text)
-    total_bytes = utf8_len(text)
+    total_lines, total_bytes, trailing = _sizes(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return _result(
-            text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
-        )
-    trailing = 1 if text.endswith("\n") else 0
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     body_chars = len(text) - trailing
     body_bytes = total_bytes - trailing
     if 0 < max_lines and total_lines <= max_lines and body_bytes <= max_bytes:

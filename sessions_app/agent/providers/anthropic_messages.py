@@ -24,11 +24,12 @@ from .base import ModelRequest, ResolvedModel
 from .common import (
     StreamAssembly,
     adjust_for_thinking,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     clean,
     content_list,
+    endpoint_client,
     new_message,
     reasoning_level,
     request_headers,
@@ -340,39 +341,14 @@ def _headers(resolved: ResolvedModel, request: ModelRequest, compat: dict) -> di
     return {**headers, **request_headers(resolved)}
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    oauth_tools = request.tools if is_oauth(resolved.api_key) else None
-    state = _State(new_message(resolved), on_delta, oauth_tools)
-    return state.run(
-        lambda: _opener(resolved, request),
-        abort=abort,
-        on_idle=on_idle,
-        to_error=lambda exc: from_sdk(exc, resolved.provider, anthropic),
-    )
-
-
 def _opener(resolved: ResolvedModel, request: ModelRequest):
     """What opens the request's stream (raises ProviderError before any is sent)."""
     compat = get_compat(resolved.model)
     headers = _headers(resolved, request, compat)
     key = require_key(resolved, headers, "x-api-key")
     params = build_params(resolved, request)
-    client = cached_client(
-        (
-            API,
-            resolved.model.get("baseUrl"),
-            key,
-            tuple(sorted(headers.items())),
-            resolved.timeout,
-        ),
-        lambda: _make_client(resolved, key, headers),
+    client = endpoint_client(
+        API, resolved, key, headers, lambda: _make_client(resolved, key, headers)
     )
     return lambda: client.post(
         "/v1/messages",
@@ -429,6 +405,12 @@ class _State(StreamAssembly):
         self.by_index: dict[int, dict] = {}
         self.started = False
         self.stopped = False
+
+    @classmethod
+    def start(cls, resolved: ResolvedModel, request: ModelRequest, on_delta) -> _State:
+        """With an OAuth token, tool names come back as Claude Code's."""
+        oauth_tools = request.tools if is_oauth(resolved.api_key) else None
+        return cls(new_message(resolved), on_delta, oauth_tools)
 
     def incomplete(self) -> str | None:
         if self.started and not self.stopped:
@@ -531,3 +513,9 @@ class _State(StreamAssembly):
             self.error = "An unknown error occurred"
         else:
             self.error = f"Unhandled stop reason: {reason}"
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(
+    _State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, anthropic)
+)

@@ -365,6 +365,19 @@ def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
         return client
 
 
+def endpoint_client(
+    api: str,
+    resolved: ResolvedModel,
+    key: str,
+    headers: dict[str, str],
+    factory: Callable[[], Any],
+) -> Any:
+    """The cached SDK client of an API for the model's endpoint, key, headers and
+    timeout."""
+    endpoint = (resolved.model.get("baseUrl"), key, tuple(sorted(headers.items())))
+    return cached_client((api, *endpoint, resolved.timeout), factory)
+
+
 # --------------------------------------------------------------------------- errors
 
 OVERFLOW_PATTERNS = [
@@ -608,6 +621,35 @@ def usage_of(
     }
 
 
+def api_stream(
+    assembly: type[StreamAssembly],
+    opener: Callable[[ResolvedModel, ModelRequest], Callable[[], Iterable[Any]]],
+    to_error: Callable[[BaseException, ResolvedModel], ProviderError],
+) -> Callable[..., dict[str, Any]]:
+    """An API module's ``stream(resolved, request, *, abort, on_delta, on_idle)``:
+    ``assembly`` reads the API's events, ``opener`` checks the request and returns what
+    opens its stream, ``to_error`` classifies the SDK's errors."""
+
+    def stream(
+        resolved: ResolvedModel,
+        request: ModelRequest,
+        *,
+        abort: Any | None = None,
+        on_delta: Callable[[str, str], None] | None = None,
+        on_idle: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """Stream one assistant message; raises ProviderError (``.partial`` holds what
+        came)."""
+        return assembly.start(resolved, request, on_delta).run(
+            lambda: opener(resolved, request),
+            abort=abort,
+            on_idle=on_idle,
+            to_error=lambda exc: to_error(exc, resolved),
+        )
+
+    return stream
+
+
 class StreamAssembly:
     """What the API modules share while a response streams in: the assistant message
     being filled, text and thinking deltas passed on to ``on_delta``, tool-call argument
@@ -620,6 +662,16 @@ class StreamAssembly:
         self.on_delta = on_delta
         self.raw_arguments: dict[int, str] = {}  # id(toolCall block) -> JSON text so far
         self.error: str | ProviderError | None = None
+
+    @classmethod
+    def start(
+        cls,
+        resolved: ResolvedModel,
+        request: ModelRequest,
+        on_delta: Callable[[str, str], None] | None,
+    ) -> StreamAssembly:
+        """An assembly for one request's answer."""
+        return cls(new_message(resolved), on_delta)
 
     def feed(self, event: Any) -> None:
         raise NotImplementedError

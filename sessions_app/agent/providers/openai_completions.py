@@ -21,13 +21,13 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from .base import ModelRequest, ResolvedModel
 from .common import (
     StreamAssembly,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     clamp_level,
     clean,
     content_list,
-    new_message,
+    endpoint_client,
     reasoning_level,
     request_headers,
     require_key,
@@ -525,9 +525,15 @@ THINKING_FORMATS = {
 }
 
 
-def _client(resolved: ResolvedModel, headers: dict[str, str], key: str) -> openai.OpenAI:
-    return cached_client(
-        (API, resolved.model.get("baseUrl"), key, tuple(sorted(headers.items())), resolved.timeout),
+def openai_client(
+    api: str, resolved: ResolvedModel, key: str, headers: dict[str, str]
+) -> openai.OpenAI:
+    """The openai SDK client for an endpoint (both OpenAI APIs use it)."""
+    return endpoint_client(
+        api,
+        resolved,
+        key,
+        headers,
         lambda: openai.OpenAI(
             base_url=resolved.model.get("baseUrl"),
             api_key=key,
@@ -547,23 +553,6 @@ STOP_REASONS = {
 }
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    """Stream one assistant message; raises ProviderError (``.partial`` holds what came)."""
-    return _State(new_message(resolved), on_delta).run(
-        lambda: _opener(resolved, request),
-        abort=abort,
-        on_idle=on_idle,
-        to_error=lambda exc: from_sdk(exc, resolved.provider, openai),
-    )
-
-
 def _opener(resolved: ResolvedModel, request: ModelRequest):
     """What opens the request's stream (raises ProviderError before any is sent)."""
     headers = request_headers(resolved)
@@ -576,7 +565,7 @@ def _opener(resolved: ResolvedModel, request: ModelRequest):
             **headers,
         }
     key = require_key(resolved, headers)
-    client = _client(resolved, headers, key)
+    client = openai_client(API, resolved, key, headers)
     params = build_params(resolved, request)
     return lambda: client.post(
         "/chat/completions",
@@ -704,3 +693,7 @@ def parse_usage(raw: Any) -> dict[str, Any]:
         write = (getattr(details, "model_extra", None) or {}).get("cache_write_tokens") or 0
     output = get(raw, "completion_tokens") or 0
     return usage_of(max(0, prompt - cached - write), output, cached, write)
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(_State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, openai))

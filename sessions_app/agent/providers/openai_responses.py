@@ -24,19 +24,19 @@ from openai.types.responses import Response
 from .base import ModelRequest, ProviderError, ResolvedModel
 from .common import (
     StreamAssembly,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     classify,
     clean,
     content_list,
-    new_message,
     reasoning_level,
     request_headers,
     require_key,
     transform_messages,
     usage_of,
 )
+from .openai_completions import openai_client
 from .openai_errors import from_sdk
 
 API = "openai-responses"
@@ -285,43 +285,12 @@ def _headers(resolved: ResolvedModel, request: ModelRequest) -> dict[str, str]:
     return {**headers, **request_headers(resolved)}
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    return _State(new_message(resolved), on_delta).run(
-        lambda: _opener(resolved, request),
-        abort=abort,
-        on_idle=on_idle,
-        to_error=lambda exc: from_sdk(exc, resolved.provider, openai),
-    )
-
-
 def _opener(resolved: ResolvedModel, request: ModelRequest):
     """What opens the request's stream (raises ProviderError before any is sent)."""
     headers = _headers(resolved, request)
     key = require_key(resolved, headers)
     params = build_params(resolved, request)
-    client = cached_client(
-        (
-            API,
-            resolved.model.get("baseUrl"),
-            key,
-            tuple(sorted(headers.items())),
-            resolved.timeout,
-        ),
-        lambda: openai.OpenAI(
-            base_url=resolved.model.get("baseUrl"),
-            api_key=key,
-            default_headers=headers or None,
-            timeout=resolved.timeout,
-            max_retries=0,
-        ),
-    )
+    client = openai_client(API, resolved, key, headers)
     # object: each event stays the JSON the server sent (reasoning items are replayed
     # verbatim on the next turn).
     return lambda: client.post(
@@ -491,3 +460,7 @@ def _failure_text(response: dict) -> str:
 
 def _stream_error(text: str) -> ProviderError:
     return classify("openai", text, None)
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(_State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, openai))
