@@ -31,6 +31,7 @@ from .common import (
     content_list,
     endpoint_client,
     new_message,
+    post_stream,
     reasoning_level,
     request_headers,
     require_key,
@@ -350,12 +351,8 @@ def _opener(resolved: ResolvedModel, request: ModelRequest):
     client = endpoint_client(
         API, resolved, key, headers, lambda: _make_client(resolved, key, headers)
     )
-    return lambda: client.post(
-        "/v1/messages",
-        body=params,
-        cast_to=Message,
-        stream=True,
-        stream_cls=anthropic.Stream[RawMessageStreamEvent],
+    return post_stream(
+        client, "/v1/messages", params, Message, anthropic.Stream[RawMessageStreamEvent]
     )
 
 

@@ -378,6 +378,14 @@ def endpoint_client(
     return cached_client((api, *endpoint, resolved.timeout), factory)
 
 
+def post_stream(
+    client: Any, path: str, body: dict[str, Any], cast_to: type, stream_cls: type
+) -> Callable[[], Iterable[Any]]:
+    """What opens a streamed POST of ``body`` as built (the openai and anthropic SDKs
+    share this client interface)."""
+    return lambda: client.post(path, body=body, cast_to=cast_to, stream=True, stream_cls=stream_cls)
+
+
 # --------------------------------------------------------------------------- errors
 
 OVERFLOW_PATTERNS = [

@@ -28,6 +28,7 @@ from .common import (
     clean,
     content_list,
     endpoint_client,
+    post_stream,
     reasoning_level,
     request_headers,
     require_key,
@@ -567,12 +568,8 @@ def _opener(resolved: ResolvedModel, request: ModelRequest):
     key = require_key(resolved, headers)
     client = openai_client(API, resolved, key, headers)
     params = build_params(resolved, request)
-    return lambda: client.post(
-        "/chat/completions",
-        body=params,
-        cast_to=ChatCompletion,
-        stream=True,
-        stream_cls=openai.Stream[ChatCompletionChunk],
+    return post_stream(
+        client, "/chat/completions", params, ChatCompletion, openai.Stream[ChatCompletionChunk]
     )
 
 

@@ -30,6 +30,7 @@ from .common import (
     classify,
     clean,
     content_list,
+    post_stream,
     reasoning_level,
     request_headers,
     require_key,
@@ -293,13 +294,7 @@ def _opener(resolved: ResolvedModel, request: ModelRequest):
     client = openai_client(API, resolved, key, headers)
     # object: each event stays the JSON the server sent (reasoning items are replayed
     # verbatim on the next turn).
-    return lambda: client.post(
-        "/responses",
-        body=params,
-        cast_to=Response,
-        stream=True,
-        stream_cls=openai.Stream[object],
-    )
+    return post_stream(client, "/responses", params, Response, openai.Stream[object])
 
 
 STATUS = {
