@@ -74,6 +74,18 @@ def content_list(content: Any) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)]
 
 
+def user_blocks(
+    content: Any,
+    text_block: Callable[[str], dict[str, Any]],
+    image_block: Callable[[dict], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """A user message's content (text or blocks) in an API's block shape, text cleaned."""
+    return [
+        text_block(clean(item.get("text", ""))) if item.get("type") == "text" else image_block(item)
+        for item in content_list(content)
+    ]
+
+
 def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
     out: list[dict] = []
     previous = False

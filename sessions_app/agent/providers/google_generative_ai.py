@@ -40,6 +40,7 @@ from .common import (
     ssl_context,
     transform_messages,
     usage_of,
+    user_blocks,
 )
 
 API = "google-generative-ai"
@@ -93,12 +94,7 @@ def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[s
 
 
 def _user_parts(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"text": clean(content)}]
-    return [
-        {"text": clean(item.get("text", ""))} if item.get("type") == "text" else _inline(item)
-        for item in content_list(content)
-    ]
+    return user_blocks(content, lambda text: {"text": text}, _inline)
 
 
 def _model_parts(model: dict[str, Any], msg: dict[str, Any], include_id: bool) -> list[dict]:

@@ -34,6 +34,7 @@ from .common import (
     require_key,
     transform_messages,
     usage_of,
+    user_blocks,
 )
 from .openai_errors import from_sdk
 
@@ -186,12 +187,7 @@ def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     content = msg.get("content")
     if isinstance(content, str):
         return {"role": "user", "content": clean(content)}
-    parts = []
-    for item in content_list(content):
-        if item.get("type") == "text":
-            parts.append({"type": "text", "text": clean(item.get("text", ""))})
-        else:
-            parts.append(_image_url(item))
+    parts = user_blocks(content, lambda text: {"type": "text", "text": text}, _image_url)
     return {"role": "user", "content": parts} if parts else None
 
 
@@ -526,10 +522,10 @@ THINKING_FORMATS = {
 }
 
 
-def openai_client(
-    api: str, resolved: ResolvedModel, key: str, headers: dict[str, str]
-) -> openai.OpenAI:
-    """The openai SDK client for an endpoint (both OpenAI APIs use it)."""
+def openai_client(api: str, resolved: ResolvedModel, headers: dict[str, str]) -> openai.OpenAI:
+    """The openai SDK client for an endpoint (both OpenAI APIs use it); ProviderError
+    (auth) when there is no key."""
+    key = require_key(resolved, headers)
     return endpoint_client(
         api,
         resolved,
@@ -565,8 +561,7 @@ def _opener(resolved: ResolvedModel, request: ModelRequest):
             "x-session-affinity": request.session_id,
             **headers,
         }
-    key = require_key(resolved, headers)
-    client = openai_client(API, resolved, key, headers)
+    client = openai_client(API, resolved, headers)
     params = build_params(resolved, request)
     return post_stream(
         client, "/chat/completions", params, ChatCompletion, openai.Stream[ChatCompletionChunk]

@@ -33,9 +33,9 @@ from .common import (
     post_stream,
     reasoning_level,
     request_headers,
-    require_key,
     transform_messages,
     usage_of,
+    user_blocks,
 )
 from .openai_completions import openai_client
 from .openai_errors import from_sdk
@@ -132,15 +132,9 @@ def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict
 
 
 def _user_item(msg: dict[str, Any]) -> dict[str, Any] | None:
-    content = msg.get("content")
-    if isinstance(content, str):
-        return {"role": "user", "content": [{"type": "input_text", "text": clean(content)}]}
-    parts = []
-    for item in content_list(content):
-        if item.get("type") == "text":
-            parts.append({"type": "input_text", "text": clean(item.get("text", ""))})
-        else:
-            parts.append(_image(item))
+    parts = user_blocks(
+        msg.get("content"), lambda text: {"type": "input_text", "text": text}, _image
+    )
     return {"role": "user", "content": parts} if parts else None
 
 
@@ -289,9 +283,8 @@ def _headers(resolved: ResolvedModel, request: ModelRequest) -> dict[str, str]:
 def _opener(resolved: ResolvedModel, request: ModelRequest):
     """What opens the request's stream (raises ProviderError before any is sent)."""
     headers = _headers(resolved, request)
-    key = require_key(resolved, headers)
+    client = openai_client(API, resolved, headers)
     params = build_params(resolved, request)
-    client = openai_client(API, resolved, key, headers)
     # object: each event stays the JSON the server sent (reasoning items are replayed
     # verbatim on the next turn).
     return post_stream(client, "/responses", params, Response, openai.Stream[object])
