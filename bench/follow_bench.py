@@ -35,16 +35,12 @@ import time
 from pathlib import Path
 
 from calibration import json_loads_mb_per_s
-from support import free_port, pg_admin, pg_name
+from support import free_port, pg_admin, pg_name, words_text
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_follow_bench")
 REDIS_URL = os.environ.get("PIWEB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/5")
 QUEUE = "piweb-follow-bench"
-WORDS = (
-    "the session tree append leaf branch context compaction summary model token file "
-    "path entry import export fork label bash output read write edit test build run"
-).split()
 
 
 def _env(var_dir: Path) -> dict:
@@ -65,15 +61,6 @@ def _pct(values: list[float], q: float) -> float:
 
 
 # --- pi-like lines -----------------------------------------------------------------------
-
-
-def _text(rng: random.Random, size: int) -> str:
-    out, length = [], 0
-    while length < size:
-        word = rng.choice(WORDS)
-        out.append(word)
-        length += len(word) + 1
-    return " ".join(out)
 
 
 def _header(session_id: str) -> str:
@@ -152,7 +139,7 @@ def generate_folder(root: Path, files: int, total_bytes: int, seed: int = 11) ->
             size += len(line)
             i = 0
             while size < target:
-                line = _entry(i, _text(rng, rng.randint(200, 4000))) + "\n"
+                line = _entry(i, words_text(rng, rng.randint(200, 4000))) + "\n"
                 fh.write(line)
                 size += len(line)
                 i += 1
@@ -316,7 +303,7 @@ async def _drive(port, cookie, sessions, paths, interval, appends, written, deli
         await asyncio.sleep(rng.random() * interval)
         for n in range(1, appends + 1):
             with paths[w].open("a") as fh:
-                fh.write(_entry(n, _text(rng, rng.randint(100, 2000))) + "\n")
+                fh.write(_entry(n, words_text(rng, rng.randint(100, 2000))) + "\n")
             written[(sid, f"{n:08x}")] = time.time()
             await asyncio.sleep(interval * (0.5 + rng.random()))
 

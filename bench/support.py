@@ -1,13 +1,30 @@
 """What the benches that start real servers share: a scratch PostgreSQL database by
-URL, a free loopback port and waiting for a server to listen on it.
+URL, a free loopback port and waiting for a server to listen on it, and the filler
+text of generated sessions.
 
 Imported as ``support`` by the benches run as scripts (``bench/`` is their path).
 """
 
 from __future__ import annotations
 
+import random
 import socket
 import time
+
+WORDS = (
+    "the session tree append leaf branch context compaction summary model token file "
+    "path entry import export fork label bash output read write edit test build run"
+).split()
+
+
+def words_text(rng: random.Random, size: int) -> str:
+    """About ``size`` characters of session-like words (what pi-like lines carry)."""
+    out, length = [], 0
+    while length < size:
+        word = rng.choice(WORDS)
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)
 
 
 def pg_admin(pg_url: str, sql: str) -> None:
