@@ -112,20 +112,20 @@ def test_services_never_import_the_tasks_module():
 
 
 def test_the_tasks_module_runs_jobs_and_keeps_old_names_only_for_upgrades():
-    """One task runs every kind with a `run`; besides it, the agent run's own task, the
-    health probe, and names a message left in the queue at an upgrade may still carry."""
+    """One task runs every kind (the agent run too); besides it, the health probe, and
+    names a message left in the queue at an upgrade may still carry."""
     import sessions_app.tasks  # noqa: F401
 
     ours = {name for name in app.tasks if name.startswith("piweb.")}
     assert ours == {
         "piweb.run_job",
-        "piweb.agent_run",
         "piweb.ping",
         *("piweb.run_summary_job", "piweb.compare_summary"),  # summaries, before run_job
+        "piweb.agent_run",  # agent runs, before run_job
         *("piweb.finish_import", "piweb.finish_imports", "piweb.measure_workspace"),
     }
     runners = {spec.task for spec in lifecycle.registered_kinds().values()}
-    assert runners == {"piweb.run_job", "piweb.agent_run"}
+    assert runners == {"piweb.run_job"}
 
 
 def test_messages_left_under_the_old_names_become_their_jobs(make_user, queue):
