@@ -47,6 +47,7 @@ from sessions_app.services import (
     workspaces,
     write_back,
 )
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
 from sessions_app.services.model_input import model_input
 
@@ -59,16 +60,12 @@ STATE_FLUSH_SECONDS = 0.25
 MAX_MESSAGE_CHARS = 200_000
 
 
-class ChatError(Exception):
-    """A request the chat refuses, with the message to show."""
-
-    code = "invalid"
-    status = 400
+class ChatError(ServiceError):
+    """A request the chat refuses, with the message to show (`ChatError(message, code)`:
+    the status is the class's)."""
 
     def __init__(self, message: str, code: str | None = None):
-        super().__init__(message)
-        if code:
-            self.code = code
+        super().__init__(message, code=code or None)
 
 
 class RunBusy(ChatError):
