@@ -143,7 +143,8 @@ COMMENTER = "commenter"  # a member with any role: a share-link visitor only rea
 NEEDS = (VIEWER, COMMENTER, EDITOR, OWNER)
 
 
-def _gate(view, methods, login: bool):
+def _gate(view, methods, login: bool, need: str | None):
+    view.piweb_gate = need or "none"  # (kept by the wrappers: tests find ungated views)
     if methods is not None:
         view = require_http_methods(list(methods))(view)
     return login_required(view) if login else view
@@ -181,7 +182,7 @@ def session_view(
             except (ServiceError, Http404, PermissionDenied) as exc:
                 return error_response(request, exc, as_notice=notice_errors, target=error_target)
 
-        return _gate(gated, methods, login=True)
+        return _gate(gated, methods, login=True, need=need)
 
     return decorate
 
@@ -203,6 +204,6 @@ def piweb_view(
             except (ServiceError, Http404, PermissionDenied) as exc:
                 return error_response(request, exc, as_notice=notice_errors)
 
-        return _gate(gated, methods, login)
+        return _gate(gated, methods, login, need=None)
 
     return decorate
