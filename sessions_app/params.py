@@ -1,11 +1,85 @@
-"""Request parameters the views share."""
+"""Typed request parameters: every view reads its input through `query(request)` (the
+query string) or `form(request)` (the POST body), never `request.GET/POST.get`.
+
+A value that cannot be what the view needs is a `ServiceError` (400) whose message names
+the field; the view gate (`responses.session_view` / `piweb_view`) answers it like any
+other refusal. Missing values get the view's default.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 
-def int_or_none(value) -> int | None:
-    """A request value as an int, or None when it is missing or not a number."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+from sessions_app.services.errors import ServiceError
+
+TRUE_WORDS = ("1", "true", "on", "yes")
+
+
+class Params:
+    """One request's values (a QueryDict), read by type."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def text(self, name: str, default: str = "", *, limit: int | None = None) -> str:
+        """The value as sent (the default when missing), cut at `limit` characters."""
+        value = self.data.get(name, default)
+        return value[:limit] if limit is not None else value
+
+    def stripped(self, name: str, default: str = "", *, limit: int | None = None) -> str:
+        """The value without surrounding blanks, cut at `limit` characters."""
+        value = self.data.get(name, default).strip()
+        return value[:limit] if limit is not None else value
+
+    def optional(self, name: str, *, limit: int | None = None) -> str | None:
+        """The value, or None when it is missing or empty."""
+        return self.text(name, limit=limit) or None
+
+    def flag(self, name: str) -> bool:
+        """A checkbox or switch: on for 1, true, on or yes (any case)."""
+        return self.data.get(name, "").lower() in TRUE_WORDS
+
+    def present(self, name: str) -> bool:
+        """Whether the form sent a non-empty value (a button or a checkbox)."""
+        return bool(self.data.get(name))
+
+    def integer(
+        self,
+        name: str,
+        default: int | None = None,
+        *,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> int | None:
+        """A whole number (the default when missing or empty), kept within [low, high]."""
+        raw = self.data.get(name, "")
+        if raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ServiceError(
+                f"{name}: expected a whole number, got {raw[:40]!r}.", 400, "bad_parameter"
+            ) from None
+        if low is not None:
+            value = max(low, value)
+        if high is not None:
+            value = min(high, value)
+        return value
+
+    def choice(self, name: str, choices: Iterable[str], default: str, message: str = "") -> str:
+        """One of `choices` (the default when missing or empty)."""
+        value = self.data.get(name, "") or default
+        if value not in choices:
+            raise ServiceError(
+                message or f"{name}: unknown value {value[:40]!r}.", 400, "bad_parameter"
+            )
+        return value
+
+
+def query(request) -> Params:
+    return Params(request.GET)
+
+
+def form(request) -> Params:
+    return Params(request.POST)

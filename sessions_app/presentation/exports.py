@@ -27,6 +27,7 @@ from sessions_app.selectors.changes import path_changes
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.panels.context_chart import context_chart
 from sessions_app.selectors.provenance import pi_session_file_name
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import UNSET
 
 FORMATS = ("jsonl", "html", "md")
@@ -41,8 +42,10 @@ PAGE_TREE_ROWS = 2000  # tree rows a page lists (the share page); exports list e
 PAGE_CHILDREN = 100  # children of one node a page lists (the rest a page at a time)
 
 
-class ExportError(ValueError):
+class ExportError(ServiceError):
     """Bad export input, with a message fit for the user."""
+
+    code = "export"
 
 
 @dataclass

@@ -28,15 +28,17 @@ from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import get_entry
 from sessions_app.services import events, sandboxing, sessions, workspaces
+from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 REWIND_TYPE = "piweb.rewind"
 
 
-class RestoreError(Exception):
-    def __init__(self, message: str, status: int = 409):
-        super().__init__(message)
-        self.status = status
+class RestoreError(ServiceError):
+    """Files that cannot be restored now (409 unless the raiser says otherwise)."""
+
+    status = 409
+    code = "restore"
 
 
 def repo_key(work_tree: str) -> str:

@@ -46,6 +46,7 @@ from sessions_app.services import (
     workspaces,
     write_back,
 )
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.jobs import agent_run, lifecycle
 from sessions_app.services.model_input import model_input
 from sessions_app.services.shared_state import redis_client, redis_key
@@ -56,16 +57,12 @@ ABORT_TTL = 3600
 MAX_MESSAGE_CHARS = 200_000
 
 
-class ChatError(Exception):
-    """A request the chat refuses, with the message to show."""
-
-    code = "invalid"
-    status = 400
+class ChatError(ServiceError):
+    """A request the chat refuses, with the message to show (`ChatError(message, code)`:
+    the status is the class's)."""
 
     def __init__(self, message: str, code: str | None = None):
-        super().__init__(message)
-        if code:
-            self.code = code
+        super().__init__(message, code=code or None)
 
 
 class RunBusy(ChatError):
@@ -275,15 +272,12 @@ def queue_message(session: Session, user, text: str, mode: str) -> QueuedMessage
     return item
 
 
-def cancel_queued(session: Session, user, item_id) -> None:
+def cancel_queued(session: Session, user, item_id: int | None) -> None:
     """Take a queued message back before the run delivers it (the session lock makes
     cancel and delivery one or the other)."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        try:
-            deleted, _ = QueuedMessage.objects.filter(session=locked, pk=int(item_id)).delete()
-        except (TypeError, ValueError):
-            deleted = 0
+        deleted, _ = QueuedMessage.objects.filter(session=locked, pk=item_id).delete()
         if not deleted:
             raise QueueGone("This message was already delivered or cancelled.")
         agent_run.publish_queue(locked)

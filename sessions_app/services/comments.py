@@ -16,17 +16,22 @@ from django.utils import timezone
 from sessions_app.models import Comment, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services.access import EDITOR, OWNER, role_for
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_BODY_CHARS = 10_000
 
 
-class CommentError(ValueError):
+class CommentError(ServiceError):
     """Bad comment input, with a message fit for the user."""
+
+    code = "comment"
 
 
 class CommentRightsError(CommentError):
     """The person may comment but not resolve / reopen this thread."""
+
+    status = 403
 
 
 def may_resolve(thread: Comment, user, can_edit: bool) -> bool:
@@ -80,7 +85,7 @@ def set_resolved(session: Session, comment_pk: int, user, resolved: bool = True)
     locked = lock_session(session.pk)
     comment = Comment.objects.filter(pk=comment_pk, session=locked).first()
     if comment is None:
-        raise CommentError("No such comment in this session.")
+        raise CommentError("No such comment in this session.", 404)
     while comment.reply_to_id:
         comment = comment.reply_to
     can_edit = role_for(user, locked) in (EDITOR, OWNER)

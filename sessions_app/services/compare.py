@@ -9,10 +9,13 @@ from sessions_app.core.compare import compare_branches
 from sessions_app.core.input_limits import display_value
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import paths
+from sessions_app.services.errors import ServiceError
 
 
-class CompareError(ValueError):
+class CompareError(ServiceError):
     """Bad compare input, with a message fit for the user."""
+
+    code = "compare"
 
 
 def compare(session: Session, a_pi_id: str, b_pi_id: str) -> dict:

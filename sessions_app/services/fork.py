@@ -32,12 +32,15 @@ from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import entry_pk
 from sessions_app.services import changes, events, search, sessions, workspace_choice, workspaces
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
+from sessions_app.services.errors import ServiceError
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
 
 
-class ForkError(ValueError):
+class ForkError(ServiceError):
     """The fork cannot be made (unknown entry or scope); the message says why."""
+
+    code = "fork"
 
 
 def _structure(session: Session) -> list[tuple[int, str, int | None, str]]:

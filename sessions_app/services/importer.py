@@ -75,6 +75,7 @@ from sessions_app.services.bulk_entries import (
     deferred_wal_checkpoint,
     set_parents,
 )
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.search import index_new_entries, index_stored_entries
 from sessions_app.services.usage import NEW_SESSION_FIELDS, apply_to_new_sessions, mark_fork_copies
 
@@ -85,8 +86,10 @@ READ_CHUNK = 1 << 20
 MAX_LISTED = 1000  # skipped lines / warnings listed in a report (the counts are exact)
 
 
-class SessionImportError(ValueError):
+class SessionImportError(ServiceError):
     """A file that cannot be imported; the message says why (and where)."""
+
+    code = "import"
 
     def __init__(self, message: str, *, filename: str = ""):
         self.filename = filename

@@ -61,6 +61,7 @@ from sessions_app.core.pi_config import (
     clamp_thinking_level,
     supported_thinking_levels,
 )
+from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -461,8 +462,11 @@ def key_status(user, provider: str, *, cat: Catalog | None = None, user_keys=Non
     return KeyStatus("none", oauth_reason)
 
 
-class ModelUnavailable(Exception):
+class ModelUnavailable(ServiceError):
     """A model cannot be called; ``str(exc)`` is safe to show (names no key)."""
+
+    status = 503
+    code = "model_unavailable"
 
 
 def _resolve_key(user, model: dict[str, Any], cat: Catalog) -> tuple[str, str]:
@@ -784,8 +788,10 @@ def session_window(session, recorded: dict | None = None, user=None) -> int:
 # ----------------------------------------------------------------------------- the Models page
 
 
-class ChoiceError(ValueError):
+class ChoiceError(ServiceError):
     """A default that cannot be stored (message safe to show)."""
+
+    code = "model_choice"
 
 
 def set_default(user, ref: str, thinking_level: str):

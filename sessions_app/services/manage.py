@@ -12,6 +12,7 @@ from sessions_app.core.input_limits import MAX_NAME_CHARS
 from sessions_app.core.text import clean_text
 from sessions_app.models import Session
 from sessions_app.services import events
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import lock_session, record_activity, rename_session
 
 MAX_TAGS = 12
@@ -20,8 +21,10 @@ _TAG_SPLIT = re.compile(r"[\s,]+")
 _TAG_OK = re.compile(r"[^\w.:/+-]")
 
 
-class ManageError(ValueError):
+class ManageError(ServiceError):
     """A change the user asked for that cannot be made (shown to them as is)."""
+
+    code = "manage"
 
 
 def parse_tags(raw: str) -> list[str]:

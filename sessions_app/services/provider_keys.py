@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sessions_app.models import ProviderKey
+from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,10 @@ MAX_KEY_CHARS = 4096
 _PROVIDER_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 
-class KeyError_(ValueError):
+class KeyError_(ServiceError):
     """A key or provider name that cannot be stored (message safe to show)."""
+
+    code = "provider_key"
 
 
 @functools.lru_cache(maxsize=4)

@@ -35,6 +35,7 @@ from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services.access import visible_sessions
+from sessions_app.services.errors import ServiceError
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
 # Types with text to search; entry types newer than piweb are indexed too (their strings).
@@ -59,8 +60,10 @@ SESSION = Session._meta.db_table
 LIKE_ESCAPE = " ESCAPE '\\'"  # our LIKE patterns escape %, _ and \ with a backslash
 
 
-class SearchError(ValueError):
+class SearchError(ServiceError):
     """Bad search input, with a message fit for the user."""
+
+    code = "search"
 
 
 # --- indexing ----------------------------------------------------------------------------

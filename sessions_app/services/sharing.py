@@ -28,13 +28,16 @@ from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, T
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
 from sessions_app.services import events
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_LINK_DAYS = 365
 
 
-class SharingError(ValueError):
+class SharingError(ServiceError):
     """Bad sharing input, with a message fit for the user."""
+
+    code = "sharing"
 
 
 EXPIRY_MESSAGE = (
@@ -88,7 +91,7 @@ def unshare_team(session: Session, share_pk: int, *, actor) -> None:
     locked = lock_session(session.pk)
     share = SessionShare.objects.filter(pk=share_pk, session=locked).select_related("team").first()
     if share is None:
-        raise SharingError("This session is not shared with that team.")
+        raise SharingError("This session is not shared with that team.", 404)
     team_name = share.team.name
     share.delete()
     record_activity(locked, actor, "unshared", team=team_name)
@@ -154,7 +157,7 @@ def revoke_link(session: Session, link_pk: int, *, actor) -> ShareLink:
     locked = lock_session(session.pk)
     link = ShareLink.objects.filter(pk=link_pk, session=locked).first()
     if link is None:
-        raise SharingError("No such link on this session.")
+        raise SharingError("No such link on this session.", 404)
     if link.revoked_at is None:
         link.revoked_at = timezone.now()
         link.save(update_fields=["revoked_at"])

@@ -17,13 +17,17 @@ from dataclasses import dataclass
 
 from sessions_app.agent.providers import stream_for
 from sessions_app.agent.providers.base import ModelRequest, ProviderError, ResolvedModel
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.llm import ModelProfile, retry_policy
 
 log = logging.getLogger(__name__)
 
 
-class SummaryError(Exception):
+class SummaryError(ServiceError):
     """The model could not produce a summary. `str(exc)` is fit for the job panel."""
+
+    status = 502
+    code = "summary"
 
 
 @dataclass

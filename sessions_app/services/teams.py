@@ -10,14 +10,17 @@ from django.db import IntegrityError, transaction
 
 from sessions_app.core.preview import clean_text
 from sessions_app.models import SessionShare, Team, TeamMembership
+from sessions_app.services.errors import ServiceError
 from sessions_app.services.sharing import publish_access_changed
 
 ROLES = TeamMembership.Role.values
 MAX_TEAM_NAME = 200
 
 
-class TeamError(ValueError):
+class TeamError(ServiceError):
     """A team change that cannot be made (the message is shown to the user)."""
+
+    code = "team"
 
 
 def _membership(team: Team, user) -> TeamMembership | None:

@@ -33,6 +33,7 @@ from sessions_app.agent import archives
 from sessions_app.agent.paths import PATH_MAX, WorkspaceError, is_within
 from sessions_app.models import Session
 from sessions_app.services import sessions, workspaces
+from sessions_app.services.errors import ServiceError
 
 KINDS = ("own", "existing", "empty", "archive", "git")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -40,8 +41,10 @@ MAX_LISTED = 200
 GIT_TIMEOUT = 300
 
 
-class ChoiceError(ValueError):
+class ChoiceError(ServiceError):
     """A workspace choice that is refused, with the message to show."""
+
+    code = "workspace"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from django.utils import timezone
 from sessions_app.core.file_marks import RangeReader, complete_length, marks_at
 from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.services import events, following, importer, sessions
+from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger("piweb.follow")
 
@@ -54,13 +55,14 @@ LEAF_MARKER_TYPE = "piweb.leaf"
 ATTEMPTS = 5
 
 
-class WriteBackError(Exception):
+class WriteBackError(ServiceError):
     """A write-back that cannot happen now, with the message to show."""
 
     code = "write_back"
 
 
 class PiWriting(WriteBackError):
+    status = 409
     code = "pi_writing"
 
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
 
+from sessions_app.responses import session_view
 from sessions_app.selectors.activity import session_activity
-from sessions_app.services.access import VIEWER, check_access
 
 
-@login_required
-@require_GET
-def activity(request, session_id):
-    access = check_access(request.user, session_id, VIEWER)
+@session_view()
+def activity(request, access):
     items = session_activity(access.session)
     template = (
         "sessions_app/activity/_activity.html"

@@ -4,17 +4,16 @@ Thin views over `selectors/changes.py` (reads) and `services/changes.py` (the re
 every partial is rendered by htmx into the entry pane, the compare page or the chat.
 """
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.diff_rendering import render_changes
-from sessions_app.responses import notice
+from sessions_app.params import query
+from sessions_app.responses import notice, session_view
 from sessions_app.selectors import changes as selectors
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404
 from sessions_app.services import changes as service
-from sessions_app.services.access import EDITOR, VIEWER, check_access
+from sessions_app.services.access import EDITOR
 
 
 def _context(access, change_set, **extra) -> dict:
@@ -27,11 +26,9 @@ def _context(access, change_set, **extra) -> dict:
     }
 
 
-@login_required
-@require_GET
-def entry_changes(request, session_id, entry_id):
+@session_view()
+def entry_changes(request, access, entry_id):
     """The files one node changed, with their diffs."""
-    access = check_access(request.user, session_id, VIEWER)
     entry = get_entry_or_404(access.session, entry_id)
     change_set = selectors.entry_changes(access.session, entry.pi_id)
     is_rewind = (entry.payload.get("customType") == service.REWIND_TYPE) and entry.type == "custom"
@@ -42,13 +39,11 @@ def entry_changes(request, session_id, entry_id):
     )
 
 
-@login_required
-@require_GET
-def branch_changes(request, session_id, entry_id):
+@session_view()
+def branch_changes(request, access, entry_id):
     """Everything changed from the branch point (or `?from=`) down to this node."""
-    access = check_access(request.user, session_id, VIEWER)
     entry = get_entry_or_404(access.session, entry_id)
-    start = request.GET.get("from") or None
+    start = query(request).optional("from")
     if start and not entry_exists(access.session, start):
         raise Http404("No such entry.")
     change_set = selectors.branch_changes(access.session, entry.pi_id, start)
@@ -57,12 +52,11 @@ def branch_changes(request, session_id, entry_id):
     )
 
 
-@login_required
-@require_GET
-def compare_changes(request, session_id):
+@session_view()
+def compare_changes(request, access):
     """The file changes of two branches below their common ancestor, side by side."""
-    access = check_access(request.user, session_id, VIEWER)
-    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    params = query(request)
+    a, b = params.text("a"), params.text("b")
     for pi_id in (a, b):
         if not pi_id or not entry_exists(access.session, pi_id):
             raise Http404("No such entry.")
@@ -97,27 +91,21 @@ def _restored(request, entry, text):
     )
 
 
-@login_required
-@require_POST
-def restore(request, session_id, entry_id):
+# A restore answers with the notice partial (htmx or not), its errors too.
+restore_action = session_view(EDITOR, methods=("POST",), notice_errors=True)
+
+
+@restore_action
+def restore(request, access, entry_id):
     """Restore files to this node (the state before is kept: the restore can be undone)."""
-    access = check_access(request.user, session_id, EDITOR)
     get_entry_or_404(access.session, entry_id, "pk")
-    try:
-        entry = service.restore_files(access.session, request.user, entry_id)
-    except service.RestoreError as exc:
-        return notice(request, str(exc), level="error", status=exc.status)
+    entry = service.restore_files(access.session, request.user, entry_id)
     return _restored(request, entry, "The files are back as this node left them.")
 
 
-@login_required
-@require_POST
-def undo_restore(request, session_id, entry_id):
+@restore_action
+def undo_restore(request, access, entry_id):
     """Put the files back to how they were just before a restore."""
-    access = check_access(request.user, session_id, EDITOR)
     get_entry_or_404(access.session, entry_id, "pk")
-    try:
-        entry = service.undo_restore(access.session, request.user, entry_id)
-    except service.RestoreError as exc:
-        return notice(request, str(exc), level="error", status=exc.status)
+    entry = service.undo_restore(access.session, request.user, entry_id)
     return _restored(request, entry, "The restore was undone.")

@@ -1,23 +1,21 @@
 """Comments: threads on an entry, resolving them, the counts on the tree and the list of
 open comments.
 
-Every view goes through access.check_access; thin: parse input, call a service, render.
+Every view goes through the gate (`responses.session_view`); thin: parse input, call a
+service, render.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from sessions_app.params import int_or_none
+from sessions_app.params import form, query
+from sessions_app.responses import COMMENTER, session_view
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services import comments as comments_service
-from sessions_app.services.access import VIEWER, check_access
 
 
 def _mark_resolvable(request, access, threads) -> None:
@@ -40,34 +38,29 @@ def _comments_context(request, access, entry_pi_id: str | None, error: str = "")
     }
 
 
-@login_required
-@require_GET
-def entry_comments(request, session_id):
-    access = check_access(request.user, session_id, VIEWER)
-    entry_pi_id = request.GET.get("entry") or None
+@session_view()
+def entry_comments(request, access):
+    entry_pi_id = query(request).optional("entry")
     context = _comments_context(request, access, entry_pi_id)
     if entry_pi_id and context["entry"] is None:
         raise Http404("No such entry in this session.")
     return render(request, "sessions_app/comments/_comments.html", context)
 
 
-@login_required
-@require_POST
-def add_comment(request, session_id):
-    access = check_access(request.user, session_id, VIEWER)
-    if not access.can_comment:
-        raise PermissionDenied("Share-link visitors cannot comment.")
-    entry_pi_id = request.POST.get("entry", "")
+@session_view(COMMENTER, methods=("POST",))
+def add_comment(request, access):
+    params = form(request)
+    entry_pi_id = params.text("entry")
     try:
         comments_service.add_comment(
             access.session,
             entry_pi_id,
             request.user,
-            request.POST.get("body", ""),
-            reply_to=int_or_none(request.POST.get("reply_to")),
+            params.text("body"),
+            reply_to=params.integer("reply_to"),
         )
         error = ""
-    except comments_service.CommentError as exc:
+    except comments_service.CommentError as exc:  # shown in the thread's form
         error = str(exc)
     context = _comments_context(request, access, entry_pi_id, error)
     if context["entry"] is None:
@@ -80,47 +73,33 @@ def add_comment(request, session_id):
     return response
 
 
-def _set_resolved(request, session_id, comment_id, resolved: bool):
-    access = check_access(request.user, session_id, VIEWER)
-    if not access.can_comment:
-        raise PermissionDenied("Share-link visitors cannot resolve comments.")
-    try:
-        comment = comments_service.set_resolved(access.session, comment_id, request.user, resolved)
-    except comments_service.CommentRightsError as exc:
-        raise PermissionDenied(str(exc)) from exc
-    except comments_service.CommentError as exc:
-        raise Http404(str(exc)) from exc
-    if request.POST.get("from") == "list":
-        return redirect(reverse("sessions_app:review_list", args=[session_id]))
+def _set_resolved(request, access, comment_id, resolved: bool):
+    comment = comments_service.set_resolved(access.session, comment_id, request.user, resolved)
+    if form(request).text("from") == "list":
+        return redirect(reverse("sessions_app:review_list", args=[access.session.pi_id]))
     context = _comments_context(request, access, comment.entry.pi_id)
     response = render(request, "sessions_app/comments/_comments.html", context)
     return trigger_client_event(response, "piweb:comments-changed")
 
 
-@login_required
-@require_POST
-def resolve_comment(request, session_id, comment_id):
-    return _set_resolved(request, session_id, comment_id, True)
+@session_view(COMMENTER, methods=("POST",))
+def resolve_comment(request, access, comment_id):
+    return _set_resolved(request, access, comment_id, True)
 
 
-@login_required
-@require_POST
-def reopen_comment(request, session_id, comment_id):
-    return _set_resolved(request, session_id, comment_id, False)
+@session_view(COMMENTER, methods=("POST",))
+def reopen_comment(request, access, comment_id):
+    return _set_resolved(request, access, comment_id, False)
 
 
-@login_required
-@require_GET
-def comment_counts(request, session_id):
+@session_view()
+def comment_counts(request, access):
     """{entry pi_id: open threads} as JSON, for the tree's node markers."""
-    access = check_access(request.user, session_id, VIEWER)
     return JsonResponse({"open": comments_service.open_comment_counts_by_pi_id(access.session)})
 
 
-@login_required
-@require_GET
-def review_list(request, session_id):
-    access = check_access(request.user, session_id, VIEWER)
+@session_view()
+def review_list(request, access):
     threads = list(comments_service.open_threads(access.session))
     _mark_resolvable(request, access, threads)
     return render(

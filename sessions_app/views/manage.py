@@ -5,71 +5,58 @@ site), so they work from the sessions list and from the session page alike."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
 
+from sessions_app.params import form
+from sessions_app.responses import session_view
 from sessions_app.services import manage
-from sessions_app.services.access import EDITOR, OWNER, check_access
+from sessions_app.services.access import EDITOR, OWNER
 
 
 def _back(request, session_id: str):
-    target = request.POST.get("next") or reverse("sessions_app:session_detail", args=[session_id])
+    target = form(request).text("next") or reverse("sessions_app:session_detail", args=[session_id])
     if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         target = reverse("sessions_app:session_list")
     return redirect(target)
 
 
-def _flag(value) -> bool:
-    return str(value or "").lower() in ("1", "true", "on", "yes")
+@session_view(EDITOR, methods=("POST",))
+def rename(request, access):
+    manage.rename(access.session, form(request).text("name"), actor=request.user)
+    return _back(request, access.session.pi_id)
 
 
-@login_required
-@require_POST
-def rename(request, session_id):
-    access = check_access(request.user, session_id, EDITOR)
-    manage.rename(access.session, request.POST.get("name", ""), actor=request.user)
-    return _back(request, session_id)
+@session_view(EDITOR, methods=("POST",))
+def pin(request, access):
+    manage.set_pinned(access.session, form(request).flag("pinned"), actor=request.user)
+    return _back(request, access.session.pi_id)
 
 
-@login_required
-@require_POST
-def pin(request, session_id):
-    access = check_access(request.user, session_id, EDITOR)
-    manage.set_pinned(access.session, _flag(request.POST.get("pinned")), actor=request.user)
-    return _back(request, session_id)
+@session_view(EDITOR, methods=("POST",))
+def archive(request, access):
+    manage.set_archived(access.session, form(request).flag("archived"), actor=request.user)
+    return _back(request, access.session.pi_id)
 
 
-@login_required
-@require_POST
-def archive(request, session_id):
-    access = check_access(request.user, session_id, EDITOR)
-    manage.set_archived(access.session, _flag(request.POST.get("archived")), actor=request.user)
-    return _back(request, session_id)
-
-
-@login_required
-@require_POST
-def tags(request, session_id):
-    access = check_access(request.user, session_id, EDITOR)
+@session_view(EDITOR, methods=("POST",))
+def tags(request, access):
     try:
-        manage.set_tags(access.session, request.POST.get("tags", ""), actor=request.user)
-    except manage.ManageError as exc:
+        manage.set_tags(access.session, form(request).text("tags"), actor=request.user)
+    except manage.ManageError as exc:  # a message on the page it goes back to
         messages.error(request, str(exc))
-    return _back(request, session_id)
+    return _back(request, access.session.pi_id)
 
 
-@login_required
-@require_POST
-def delete(request, session_id):
-    access = check_access(request.user, session_id, OWNER)
+@session_view(OWNER, methods=("POST",))
+def delete(request, access):
+    session_id = access.session.pi_id
     try:
         manage.delete_session(
-            access.session, actor=request.user, confirm=request.POST.get("confirm")
+            access.session, actor=request.user, confirm=form(request).text("confirm")
         )
-    except manage.ManageError as exc:
+    except manage.ManageError as exc:  # a message on the session page
         messages.error(request, str(exc))
         return redirect(reverse("sessions_app:session_detail", args=[session_id]))
     messages.success(request, f"Deleted the session {session_id[:8]}.")

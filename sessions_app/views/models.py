@@ -5,40 +5,35 @@ shown back, only where a provider's key comes from."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
 
+from sessions_app.params import form
 from sessions_app.presentation.models_page import models_page_context
+from sessions_app.responses import piweb_view
 from sessions_app.services import llm, provider_keys
 
 
-@login_required
-@require_GET
+@piweb_view()
 def models_page(request):
     return render(request, "sessions_app/models/page.html", models_page_context(request.user))
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def save_key(request):
+    params = form(request)
+    provider = params.text("provider")
     try:
-        provider_keys.set_key(
-            request.user, request.POST.get("provider", ""), request.POST.get("key", "")
-        )
-    except provider_keys.KeyError_ as exc:
+        provider_keys.set_key(request.user, provider, params.text("key"))
+    except provider_keys.KeyError_ as exc:  # a message on the Models page
         messages.error(request, str(exc))
     else:
-        messages.success(
-            request, f"Saved your key for {request.POST.get('provider', '').strip().lower()}."
-        )
+        messages.success(request, f"Saved your key for {provider.strip().lower()}.")
     return redirect("sessions_app:models_page")
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def remove_key(request):
-    provider = request.POST.get("provider", "")
+    provider = form(request).text("provider")
     if provider_keys.remove_key(request.user, provider):
         messages.success(request, f"Removed your key for {provider}.")
     else:
@@ -46,24 +41,21 @@ def remove_key(request):
     return redirect("sessions_app:models_page")
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def test_model(request):
-    ok, message = llm.try_model(request.user, request.POST.get("model", ""))
+    ok, message = llm.try_model(request.user, form(request).text("model"))
     (messages.success if ok else messages.error)(
         request, ("Test passed: " if ok else "Test failed: ") + message
     )
     return redirect("sessions_app:models_page")
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def save_default(request):
+    params = form(request)
     try:
-        llm.set_default(
-            request.user, request.POST.get("model", ""), request.POST.get("thinking", "")
-        )
-    except llm.ChoiceError as exc:
+        llm.set_default(request.user, params.text("model"), params.text("thinking"))
+    except llm.ChoiceError as exc:  # a message on the Models page
         messages.error(request, str(exc))
     else:
         messages.success(request, "Saved your default model and thinking level.")

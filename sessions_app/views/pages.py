@@ -6,7 +6,6 @@ data from the context builders in selectors/panels/.
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
@@ -15,9 +14,10 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import Job, Session
+from sessions_app.params import form, query
+from sessions_app.responses import piweb_view, session_view
 from sessions_app.selectors.jobs import import_job
 from sessions_app.selectors.panels.head import context_gauge, head_context
 from sessions_app.selectors.panels.page import session_page_context
@@ -26,7 +26,6 @@ from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services import workspaces
-from sessions_app.services.access import VIEWER, check_access
 from sessions_app.services.jobs.session_import import request_import
 from sessions_app.services.llm import model_profiles
 from sessions_app.services.workspaces import WorkspaceError
@@ -39,7 +38,7 @@ def _table_context(request) -> dict:
     """What the sessions table and its pager show (`_session_table.html`)."""
     filters = ListFilters.from_params(request.GET)
     sessions = visible_list(request.user, filters)
-    page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(sessions, PAGE_SIZE).get_page(query(request).text("page"))
     sort_links = {}
     for name in SORTS:
         # A click sorts by the column, highest first; a second click flips it.
@@ -79,12 +78,12 @@ def _list_context(request, **extra) -> dict:
     }
 
 
-@login_required
+@piweb_view(methods=None)
 def session_list(request):
     return render(request, "sessions_app/session_list.html", _list_context(request))
 
 
-@login_required
+@piweb_view(methods=None)
 def session_table(request):
     """The list's table and pager alone, for the same query: what an open list fetches
     when its websocket says sessions changed."""
@@ -100,8 +99,7 @@ def session_table(request):
 
 
 @csrf_exempt  # the handlers must be set before anything reads the body; CSRF is checked below
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def import_session(request):
     handler = ImportUploadHandler(request)
     request.upload_handlers = [handler]
@@ -128,8 +126,7 @@ def _import_session(request):
     return response
 
 
-@login_required
-@require_GET
+@piweb_view()
 def import_status(request, job_id):
     """Where an import job stands (the partial polls itself until the job is over)."""
     job = import_job(request.user, job_id)
@@ -165,12 +162,12 @@ def _import_answer(request, context, status=None):
     )
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def new_session(request):
-    cwd = request.POST.get("cwd", "").strip()
-    name = request.POST.get("name", "").strip()[:500]
-    profile = request.POST.get("model_profile", "").strip()
+    params = form(request)
+    cwd = params.stripped("cwd")
+    name = params.stripped("name", limit=500)
+    profile = params.stripped("model_profile")
     problem = None if cwd else "Give the working directory for the session."
     if profile and profile not in model_profiles():
         problem = problem or f"Unknown model profile {profile!r}."
@@ -181,7 +178,7 @@ def new_session(request):
         workspaces.user_workspace(request.user)
         try:
             real_cwd = workspaces.check_session_cwd(cwd, request.user, create=True)
-        except WorkspaceError as exc:
+        except WorkspaceError as exc:  # shown in the new-session form
             problem = str(exc)
     if problem:
         context = _list_context(request, new_error=problem, new_values=request.POST)
@@ -196,10 +193,9 @@ def new_session(request):
     return redirect("sessions_app:session_detail", session_id=session.pi_id)
 
 
-@login_required
-def session_detail(request, session_id):
+@session_view(methods=None)
+def session_detail(request, access):
     """The session page: every panel from its own context builder (selectors/panels/)."""
-    access = check_access(request.user, session_id, VIEWER)
     context = session_page_context(access, tree_state(request.GET), request.user)
     context["gauge"] = context_gauge(access.session)  # (usage: in the page context)
     entry = context.pop("entry", None)
@@ -212,18 +208,16 @@ def session_detail(request, session_id):
     return render(request, "sessions_app/session_detail.html", context)
 
 
-@login_required
-def provenance_panel(request, session_id):
+@session_view(methods=None)
+def provenance_panel(request, access):
     """The provenance line alone (the page refreshes it as a followed file grows)."""
-    access = check_access(request.user, session_id, VIEWER)
     context = {"session": access.session, "provenance": session_provenance(access.session)}
     return render(request, "sessions_app/_provenance.html", context)
 
 
-@login_required
-def session_stats(request, session_id):
+@session_view(methods=None)
+def session_stats(request, access):
     """The live part of the session header alone: entries, cost, tokens, context gauge
     (the page fetches it again after every websocket event that may change it)."""
-    access = check_access(request.user, session_id, VIEWER)
     context = {"session": access.session, **head_context(access.session)}
     return render(request, "sessions_app/head/_stats.html", context)

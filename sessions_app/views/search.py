@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
 
-from sessions_app.params import int_or_none
+from sessions_app.params import query
+from sessions_app.responses import piweb_view
 from sessions_app.services import search as search_service
+from sessions_app.services.errors import ServiceError
 
 
-@login_required
-@require_GET
+@piweb_view()
 def search(request):
-    query = request.GET.get("q", "")
+    params = query(request)
+    text = params.text("q")
     context = {
-        "query": query,
+        "query": text,
         "params": request.GET,
         "roles": search_service.ROLE_CHOICES,
         "result": None,
@@ -24,11 +24,10 @@ def search(request):
     status = 200
     try:
         filters = search_service.SearchFilters.from_params(request.GET)
-        if query.strip() or filters.any():
-            context["result"] = search_service.search(
-                request.user, query, filters, page=int_or_none(request.GET.get("page")) or 1
-            )
-    except search_service.SearchError as exc:
+        if text.strip() or filters.any():
+            page = params.integer("page", 1) or 1
+            context["result"] = search_service.search(request.user, text, filters, page=page)
+    except ServiceError as exc:  # bad filters or page: shown on the page, with the form
         context["error"] = str(exc)
         status = 400
     params = request.GET.copy()
@@ -36,7 +35,7 @@ def search(request):
     context["base_query"] = params.urlencode()
     template = (
         "sessions_app/search/_search_results.html"
-        if request.htmx and request.GET.get("partial") == "1"
+        if request.htmx and params.text("partial") == "1"
         else "sessions_app/search/search.html"
     )
     return render(request, template, context, status=status)

@@ -1,23 +1,22 @@
 """Sharing: teams and links of a session, the share-link page (no login) and its
 exports, and the teams you are in.
 
-Every view goes through access.check_access (share-link views pass the token); thin:
-parse input, call a service, render.
+Every view goes through the gate (`responses.session_view`; the share-link views,
+without login, through `piweb_view` and access.check_access with the token); thin: parse
+input, call a service, render.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.models import SessionShare, ShareLink, TeamMembership
-from sessions_app.params import int_or_none
+from sessions_app.params import form, query
 from sessions_app.presentation import exports
 from sessions_app.rendering import page_budget
-from sessions_app.responses import export_response, plain_text
+from sessions_app.responses import export_response, piweb_view, plain_text, session_view
 from sessions_app.selectors.share_preview import share_preview
 from sessions_app.selectors.sharing import session_link, session_links, session_shares
 from sessions_app.selectors.teams import teams_with_shares
@@ -35,6 +34,9 @@ from sessions_app.services.sessions import UNSET
 
 def _sharing_page(request, access, error: str = "", new_link: ShareLink | None = None, status=200):
     session = access.session
+    params = query(request)
+    leaf = params.text("leaf") or session.leaf_pi_id or ""
+    target = params.text("target")
     links = session_links(session)
     for link in links:
         link.state = sharing.link_state(link)
@@ -51,81 +53,67 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "links": links,
             "new_link": new_link,
             "error": error,
-            "leaf": request.GET.get("leaf") or session.leaf_pi_id or "",
+            "leaf": leaf,
             "scopes": ShareLink.Scope.choices,
-            "target": request.GET.get("target", ""),
-            "preview": share_preview(
-                session,
-                request.GET.get("leaf") or session.leaf_pi_id or "",
-                request.GET.get("target", ""),
-            ),
+            "target": target,
+            "preview": share_preview(session, leaf, target),
         },
         status=status,
     )
 
 
-@login_required
-@require_GET
-def sharing_page(request, session_id):
-    access = check_access(request.user, session_id, OWNER)
+@session_view(OWNER)
+def sharing_page(request, access):
     return _sharing_page(request, access)
 
 
-@login_required
-@require_POST
-def share_team(request, session_id):
-    access = check_access(request.user, session_id, OWNER)
+def _sharing_back(access):
+    return redirect(reverse("sessions_app:sharing", args=[access.session.pi_id]))
+
+
+@session_view(OWNER, methods=("POST",))
+def share_team(request, access):
+    params = form(request)
     try:
         sharing.share_with_team(
             access.session,
-            int_or_none(request.POST.get("team")) or 0,
-            request.POST.get("role", ""),
+            params.integer("team", 0),
+            params.text("role"),
             actor=request.user,
         )
-    except sharing.SharingError as exc:
+    except sharing.SharingError as exc:  # shown on the sharing page, with its forms
         return _sharing_page(request, access, str(exc), status=400)
-    return redirect(reverse("sessions_app:sharing", args=[session_id]))
+    return _sharing_back(access)
 
 
-def _withdraw(request, session_id, withdraw, pk: int):
-    """Remove a team share or revoke a link (owner only), then back to the sharing page."""
-    access = check_access(request.user, session_id, OWNER)
-    try:
-        withdraw(access.session, pk, actor=request.user)
-    except sharing.SharingError as exc:
-        raise Http404(str(exc)) from exc
-    return redirect(reverse("sessions_app:sharing", args=[session_id]))
+@session_view(OWNER, methods=("POST",))
+def unshare_team(request, access, share_id):
+    sharing.unshare_team(access.session, share_id, actor=request.user)
+    return _sharing_back(access)
 
 
-@login_required
-@require_POST
-def unshare_team(request, session_id, share_id):
-    return _withdraw(request, session_id, sharing.unshare_team, share_id)
-
-
-@login_required
-@require_POST
-def create_link(request, session_id):
-    access = check_access(request.user, session_id, OWNER)
+@session_view(OWNER, methods=("POST",))
+def create_link(request, access):
+    params = form(request)
     try:
         link = sharing.create_link(
             access.session,
             actor=request.user,
-            leaf_pi_id=request.POST.get("leaf") or None,
-            target_pi_id=request.POST.get("target") or None,
-            expires_in_days=request.POST.get("expires_in_days"),
-            scope=request.POST.get("scope") or ShareLink.Scope.PATH,
+            leaf_pi_id=params.optional("leaf"),
+            target_pi_id=params.optional("target"),
+            expires_in_days=params.text("expires_in_days"),
+            scope=params.text("scope") or ShareLink.Scope.PATH,
         )
-    except sharing.SharingError as exc:
+    except sharing.SharingError as exc:  # shown on the sharing page, with its forms
         return _sharing_page(request, access, str(exc), status=400)
     link.url = request.build_absolute_uri(reverse("sessions_app:share_link", args=[link.token]))
     return _sharing_page(request, access, new_link=link)
 
 
-@login_required
-@require_POST
-def revoke_link(request, session_id, link_id):
-    return _withdraw(request, session_id, sharing.revoke_link, link_id)
+@session_view(OWNER, methods=("POST",))
+def revoke_link(request, access, link_id):
+    sharing.revoke_link(access.session, link_id, actor=request.user)
+    return _sharing_back(access)
 
 
 # --- the share-link page (no login) -----------------------------------------------------
@@ -145,7 +133,7 @@ def _link_access(request, token: str):
 
 def _link_entry(request, name: str, visible: set[str]) -> str | None:
     """?leaf= / ?target= on a link page: only entries the link shows (else 404)."""
-    value = request.GET.get(name) or None
+    value = query(request).optional(name)
     if value is not None and value not in visible:
         raise Http404("That entry is not on the shared branch.")
     return value
@@ -159,15 +147,13 @@ def _link_branch(request, link: ShareLink) -> tuple[set[str], str | None]:
 
 def _children_page(request) -> tuple[str, int] | None:
     """`?children_of=ID&start=N`: which page of a wide node's children the tree lists."""
-    node = request.GET.get("children_of", "")[:200]
-    try:
-        start = max(0, int(request.GET.get("start", "0")))
-    except ValueError:
-        start = 0
+    params = query(request)
+    node = params.text("children_of", limit=200)
+    start = params.integer("start", 0, low=0)
     return (node, start) if node else None
 
 
-@require_GET
+@piweb_view(login=False)
 def share_link(request, token):
     access, link = _link_access(request, token)
     visible, leaf = _link_branch(request, link)
@@ -205,7 +191,7 @@ LINK_JSONL_REFUSED = (
 )
 
 
-@require_GET
+@piweb_view(login=False)
 def share_link_export(request, token, fmt):
     access, link = _link_access(request, token)
     if fmt == "jsonl":
@@ -217,8 +203,7 @@ def share_link_export(request, token, fmt):
 # --- teams ------------------------------------------------------------------------------
 
 
-@login_required
-@require_GET
+@piweb_view()
 def teams(request):
     """The teams you are in, their members and what is shared with them (read-only:
     membership is managed in the admin)."""

@@ -4,12 +4,12 @@ leave. Plain POST forms back to the teams page; errors come back as messages."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
 
 from sessions_app.models import Team
+from sessions_app.params import form
+from sessions_app.responses import piweb_view
 from sessions_app.selectors.teams import team_of_member
 from sessions_app.services import teams
 
@@ -25,17 +25,16 @@ def _team(request, team_id: int) -> Team:
 def _run(request, change, done: str):
     try:
         change()
-    except teams.TeamError as exc:
+    except teams.TeamError as exc:  # a message on the teams page
         messages.error(request, str(exc))
     else:
         messages.success(request, done)
     return redirect("sessions_app:teams")
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def create(request):
-    name = request.POST.get("name", "")
+    name = form(request).text("name")
     return _run(
         request,
         lambda: teams.create_team(name, actor=request.user),
@@ -43,12 +42,12 @@ def create(request):
     )
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def invite(request, team_id):
     team = _team(request, team_id)
-    username = request.POST.get("username", "").strip()[:150]
-    role = request.POST.get("role", "editor")
+    params = form(request)
+    username = params.stripped("username", limit=150)
+    role = params.text("role", "editor")
     return _run(
         request,
         lambda: teams.invite(team, username, role, actor=request.user),
@@ -56,11 +55,10 @@ def invite(request, team_id):
     )
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def set_role(request, team_id, member_id):
     team = _team(request, team_id)
-    role = request.POST.get("role", "")
+    role = form(request).text("role")
     return _run(
         request,
         lambda: teams.set_role(team, member_id, role, actor=request.user),
@@ -68,8 +66,7 @@ def set_role(request, team_id, member_id):
     )
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def remove(request, team_id, member_id):
     team = _team(request, team_id)
     return _run(
@@ -79,8 +76,7 @@ def remove(request, team_id, member_id):
     )
 
 
-@login_required
-@require_POST
+@piweb_view(methods=("POST",))
 def leave(request, team_id):
     team = _team(request, team_id)
     name = team.name

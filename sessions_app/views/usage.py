@@ -9,28 +9,26 @@ import csv
 from dataclasses import dataclass
 from datetime import date
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET
 
 from sessions_app.models import Entry, Team
+from sessions_app.params import query
+from sessions_app.responses import piweb_view, session_view
 from sessions_app.selectors.panels.context_chart import context_chart
 from sessions_app.selectors.teams import member_team, team_sessions
 from sessions_app.selectors.usage import dashboard
-from sessions_app.services.access import VIEWER, check_access, visible_sessions
+from sessions_app.services.access import visible_sessions
 
 PRESET_DAYS = (7, 30, 90)
 
 
-@login_required
-@require_GET
-def session_context_chart(request, session_id):
+@session_view()
+def session_context_chart(request, access):
     """The context-over-time chart of one branch (default: the session's leaf)."""
-    access = check_access(request.user, session_id, VIEWER)
-    leaf = request.GET.get("leaf", "")[:64] or None
+    leaf = query(request).optional("leaf", limit=64)
     try:
         chart = context_chart(access.session, leaf)
     except Entry.DoesNotExist as exc:
@@ -59,10 +57,11 @@ class DashboardScope:
 def _scope(request) -> DashboardScope:
     """What the dashboard counts: every session the user can see, or (team=ID, for a
     member) the sessions shared with that team; and the days, both included."""
+    params = query(request)
     problems: list[str] = []
     team = None
     sessions = visible_sessions(request.user)
-    team_id = request.GET.get("team", "")
+    team_id = params.text("team")
     if team_id:
         team = member_team(request.user, team_id)
         if team is None:
@@ -70,7 +69,7 @@ def _scope(request) -> DashboardScope:
         sessions = team_sessions(team)
     days = []
     for name in ("from", "to"):
-        value = request.GET.get(name, "")
+        value = params.text(name)
         try:
             days.append(date.fromisoformat(value) if value else None)
         except ValueError:
@@ -79,8 +78,7 @@ def _scope(request) -> DashboardScope:
     return DashboardScope(sessions, team, days[0], days[1], problems)
 
 
-@login_required
-@require_GET
+@piweb_view()
 def usage_dashboard(request):
     scope = _scope(request)
     board = dashboard(scope.sessions, scope.start, scope.end)
@@ -149,8 +147,7 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-@login_required
-@require_GET
+@piweb_view()
 def usage_csv(request):
     """The dashboard's data as CSV: one row per day and model, then the top sessions, the
     projects, the people and the models (the `table` column says which)."""

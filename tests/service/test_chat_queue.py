@@ -119,8 +119,9 @@ def test_queueing_needs_a_running_agent_and_a_plain_message(make_user, workspace
             chat.queue_message(session, owner, text_, mode)
         assert refused.value.code == code
     assert not QueuedMessage.objects.filter(session=session).exists()
-    with pytest.raises(chat.QueueGone):
-        chat.cancel_queued(session, owner, "not-a-number")
+    for unknown in (None, 10**9):
+        with pytest.raises(chat.QueueGone):
+            chat.cancel_queued(session, owner, unknown)
 
 
 def _race(session, owner, item_pk, parent) -> dict:

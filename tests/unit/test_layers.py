@@ -194,3 +194,42 @@ def test_views_and_consumers_read_through_selectors(path):
     source = path.read_text()
     assert ".objects." not in source, f"{path.name} queries the ORM itself"
     assert "leaf.pi_id if" not in source, "use Session.leaf_pi_id"
+
+
+def _caught_names(handler: ast.ExceptHandler) -> set[str]:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {ast.unparse(kind) for kind in kinds if kind is not None}
+
+
+@pytest.mark.parametrize("path", [*modules("views"), APP / "responses.py"], ids=lambda p: p.name)
+def test_views_catch_no_bare_value_error(path):
+    """A ValueError in a service is a bug and must be a 500: refusals are ServiceErrors
+    (a bare `except:` or `except Exception` would hide bugs the same way). Only a view's
+    own parsing of a date it was sent (`date.fromisoformat`) may catch ValueError."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Try):
+            continue
+        body = "\n".join(ast.unparse(statement) for statement in node.body)
+        for handler in node.handlers:
+            caught = _caught_names(handler)
+            if handler.type is None or caught & {"Exception", "BaseException"}:
+                bad.append(f"line {handler.lineno}: except {caught or '(bare)'}")
+            elif (
+                "ValueError" in caught
+                and body != "days.append(date.fromisoformat(value) if value else None)"
+            ):
+                bad.append(f"line {handler.lineno}: except ValueError around {body!r}")
+    assert not bad, f"{path.name}: {bad}"
+
+
+@pytest.mark.parametrize("path", modules("views"), ids=lambda p: p.name)
+def test_views_read_request_values_through_params(path):
+    """`params.query(request)` / `params.form(request)`, never `request.GET/POST.get`."""
+    calls = [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) in ("request.GET.get", "request.POST.get")
+    ]
+    assert not calls, f"{path.name} reads {calls}"

@@ -62,10 +62,11 @@ def request_branch_summary(
     custom_instructions: str | None = None,
     replace_prompt: bool = False,
 ) -> Job:
-    """Navigate to `target_pi_id` now and queue the summary of the branch left behind."""
+    """Navigate to `target_pi_id` now and queue the summary of the branch left behind.
+    Its refusals are conflicts with the page that asked (409)."""
     custom = check_instructions(custom_instructions, "Custom instructions are")
     if replace_prompt and not custom:
-        raise JobError("Replacing the prompt needs custom instructions.")
+        raise JobError("Replacing the prompt needs custom instructions.", 409)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
         duplicate = _active_duplicate(locked, old_leaf_pi_id, target_pi_id)
@@ -73,9 +74,9 @@ def request_branch_summary(
             return duplicate
         target = find_entry(locked, target_pi_id)
         if target is None:
-            raise JobError(f"No entry {target_pi_id} in this session.")
+            raise JobError(f"No entry {target_pi_id} in this session.", 409)
         if old_leaf_pi_id and not entry_exists(locked, old_leaf_pi_id):
-            raise JobError(f"No entry {old_leaf_pi_id} in this session.")
+            raise JobError(f"No entry {old_leaf_pi_id} in this session.", 409)
         nav = resolve_target(locked, target)
         position = nav.leaf
         if locked.leaf_pi_id != position:

@@ -40,6 +40,7 @@ from piweb import queues
 from piweb.celery import app as celery_app
 from sessions_app.models import Entry, Job, Session
 from sessions_app.services import events, sessions
+from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,10 @@ REQUEUE, FAIL = "requeue", "fail"
 RUN_JOB_TASK = "piweb.run_job"  # tasks.run_job: runs any kind that has a `run`
 
 
-class JobError(ValueError):
+class JobError(ServiceError):
     """Bad input to a job request (message is shown to the user)."""
+
+    code = "job"
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,7 @@ def test_only_editors_queue_and_cancel_and_viewers_see_the_queue_without_cancel(
     assert not QueuedMessage.objects.filter(session=session).exists()
     again = client_for(shared.editor).post(unqueue, {"item": item.pk})
     assert again.status_code == 409 and "already delivered or cancelled" in again.content.decode()
+    garbled = client_for(shared.editor).post(unqueue, {"item": "two"})
+    assert (
+        garbled.status_code == 400 and "item: expected a whole number" in garbled.content.decode()
+    )

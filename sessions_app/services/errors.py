@@ -1,0 +1,28 @@
+"""The one error shape: a request refused, with its message for the person, its HTTP
+status and a stable machine code.
+
+Services, presentation and the typed request values (`params.py`) raise a
+`ServiceError` (usually a subclass of their own); the view gate
+(`responses.session_view` / `piweb_view`) turns it into the notice partial (htmx and the
+chat's fetch calls) or plain text, with `status`. A view catches one itself only to show
+it inside a form it renders anyway. Anything else that escapes a view is a bug and a 500.
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """A refusal the person can act on; `str(exc)` is safe to show (never markup)."""
+
+    status = 400
+    code = "invalid"
+
+    def __init__(self, message: str, status: int | None = None, code: str | None = None):
+        if status is not None and not isinstance(status, int):
+            raise TypeError(f"ServiceError status must be an HTTP status, not {status!r}.")
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
