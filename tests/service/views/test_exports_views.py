@@ -1,5 +1,5 @@
 """The export view (sessions_app/views/exports.py): who may export a session. The exports
-themselves are tested in test_exports.py."""
+themselves are tested in test_exports_presentation.py."""
 
 import pytest
 
