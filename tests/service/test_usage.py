@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from sessions_app.core.usage import usage_breakdown
 from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership, UsageDaily
@@ -17,12 +18,17 @@ from sessions_app.services import sessions
 from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
+from tests.support import page_walk
 from tests.support.pi16_sessions import assert_same_breakdown
 from tests.support.pi16_sessions import sessions_dir as pi16_dir
 from tests.support.pi16_sessions import usage_cases as pi16_cases
+from tests.support.pi_files import header, import_lines, message, usage_line
 from tests.support.usage_data import costly_entries, import_costly, usage
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+
+SID = "11111111-2222-3333-4444-555555555555"  # the session id pi_files.header() writes
 
 COSTLY = [
     ("anthropic/claude-opus-4-5", 4600, 1.5),
@@ -213,3 +219,28 @@ def test_the_migration_backfills_what_import_would_have_stored(make_user):
         assert session.usage_cost == pytest.approx(cost)
     assert Entry.objects.filter(session=fork, copied=True).count() == 7
     assert dashboard(Session.objects.all()).totals.cost == pytest.approx(1.96)
+
+
+@pytest.mark.embedded
+@pytest.mark.django_db
+def test_absurd_token_counts_import_cleanly_and_pages_render(owner):
+    lines = [
+        header(SID),
+        message("u1", None),
+        usage_line("a1", "u1", input=1e308, totalTokens=1e308),
+        message("u2", "a1"),
+        usage_line("a2", "u2", output=10**30, cacheRead=-(10**30)),
+        usage_line("a3", "a2", input=float("1e300"), output=5, cost={"total": 1e308}),
+        usage_line("a4", "a3", cost={"total": 1e308}),  # the sum of the costs overflows
+    ]
+    report = import_lines(owner, lines)
+    assert report.status == "created" and report.entries_added == 6
+    session = Session.objects.get(pi_id=SID)
+    for row in Entry.objects.filter(session=session).values(
+        "usage_input", "usage_output", "usage_cache_read", "usage_cache_write"
+    ):
+        assert all(abs(value) < 2**62 for value in row.values())
+    assert 0 < session.usage_tokens < 2**62
+    pages = page_walk.walk(session, owner)
+    assert page_walk.problems(pages) == []
+    assert client_for(owner).get(reverse("sessions_app:usage_dashboard")).status_code == 200
