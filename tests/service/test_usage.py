@@ -223,7 +223,8 @@ def test_the_migration_backfills_what_import_would_have_stored(make_user):
 
 @pytest.mark.embedded
 @pytest.mark.django_db
-def test_absurd_token_counts_import_cleanly_and_pages_render(owner):
+def test_absurd_token_counts_import_cleanly_and_pages_render(make_user):
+    owner = make_user("faults-owner")
     lines = [
         header(SID),
         message("u1", None),
