@@ -42,7 +42,6 @@ COVERED_BY_THEIR_PACKAGE = {
 NO_TEST_YET = {
     "agent/signals.py": "unit/test_providers.py, unit/test_loop.py (aborting a stream)",
     "agent/snapshots.py": "service/test_changes.py (snapshots per node, rewind, undo)",
-    "core/file_marks.py": "unit/test_read_ahead.py (the marks of a file digest)",
     "core/markdown_safe.py": "service/test_hostile_input.py (with the export it protects)",
     "core/preview.py": "unit/test_import_lines.py, unit/test_pi1_entries.py",
     "management/commands/export_session.py": "service/test_exports_presentation.py",
