@@ -43,7 +43,6 @@ NO_TEST_YET = {
     "agent/signals.py": "unit/test_providers.py, unit/test_loop.py (aborting a stream)",
     "agent/snapshots.py": "service/test_changes.py (snapshots per node, rewind, undo)",
     "core/markdown_safe.py": "service/test_hostile_input.py (with the export it protects)",
-    "core/preview.py": "unit/test_import_lines.py, unit/test_pi1_entries.py",
     "management/commands/export_session.py": "service/test_exports_presentation.py",
     "management/commands/import_pi_sessions.py": "service/test_importer.py",
     "management/commands/session_usage.py": "service/test_usage.py",
