@@ -1,5 +1,5 @@
-"""services/sessions.py: append, move the leaf, label, rename; concurrency; an entry stored
-once as its line. (Loading paths is tested in test_paths_selectors.py.)"""
+"""services/sessions.py: append, move the leaf, label, rename; concurrency. (Loading paths
+is tested in test_paths_selectors.py, the stored line in test_models.py.)"""
 
 from __future__ import annotations
 
@@ -158,24 +158,3 @@ def test_concurrent_appends_at_the_moving_leaf_lose_nothing(make_user):
     assert not errors, errors
     session.refresh_from_db()
     assert len(paths.load_path(session)) == writers * per_writer == session.entry_count
-
-
-@pytest.mark.django_db
-def test_an_entry_is_stored_once_as_its_line(make_user):
-    """`line` is the only stored copy: `payload` is parsed from it, and setting the
-    payload rewrites the line in JSON.stringify form."""
-    owner = make_user()
-    session = sessions.create_session(owner=owner, cwd="/w")
-    entry = sessions.append_entry(session, user("stored once"))
-    assert "payload" not in {f.column for f in Entry._meta.concrete_fields}
-    stored = Entry.objects.get(pk=entry.pk)
-    assert stored.line == serialize_entry(stored.payload)
-    assert stored.payload["message"]["content"] == "stored once"
-    changed = {**stored.payload, "message": {**stored.payload["message"], "content": "x y"}}
-    stored.payload = changed
-    assert stored.line == serialize_entry(changed)
-    stored.save(update_fields=["line"])
-    again = Entry.objects.get(pk=entry.pk)
-    assert again.payload["message"]["content"] == "x y"
-    again.line = serialize_entry({**changed, "type": "custom"})  # a new line, a new payload
-    assert again.payload["type"] == "custom"

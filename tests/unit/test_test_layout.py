@@ -46,7 +46,6 @@ NO_TEST_YET = {
     "management/commands/export_session.py": "service/test_exports_presentation.py",
     "management/commands/import_pi_sessions.py": "service/test_importer.py",
     "management/commands/session_usage.py": "service/test_usage.py",
-    "models.py": "service/test_sessions.py (an entry stored once as its line)",
     "selectors/changes.py": "service/test_changes.py",
     "selectors/provenance.py": "service/test_following.py",
     "selectors/usage.py": "service/test_usage.py",
