@@ -49,7 +49,6 @@ NO_TEST_YET = {
     "selectors/changes.py": "service/test_changes.py",
     "selectors/provenance.py": "service/test_following.py",
     "selectors/usage.py": "service/test_usage.py",
-    "services/access.py": "service/test_sharing.py, service/test_permissions_matrix.py",
     "services/bulk_entries.py": "service/test_importer.py",
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
     "services/jobs/summaries.py": "service/test_job_compaction.py, service/test_llm.py",
