@@ -53,7 +53,6 @@ NO_TEST_YET = {
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
     "services/jobs/summaries.py": "service/test_job_compaction.py, service/test_llm.py",
     "services/sandboxing.py": "service/test_sandbox.py, service/test_resources.py",
-    "services/summarizer.py": "service/test_job_agent_run.py, conformance/test_providers_pi.py",
     "services/workspaces.py": "service/test_workspace_choice.py, service/test_chat.py",
 }
 
