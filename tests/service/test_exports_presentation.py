@@ -1,6 +1,8 @@
 """Exports: self-contained HTML (no external references), Markdown of one branch, pi JSONL;
 from the web and from `manage.py export_session`."""
 
+from __future__ import annotations
+
 import json
 import re
 
@@ -11,6 +13,7 @@ from sessions_app.core.jsonl import read_session
 from sessions_app.presentation import exports
 from sessions_app.services import exporter, sessions
 from tests.support.branchy_session import build_branchy_session, user
+from tests.support.usage_data import import_costly
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +95,17 @@ def test_export_views(client, make_user):
     assert first["type"] == "session" and first["id"] == data.session.pi_id
     assert client.get(base + "pdf/").status_code == 400
     assert client.get(base + "md/", {"leaf": "zzz"}).status_code == 400
+
+
+@pytest.mark.embedded
+def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
+    from sessions_app.presentation.exports import export_html
+
+    session = import_costly(make_user("owner5"))
+    html = export_html(session)
+    assert 'id="export-usage"' in html
+    assert '<tr data-key="anthropic/claude-opus-4-5">' in html
+    assert html.count('<tr class="turn"') == 3 and html.count('<tr class="compaction"') == 1
+    assert "uPlot" not in html  # no chart library in the offline file: tables only
+    early = export_html(session, "e0000003")
+    assert '<tr data-key="anthropic/claude-opus-4-5">' not in early  # this branch only

@@ -46,7 +46,6 @@ NO_TEST_YET = {
     "management/commands/import_pi_sessions.py": "service/test_importer.py",
     "management/commands/session_usage.py": "service/test_usage.py",
     "selectors/changes.py": "service/test_changes.py",
-    "selectors/usage.py": "service/test_usage.py",
     "services/bulk_entries.py": "service/test_importer.py",
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
     "services/jobs/summaries.py": "service/test_job_compaction.py, service/test_llm.py",
