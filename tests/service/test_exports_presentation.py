@@ -1,13 +1,12 @@
-"""Exports: self-contained HTML (no external references), Markdown of one branch, pi JSONL;
-from the web and from `manage.py export_session`."""
+"""presentation/exports.py: self-contained HTML (no external references), Markdown of one
+branch, and pi JSONL beside them. (`manage.py export_session` is tested in
+test_export_session_command.py, the export view in views/test_exports_views.py.)"""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from django.core.management import CommandError, call_command
 
 from sessions_app.core.jsonl import read_session
 from sessions_app.presentation import exports
@@ -47,7 +46,7 @@ def test_html_export_is_self_contained_and_shows_the_branch(make_user):
 
 
 @pytest.mark.embedded
-def test_markdown_and_jsonl(make_user, tmp_path):
+def test_markdown_and_jsonl(make_user):
     owner = make_user()
     data = build_branchy_session(owner)
     md = exports.export_markdown(data.session, data.ids["b3"])
@@ -60,41 +59,6 @@ def test_markdown_and_jsonl(make_user, tmp_path):
     assert [e["id"] for e in parsed.entries] == list(
         data.session.entries.order_by("seq").values_list("pi_id", flat=True)
     )
-    out = tmp_path / "s.html"
-    call_command(
-        "export_session",
-        data.session.pi_id,
-        "--format",
-        "html",
-        "--leaf",
-        data.ids["a3"],
-        "-o",
-        str(out),
-    )
-    assert "Fixed the parser" in out.read_text()
-    call_command("export_session", data.session.pi_id, "--format", "md", "-o", str(tmp_path))
-    assert list(tmp_path.glob("*.md"))
-    with pytest.raises(CommandError):
-        call_command("export_session", "nope", "--format", "md")
-    with pytest.raises(CommandError):
-        call_command("export_session", data.session.pi_id, "--format", "md", "--leaf", "zzz")
-
-
-def test_export_views(client, make_user):
-    owner = make_user()
-    data = build_branchy_session(owner)
-    client.force_login(owner)
-    base = f"/s/{data.session.pi_id}/export/"
-    html = client.get(base + "html/", {"leaf": data.ids["a3"]})
-    assert html.status_code == 200
-    assert html["Content-Disposition"].startswith("attachment;")
-    assert html["Content-Type"].startswith("text/html")
-    jsonl = client.get(base + "jsonl/")
-    assert jsonl.streaming  # never the whole file in memory
-    first = json.loads(b"".join(jsonl.streaming_content).decode().splitlines()[0])
-    assert first["type"] == "session" and first["id"] == data.session.pi_id
-    assert client.get(base + "pdf/").status_code == 400
-    assert client.get(base + "md/", {"leaf": "zzz"}).status_code == 400
 
 
 @pytest.mark.embedded

@@ -42,7 +42,6 @@ COVERED_BY_THEIR_PACKAGE = {
 NO_TEST_YET = {
     "agent/snapshots.py": "service/test_changes.py (snapshots per node, rewind, undo)",
     "core/markdown_safe.py": "service/test_hostile_input.py (with the export it protects)",
-    "management/commands/export_session.py": "service/test_exports_presentation.py",
     "management/commands/import_pi_sessions.py": "service/test_importer.py",
     "management/commands/session_usage.py": "service/test_usage.py",
     "selectors/changes.py": "service/test_changes.py",
