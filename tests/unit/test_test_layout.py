@@ -49,7 +49,6 @@ NO_TEST_YET = {
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
     "services/jobs/summaries.py": "service/test_job_compaction.py, service/test_llm.py",
     "services/sandboxing.py": "service/test_sandbox.py, service/test_resources.py",
-    "services/workspaces.py": "service/test_workspace_choice.py, service/test_chat.py",
 }
 
 # Unit and service test modules that check one property across the whole app, so no single
