@@ -40,7 +40,6 @@ COVERED_BY_THEIR_PACKAGE = {
 # Modules with logic that have no test module of their own yet: the modules whose cases
 # exercise them meanwhile (to be moved when those modules are next split).
 NO_TEST_YET = {
-    "agent/snapshots.py": "service/test_changes.py (snapshots per node, rewind, undo)",
     "core/markdown_safe.py": "service/test_hostile_input.py (with the export it protects)",
     "management/commands/import_pi_sessions.py": "service/test_importer.py",
     "management/commands/session_usage.py": "service/test_usage.py",
