@@ -1,6 +1,7 @@
 """The compaction job (and the job runner it goes through), run in this process against the
 scripted model (no worker needed): manual / threshold / overflow, split turn, update, leaf
-moves while a job runs, retries, idempotency, stale-job recovery, settings."""
+moves while a job runs, retries, idempotency, stale-job recovery. (The compaction settings
+are tested in test_job_summaries.py.)"""
 
 import threading
 import time
@@ -371,33 +372,6 @@ def test_stale_jobs_are_requeued_then_failed(make_user, llm, settings):
         status="running", attempts=1, heartbeat_at=timezone.now()
     )
     assert jobs.sweep_stale_jobs(session=session) == []
-
-
-def test_compaction_settings_merge_and_validation(make_user, settings):
-    settings.PIWEB_COMPACTION = {
-        "enabled": True,
-        "reserve_tokens": 1000,
-        "keep_recent_tokens": 2000,
-    }
-    owner = make_user()
-    session = sessions.create_session(owner=owner, cwd="/tmp")
-    cfg = jobs.compaction_settings(session)
-    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
-    cfg = jobs.update_compaction_settings(
-        session, actor=owner, enabled=False, reserve_tokens="5000", keep_recent_tokens=300
-    )
-    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (False, 5000, 300)
-    session.refresh_from_db()
-    assert session.settings["compaction"] == {
-        "enabled": False,
-        "reserveTokens": 5000,
-        "keepRecentTokens": 300,
-    }
-    for bad in ("abc", 0, -5, 10**9):
-        with pytest.raises(jobs.JobError):
-            jobs.update_compaction_settings(
-                session, actor=owner, enabled=True, reserve_tokens=bad, keep_recent_tokens=10
-            )
 
 
 def test_request_validation(make_user):

@@ -46,7 +46,6 @@ NO_TEST_YET = {
     "selectors/changes.py": "service/test_changes.py",
     "services/bulk_entries.py": "service/test_importer.py",
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
-    "services/jobs/summaries.py": "service/test_job_compaction.py, service/test_llm.py",
     "services/sandboxing.py": "service/test_sandbox.py, service/test_resources.py",
 }
 
