@@ -4,14 +4,20 @@ context edit does, the system changes, and a compaction that restates its system
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.urls import reverse
 
+from sessions_app.models import Session
 from sessions_app.services.inspector import inspect_context
 from tests.support.pi1_session import REPLACEMENT, import_pi1_session
+from tests.support.pi_files import header, import_lines, message, usage_line
 from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
+
+SID = "11111111-2222-3333-4444-555555555555"  # the session id pi_files.header() writes
 
 
 @pytest.fixture
@@ -69,3 +75,21 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
         .content.decode()
     )
     assert "usage-table" in pane  # a tool result's own usage (pi 1.x)
+
+
+@pytest.mark.django_db
+def test_the_inspector_of_a_session_with_a_10mb_cwd_answers_quickly(owner):
+    cwd = "/" + "d" * (10 * 1024 * 1024)
+    import_lines(owner, [header(SID, cwd=cwd), message("u1", None), usage_line("a1", "u1")])
+    session = Session.objects.get(pi_id=SID)
+    url = reverse("sessions_app:inspector", args=[session.pi_id])
+    client = client_for(owner)
+    started = time.monotonic()
+    response = client.get(url)
+    elapsed = time.monotonic() - started
+    assert response.status_code == 200
+    print(f"inspector of a 10 MB cwd: {elapsed:.2f} s")
+    assert elapsed < 3, f"the inspector took {elapsed:.1f} s"
+    assert len(response.content) < 1024 * 1024
+    # the session keeps the first 4,096 characters; the header line keeps them all
+    assert len(session.cwd) == 4096 and "d" * 4095 in response.content.decode()

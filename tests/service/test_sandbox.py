@@ -24,6 +24,7 @@ from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import execute_tool
 from sessions_app.services import chat, sandboxing, sessions
 from tests.support.agent_runs import host_processes_with
+from tests.support.sandboxed import sh, tool
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("bwrap_required")]
@@ -75,16 +76,6 @@ def outside(tmp_path):
     (directory / "nested").mkdir()
     (directory / "nested" / "deep.txt").write_text(f"{CANARY}-deep\n")
     return directory
-
-
-def sh(session, command, **kwargs):
-    outcome = sandboxing.run_command(session, command, **kwargs)
-    text = outcome.result.truncation.content
-    return outcome, text
-
-
-def tool(session, name, args, **kwargs):
-    return execute_tool(name, json.dumps(args), sandboxing.tool_context(session, **kwargs))
 
 
 # --- who and where ---------------------------------------------------------------------------

@@ -135,3 +135,40 @@ def test_teams_page_lists_members_and_shared_sessions(client, setup, make_user):
     client.force_login(make_user("loner"))
     body = client.get("/teams/").content.decode()
     assert "You are not in any team" in body and data.session.pi_id not in body
+
+
+# A link's expiry is a whole number of days from 1 to 365, or empty (no expiry): anything
+# else is refused with a clear message, never turned into a link that never expires.
+BAD_EXPIRIES = ("0", "abc", "1.5", "-3", "366", "1e3", "٣", " 2 days", "0x10")
+
+
+@pytest.fixture
+def data(make_user):
+    return build_branchy_session(make_user("owner"))
+
+
+@pytest.mark.parametrize("raw", BAD_EXPIRIES)
+def test_bad_link_expiry_is_refused_not_made_permanent(client, data, raw):
+    owner = data.session.owner
+    with pytest.raises(SharingError, match="whole number of days"):
+        sharing.create_link(data.session, actor=owner, leaf_pi_id=None, expires_in_days=raw)
+    client.force_login(owner)
+    response = client.post(
+        f"/s/{data.session.pi_id}/sharing/link/", {"leaf": data.ids["a3"], "expires_in_days": raw}
+    )
+    assert response.status_code == 400
+    assert "whole number of days from 1 to 365" in response.content.decode()
+    assert not ShareLink.objects.exists()  # nothing was created, least of all a forever link
+
+
+def test_good_link_expiry_and_empty_means_no_expiry(client, data):
+    owner = data.session.owner
+    week = sharing.create_link(data.session, actor=owner, leaf_pi_id=None, expires_in_days="7")
+    assert timedelta(days=6, hours=23) < week.expires_at - timezone.now() <= timedelta(days=7)
+    for empty in (None, "", "  "):
+        link = sharing.create_link(
+            data.session, actor=owner, leaf_pi_id=None, expires_in_days=empty
+        )
+        assert link.expires_at is None
+    year = sharing.create_link(data.session, actor=owner, leaf_pi_id=None, expires_in_days=365)
+    assert year.expires_at is not None

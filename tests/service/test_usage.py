@@ -1,5 +1,6 @@
-"""Stored usage: import, append and fork keep it current; forks count once in totals;
-`session_usage --json` gives pi's breakdown."""
+"""services/usage.py: the stored usage; import, append and fork keep it current, the
+migration backfills it, `session_usage --json` gives pi's breakdown. (The dashboard is
+tested in test_usage_selectors.py.)"""
 
 from __future__ import annotations
 
@@ -9,20 +10,25 @@ from datetime import UTC, date, datetime
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from sessions_app.core.usage import usage_breakdown
-from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership, UsageDaily
+from sessions_app.models import Entry, Session, UsageDaily
 from sessions_app.selectors.usage import dashboard, session_summary
 from sessions_app.services import sessions
-from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
+from tests.support import page_walk
 from tests.support.pi16_sessions import assert_same_breakdown
 from tests.support.pi16_sessions import sessions_dir as pi16_dir
 from tests.support.pi16_sessions import usage_cases as pi16_cases
+from tests.support.pi_files import header, import_lines, message, usage_line
 from tests.support.usage_data import costly_entries, import_costly, usage
+from tests.support.web import client_for
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+
+SID = "11111111-2222-3333-4444-555555555555"  # the session id pi_files.header() writes
 
 COSTLY = [
     ("anthropic/claude-opus-4-5", 4600, 1.5),
@@ -97,67 +103,6 @@ def test_append_updates_the_stored_usage(make_user):
     assert UsageDaily.objects.filter(session=session, day=date(2026, 2, 1)).count() == 1
 
 
-def test_a_fork_counts_once_in_a_team_total_and_whole_in_its_own(make_user):
-    alice, bob = make_user("alice2"), make_user("bob2")
-    team = Team.objects.create(name="reviewers")
-    TeamMembership.objects.create(team=team, user=alice)
-    TeamMembership.objects.create(team=team, user=bob)
-    source = import_costly(alice)
-    fork = fork_session(source, "e0000007", actor=bob)  # copies up to the opus turn
-    sessions.append_entry(
-        fork,
-        {
-            "type": "usage",
-            "provider": "openai",
-            "model": "gpt-5.1-codex",
-            "timestamp": "2026-01-12T00:00:00.000Z",
-            "usage": usage(1, 1, cost=0.25),
-        },
-    )
-    copied = Entry.objects.filter(session=fork, copied=True)
-    assert copied.count() == 7 and not copied.filter(pi_id="e0000009").exists()
-    own = session_summary(fork)["totals"]
-    assert own["cost"] == pytest.approx(0.25 + 0.01 + 0.05 + 0.02 + 1.5 + 0.25)
-    for share_of in (source, fork):
-        SessionShare.objects.create(session=share_of, team=team)
-    shared = Session.objects.filter(shares__team=team)
-    board = dashboard(shared)
-    assert board.totals.cost == pytest.approx(1.96 + 0.25)  # the source once, plus the new entry
-    assert board.totals.tokens == 12145 + 2
-    people = {p["session__owner__username"]: p["totals"].cost for p in board.by_person}
-    assert people == {"alice2": pytest.approx(1.96), "bob2": pytest.approx(0.25)}
-    # Without its source in the scope, the fork's copied entries do count.
-    alone = dashboard(Session.objects.filter(pk=fork.pk))
-    assert alone.totals.cost == pytest.approx(own["cost"])
-    # And each user's own view counts what they can see, once.
-    assert dashboard(visible_sessions(bob)).totals.cost == pytest.approx(1.96 + 0.25)
-
-
-def test_dashboard_date_range_and_groups(make_user):
-    owner = make_user("carol")
-    import_costly(owner)
-    import_costly(owner, session_id="aaaaaaaa-0000-4000-8000-000000000002", cwd="/work/other")
-    board = dashboard(visible_sessions(owner), start=date(2026, 1, 11), end=date(2026, 1, 11))
-    assert board.days == ["2026-01-11"]
-    assert board.totals.cost == pytest.approx(2 * (1.5 + 0.005 + 0.125))
-    assert [p["session__cwd"] for p in board.by_project] == ["/work/costly", "/work/other"]
-    assert [m["key"] for m in board.models][0] == "anthropic/claude-opus-4-5"
-    assert len(board.top_sessions) == 2
-
-
-def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
-    from sessions_app.presentation.exports import export_html
-
-    session = import_costly(make_user("owner5"))
-    html = export_html(session)
-    assert 'id="export-usage"' in html
-    assert '<tr data-key="anthropic/claude-opus-4-5">' in html
-    assert html.count('<tr class="turn"') == 3 and html.count('<tr class="compaction"') == 1
-    assert "uPlot" not in html  # no chart library in the offline file: tables only
-    early = export_html(session, "e0000003")
-    assert '<tr data-key="anthropic/claude-opus-4-5">' not in early  # this branch only
-
-
 def test_an_imported_pi_fork_counts_its_copied_history_once(make_user):
     from tests.support.pi_files import as_file, jsonl_text
 
@@ -213,3 +158,29 @@ def test_the_migration_backfills_what_import_would_have_stored(make_user):
         assert session.usage_cost == pytest.approx(cost)
     assert Entry.objects.filter(session=fork, copied=True).count() == 7
     assert dashboard(Session.objects.all()).totals.cost == pytest.approx(1.96)
+
+
+@pytest.mark.embedded
+@pytest.mark.django_db
+def test_absurd_token_counts_import_cleanly_and_pages_render(make_user):
+    owner = make_user("faults-owner")
+    lines = [
+        header(SID),
+        message("u1", None),
+        usage_line("a1", "u1", input=1e308, totalTokens=1e308),
+        message("u2", "a1"),
+        usage_line("a2", "u2", output=10**30, cacheRead=-(10**30)),
+        usage_line("a3", "a2", input=float("1e300"), output=5, cost={"total": 1e308}),
+        usage_line("a4", "a3", cost={"total": 1e308}),  # the sum of the costs overflows
+    ]
+    report = import_lines(owner, lines)
+    assert report.status == "created" and report.entries_added == 6
+    session = Session.objects.get(pi_id=SID)
+    for row in Entry.objects.filter(session=session).values(
+        "usage_input", "usage_output", "usage_cache_read", "usage_cache_write"
+    ):
+        assert all(abs(value) < 2**62 for value in row.values())
+    assert 0 < session.usage_tokens < 2**62
+    pages = page_walk.walk(session, owner)
+    assert page_walk.problems(pages) == []
+    assert client_for(owner).get(reverse("sessions_app:usage_dashboard")).status_code == 200

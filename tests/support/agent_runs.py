@@ -1,6 +1,6 @@
 """Agent runs through the real worker, for the end-to-end chat tests: a session in its
 owner's area, the chat's requests, waiting for the run, and a websocket that records
-every event of a session."""
+every event of a session; and a run executed in the test's own process."""
 
 import asyncio
 import json
@@ -11,7 +11,7 @@ import websockets
 
 from sessions_app.models import Job
 from sessions_app.selectors import paths
-from sessions_app.services import sessions
+from sessions_app.services import chat, jobs, sessions
 from tests.support.waiting import wait_until
 from tests.support.web import session_cookie_for
 from tests.support.workspaces import place_workspace
@@ -20,6 +20,14 @@ from tests.support.workspaces import place_workspace
 def new_session(user, workspace, profile="scripted"):
     cwd = place_workspace(user, workspace)  # sessions run only in their owner's folder
     return sessions.create_session(owner=user, cwd=str(cwd), model_profile=profile)
+
+
+def run_here(session, user, text_):
+    """Send `text_` as `user` and execute the run in this process; its job."""
+    job = chat.send_message(session, user, text_)
+    assert jobs.run_job(str(job.pk)) in ("done", "aborted")
+    session.refresh_from_db()
+    return job
 
 
 def send(client, session, text_):

@@ -141,3 +141,26 @@ def random_path(rng: random.Random, n: int, prefix: str = "e") -> list[dict]:
         ids.append(eid)
         parent = eid
     return out
+
+
+def turn(i, parent, role="user", text="hi", ts=None, **message):
+    """A message entry of `role` saying `text` (a tool result with `toolName=`)."""
+    content = text if role == "user" else [{"type": "text", "text": text}]
+    return {
+        "type": "message",
+        "id": i,
+        "parentId": parent,
+        "timestamp": ts or f"2026-01-01T00:00:{len(i):02d}.000Z",
+        "message": {"role": role, "content": content, **message},
+    }
+
+
+def two_branches():
+    """a -> b -> c and a -> d -> e: two branches from the root, a second apart."""
+    return [
+        turn("a", None),
+        turn("b", "a", "assistant", "one", ts="2026-01-01T00:00:01.000Z"),
+        turn("c", "b", "user", "two", ts="2026-01-01T00:00:02.000Z"),
+        turn("d", "a", "assistant", "other", ts="2026-01-01T00:00:03.000Z"),
+        turn("e", "d", "user", "more", ts="2026-01-01T00:00:04.000Z"),
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from sessions_app.core.jsonl import serialize_entry
@@ -112,3 +113,23 @@ def session_file(folder, count: int = 2, sid: str = FOLLOWED_SID):
 def append(path, data: bytes) -> None:
     with open(path, "ab") as fh:
         fh.write(data)
+
+
+def import_lines(owner, lines: list[dict]):
+    """Import `lines` (header first) as one uploaded file; the importer's report."""
+    from sessions_app.services.importer import import_jsonl_stream
+
+    data = "".join(json.dumps(item) + "\n" for item in lines).encode()
+    return import_jsonl_stream(io.BytesIO(data), owner, filename="f.jsonl", after_commit="inline")
+
+
+def usage_line(eid: str, parent: str, **usage) -> dict:
+    """An assistant answer whose usage holds `usage` over 1 token in, 1 out."""
+    entry = message(eid, parent, role="assistant", text="answer")
+    entry["message"].update(
+        provider="p",
+        model="m",
+        usage={"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, **usage},
+        stopReason="stop",
+    )
+    return entry

@@ -6,14 +6,29 @@ from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi_files import as_file, jsonl_text
 
 
-def usage(i=0, o=0, cr=0, cw=0, cost=0.0):
+def usage(i=0, o=0, cr=0, cw=0, cost=0.0, total=None):
+    """A usage object; its totalTokens is the sum unless `total` says otherwise."""
     return {
         "input": i,
         "output": o,
         "cacheRead": cr,
         "cacheWrite": cw,
-        "totalTokens": i + o + cr + cw,
+        "totalTokens": total if total is not None else i + o + cr + cw,
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+    }
+
+
+def assistant(eid, provider, model, usage, **extra):
+    """An assistant message entry of `provider`/`model`, with `usage` unless it is None."""
+    message = {"role": "assistant", "content": [], "provider": provider, "model": model}
+    if usage is not None:
+        message["usage"] = usage
+    message.update(extra)
+    return {
+        "type": "message",
+        "id": eid,
+        "timestamp": "2026-01-02T10:00:00.000Z",
+        "message": message,
     }
 
 

@@ -18,11 +18,12 @@ from sessions_app.core.compaction import (
     prepare_compaction,
 )
 from sessions_app.core.tokens import (
-    estimate_context_tokens,
+    entry_token_estimate,
     estimate_tokens,
-    get_assistant_usage,
     should_compact,
 )
+from tests.conformance._cases import golden_params, require_case
+from tests.conformance.golden import load_golden
 from tests.support.context_entries import assistant, entry, random_path, tool_result, user
 
 
@@ -215,46 +216,118 @@ def test_settings_round_trip_and_should_compact():
     assert should_compact(10**9, 10000, CompactionSettings(enabled=False)) is False
 
 
-def test_token_estimates_utf16_and_usage():
-    assert (
-        estimate_tokens({"role": "user", "content": "\U0001f600\U0001f600"}) == 1
-    )  # 4 UTF-16 units
-    # pi 0.80.2 counts an image in a user message as 4800 chars (0.73 ignored it).
-    assert (
-        estimate_tokens(
-            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "abcde"}]}
-        )
-        == 1202
+# Cut points from stored per-entry estimates equal the ones pi's walk computes.
+#
+# ``find_cut_point(..., estimates=...)`` / ``prepare_compaction(..., estimates=...)`` sum
+# the ``entry_token_estimate`` figures the database keeps instead of estimating each
+# message; these tests hold them to the plain search on pi's golden cases and on
+# generated sessions (short and long, so the block sums are crossed at every offset).
+CUTPOINT = "cutpoint.json"
+
+
+KEEPS = [-5, 0, 1, 10, 50, 200, 1000, 5000, 20_000, 10**9, float("inf"), float("nan")]
+
+
+def _estimates(entries):
+    return [entry_token_estimate(e) for e in entries]
+
+
+def _golden_entries(case):
+    return load_golden(CUTPOINT)["entrySets"][case["input"]["entriesRef"]]
+
+
+@pytest.mark.parametrize("case", golden_params(CUTPOINT, functions={"findCutPoint"}))
+def test_golden_find_cut_point_with_estimates(case):
+    case = require_case(CUTPOINT, case)
+    inp = case["input"]
+    entries = _golden_entries(case)
+    args = (entries, inp["startIndex"], inp["endIndex"], inp["keepRecentTokens"])
+    plain = find_cut_point(*args)
+    fast = find_cut_point(*args, estimates=_estimates(entries))
+    assert fast == plain == case["output"]
+
+
+@pytest.mark.parametrize("case", golden_params(CUTPOINT, functions={"prepareCompaction"}))
+def test_golden_prepare_compaction_with_estimates(case):
+    case = require_case(CUTPOINT, case)
+    entries = _golden_entries(case)[: case["input"].get("sliceEnd")]
+    settings = CompactionSettings.from_dict(case["input"]["settings"])
+    plain = prepare_compaction(entries, settings)
+    fast = prepare_compaction(entries, settings, estimates=_estimates(entries))
+    if plain is None:
+        assert fast is None
+        assert case["output"] is None
+        return
+    assert fast is not None
+    assert fast.to_dict() == plain.to_dict()
+    assert fast.first_kept_entry_id == case["output"]["firstKeptEntryId"]
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_generated_paths_same_cut_with_estimates(seed):
+    rng = random.Random(seed)
+    entries = random_path(rng, rng.randint(1, 120))
+    estimates = _estimates(entries)
+    for _ in range(6):
+        start = rng.randint(0, len(entries) - 1)
+        end = rng.randint(start, len(entries) + 3)  # ends past the list are clamped
+        keep = rng.choice(KEEPS)
+        plain = find_cut_point(entries, start, end, keep)
+        assert find_cut_point(entries, start, end, keep, estimates=estimates) == plain
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_paths_budget_reached_in_every_block(seed):
+    """Thousands of entries: the budget falls at many offsets inside and across blocks."""
+    rng = random.Random(1000 + seed)
+    entries = random_path(rng, 6000)
+    estimates = _estimates(entries)
+    total = sum(estimates)
+    keeps = sorted({rng.randint(1, total) for _ in range(25)} | {total, total + 1, 20_000})
+    for keep in keeps:
+        plain = find_cut_point(entries, 0, len(entries), keep)
+        assert find_cut_point(entries, 0, len(entries), keep, estimates=estimates) == plain
+    start = len(entries) // 3
+    plain = find_cut_point(entries, start, len(entries) - 7, 4000)
+    got = find_cut_point(entries, start, len(entries) - 7, 4000, estimates=estimates)
+    assert got == plain
+
+
+def test_unknown_estimates_are_computed():
+    rng = random.Random(42)
+    entries = random_path(rng, 2500)
+    estimates = [None if rng.random() < 0.3 else v for v in _estimates(entries)]
+    assert None in estimates
+    for keep in (0, 77, 3000, 20_000, 10**9):
+        plain = find_cut_point(entries, 0, len(entries), keep)
+        assert find_cut_point(entries, 0, len(entries), keep, estimates=estimates) == plain
+    none_known = [None] * len(entries)
+    assert find_cut_point(entries, 0, len(entries), 3000, estimates=none_known) == (
+        find_cut_point(entries, 0, len(entries), 3000)
     )
-    # pi 0.80.2: usage adding up to zero tokens is no usage.
-    zero = assistant("z", None, usage_total=0, text="")["message"]
-    assert get_assistant_usage(zero) is None
-    aborted = assistant("a", None, stop="aborted", usage_total=999)["message"]
-    ok = assistant("b", None, usage_total=50, text="")["message"]
-    trailing = {"role": "user", "content": "x" * 8}
-    got = estimate_context_tokens([ok, aborted, trailing])
-    assert got == {
-        "tokens": 50 + estimate_tokens(aborted) + 2,
-        "usageTokens": 50,
-        "trailingTokens": estimate_tokens(aborted) + 2,
-        "lastUsageIndex": 0,
-    }
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        {"path": "a.py"},
-        {"path": "tab\there", "x": 'quote"back\\slash\u0001'},
-        {"path": "\u65e5\u672c.md"},
-        {"path": "lone \ud800"},
-        {"10": "index key first", "a": "b"},
-        {"n": 1.0, "f": 0.1, "big": 10**17, "nested": {"k": [True, None]}},
-    ],
-)
-def test_tool_call_argument_length_matches_json_stringify(args):
-    from sessions_app.core.jsutil import js_json_dumps, utf16_len
+def test_estimates_are_what_the_walk_sums():
+    """Stored figures are trusted: different figures move the cut (the walk uses them)."""
+    entries = random_path(random.Random(3), 400)
+    real = _estimates(entries)
+    keep = sum(real) // 2
+    plain = find_cut_point(entries, 0, len(entries), keep)
+    assert find_cut_point(entries, 0, len(entries), keep, estimates=real) == plain
+    doubled = [2 * v for v in real]
+    moved = find_cut_point(entries, 0, len(entries), keep, estimates=doubled)
+    assert moved["firstKeptEntryIndex"] > plain["firstKeptEntryIndex"]
 
-    msg = {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": args}]}
-    expected_chars = 1 + utf16_len(js_json_dumps(args))
-    assert estimate_tokens(msg) == -(-expected_chars // 4)
+
+def test_estimates_of_another_length_are_refused():
+    entries = random_path(random.Random(5), 20)
+    with pytest.raises(ValueError):
+        find_cut_point(entries, 0, len(entries), 10, estimates=[1] * (len(entries) - 1))
+
+
+def test_negative_start_index_keeps_pi_walk():
+    entries = random_path(random.Random(9), 50)
+    for keep in (0, 30, 10**9):
+        plain = find_cut_point(entries, -3, len(entries), keep)
+        got = find_cut_point(entries, -3, len(entries), keep, estimates=_estimates(entries))
+        assert got == plain

@@ -16,6 +16,7 @@ from sessions_app.core.usage import (
 from tests.support.pi16_sessions import assert_same_breakdown
 from tests.support.pi16_sessions import sessions_dir as pi16_dir
 from tests.support.pi16_sessions import usage_cases as pi16_cases
+from tests.support.usage_data import assistant, usage
 
 
 def read_entries(path: Path) -> list[dict]:
@@ -30,30 +31,6 @@ def test_every_pi16_session_matches_pi_usage_breakdown():
         entries = read_entries(pi16_dir() / case["file"])
         assert len(entries) == case["entryCount"]
         assert_same_breakdown(usage_breakdown(entries), case["usageBreakdown"])
-
-
-def assistant(eid, provider, model, usage, **extra):
-    message = {"role": "assistant", "content": [], "provider": provider, "model": model}
-    if usage is not None:
-        message["usage"] = usage
-    message.update(extra)
-    return {
-        "type": "message",
-        "id": eid,
-        "timestamp": "2026-01-02T10:00:00.000Z",
-        "message": message,
-    }
-
-
-def usage(i=0, o=0, cr=0, cw=0, cost=0.0, total=None):
-    return {
-        "input": i,
-        "output": o,
-        "cacheRead": cr,
-        "cacheWrite": cw,
-        "totalTokens": total if total is not None else i + o + cr + cw,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
-    }
 
 
 def test_assistant_uses_response_model_when_present_and_tokens_ignore_total_tokens():
@@ -178,54 +155,6 @@ def test_summary_totals_by_day_and_model_and_cache_hit_ratio():
     assert entry_day({"timestamp": "2026-13-03T00:00:00.000Z"}) is None
     assert entry_day({"timestamp": "2026-02-30T00:00:00Z"}) is None
     assert entry_day({"timestamp": 1736987937000}) is None
-
-
-def test_context_timeline_turns_estimates_and_markers():
-    from sessions_app.core.context_chart import context_timeline
-    from sessions_app.core.messages import build_session_context
-    from sessions_app.core.tokens import estimate_tokens
-
-    def user(eid, text):
-        return {"type": "message", "id": eid, "message": {"role": "user", "content": text}}
-
-    path = [
-        user("u1", "x" * 400),  # 100 tokens
-        assistant("a1", "p", "m", usage(1000, 100, 0, 0, total=1100)),
-        user("u2", "y" * 80),  # 20 tokens
-        assistant("a2", "p", "m", usage(5, 5), stopReason="error"),  # estimated
-        {
-            "type": "compaction",
-            "id": "c1",
-            "summary": "s" * 40,
-            "firstKeptEntryId": "u2",
-            "tokensBefore": 1234,
-        },
-        {"type": "model_change", "id": "mc", "provider": "q", "modelId": "n"},
-        {"type": "branch_summary", "id": "b1", "fromId": "u1", "summary": "b" * 8},
-        assistant("a3", "q", "n", None),
-    ]
-    for parent, child in zip(path, path[1:], strict=False):
-        child["parentId"] = parent["id"]
-    timeline = context_timeline(path)
-    points = timeline["points"]
-    assert [(p["id"], p["index"], p["estimated"]) for p in points] == [
-        ("a1", 1, False),
-        ("a2", 3, True),
-        ("a3", 7, True),
-    ]
-    assert points[0]["tokens"] == 1100
-    assert points[1]["tokens"] == 1100 + 20 + estimate_tokens(path[3]["message"])
-    (compaction,) = timeline["compactions"]
-    reference = build_session_context(path[:5])["messages"]
-    assert compaction == {
-        "id": "c1",
-        "index": 4,
-        "before": 1234,
-        "after": sum(estimate_tokens(m) for m in reference),
-    }
-    assert timeline["modelChanges"] == [{"id": "mc", "index": 5, "model": "q/n", "from": "p/m"}]
-    assert timeline["branchSummaries"][0]["id"] == "b1"
-    assert points[2]["model"] == "q/n" and points[2]["tokens"] > compaction["after"]
 
 
 def test_bucket_keys_are_storable_whatever_the_file_says():

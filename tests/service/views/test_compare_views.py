@@ -1,5 +1,5 @@
 """The compare views (sessions_app/views/compare.py): who may compare two branches and who
-may start a compare summary. The comparison itself is tested in test_compare.py."""
+may start a compare summary. The comparison itself is tested in test_compare.py and test_job_compare_summary.py."""
 
 import pytest
 from django.urls import reverse

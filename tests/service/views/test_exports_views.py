@@ -1,9 +1,15 @@
-"""The export view (sessions_app/views/exports.py): who may export a session. The exports
-themselves are tested in test_exports.py."""
+"""The export view (sessions_app/views/exports.py): who may export a session, and the
+download each format gives. The exports themselves are tested in
+test_exports_presentation.py."""
+
+from __future__ import annotations
+
+import json
 
 import pytest
 
 from tests.support.access import Call, each, login_redirects, statuses
+from tests.support.branchy_session import build_branchy_session
 from tests.support.web import client_for
 
 pytestmark = [pytest.mark.django_db]
@@ -38,3 +44,20 @@ def test_an_export_is_recorded_as_activity_and_a_refused_one_is_not(shared):
     assert [(a.actor, a.details) for a in exported] == [
         (shared.viewer, {"format": "md", "leaf": None})
     ]
+
+
+def test_export_views(client, make_user):
+    owner = make_user()
+    data = build_branchy_session(owner)
+    client.force_login(owner)
+    base = f"/s/{data.session.pi_id}/export/"
+    html = client.get(base + "html/", {"leaf": data.ids["a3"]})
+    assert html.status_code == 200
+    assert html["Content-Disposition"].startswith("attachment;")
+    assert html["Content-Type"].startswith("text/html")
+    jsonl = client.get(base + "jsonl/")
+    assert jsonl.streaming  # never the whole file in memory
+    first = json.loads(b"".join(jsonl.streaming_content).decode().splitlines()[0])
+    assert first["type"] == "session" and first["id"] == data.session.pi_id
+    assert client.get(base + "pdf/").status_code == 400
+    assert client.get(base + "md/", {"leaf": "zzz"}).status_code == 400

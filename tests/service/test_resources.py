@@ -16,7 +16,7 @@ from sessions_app.agent.shell import CommandRefused
 from sessions_app.core.truncate import CAPPED_HEADER_BYTES
 from sessions_app.models import WorkspaceUsage
 from sessions_app.services import chat, resources, sandboxing
-from tests.service.test_sandbox import sh, tool
+from tests.support.sandboxed import sh, tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("bwrap_required")]
 MB = 1024 * 1024

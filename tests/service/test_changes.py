@@ -16,8 +16,9 @@ from sessions_app.core.file_changes import apply_edits, edits_of
 from sessions_app.models import FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths
-from sessions_app.services import changes, chat, jobs, sandboxing, sessions
+from sessions_app.services import changes, sandboxing, sessions
 from sessions_app.services.importer import import_jsonl_stream
+from tests.support.agent_runs import run_here as run
 from tests.support.scripted_llm import text, tool_call, tool_calls
 
 pytestmark = [
@@ -41,13 +42,6 @@ def snapshot_dir(settings, tmp_path):
 @pytest.fixture
 def session(owner, workspace, redis_ready):
     return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
-
-
-def run(session, owner, text_):
-    job = chat.send_message(session, owner, text_)
-    assert jobs.run_job(str(job.pk)) in ("done", "aborted")
-    session.refresh_from_db()
-    return job
 
 
 def assistants_with_calls(session):
@@ -276,24 +270,6 @@ def test_imported_edit_calls_are_reconstructed_and_equal_applying_them(owner):
     assert counts["a2"]["files"] == 1 and counts["a2"]["reconstructed"]
     assert (counts["a2"]["added"], counts["a2"]["removed"]) == (1, 1)
     assert counts["a1"]["added"] == 30
-
-
-def test_the_session_changes_command(session, owner, workspace):
-    from django.core.management import call_command
-
-    (workspace / "m.txt").write_text("a\n")
-    run(session, owner, "!echo b >> m.txt")
-    node = session.leaf_pi_id
-    run(session, owner, "!rm m.txt")
-    out = io.StringIO()
-    call_command("session_changes", session.pi_id, stdout=out)
-    text_out = out.getvalue()
-    assert f"{node}" in text_out and "modified   +1 -0" in text_out and "deleted" in text_out
-    out = io.StringIO()
-    call_command("session_changes", session.pi_id, "--leaf", node, "--json", "--diff", stdout=out)
-    listed = json.loads(out.getvalue())
-    assert [e["entry"] for e in listed] == [node]
-    assert listed[0]["files"][0]["path"] == "m.txt" and "+b\n" in listed[0]["files"][0]["diff"]
 
 
 def test_a_fork_keeps_the_snapshots_of_its_copied_entries(session, owner, workspace):

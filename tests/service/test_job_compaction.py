@@ -1,6 +1,7 @@
-"""Jobs services, run in this process against the scripted model (no worker needed):
-compaction (manual / threshold / overflow, split turn, update), branch summaries,
-leaf moves while a job runs, retries, idempotency, stale-job recovery, settings."""
+"""The compaction job (and the job runner it goes through), run in this process against the
+scripted model (no worker needed): manual / threshold / overflow, split turn, update, leaf
+moves while a job runs, retries, idempotency, stale-job recovery. (The compaction settings
+are tested in test_job_summaries.py.)"""
 
 import threading
 import time
@@ -10,11 +11,9 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.core.compaction import prepare_compaction
-from sessions_app.core.messages import build_session_context
 from sessions_app.core.offline_summary import OFFLINE_LABEL
 from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PREAMBLE,
-    BRANCH_SUMMARY_PROMPT,
     SPLIT_TURN_HEADING,
 )
 from sessions_app.models import Entry, Job, Session
@@ -258,140 +257,6 @@ def test_dropped_connection_is_retried(make_user, llm):
     assert len(llm.requests) == 2
 
 
-def _branchy_session(owner):
-    """root turn 1 -> turn 2 -> turn 3 (leaf); we navigate back to turn 1's answer."""
-    session = make_session(owner, turns=1)
-    answer1 = session.leaf.pi_id
-    add_turn(session, 2, tool="edit", path="app/edited.py")
-    add_turn(session, 3)
-    session.refresh_from_db()
-    return session, answer1
-
-
-@pytest.mark.embedded
-def test_branch_summary_with_custom_instructions(make_user, llm):
-    owner = make_user()
-    session, answer1 = _branchy_session(owner)
-    old_leaf = session.leaf.pi_id
-    llm.push(text("BRANCH TEXT"))
-    job = jobs.request_branch_summary(
-        session,
-        old_leaf_pi_id=old_leaf,
-        target_pi_id=answer1,
-        actor=owner,
-        custom_instructions="focus on the edits",
-    )
-    session.refresh_from_db()
-    assert session.leaf.pi_id == answer1  # the leaf moved at once
-    assert jobs.run_job(job.id) == "done"
-    job.refresh_from_db()
-    body = llm.requests[0]
-    assert body["max_completion_tokens"] == 2048
-    prompt = _user_prompt(body)
-    assert BRANCH_SUMMARY_PROMPT in prompt and "Additional focus: focus on the edits" in prompt
-    assert "Turn 2" in prompt and "Turn 3" in prompt and "Turn 1" not in prompt
-    entry = job.result_entry
-    assert entry.parent.pi_id == answer1
-    assert entry.payload["fromId"] == answer1
-    assert entry.payload["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + "BRANCH TEXT")
-    assert entry.payload["details"]["modifiedFiles"] == ["app/edited.py"]
-    assert "<modified-files>\napp/edited.py\n</modified-files>" in entry.payload["summary"]
-    session.refresh_from_db()
-    assert session.leaf_id == entry.pk
-    ctx = build_session_context(paths.load_path(session))["messages"]
-    assert ctx[-1]["role"] == "branchSummary" and ctx[-1]["summary"] == entry.payload["summary"]
-    assert [m["role"] for m in ctx[:-1]] == ["user", "assistant", "toolResult", "assistant"]
-
-
-def test_branch_summary_replace_prompt_and_user_target(make_user, llm):
-    owner = make_user()
-    session, _answer1 = _branchy_session(owner)
-    old_leaf = session.leaf.pi_id
-    turn2_user = [e for e in entries_of_type(session, "message") if e.role == "user"][1]
-    llm.push(text("ONLY MY PROMPT"))
-    job = jobs.request_branch_summary(
-        session,
-        old_leaf_pi_id=old_leaf,
-        target_pi_id=turn2_user.pi_id,
-        actor=owner,
-        custom_instructions="List only the file names.",
-        replace_prompt=True,
-    )
-    # A user-message target: the new position is its parent, its text goes to the editor.
-    assert job.params["position"] == turn2_user.parent.pi_id
-    assert job.params["editor_text"].startswith("Turn 2:")
-    jobs.run_job(job.id)
-    job.refresh_from_db()
-    prompt = _user_prompt(llm.requests[0])
-    assert prompt.rstrip().endswith("List only the file names.")
-    assert BRANCH_SUMMARY_PROMPT not in prompt
-    assert job.result_entry.parent_id == turn2_user.parent_id
-    with pytest.raises(jobs.JobError):
-        jobs.request_branch_summary(
-            session,
-            old_leaf_pi_id=old_leaf,
-            target_pi_id=turn2_user.pi_id,
-            actor=owner,
-            replace_prompt=True,
-        )
-
-
-def test_branch_summary_dedupes_double_clicks(make_user, llm):
-    owner = make_user()
-    session, answer1 = _branchy_session(owner)
-    old_leaf = session.leaf.pi_id
-    results = []
-
-    def click():
-        from django.db import connection
-
-        try:
-            results.append(
-                jobs.request_branch_summary(
-                    session, old_leaf_pi_id=old_leaf, target_pi_id=answer1, actor=owner
-                ).pk
-            )
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=click) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(set(results)) == 1 and len(results) == 4
-    assert Job.objects.filter(session=session, kind="branch_summary").count() == 1
-    # The tree view computes the old leaf from the server's leaf: a second click then
-    # names the first job's position as its old leaf. Still the same job.
-    session.refresh_from_db()
-    assert session.leaf.pi_id == answer1
-    again = jobs.request_branch_summary(
-        session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id=answer1, actor=owner
-    )
-    assert again.pk == results[0]
-    llm.push(text("ONE"))
-    jobs.run_job(results[0])
-    assert len(entries_of_type(session, "branch_summary")) == 1
-
-
-def test_branch_summary_does_not_steal_a_moved_leaf(make_user, llm):
-    owner = make_user()
-    session, answer1 = _branchy_session(owner)
-    old_leaf = session.leaf.pi_id
-    job = jobs.request_branch_summary(
-        session, old_leaf_pi_id=old_leaf, target_pi_id=answer1, actor=owner
-    )
-    # The user went on typing at the new position before the summary came back.
-    typed = sessions.append_entry(session, user("new direction"))
-    llm.push(text("LATE SUMMARY"))
-    jobs.run_job(job.id)
-    job.refresh_from_db()
-    session.refresh_from_db()
-    assert job.result_entry.parent.pi_id == answer1  # attached where it belongs
-    assert session.leaf_id == typed.pk  # and the leaf stayed with the user
-    assert job.progress["leaf_moved"] is False
-
-
 @pytest.mark.embedded
 def test_compaction_appends_at_the_current_leaf_when_the_leaf_moved_on(make_user, llm):
     """Decision: a new message during a compaction proceeds; no turn is lost."""
@@ -507,33 +372,6 @@ def test_stale_jobs_are_requeued_then_failed(make_user, llm, settings):
         status="running", attempts=1, heartbeat_at=timezone.now()
     )
     assert jobs.sweep_stale_jobs(session=session) == []
-
-
-def test_compaction_settings_merge_and_validation(make_user, settings):
-    settings.PIWEB_COMPACTION = {
-        "enabled": True,
-        "reserve_tokens": 1000,
-        "keep_recent_tokens": 2000,
-    }
-    owner = make_user()
-    session = sessions.create_session(owner=owner, cwd="/tmp")
-    cfg = jobs.compaction_settings(session)
-    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
-    cfg = jobs.update_compaction_settings(
-        session, actor=owner, enabled=False, reserve_tokens="5000", keep_recent_tokens=300
-    )
-    assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (False, 5000, 300)
-    session.refresh_from_db()
-    assert session.settings["compaction"] == {
-        "enabled": False,
-        "reserveTokens": 5000,
-        "keepRecentTokens": 300,
-    }
-    for bad in ("abc", 0, -5, 10**9):
-        with pytest.raises(jobs.JobError):
-            jobs.update_compaction_settings(
-                session, actor=owner, enabled=True, reserve_tokens=bad, keep_recent_tokens=10
-            )
 
 
 def test_request_validation(make_user):

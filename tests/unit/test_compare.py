@@ -1,11 +1,11 @@
 """Pure compare helpers (sessions_app.core.compare): branch stats, the offline summary."""
 
 from sessions_app.core.compare import branch_stats, compare_branches, offline_difference_summary
-from tests.unit.test_exports_core import sample
+from tests.support.context_entries import two_branches
 
 
 def test_compare_and_stats():
-    entries = sample()
+    entries = two_branches()
     entries.append(
         {
             "type": "message",

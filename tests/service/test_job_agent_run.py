@@ -1,8 +1,8 @@
-"""One agent turn through the chat service on each model API other than OpenAI chat
-completions (which the rest of the suite uses): a profile with `"api"` set, the fake
-provider for that API speaking its SSE protocol through its official SDK, a real tool
-call executed in the session's workspace, and the tool result sent back in the API's
-own shape. Summaries go through the same API."""
+"""The agent run (the job of services/jobs/agent_run.py; its runner is `agent_run.run`) on
+each model API other than OpenAI chat completions (which the rest of the suite uses): a
+profile with `"api"` set, the fake provider for that API speaking its SSE protocol through
+its official SDK, a real tool call executed in the session's workspace, and the tool result
+sent back in the API's own shape. The summarizer's requests go through the same APIs."""
 
 import json
 

@@ -6,17 +6,15 @@ recorded model, costs on a real run, and no plaintext key in a database dump."""
 import json
 import os
 import stat
-import subprocess
 import time
 
 import pytest
-from django.db import connection
 
-from sessions_app.models import ProviderKey, Session
-from sessions_app.services import chat, jobs, llm, provider_keys, sessions
+from sessions_app.selectors import paths
+from sessions_app.services import chat, jobs, llm, provider_keys, sessions, summarizer
 from sessions_app.services.jobs.summaries import compaction_settings
 from sessions_app.services.model_input import model_input
-from tests.support.scripted_llm import text
+from tests.support.scripted_llm import error, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -321,39 +319,72 @@ def test_a_run_records_its_cost_and_key_source(
     assert session.usage_cost == pytest.approx(0.33)
 
 
-def test_no_plaintext_key_in_a_database_dump(make_user, tmp_path):
-    user = make_user()
-    secret = "sk-ant-PLAINTEXT-canary-7f3a9c"
-    provider_keys.set_key(user, "anthropic", secret)
-    row = ProviderKey.objects.get(user=user)
-    assert secret.encode() not in bytes(row.encrypted_key)
-    assert provider_keys.user_key(user, "anthropic") == secret
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        import sqlite3
-
-        dump = "\n".join(sqlite3.connect(db["NAME"]).iterdump())
-    else:
-        env = dict(os.environ, PGPASSWORD=db.get("PASSWORD") or "")
-        dump = subprocess.run(
-            [
-                "pg_dump",
-                "-h", db.get("HOST") or "127.0.0.1",
-                "-p", str(db.get("PORT") or 5432),
-                *(["-U", db["USER"]] if db.get("USER") else []),
-                "--data-only", db["NAME"],
-            ],
-            check=True, capture_output=True, text=True, env=env,
-        ).stdout  # fmt: skip
-        assert "sessions_app_providerkey" in dump
-    assert secret not in dump
-    assert "PLAINTEXT-canary" not in dump
-    assert secret not in repr(row) and secret not in str(row)
+# One retry policy: the agent run and the summarizer obey the same three settings
+# (PIWEB_LLM_RETRIES, PIWEB_LLM_RETRY_BASE_DELAY, PIWEB_LLM_RETRY_MAX_DELAY), against the
+# scripted OpenAI-compatible server through the real openai SDK, in this process.
+REQUEST = {
+    "system": "Summarize.",
+    "messages": [{"role": "user", "content": "hi"}],
+    "max_tokens": 50,
+}
 
 
-def test_undecryptable_keys_count_as_absent(make_user, settings):
-    user = make_user()
-    provider_keys.set_key(user, "openai", "sk-openai-key-123456")
-    settings.PIWEB_KEY_ENCRYPTION_KEY = "x" * 43 + "="  # another (valid) Fernet key
-    assert provider_keys.user_key(user, "openai") is None
-    assert Session.objects.count() >= 0
+@pytest.fixture
+def owner(make_user):
+    return make_user("retry-owner")  # (the `workspace` fixture is made in their folder)
+
+
+@pytest.fixture
+def session(owner, workspace, redis_ready, monkeypatch):
+    """A session on the scripted model whose runs happen here: their tasks go to a queue
+    no worker consumes (a worker from another module must not claim them first)."""
+    from piweb.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", "q-retry-tests-unconsumed")
+    return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+
+
+def agent_calls(session, llm_server) -> tuple[int, float]:
+    before = len(llm_server.requests)
+    started = time.monotonic()
+    job = chat.send_message(session, session.owner, "hello")
+    jobs.run_job(str(job.pk))
+    session.refresh_from_db()
+    return len(llm_server.requests) - before, time.monotonic() - started
+
+
+def summary_calls(llm_server) -> tuple[int, float, str]:
+    before = len(llm_server.requests)
+    started = time.monotonic()
+    try:
+        summarizer.complete(llm.resolve_profile("scripted"), REQUEST)
+        outcome = "ok"
+    except summarizer.SummaryError as exc:
+        outcome = str(exc)
+    return len(llm_server.requests) - before, time.monotonic() - started, outcome
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_both_callers_obey_the_same_retry_settings(session, llm, settings, retries):
+    settings.PIWEB_LLM_RETRIES = retries
+    settings.PIWEB_LLM_RETRY_BASE_DELAY = 0.3
+    settings.PIWEB_LLM_RETRY_MAX_DELAY = 0.4
+    waits = sum(min(0.4, 0.3 * 2**n) for n in range(retries))  # 0.3 + 0.4
+
+    llm.push(*[error(503, "overloaded")] * (retries + 2))
+    calls, took = agent_calls(session, llm)
+    assert calls == retries + 1 and took >= waits
+    assert paths.load_path(session)[-1]["message"]["errorMessage"] == "503 overloaded"
+
+    llm.reset()
+    llm.push(*[error(503, "overloaded")] * (retries + 2))
+    calls, took, outcome = summary_calls(llm)
+    assert calls == retries + 1 and took >= waits
+    assert "503" in outcome
+
+    # Within the budget both get through.
+    llm.reset()
+    llm.push(*[error(429, "slow down")] * retries, text("fine"))
+    assert agent_calls(session, llm)[0] == retries + 1
+    llm.push(*[error(429, "slow down")] * retries, text("fine"))
+    assert summary_calls(llm)[::2] == (retries + 1, "ok")

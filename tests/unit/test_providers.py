@@ -598,3 +598,16 @@ def test_anthropic_oauth_tool_names_come_back_as_ours(fake):
         sent.headers["authorization"] == "Bearer sk-ant-oat01-x" and "x-api-key" not in sent.headers
     )
     assert sent.headers["anthropic-beta"].startswith("claude-code-20250219,oauth-2025-04-20")
+
+
+# What the agent loop is given (sessions_app/agent/providers/base.py's ResolvedModel).
+def test_the_api_key_is_not_in_the_models_repr():
+    from sessions_app.agent.providers.base import ResolvedModel
+
+    resolved = ResolvedModel(
+        model={"id": "m", "api": "openai-completions", "provider": "p"},
+        api_key="sk-very-secret",
+        headers={"Authorization": "Bearer sk-very-secret"},
+    )
+    assert "sk-very-secret" not in repr(resolved)
+    assert resolved.api_key == "sk-very-secret"

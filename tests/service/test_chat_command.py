@@ -1,15 +1,12 @@
-"""manage.py models and manage.py chat, run as a user runs them (call_command, the real
-scripted model server, real Redis, the run executed in this process)."""
-
-import json
-from io import StringIO
+"""manage.py chat, run as a user runs it (call_command, the real scripted model server, real
+Redis, the run executed in this process)."""
 
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from sessions_app.selectors import paths
-from sessions_app.services import provider_keys, sessions
+from sessions_app.services import sessions
+from tests.support.commands import empty_agent_dir, run
 from tests.support.scripted_llm import Reply, error, text
 from tests.support.workspaces import place_workspace
 
@@ -21,46 +18,7 @@ pytestmark = [
 
 @pytest.fixture
 def agent(tmp_path, settings, monkeypatch):
-    folder = tmp_path / "agent"
-    folder.mkdir()
-    settings.PIWEB_PI_AGENT_DIR = str(folder)
-    for name in (
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_OAUTH_TOKEN",
-        "OPENAI_API_KEY",
-        "OPENROUTER_API_KEY",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    return folder
-
-
-def run(*args) -> str:
-    out = StringIO()
-    call_command(*args, stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def test_models_lists_key_sources_and_never_a_key(agent, make_user, monkeypatch):
-    user = make_user()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-openai-secret")
-    provider_keys.set_key(user, "anthropic", "sk-ant-user-secret-99")
-    rows = json.loads(run("models", "--json", "--user", user.username))
-    by_ref = {f"{r['provider']}/{r['id']}": r for r in rows}
-    haiku = by_ref["anthropic/claude-haiku-4-5"]
-    assert haiku["keySource"] == "user-key"
-    assert (haiku["contextWindow"], haiku["maxTokens"], haiku["reasoning"]) == (200000, 64000, True)
-    assert (haiku["inputPerM"], haiku["outputPerM"]) == (1, 5)
-    assert by_ref["openai/gpt-4o"]["keySource"] == "env"
-    assert by_ref["openai-compatible/scripted-model"]["keySource"] == "env"
-    # Without --user only the server's keys count.
-    assert not any(r["provider"] == "anthropic" for r in json.loads(run("models", "--json")))
-    table = run("models", "--user", user.username)
-    assert "anthropic/claude-haiku-4-5" in table and "your key" in table
-    assert "OPENAI_API_KEY" in table
-    for output in (table, json.dumps(rows)):
-        assert "sk-env-openai-secret" not in output and "sk-ant-user-secret-99" not in output
-    with pytest.raises(CommandError):
-        run("models", "--user", "nobody-by-that-name")
+    return empty_agent_dir(tmp_path, settings, monkeypatch)
 
 
 def test_chat_runs_one_turn_and_prints_the_reply(make_user, workspace, llm):

@@ -1,16 +1,18 @@
-"""Exports: self-contained HTML (no external references), Markdown of one branch, pi JSONL;
-from the web and from `manage.py export_session`."""
+"""presentation/exports.py: self-contained HTML (no external references), Markdown of one
+branch, and pi JSONL beside them. (`manage.py export_session` is tested in
+test_export_session_command.py, the export view in views/test_exports_views.py.)"""
 
-import json
+from __future__ import annotations
+
 import re
 
 import pytest
-from django.core.management import CommandError, call_command
 
 from sessions_app.core.jsonl import read_session
 from sessions_app.presentation import exports
 from sessions_app.services import exporter, sessions
 from tests.support.branchy_session import build_branchy_session, user
+from tests.support.usage_data import import_costly
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +46,7 @@ def test_html_export_is_self_contained_and_shows_the_branch(make_user):
 
 
 @pytest.mark.embedded
-def test_markdown_and_jsonl(make_user, tmp_path):
+def test_markdown_and_jsonl(make_user):
     owner = make_user()
     data = build_branchy_session(owner)
     md = exports.export_markdown(data.session, data.ids["b3"])
@@ -57,38 +59,17 @@ def test_markdown_and_jsonl(make_user, tmp_path):
     assert [e["id"] for e in parsed.entries] == list(
         data.session.entries.order_by("seq").values_list("pi_id", flat=True)
     )
-    out = tmp_path / "s.html"
-    call_command(
-        "export_session",
-        data.session.pi_id,
-        "--format",
-        "html",
-        "--leaf",
-        data.ids["a3"],
-        "-o",
-        str(out),
-    )
-    assert "Fixed the parser" in out.read_text()
-    call_command("export_session", data.session.pi_id, "--format", "md", "-o", str(tmp_path))
-    assert list(tmp_path.glob("*.md"))
-    with pytest.raises(CommandError):
-        call_command("export_session", "nope", "--format", "md")
-    with pytest.raises(CommandError):
-        call_command("export_session", data.session.pi_id, "--format", "md", "--leaf", "zzz")
 
 
-def test_export_views(client, make_user):
-    owner = make_user()
-    data = build_branchy_session(owner)
-    client.force_login(owner)
-    base = f"/s/{data.session.pi_id}/export/"
-    html = client.get(base + "html/", {"leaf": data.ids["a3"]})
-    assert html.status_code == 200
-    assert html["Content-Disposition"].startswith("attachment;")
-    assert html["Content-Type"].startswith("text/html")
-    jsonl = client.get(base + "jsonl/")
-    assert jsonl.streaming  # never the whole file in memory
-    first = json.loads(b"".join(jsonl.streaming_content).decode().splitlines()[0])
-    assert first["type"] == "session" and first["id"] == data.session.pi_id
-    assert client.get(base + "pdf/").status_code == 400
-    assert client.get(base + "md/", {"leaf": "zzz"}).status_code == 400
+@pytest.mark.embedded
+def test_offline_html_export_carries_usage_and_the_context_as_tables(make_user):
+    from sessions_app.presentation.exports import export_html
+
+    session = import_costly(make_user("owner5"))
+    html = export_html(session)
+    assert 'id="export-usage"' in html
+    assert '<tr data-key="anthropic/claude-opus-4-5">' in html
+    assert html.count('<tr class="turn"') == 3 and html.count('<tr class="compaction"') == 1
+    assert "uPlot" not in html  # no chart library in the offline file: tables only
+    early = export_html(session, "e0000003")
+    assert '<tr data-key="anthropic/claude-opus-4-5">' not in early  # this branch only

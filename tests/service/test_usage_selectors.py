@@ -1,0 +1,65 @@
+"""selectors/usage.py: the usage dashboard (totals, days, groups by person, project and
+model; a fork counted once beside its source) and one session's summary."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership
+from sessions_app.selectors.usage import dashboard, session_summary
+from sessions_app.services import sessions
+from sessions_app.services.access import visible_sessions
+from sessions_app.services.fork import fork_session
+from tests.support.usage_data import import_costly, usage
+
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+
+
+def test_a_fork_counts_once_in_a_team_total_and_whole_in_its_own(make_user):
+    alice, bob = make_user("alice2"), make_user("bob2")
+    team = Team.objects.create(name="reviewers")
+    TeamMembership.objects.create(team=team, user=alice)
+    TeamMembership.objects.create(team=team, user=bob)
+    source = import_costly(alice)
+    fork = fork_session(source, "e0000007", actor=bob)  # copies up to the opus turn
+    sessions.append_entry(
+        fork,
+        {
+            "type": "usage",
+            "provider": "openai",
+            "model": "gpt-5.1-codex",
+            "timestamp": "2026-01-12T00:00:00.000Z",
+            "usage": usage(1, 1, cost=0.25),
+        },
+    )
+    copied = Entry.objects.filter(session=fork, copied=True)
+    assert copied.count() == 7 and not copied.filter(pi_id="e0000009").exists()
+    own = session_summary(fork)["totals"]
+    assert own["cost"] == pytest.approx(0.25 + 0.01 + 0.05 + 0.02 + 1.5 + 0.25)
+    for share_of in (source, fork):
+        SessionShare.objects.create(session=share_of, team=team)
+    shared = Session.objects.filter(shares__team=team)
+    board = dashboard(shared)
+    assert board.totals.cost == pytest.approx(1.96 + 0.25)  # the source once, plus the new entry
+    assert board.totals.tokens == 12145 + 2
+    people = {p["session__owner__username"]: p["totals"].cost for p in board.by_person}
+    assert people == {"alice2": pytest.approx(1.96), "bob2": pytest.approx(0.25)}
+    # Without its source in the scope, the fork's copied entries do count.
+    alone = dashboard(Session.objects.filter(pk=fork.pk))
+    assert alone.totals.cost == pytest.approx(own["cost"])
+    # And each user's own view counts what they can see, once.
+    assert dashboard(visible_sessions(bob)).totals.cost == pytest.approx(1.96 + 0.25)
+
+
+def test_dashboard_date_range_and_groups(make_user):
+    owner = make_user("carol")
+    import_costly(owner)
+    import_costly(owner, session_id="aaaaaaaa-0000-4000-8000-000000000002", cwd="/work/other")
+    board = dashboard(visible_sessions(owner), start=date(2026, 1, 11), end=date(2026, 1, 11))
+    assert board.days == ["2026-01-11"]
+    assert board.totals.cost == pytest.approx(2 * (1.5 + 0.005 + 0.125))
+    assert [p["session__cwd"] for p in board.by_project] == ["/work/costly", "/work/other"]
+    assert [m["key"] for m in board.models][0] == "anthropic/claude-opus-4-5"
+    assert len(board.top_sessions) == 2

@@ -1,0 +1,70 @@
+"""services/workspaces.py: each user's area of the workspace roots (the roots themselves on
+a single-user setup), the folders a session may work in, and the files of its artifact
+directory a page may hand out. (A session's choice of another folder is tested in
+test_workspace_choice.py.)"""
+
+import pytest
+
+from sessions_app.services import sessions, workspaces
+from sessions_app.services.workspaces import WorkspaceError
+
+pytestmark = pytest.mark.django_db
+
+
+def test_each_user_works_in_their_own_folder_of_each_root(fresh_workspace_root, make_user):
+    me, other = make_user(), make_user()
+    root = fresh_workspace_root.resolve()
+    mine = workspaces.user_workspace(me)
+    assert mine == root / str(me.pk) and mine.is_dir()
+    project = mine / "project"
+    project.mkdir()
+    assert workspaces.check_session_cwd(str(project), me) == str(project)
+    theirs = workspaces.user_workspace(other) / "theirs"
+    theirs.mkdir()
+    with pytest.raises(WorkspaceError):
+        workspaces.check_session_cwd(str(theirs), me)
+    with pytest.raises(WorkspaceError):
+        workspaces.check_session_cwd("/etc", me)
+    assert workspaces.owner_key(me) == workspaces.owner_key(me.pk) == str(me.pk)
+
+
+def test_a_single_user_setup_works_in_the_roots_themselves(
+    fresh_workspace_root, make_user, settings
+):
+    settings.PIWEB_WORKSPACE_MODE = "single-user"
+    me = make_user()
+    root = fresh_workspace_root.resolve()
+    assert workspaces.single_user() and workspaces.user_areas_of(me) == [root]
+    (root / "shared").mkdir()
+    assert workspaces.check_session_cwd(str(root / "shared"), me) == str(root / "shared")
+
+
+def test_a_session_works_in_its_header_folder_until_it_chooses_another(
+    fresh_workspace_root, make_user
+):
+    owner = make_user()
+    folder = workspaces.user_workspace(owner) / "w"
+    folder.mkdir()
+    session = sessions.create_session(owner=owner, cwd=str(folder))
+    where = workspaces.session_workspace(session)
+    assert (where.cwd, where.user_pk, where.choice_id) == (str(folder), owner.pk, None)
+    assert workspaces.session_cwd(session) == str(folder)
+
+
+def test_only_files_inside_the_sessions_artifact_folder_are_handed_out(
+    make_user, settings, tmp_path
+):
+    settings.PIWEB_ARTIFACT_DIR = tmp_path / "artifacts"
+    session = sessions.create_session(owner=make_user(), cwd="/w")
+    folder = tmp_path / "artifacts" / "sessions" / str(session.pk)
+    folder.mkdir(parents=True)
+    output = folder / "bash-output.txt"
+    output.write_text("full output")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("no")
+    (folder / "link").symlink_to(outside)
+    assert workspaces.artifact_dir(session) == str(folder)
+    assert workspaces.session_artifact_file(session, str(output)) == output.resolve()
+    for raw in (None, "", "relative.txt", str(outside), str(folder), str(folder / "link"),
+                str(output) + "\x00", str(folder / "missing.txt"), str(folder / ".." / "x")):  # fmt: skip
+        assert workspaces.session_artifact_file(session, raw) is None, raw

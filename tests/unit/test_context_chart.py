@@ -1,0 +1,52 @@
+"""core/context_chart.py: the context chart's points, compactions, model changes and branch
+summaries along a path (pure, no database)."""
+
+from tests.support.usage_data import assistant, usage
+
+
+def test_context_timeline_turns_estimates_and_markers():
+    from sessions_app.core.context_chart import context_timeline
+    from sessions_app.core.messages import build_session_context
+    from sessions_app.core.tokens import estimate_tokens
+
+    def user(eid, text):
+        return {"type": "message", "id": eid, "message": {"role": "user", "content": text}}
+
+    path = [
+        user("u1", "x" * 400),  # 100 tokens
+        assistant("a1", "p", "m", usage(1000, 100, 0, 0, total=1100)),
+        user("u2", "y" * 80),  # 20 tokens
+        assistant("a2", "p", "m", usage(5, 5), stopReason="error"),  # estimated
+        {
+            "type": "compaction",
+            "id": "c1",
+            "summary": "s" * 40,
+            "firstKeptEntryId": "u2",
+            "tokensBefore": 1234,
+        },
+        {"type": "model_change", "id": "mc", "provider": "q", "modelId": "n"},
+        {"type": "branch_summary", "id": "b1", "fromId": "u1", "summary": "b" * 8},
+        assistant("a3", "q", "n", None),
+    ]
+    for parent, child in zip(path, path[1:], strict=False):
+        child["parentId"] = parent["id"]
+    timeline = context_timeline(path)
+    points = timeline["points"]
+    assert [(p["id"], p["index"], p["estimated"]) for p in points] == [
+        ("a1", 1, False),
+        ("a2", 3, True),
+        ("a3", 7, True),
+    ]
+    assert points[0]["tokens"] == 1100
+    assert points[1]["tokens"] == 1100 + 20 + estimate_tokens(path[3]["message"])
+    (compaction,) = timeline["compactions"]
+    reference = build_session_context(path[:5])["messages"]
+    assert compaction == {
+        "id": "c1",
+        "index": 4,
+        "before": 1234,
+        "after": sum(estimate_tokens(m) for m in reference),
+    }
+    assert timeline["modelChanges"] == [{"id": "mc", "index": 5, "model": "q/n", "from": "p/m"}]
+    assert timeline["branchSummaries"][0]["id"] == "b1"
+    assert points[2]["model"] == "q/n" and points[2]["tokens"] > compaction["after"]
