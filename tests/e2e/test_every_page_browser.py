@@ -52,6 +52,8 @@ ACTIONS = {
     "review_comment_add",
     "chat_send",
     "chat_stop",
+    "chat_queue",
+    "chat_unqueue",
     "chat_model",
     "chat_thinking",
     "workspace_continue",

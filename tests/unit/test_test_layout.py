@@ -13,7 +13,6 @@ from tests.support import code_layout
 # tests/e2e/ modules that cover each (the first path names the main one).
 COVERED_END_TO_END = {
     "consumers.py": "e2e/test_agent_ws.py, e2e/test_ws_revocation.py (websockets via daphne)",
-    "tasks.py": "e2e/test_jobs_worker.py (the Celery worker runs them)",
     "services/events.py": "e2e/test_ws_revocation.py, e2e/test_sessions_list_ws.py",
     "management/commands/runpiweb.py": "e2e/test_runpiweb_supervisor.py (the processes)",
     "management/commands/watch_pi_sessions.py": "e2e/test_follow_watcher.py (the watcher)",
