@@ -442,6 +442,15 @@
     });
   }
 
+  // The steering and follow-up queues hold text only: images wait here, with a reason,
+  // instead of being left behind by a queued message.
+  function refuseQueuedImages(ev) {
+    if (!images.length || chat.dataset.running !== "true") return false;
+    stop(ev);
+    say("Images cannot wait in the steering or follow-up queue: send them once the agent is done, or press Stop first. They stay attached.", "error");
+    return true;
+  }
+
   function sendWithImages(ev) {
     if (!images.length) return false;
     stop(ev);
@@ -476,11 +485,17 @@
     window.addEventListener("submit", function (ev) {
       if (ev.target !== form) return;
       if (handleCommand(ev)) return;
+      if (refuseQueuedImages(ev)) return;
       sendWithImages(ev);
+    }, true);
+
+    window.addEventListener("click", function (ev) {
+      if (ev.target.closest && ev.target.closest("#chat-steer, #chat-follow-up")) refuseQueuedImages(ev);
     }, true);
 
     window.addEventListener("keydown", function (ev) {
       if (ev.target !== input) return;
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing && popup.hidden && refuseQueuedImages(ev)) return;
       if (!popup.hidden && items.length) {
         if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
           active = (active + (ev.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from sessions_app.models import QueuedMessage
 from sessions_app.services import sessions
 from tests.support.agent_runs import messages, new_session, wait_run
+from tests.support.images import png
 from tests.support.scripted_llm import text, tool_call, user_text
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
@@ -119,3 +120,39 @@ def test_escape_stops_the_run_and_puts_the_queue_back_in_the_box(
     assert wait_run(session).status == "cancelled"
     assert not QueuedMessage.objects.filter(session=session).exists()
     assert [user_text(m) for m in messages(session) if m["role"] == "user"] == ["start"]
+
+
+def test_images_are_not_queued_they_stay_attached_until_the_run_is_done(
+    worker, page_for, llm, make_user, workspace
+):
+    user = make_user()
+    session = new_session(user, workspace, profile="scripted-vision")
+    llm.push(tool_call("bash", {"command": GATED}, call_id="c1"), text("Done."), text("Seen."))
+    page = start_gated_run(page_for, user, session)
+    thumbs = page.locator("#composer-images .composer-thumb")
+    image = {"name": "red.png", "mimeType": "image/png", "buffer": png(rgb=(220, 0, 0))}
+    page.set_input_files("#composer-file", files=[image])
+    expect(thumbs).to_have_count(1)
+    page.fill("#chat-input", "look at this")
+    for queue_it in (
+        lambda: page.press("#chat-input", "Enter"),
+        lambda: page.press("#chat-input", "Alt+Enter"),
+        lambda: page.click("#chat-steer"),
+        lambda: page.click("#chat-follow-up"),
+    ):
+        queue_it()
+        expect(page.locator("#chat-notice")).to_contain_text("cannot wait in the steering")
+        page.evaluate("document.getElementById('chat-notice').textContent = ''")
+    assert not QueuedMessage.objects.filter(session=session).exists()
+    expect(thumbs).to_have_count(1)
+    expect(page.locator("#chat-input")).to_have_value("look at this")
+
+    (workspace / "go").write_text("")
+    expect(page.locator("#chat-transcript")).to_contain_text("Done.", timeout=30000)
+    wait_run(session)
+    expect(page.locator("#chat")).to_have_attribute("data-running", "false")
+    page.press("#chat-input", "Enter")  # the run is over: now the image is sent
+    expect(page.locator("#chat-transcript")).to_contain_text("Seen.", timeout=30000)
+    expect(thumbs).to_have_count(0)
+    content = llm.requests[-1]["messages"][-1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url"]
