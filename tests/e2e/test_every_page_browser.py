@@ -242,6 +242,30 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     assert not (ACTIONS | DOWNLOADS) - pages, "a listed route is gone or takes parameters"
 
 
+def test_the_main_pages_at_phone_width_load_without_a_failed_request_or_console_error(
+    page_for, asgi_server, world
+):
+    """At 390 px the tree and the drawer become overlays: the same pages, the same rule."""
+    pi1, branched = world["pi1"].pi_id, world["branched"].pi_id
+    crawl = Crawl(page_for(world["owner"]), asgi_server.url)
+    crawl.page.set_viewport_size({"width": 390, "height": 844})
+    crawl.visit("/", live=True)
+    crawl.visit(f"/s/{pi1}/?filter=all", live=True)
+    crawl.visit(f"/s/{branched}/", live=True)
+    for path in (
+        f"/s/{branched}/compare/?a=e0000014&b=e0000016",
+        f"/s/{pi1}/sharing/",
+        f"/s/{pi1}/activity/",
+        f"/l/{world['link'].token}/",
+        "/search/?q=flaky",
+        "/usage/",
+        "/models/",
+        "/teams/",
+    ):
+        crawl.visit(path)
+    assert not crawl.problems, "\n".join(crawl.problems)
+
+
 def _routes() -> list[tuple[str, set[str]]]:
     """(name, parameter names) of every route of sessions_app/urls.py."""
     return [(p.name, set(p.pattern.converters)) for p in app_urls.urlpatterns]
