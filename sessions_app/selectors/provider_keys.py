@@ -1,4 +1,5 @@
-"""Users' own API keys, one per provider, stored encrypted.
+"""Users' own API keys, one per provider, stored encrypted: reading them (storing them:
+`services/provider_keys.py`).
 
 The Fernet key comes from PIWEB_KEY_ENCRYPTION_KEY (a Fernet key: urlsafe base64 of 32
 bytes) or, when that is unset, from SECRET_KEY through HKDF-SHA256 (salt and info fixed
@@ -7,7 +8,7 @@ secret makes the stored keys unreadable: they are then treated as absent (each u
 adds theirs again) and never raise.
 
 Keys never leave this module except to the one caller that makes a request
-(`services.llm.resolve_model`); they are not logged, not shown back (only the last four
+(`selectors.llm.resolve_model`); they are not logged, not shown back (only the last four
 characters, as a hint) and not part of any export.
 """
 
@@ -21,18 +22,10 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
-from django.db import transaction
 
 from sessions_app.models import ProviderKey
 
 log = logging.getLogger(__name__)
-
-MAX_KEY_CHARS = 4096
-_PROVIDER_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
-
-
-class KeyError_(ValueError):
-    """A key or provider name that cannot be stored (message safe to show)."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -48,41 +41,8 @@ def _fernet_for(explicit: str, secret: str) -> Fernet:
     return Fernet(base64.urlsafe_b64encode(derived))
 
 
-def _fernet() -> Fernet:
+def fernet() -> Fernet:
     return _fernet_for(settings.PIWEB_KEY_ENCRYPTION_KEY, settings.SECRET_KEY)
-
-
-def check_provider(provider: str) -> str:
-    provider = (provider or "").strip().lower()
-    if not provider or len(provider) > 100 or not set(provider) <= _PROVIDER_CHARS:
-        raise KeyError_("Choose a provider (letters, digits, '-', '_' or '.').")
-    return provider
-
-
-def set_key(user, provider: str, key: str) -> ProviderKey:
-    """Store (or replace) the user's key for a provider."""
-    provider = check_provider(provider)
-    key = (key or "").strip()
-    if not key:
-        raise KeyError_("Paste the API key.")
-    if len(key) > MAX_KEY_CHARS or any(c in key for c in "\r\n\0"):
-        raise KeyError_("That does not look like an API key (too long or several lines).")
-    token = _fernet().encrypt(key.encode())
-    with transaction.atomic():
-        row, _ = ProviderKey.objects.update_or_create(
-            user=user,
-            provider=provider,
-            defaults={"encrypted_key": token, "hint": key[-4:] if len(key) >= 12 else ""},
-        )
-    log.info("user %s stored an API key for %s", user.pk, provider)
-    return row
-
-
-def remove_key(user, provider: str) -> bool:
-    deleted, _ = ProviderKey.objects.filter(user=user, provider=provider).delete()
-    if deleted:
-        log.info("user %s removed their API key for %s", user.pk, provider)
-    return bool(deleted)
 
 
 def user_key(user, provider: str) -> str | None:
@@ -93,7 +53,7 @@ def user_key(user, provider: str) -> str | None:
     if row is None:
         return None
     try:
-        return _fernet().decrypt(bytes(row.encrypted_key)).decode()
+        return fernet().decrypt(bytes(row.encrypted_key)).decode()
     except (InvalidToken, ValueError):
         log.warning("user %s's key for %s cannot be decrypted (secret changed?)", user.pk, provider)
         return None

@@ -37,18 +37,19 @@ from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, Session
+from sessions_app.selectors import llm, workspaces
+from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.pi_file import pi_writing_since
+from sessions_app.selectors.runs import active_run, redis_client
+from sessions_app.selectors.runs import redis_key as _key
 from sessions_app.services import (
     changes,
     events,
-    llm,
     resources,
     sandboxing,
     sessions,
-    workspaces,
-    write_back,
 )
 from sessions_app.services.jobs import agent_run, compaction, lifecycle
-from sessions_app.services.model_input import model_input
 
 log = logging.getLogger(__name__)
 
@@ -79,44 +80,6 @@ class RunBusy(ChatError):
 class ChatUnavailable(ChatError):
     code = "unavailable"
     status = 503
-
-
-# ----------------------------------------------------------------------------- redis
-
-
-_redis_client: redis.Redis | None = None
-_redis_url: str | None = None
-
-
-def redis_client() -> redis.Redis:
-    global _redis_client, _redis_url
-    if _redis_client is None or _redis_url != settings.REDIS_URL:
-        _redis_client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
-        _redis_url = settings.REDIS_URL
-    return _redis_client
-
-
-def _key(kind: str, ident: Any) -> str:
-    prefix = settings.PIWEB_CHAT_REDIS_PREFIX
-    return f"{prefix}:{kind}:{ident}"
-
-
-def run_state(session: Session) -> dict | None:
-    """The in-progress run of a session as last saved by the worker, or None."""
-    try:
-        raw = redis_client().get(_key("run", session.pk))
-    except redis.RedisError as exc:
-        log.warning("could not read run state: %s", exc)
-        return None
-    return json.loads(raw) if raw else None
-
-
-def active_run(session: Session) -> Job | None:
-    return (
-        Job.objects.filter(session=session, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
-        .order_by("created_at")
-        .first()
-    )
 
 
 # ----------------------------------------------------------------------------- sending
@@ -161,7 +124,7 @@ def _check_command(command: str) -> None:
 def send_message(session: Session, user, text: str) -> Job:
     """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
     parsed = parse_input(text)
-    if write_back.pi_writing_since(session) is not None:
+    if pi_writing_since(session) is not None:
         raise ChatError(
             "pi is writing this session right now: the chat waits until pi has been quiet "
             f"for {settings.PIWEB_PI_QUIET_SECONDS:g} seconds. Fork it to go on here now.",

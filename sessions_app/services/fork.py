@@ -29,8 +29,9 @@ from sessions_app.core.preview import clean_text, entry_preview, entry_row_colum
 from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
+from sessions_app.selectors import workspaces
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import changes, events, sessions, workspace_choice, workspaces
+from sessions_app.services import changes, events, sessions, workspace_choice
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")

@@ -182,7 +182,7 @@ class _Import:
         self.existing: Iterator[tuple[str, str]] | None = None
         self.existing_left = 0  # stored entries the file has not matched yet
         # A stored entry the file writes later than its place (piweb's exports end with
-        # the leaf: services/exporter.py); one such entry is accepted.
+        # the leaf: selectors/exporter.py); one such entry is accepted.
         self.moved: tuple[str, str] | None = None
         self.moved_seen = False
         self.header_number = 0  # the header's line, and the lines skipped before it

@@ -15,6 +15,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from sessions_app.params import int_or_none
+from sessions_app.selectors.comments import (
+    comment_totals,
+    open_comment_counts_by_pi_id,
+    open_threads,
+    threads_for_entry,
+)
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services import comments as comments_service
 from sessions_app.services.access import VIEWER, check_access
@@ -29,7 +35,7 @@ def _mark_resolvable(request, access, threads) -> None:
 
 def _comments_context(request, access, entry_pi_id: str | None, error: str = ""):
     entry = find_entry(access.session, entry_pi_id, "pk", "pi_id", "preview", "type", "role")
-    threads = comments_service.threads_for_entry(access.session, entry.pi_id) if entry else []
+    threads = threads_for_entry(access.session, entry.pi_id) if entry else []
     _mark_resolvable(request, access, threads)
     return {
         "access": access,
@@ -114,14 +120,14 @@ def reopen_comment(request, session_id, comment_id):
 def comment_counts(request, session_id):
     """{entry pi_id: open threads} as JSON, for the tree's node markers."""
     access = check_access(request.user, session_id, VIEWER)
-    return JsonResponse({"open": comments_service.open_comment_counts_by_pi_id(access.session)})
+    return JsonResponse({"open": open_comment_counts_by_pi_id(access.session)})
 
 
 @login_required
 @require_GET
 def review_list(request, session_id):
     access = check_access(request.user, session_id, VIEWER)
-    threads = list(comments_service.open_threads(access.session))
+    threads = list(open_threads(access.session))
     _mark_resolvable(request, access, threads)
     return render(
         request,
@@ -130,6 +136,6 @@ def review_list(request, session_id):
             "access": access,
             "session": access.session,
             "threads": threads,
-            "totals": comments_service.comment_totals(access.session),
+            "totals": comment_totals(access.session),
         },
     )

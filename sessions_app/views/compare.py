@@ -15,8 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 from sessions_app.models import Job
 from sessions_app.presentation.compare import rendered_comparison
 from sessions_app.responses import bad_request
+from sessions_app.selectors.compare import CompareError
 from sessions_app.selectors.jobs import latest_job, session_job
-from sessions_app.services import compare as compare_service
 from sessions_app.services.access import EDITOR, VIEWER, check_access
 from sessions_app.services.jobs import compare_summary as compare_jobs
 
@@ -32,7 +32,7 @@ def compare(request, session_id):
         try:
             context["comparison"] = rendered_comparison(access.session, a, b)
             context["job"] = latest_job(access.session, Job.Kind.COMPARE_SUMMARY, a, b)
-        except compare_service.CompareError as exc:
+        except CompareError as exc:
             context["error"] = str(exc)
             status = 400
     return render(request, "sessions_app/compare/compare.html", context, status=status)
@@ -46,7 +46,7 @@ def compare_summary(request, session_id):
     a, b = request.POST.get("a", ""), request.POST.get("b", "")
     try:
         job = compare_jobs.request_compare_summary(access.session, a, b, actor=request.user)
-    except compare_service.CompareError as exc:
+    except CompareError as exc:
         return bad_request(request, str(exc))
     if request.htmx:
         return render(

@@ -18,9 +18,10 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.models import Entry, Team
 from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.selectors.teams import member_team, team_sessions
 from sessions_app.selectors.usage import dashboard
-from sessions_app.services.access import VIEWER, check_access, visible_sessions
+from sessions_app.services.access import VIEWER, check_access
 
 PRESET_DAYS = (7, 30, 90)
 

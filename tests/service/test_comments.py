@@ -4,6 +4,7 @@ import pytest
 
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Comment
+from sessions_app.selectors import comments as comment_reads
 from sessions_app.selectors import paths
 from sessions_app.services import comments
 from sessions_app.services.comments import CommentError
@@ -29,19 +30,19 @@ def test_threads_resolve_counts_and_context_is_untouched(make_user):
     nested = comments.add_comment(session, ids["q2"], reviewer, "ok", reply_to=reply.pk)
     assert nested.reply_to_id == root.pk
 
-    threads = comments.threads_for_entry(session, ids["q2"])
+    threads = comment_reads.threads_for_entry(session, ids["q2"])
     assert [t.pk for t in threads] == [root.pk]
     assert [r.body for r in threads[0].thread_replies] == ["Missing fixture.", "ok"]
-    assert comments.open_comment_counts(session) == {
+    assert comment_reads.open_comment_counts(session) == {
         root.entry_id: 1,
         other.entry_id: 1,
     }
-    assert comments.open_comment_counts_by_pi_id(session) == {ids["q2"]: 1, ids["a3"]: 1}
+    assert comment_reads.open_comment_counts_by_pi_id(session) == {ids["q2"]: 1, ids["a3"]: 1}
 
     comments.set_resolved(session, nested.pk, owner)  # resolving a reply resolves its thread
     root.refresh_from_db()
     assert root.resolved and root.resolved_by == owner and root.resolved_at
-    assert comments.open_comment_counts_by_pi_id(session) == {ids["a3"]: 1}
+    assert comment_reads.open_comment_counts_by_pi_id(session) == {ids["a3"]: 1}
     comments.add_comment(session, ids["q2"], reviewer, "Still broken", reply_to=root.pk)
     root.refresh_from_db()
     assert not root.resolved  # a new reply reopens the thread

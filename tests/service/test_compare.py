@@ -5,8 +5,8 @@ import time
 import pytest
 
 from sessions_app.models import Job
-from sessions_app.services import compare
-from sessions_app.services.compare import CompareError
+from sessions_app.selectors import compare
+from sessions_app.selectors.compare import CompareError
 from sessions_app.services.jobs import compare_summary, lifecycle
 from tests.support.branchy_session import build_branchy_session
 from tests.support.waiting import wait_until

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from sessions_app.models import Entry
+from sessions_app.selectors.exporter import LEAF_MARKER_TYPE, export_bytes, export_jsonl
 from sessions_app.services import fork, navigation
-from sessions_app.services.exporter import LEAF_MARKER_TYPE, export_bytes, export_jsonl
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.tree_data import branched_jsonl, import_branched
 

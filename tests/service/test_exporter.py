@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 from sessions_app.core.jsonl import read_session
 from sessions_app.core.messages import build_session_context
 from sessions_app.selectors import paths
+from sessions_app.selectors.exporter import export_bytes, export_jsonl, iter_session_lines
 from sessions_app.services import sessions
-from sessions_app.services.exporter import export_bytes, export_jsonl, iter_session_lines
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi_files import FIXTURES, as_file, fixture, fixture_bytes
 

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from sessions_app.models import Entry, FollowedFile, Session
+from sessions_app.selectors.exporter import export_bytes
 from sessions_app.services import following, search
-from sessions_app.services.exporter import export_bytes
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import append, chain_lines, header, line, session_file
 

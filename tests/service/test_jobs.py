@@ -19,6 +19,7 @@ from sessions_app.core.summaries import (
 )
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
+from sessions_app.selectors.llm import compaction_settings
 from sessions_app.services import chat, jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
@@ -517,7 +518,7 @@ def test_compaction_settings_merge_and_validation(make_user, settings):
     }
     owner = make_user()
     session = sessions.create_session(owner=owner, cwd="/tmp")
-    cfg = jobs.compaction_settings(session)
+    cfg = compaction_settings(session)
     assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
     cfg = jobs.update_compaction_settings(
         session, actor=owner, enabled=False, reserve_tokens="5000", keep_recent_tokens=300

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from sessions_app.selectors import paths
-from sessions_app.services import chat, llm, sessions, summarizer
+from sessions_app.selectors import llm, paths
+from sessions_app.services import chat, sessions, summarizer
 from tests.support.scripted_llm import error, text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

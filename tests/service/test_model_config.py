@@ -1,4 +1,4 @@
-"""services/llm with a real pi agent folder on disk: key resolution order (the user's own
+"""selectors/llm with a real pi agent folder on disk: key resolution order (the user's own
 key, auth.json, models.json, the environment), $VAR and !command values, OAuth entries
 through `pi auth print-api-key`, file changes without a restart, windows from the
 recorded model, costs on a real run, and no plaintext key in a database dump."""
@@ -13,9 +13,11 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import ProviderKey, Session
-from sessions_app.services import chat, llm, provider_keys, sessions
-from sessions_app.services.jobs.summaries import compaction_settings
-from sessions_app.services.model_input import model_input
+from sessions_app.selectors import llm
+from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.provider_keys import user_key
+from sessions_app.services import chat, provider_keys, sessions
 from tests.support.scripted_llm import text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -327,7 +329,7 @@ def test_no_plaintext_key_in_a_database_dump(make_user, tmp_path):
     provider_keys.set_key(user, "anthropic", secret)
     row = ProviderKey.objects.get(user=user)
     assert secret.encode() not in bytes(row.encrypted_key)
-    assert provider_keys.user_key(user, "anthropic") == secret
+    assert user_key(user, "anthropic") == secret
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
         import sqlite3
@@ -355,5 +357,5 @@ def test_undecryptable_keys_count_as_absent(make_user, settings):
     user = make_user()
     provider_keys.set_key(user, "openai", "sk-openai-key-123456")
     settings.PIWEB_KEY_ENCRYPTION_KEY = "x" * 43 + "="  # another (valid) Fernet key
-    assert provider_keys.user_key(user, "openai") is None
+    assert user_key(user, "openai") is None
     assert Session.objects.count() >= 0

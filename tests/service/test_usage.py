@@ -12,9 +12,9 @@ from django.core.management import call_command
 
 from sessions_app.core.usage import usage_breakdown
 from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership, UsageDaily
+from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.selectors.usage import dashboard, session_summary
 from sessions_app.services import sessions
-from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi16_sessions import assert_same_breakdown

@@ -53,6 +53,7 @@ from django.conf import settings
 from sessions_app.agent.providers.base import THINKING_LEVELS, ResolvedModel
 from sessions_app.agent.retry import RetryPolicy
 from sessions_app.core import pi_config
+from sessions_app.core.compaction import CompactionSettings
 from sessions_app.core.costs import calculate_cost, price_per_million
 from sessions_app.core.pi_config import (
     MergedModels,
@@ -430,7 +431,7 @@ def _oauth_key(provider: str) -> str | None:
 
 def key_status(user, provider: str, *, cat: Catalog | None = None, user_keys=None) -> KeyStatus:
     """Where a provider's key would come from for this user (runs no command)."""
-    from sessions_app.services import provider_keys
+    from sessions_app.selectors import provider_keys
 
     keys = provider_keys.user_providers(user) if user_keys is None else user_keys
     if provider in keys:
@@ -467,7 +468,7 @@ class ModelUnavailable(Exception):
 
 def _resolve_key(user, model: dict[str, Any], cat: Catalog) -> tuple[str, str]:
     """(key, source) for a model's provider; raises ModelUnavailable."""
-    from sessions_app.services import provider_keys
+    from sessions_app.selectors import provider_keys
 
     provider = model["provider"]
     own = provider_keys.user_key(user, provider)
@@ -694,7 +695,7 @@ def window_label(tokens: int) -> str:
 
 def all_models(user) -> list[ModelChoice]:
     """Every catalog model with this user's key status."""
-    from sessions_app.services import provider_keys
+    from sessions_app.selectors import provider_keys
 
     cat = catalog()
     keys = provider_keys.user_providers(user)
@@ -757,6 +758,19 @@ def compaction_defaults() -> dict[str, Any]:
     return merged
 
 
+def compaction_settings(session) -> CompactionSettings:
+    """Effective settings: global PIWEB_COMPACTION, pi's settings.json (its
+    ``compaction`` object), then the session's overrides.
+
+    ``Session.settings["compaction"]`` uses pi's keys (enabled, reserveTokens,
+    keepRecentTokens).
+    """
+    merged = compaction_defaults()
+    own = (session.settings or {}).get("compaction") or {}
+    merged.update({k: v for k, v in own.items() if k in merged})
+    return CompactionSettings.from_dict(merged)
+
+
 def branch_summary_reserve(default: int) -> int:
     return int(pi_settings().branch_summary.get("reserveTokens") or default)
 
@@ -781,109 +795,12 @@ def session_window(session, recorded: dict | None = None, user=None) -> int:
     return settings.PIWEB_LLM_CONTEXT_WINDOW
 
 
-# ----------------------------------------------------------------------------- the Models page
-
-
-class ChoiceError(ValueError):
-    """A default that cannot be stored (message safe to show)."""
-
-
-def set_default(user, ref: str, thinking_level: str):
-    """Store the user's default model (``provider/id``, "" = none: the server's default)
-    and thinking level ("" = pi's settings.json, else off)."""
-    from django.db import transaction
-
-    from sessions_app.models import ModelPreference
-
-    provider, model_id = "", ""
-    if ref:
-        provider, _, model_id = ref.partition("/")
-        if not model_id or find_model(provider, model_id) is None:
-            raise ChoiceError(f"Unknown model: {ref}.")
-    if thinking_level and thinking_level not in THINKING_LEVELS:
-        raise ChoiceError(f"Unknown thinking level: {thinking_level}.")
-    with transaction.atomic():
-        pref, _ = ModelPreference.objects.select_for_update().get_or_create(user=user)
-        pref.provider, pref.model_id, pref.thinking_level = provider, model_id, thinking_level
-        pref.save()
-    return pref
-
-
-TEST_PROMPT = "Reply with the single word: ok"
-
-
-def try_model(user, ref: str) -> tuple[bool, str]:
-    """One tiny request to a model with the key this user's runs would use. Returns
-    (ok, message); the message names the model and key source, never the key."""
-    import time
-
-    provider, _, model_id = (ref or "").partition("/")
-    try:
-        resolved = resolve_model(user, provider, model_id)
-    except ModelUnavailable as exc:
-        return False, str(exc)
-    if resolved is None:
-        return False, HOW_TO_CONFIGURE
-    started = time.monotonic()
-    try:
-        reply = _tiny_request(resolved)
-    except Exception as exc:  # the provider's error, with the key scrubbed
-        message = str(exc)
-        if resolved.api_key:
-            message = message.replace(resolved.api_key, "***")
-        return False, f"{ref} ({KEY_SOURCE_LABELS[resolved.key_source]}): {message[:500]}"
-    took = time.monotonic() - started
-    return True, (
-        f"{ref} answered {reply[:80]!r} in {took:.1f}s "
-        f"(key: {KEY_SOURCE_LABELS[resolved.key_source]})."
-    )
-
-
-def _tiny_request(resolved: ResolvedModel) -> str:
-    """Through the providers package when it has the model's API, else (openai-completions)
-    through the openai SDK."""
-    from sessions_app.agent import providers
-
-    stream_for = getattr(providers, "stream_for", None)
-    if stream_for is not None:
-        from sessions_app.agent.providers.base import ModelRequest
-
-        request = ModelRequest(
-            system_prompt="",
-            messages=[{"role": "user", "content": [{"type": "text", "text": TEST_PROMPT}]}],
-            max_tokens=16,
-        )
-        message = stream_for(resolved.api)(resolved, request)
-        if message.get("stopReason") == "error":
-            raise RuntimeError(message.get("errorMessage") or "error")
-        return "".join(
-            b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text"
-        )
-    if resolved.api != "openai-completions":
-        raise ModelUnavailable(f"{resolved.api} cannot be called by this piweb yet.")
-    import openai
-
-    client = openai.OpenAI(
-        base_url=resolved.model["baseUrl"],
-        api_key=resolved.api_key or "not-needed",
-        default_headers=resolved.headers or None,
-        timeout=min(resolved.timeout, 60.0),
-        max_retries=0,
-    )
-    done = client.chat.completions.create(
-        model=resolved.model_id,
-        messages=[{"role": "user", "content": TEST_PROMPT}],
-        max_completion_tokens=16,
-    )
-    return (done.choices[0].message.content or "").strip() if done.choices else ""
-
-
 def summary_profile(session, user=None) -> ModelProfile | ResolvedModel | None:
     """The model a summary job of this session calls (compaction, branch summary,
     comparison): the model the session's leaf uses, with the key of `user` (default: the
     owner); the environment profile itself when that is the one. None: the offline
     summarizer (no model or no key)."""
-    from sessions_app.services.model_input import model_input
+    from sessions_app.selectors.model_input import model_input
 
     try:
         resolved = model_input(session).resolved(user)
