@@ -26,7 +26,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,15 +35,12 @@ import time
 from pathlib import Path
 
 from calibration import json_loads_mb_per_s
+from support import free_port, pg_admin, pg_name, words_text
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_follow_bench")
 REDIS_URL = os.environ.get("PIWEB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/5")
 QUEUE = "piweb-follow-bench"
-WORDS = (
-    "the session tree append leaf branch context compaction summary model token file "
-    "path entry import export fork label bash output read write edit test build run"
-).split()
 
 
 def _env(var_dir: Path) -> dict:
@@ -59,49 +55,12 @@ def _env(var_dir: Path) -> dict:
     )
 
 
-def _pg_admin(sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(PG_URL)
-    with psycopg.connect(
-        host=db["HOST"] or "127.0.0.1",
-        port=db["PORT"] or 5432,
-        dbname="postgres",
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        conn.execute(sql)
-
-
-def _pg_name() -> str:
-    import dj_database_url
-
-    return dj_database_url.parse(PG_URL)["NAME"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 # --- pi-like lines -----------------------------------------------------------------------
-
-
-def _text(rng: random.Random, size: int) -> str:
-    out, length = [], 0
-    while length < size:
-        word = rng.choice(WORDS)
-        out.append(word)
-        length += len(word) + 1
-    return " ".join(out)
 
 
 def _header(session_id: str) -> str:
@@ -180,7 +139,7 @@ def generate_folder(root: Path, files: int, total_bytes: int, seed: int = 11) ->
             size += len(line)
             i = 0
             while size < target:
-                line = _entry(i, _text(rng, rng.randint(200, 4000))) + "\n"
+                line = _entry(i, words_text(rng, rng.randint(200, 4000))) + "\n"
                 fh.write(line)
                 size += len(line)
                 i += 1
@@ -212,7 +171,7 @@ def latency(base: Path, writers: int, appends: int, interval: float) -> dict:
         path.write_text(_header(_session_id(90000 + w)) + "\n" + _entry(0, "start") + "\n")
         paths.append(path)
     env = _env(base / "var")
-    port = _free_port()
+    port = free_port()
     logs = base / "logs"
     logs.mkdir(exist_ok=True)
     daphne = subprocess.Popen(
@@ -344,7 +303,7 @@ async def _drive(port, cookie, sessions, paths, interval, appends, written, deli
         await asyncio.sleep(rng.random() * interval)
         for n in range(1, appends + 1):
             with paths[w].open("a") as fh:
-                fh.write(_entry(n, _text(rng, rng.randint(100, 2000))) + "\n")
+                fh.write(_entry(n, words_text(rng, rng.randint(100, 2000))) + "\n")
             written[(sid, f"{n:08x}")] = time.time()
             await asyncio.sleep(interval * (0.5 + rng.random()))
 
@@ -490,8 +449,8 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="piweb-follow-bench-", dir="/tmp"))
     (base / "var").mkdir()
     (base / "logs").mkdir()
-    _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
-    _pg_admin(f'CREATE DATABASE "{_pg_name()}"')
+    pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
+    pg_admin(PG_URL, f'CREATE DATABASE "{pg_name(PG_URL)}"')
     results = {}
     try:
         subprocess.run(
@@ -543,7 +502,7 @@ def main() -> int:
             redis.Redis.from_url(REDIS_URL).delete(QUEUE)
         except Exception:
             pass
-        _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}" WITH (FORCE)')
+        pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}" WITH (FORCE)')
     print("targets (a shared machine: other work runs beside this benchmark):")
     if "latency" in results:
         lat = results["latency"]

@@ -28,27 +28,14 @@ import time
 from pathlib import Path
 
 from calibration import json_loads_mb_per_s
+from support import pg_admin, pg_name, words_text
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "store-bench"
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_store_bench")
 SESSION_ID = "b3nch000-0000-4000-8000-000000000001"
-WORDS = (
-    "the session tree append leaf branch context compaction summary model token file "
-    "path entry import export fork label bash output read write edit test build run"
-).split()
-
 
 # --- the generated session ---------------------------------------------------------------
-
-
-def _text(rng: random.Random, size: int) -> str:
-    out, length = [], 0
-    while length < size:
-        word = rng.choice(WORDS)
-        out.append(word)
-        length += len(word) + 1
-    return " ".join(out)
 
 
 def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict:
@@ -86,7 +73,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                     "id": eid,
                     "parentId": main_parent,
                     "timestamp": ts,
-                    "summary": _text(rng, per_entry * 3),
+                    "summary": words_text(rng, per_entry * 3),
                     "firstKeptEntryId": kept_since_compaction[-40],
                     "tokensBefore": 150000,
                     "details": {"readFiles": ["a.py"], "modifiedFiles": ["b.py"]},
@@ -99,7 +86,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                     "timestamp": ts,
                     "message": {
                         "role": "user",
-                        "content": _text(rng, per_entry // 3),
+                        "content": words_text(rng, per_entry // 3),
                         "timestamp": i,
                     },
                 }
@@ -112,7 +99,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                     "message": {
                         "role": "assistant",
                         "content": [
-                            {"type": "text", "text": _text(rng, per_entry // 3)},
+                            {"type": "text", "text": words_text(rng, per_entry // 3)},
                             {
                                 "type": "toolCall",
                                 "id": f"call_{eid}",
@@ -143,7 +130,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                         "role": "toolResult",
                         "toolCallId": f"call_{ids[i - 1]}",
                         "toolName": "bash",
-                        "content": [{"type": "text", "text": _text(rng, per_entry * 2)}],
+                        "content": [{"type": "text", "text": words_text(rng, per_entry * 2)}],
                         "isError": False,
                         "timestamp": i,
                     },
@@ -156,7 +143,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                     "timestamp": ts,
                     "message": {
                         "role": "assistant",
-                        "content": [{"type": "text", "text": _text(rng, per_entry // 2)}],
+                        "content": [{"type": "text", "text": words_text(rng, per_entry // 2)}],
                         "provider": "openai",
                         "model": "gpt-bench",
                         "stopReason": "stop",
@@ -182,7 +169,7 @@ def generate(path: Path, entries: int, target_bytes: int, seed: int = 7) -> dict
                         "timestamp": ts,
                         "message": {
                             "role": "user",
-                            "content": "retry " + _text(rng, 80),
+                            "content": "retry " + words_text(rng, 80),
                             "timestamp": i,
                         },
                     }
@@ -353,28 +340,6 @@ def run_child(kind: str, database_url: str, arg: str) -> dict:
 # --- databases -----------------------------------------------------------------------------
 
 
-def _pg_admin(sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(PG_URL)
-    with psycopg.connect(
-        host=db["HOST"] or "127.0.0.1",
-        port=db["PORT"] or 5432,
-        dbname="postgres",
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        conn.execute(sql)
-
-
-def _pg_name() -> str:
-    import dj_database_url
-
-    return dj_database_url.parse(PG_URL)["NAME"]
-
-
 def migrate(database_url: str) -> None:
     env = dict(os.environ, DATABASE_URL=database_url, PIWEB_VAR_DIR=str(BENCH_DIR / "var"))
     subprocess.run(
@@ -424,8 +389,8 @@ def main() -> int:
     try:
         for name, url in backends:
             if name == "postgresql":
-                _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
-                _pg_admin(f'CREATE DATABASE "{_pg_name()}"')
+                pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
+                pg_admin(PG_URL, f'CREATE DATABASE "{pg_name(PG_URL)}"')
             else:
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{sqlite_file}{suffix}").unlink(missing_ok=True)
@@ -440,7 +405,7 @@ def main() -> int:
     finally:
         if not args.keep:
             if any(n == "postgresql" for n, _ in backends):
-                _pg_admin(f'DROP DATABASE IF EXISTS "{_pg_name()}"')
+                pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
             shutil.rmtree(BENCH_DIR, ignore_errors=True)
     print("targets:")
     for name, (imported, context, _appended) in results.items():

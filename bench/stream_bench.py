@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+from support import free_port, wait_port
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -114,23 +115,6 @@ def bench_truncator(size: int, workdir: Path) -> dict:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("daphne did not start")
-
-
 def bench_end_to_end(size: int, tmp: Path) -> dict:
     import django
     import websockets
@@ -177,7 +161,7 @@ def bench_end_to_end(size: int, tmp: Path) -> dict:
         start_new_session=True,
     )  # fmt: skip
     try:
-        wait_port(port)
+        wait_port(port, 30, "daphne")
         time.sleep(3)  # let the worker connect to the broker
         os.environ["PIWEB_CELERY_QUEUE"] = queue
         settings.CELERY_TASK_DEFAULT_QUEUE = queue

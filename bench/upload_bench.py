@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+from support import free_port, pg_admin, pg_name, wait_port
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_upload_bench")
@@ -56,32 +57,6 @@ def _env(var_dir: Path, redis_url: str) -> dict:
         PIWEB_MAX_UPLOAD_BYTES=str(1024 * MB),
         PYTHONUNBUFFERED="1",
     )
-
-
-def _pg_admin(sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(PG_URL)
-    with psycopg.connect(
-        host=db["HOST"] or "127.0.0.1",
-        port=db["PORT"] or 5432,
-        dbname="postgres",
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        conn.execute(sql)
-
-
-def _db_name() -> str:
-    return PG_URL.rsplit("/", 1)[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_session(path: Path, megabytes: int) -> int:
@@ -160,17 +135,6 @@ class RssSampler:
         self.thread.join()
 
 
-def wait_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("the server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100,500", help="file sizes in MB (comma list)")
@@ -196,8 +160,8 @@ def main() -> None:
     env = _env(var_dir, redis_url)
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "REDIS_URL", "PIWEB_VAR_DIR")})
     os.environ.update(PIWEB_CELERY_QUEUE=QUEUE, PIWEB_CELERY_PREFIX=env["PIWEB_CELERY_PREFIX"])
-    _pg_admin(f'DROP DATABASE IF EXISTS "{_db_name()}"')
-    _pg_admin(f'CREATE DATABASE "{_db_name()}"')
+    pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}"')
+    pg_admin(PG_URL, f'CREATE DATABASE "{pg_name(PG_URL)}"')
     try:
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, env=env, check=True
@@ -220,7 +184,7 @@ def main() -> None:
         store["_auth_user_hash"] = user.get_session_auth_hash()
         store.create()
 
-        port = _free_port()
+        port = free_port()
         logs = work / "logs"
         logs.mkdir()
         server = subprocess.Popen(
@@ -241,7 +205,7 @@ def main() -> None:
             stderr=subprocess.STDOUT,
         )
         children.append(worker)
-        wait_port(port)
+        wait_port(port, 60)
 
         import httpx
 
@@ -305,7 +269,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        _pg_admin(f'DROP DATABASE IF EXISTS "{_db_name()}" WITH (FORCE)')
+        pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{pg_name(PG_URL)}" WITH (FORCE)')
         shutil.rmtree(work, ignore_errors=True)
 
 

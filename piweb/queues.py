@@ -8,7 +8,7 @@ never delay anyone's short command, summary or import:
 - ``<base>-summaries``: compactions, branch and compare summaries
   (``PIWEB_SUMMARY_CONCURRENCY``; ``PIWEB_JOBS_QUEUE`` names another queue for them);
 - ``<base>-imports``: imports (``PIWEB_IMPORT_CONCURRENCY``), served with ``<base>``
-  itself: the small tasks (search indexing after an import, workspace measures, pings).
+  itself: the small jobs (search indexing after an import, workspace measures) and pings.
 
 ``<base>`` is the Celery app's default queue (``PIWEB_CELERY_QUEUE``, default "piweb"),
 read when a task is sent, so a test that points the default queue elsewhere moves every

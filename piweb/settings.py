@@ -381,6 +381,11 @@ PIWEB_LLM_RETRY_MAX_DELAY = env.decimal("PIWEB_LLM_RETRY_MAX_DELAY", 30.0)
 # live run state.
 PIWEB_JOB_WAIT_FOR_RUN_SECONDS = env.decimal("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800.0)
 PIWEB_CHAT_REDIS_PREFIX = env.text("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
+# Images attached to a chat message (README "Chat"): the biggest image file the server
+# takes (pi keeps an image under 4.5 MB) and how many one message may carry. The page
+# scales an image larger than 2000 px down first, as pi does.
+PIWEB_CHAT_IMAGE_MAX_BYTES = env.integer("PIWEB_CHAT_IMAGE_MAX_BYTES", 4718592, minimum=1024)
+PIWEB_CHAT_IMAGE_MAX_COUNT = env.integer("PIWEB_CHAT_IMAGE_MAX_COUNT", 8, minimum=1)
 
 # Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
 # beside its worker (comma list; none by default), the user who owns the sessions (default:

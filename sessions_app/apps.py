@@ -10,8 +10,8 @@ class SessionsAppConfig(AppConfig):
         # The embedded SQLite database's files at 0600 (piweb/db_files.py).
         from piweb import db_files
 
-        # Search indexing hooks (post_save on Entry): see services/search.py; access_changed
-        # on deletes of team shares, links and team memberships: see services/sharing.py.
-        from sessions_app.services import search, sharing  # noqa: F401
+        # access_changed on deletes of team shares, links and team memberships: see
+        # services/sharing.py. (Search indexing is no signal: writers call it.)
+        from sessions_app.services import sharing  # noqa: F401
 
         db_files.connect()

@@ -240,9 +240,11 @@ class Entry(models.Model):
 
 
 class Job(models.Model):
-    """A background job on a session: compaction, branch summary, agent run, …
+    """A background job: compaction, branch summary, agent run, import, …
 
-    An import job has no session until it has imported one (then it points at it)."""
+    An import job has no session until it has imported one (then it points at it); a
+    search indexing job has none (its sessions are in ``params``); a workspace measure
+    has none either: ``created_by`` is the user whose folders it measures."""
 
     class Kind(models.TextChoices):
         COMPACTION = "compaction", "Compaction"
@@ -250,6 +252,8 @@ class Job(models.Model):
         AGENT_RUN = "agent_run", "Agent run"
         COMPARE_SUMMARY = "compare_summary", "Branch comparison summary"
         IMPORT = "import", "Session import"
+        SEARCH_INDEX = "search_index", "Search indexing"
+        WORKSPACE_MEASURE = "workspace_measure", "Workspace measure"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -294,8 +298,39 @@ class Job(models.Model):
                 fields=["session"],
                 condition=models.Q(kind="agent_run", status__in=["queued", "running"]),
                 name="one_active_agent_run_per_session",
-            )
+            ),
+            # At most one queued workspace measure per user: it measures what is there
+            # when it runs, so one more would find the same.
+            models.UniqueConstraint(
+                fields=["created_by"],
+                condition=models.Q(kind="workspace_measure", status="queued"),
+                name="one_queued_workspace_measure_per_user",
+            ),
         ]
+
+
+class QueuedMessage(models.Model):
+    """A message typed while the agent works, waiting for the run to take it: a *steer*
+    is delivered after the current turn's tool calls, before the next model request; a
+    *follow-up* when the run would otherwise end (pi's steering and follow-up queues).
+    The row is deleted when it is delivered (it becomes a user message entry), cancelled
+    or handed back to the chat box when the run is stopped."""
+
+    class Mode(models.TextChoices):
+        STEER = "steer", "Steer"
+        FOLLOW_UP = "follow_up", "Follow-up"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["session", "mode", "created_at"])]
 
 
 class Comment(models.Model):

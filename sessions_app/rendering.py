@@ -423,132 +423,19 @@ def render_entry(payload: dict) -> list[Part]:
         return unknown_parts(str(payload.get("type")), _without_ids(payload))
 
 
-def _render_entry(payload: dict) -> list[Part]:  # noqa: C901 (split after the round's merges)
+def _render_entry(payload: dict) -> list[Part]:
     kind = payload.get("type")
     if kind == "message":
         message = payload.get("message")
-        message = message if isinstance(message, dict) else {}
-        role = message.get("role")
-        if role in ("user", "assistant", "custom"):
-            parts = _content_parts(message.get("content"))
-            if role == "assistant":
-                stop = message.get("stopReason")
-                if message.get("errorMessage"):
-                    parts.append(
-                        Part(
-                            "notice",
-                            escape(bounded(message["errorMessage"], page_limit())),
-                            "Error",
-                        )
-                    )
-                elif stop in ("error", "aborted", "length"):
-                    parts.append(Part("notice", escape(f"Stopped: {stop}"), "Stop reason"))
-            return parts
-        if role == "toolResult":
-            text = content_text(message.get("content"))
-            body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
-            blocks = message.get("content") if isinstance(message.get("content"), list) else []
-            images = [
-                Part("image", render_image(b))
-                for b in blocks[:MAX_BLOCKS]
-                if isinstance(b, dict) and b.get("type") == "image"
-            ]
-            lines = text.count("\n") + 1 if text else 0
-            usage = (
-                [Part("usage", title="Usage", extra=usage_figures(message))]
-                if isinstance(message.get("usage"), dict)
-                else []
-            )
-            return [
-                Part(
-                    "tool_result",
-                    body,
-                    bounded(message.get("toolName") or "tool"),
-                    open=lines <= 40,
-                    extra={
-                        "is_error": bool(message.get("isError")),
-                        "notice": _truncation_notice(message),
-                        "full_output": full_output_path(payload),
-                        "lines": lines,
-                        "tool_call_id": bounded(message.get("toolCallId", "")),
-                    },
-                ),
-                *images,
-                *usage,
-            ]
-        if role == "bashExecution":
-            output = str(message.get("output") or "")
-            notes = []
-            if message.get("cancelled"):
-                notes.append("cancelled")
-            if message.get("exitCode") not in (None, 0):
-                notes.append(f"exit code {message.get('exitCode')}")
-            if message.get("excludeFromContext"):
-                notes.append("not in the model's context")
-            return [
-                Part(
-                    "terminal",
-                    render_ansi(output) if output else mark_safe('<p class="hint">(no output)</p>'),
-                    f"$ {bounded(message.get('command', ''), TITLE_CHARS)}",
-                    extra={
-                        "notes": notes,
-                        "notice": _truncation_notice(message),
-                        "full_output": full_output_path(payload),
-                    },
-                )
-            ]
-        if role == "system":
-            return [system_part(message)]
-        return unknown_parts(f"{bounded(role)} message", message)
+        return _message_parts(payload, message if isinstance(message, dict) else {})
     if kind in ("compaction", "branch_summary"):
-        parts = [
-            Part(
-                "summary",
-                render_markdown(payload.get("summary", "")),
-                "Compaction summary" if kind == "compaction" else "Branch summary",
-                extra={
-                    "tokens_before": payload.get("tokensBefore"),
-                    "first_kept": _short_or_none(payload.get("firstKeptEntryId")),
-                    "keeps_nothing": kind == "compaction"
-                    and payload.get("firstKeptEntryId") == payload.get("id"),
-                    "from_id": _short_or_none(payload.get("fromId")),
-                    "from_hook": payload.get("fromHook"),
-                },
-            )
-        ]
-        files = _files_part(payload.get("details"))
-        if files:
-            parts.append(files)
-        if isinstance(payload.get("systemMessage"), dict):
-            parts.insert(0, system_part(payload["systemMessage"], "System message (re-stated)"))
-        if isinstance(payload.get("usage"), dict):
-            parts.append(
-                Part("usage", title="Usage of the summary call", extra=usage_figures(payload))
-            )
-        return parts
+        return _summary_parts(payload, kind)
     if kind == "custom_message":
         parts = _content_parts(payload.get("content"))
         parts.insert(
             0, Part("meta", escape(bounded(payload.get("customType", ""))), "Custom message")
         )
         return parts
-    if kind == "label":
-        label = payload.get("label")
-        text = (
-            f"Label on {bounded(payload.get('targetId'))}: {bounded(label, MAX_LABEL_CHARS)}"
-            if label
-            else "Label removed"
-        )
-        return [Part("meta", escape(text), "Label")]
-    if kind == "session_info":
-        return [
-            Part("meta", escape(bounded(payload.get("name", ""), MAX_NAME_CHARS)), "Session name")
-        ]
-    if kind == "model_change":
-        text = f"{bounded(payload.get('provider', ''))}/{bounded(payload.get('modelId', ''))}"
-        return [Part("meta", escape(text), "Model change")]
-    if kind == "thinking_level_change":
-        return [Part("meta", escape(bounded(payload.get("thinkingLevel", ""))), "Thinking level")]
     if kind == "custom":
         data = payload.get("data")
         return [
@@ -559,7 +446,141 @@ def _render_entry(payload: dict) -> list[Part]:  # noqa: C901 (split after the r
         return [_usage_part(payload)]
     if kind == "context_edit":
         return [_edit_part(payload)]
+    meta = _meta_part(payload, kind)
+    if meta is not None:
+        return [meta]
     return unknown_parts(bounded(kind), _without_ids(payload))
+
+
+def _message_parts(payload: dict, message: dict) -> list[Part]:
+    role = message.get("role")
+    if role in ("user", "assistant", "custom"):
+        parts = _content_parts(message.get("content"))
+        if role == "assistant":
+            parts.extend(_stop_notice(message))
+        return parts
+    if role == "toolResult":
+        return _tool_result_parts(payload, message)
+    if role == "bashExecution":
+        return [_terminal_part(payload, message)]
+    if role == "system":
+        return [system_part(message)]
+    return unknown_parts(f"{bounded(role)} message", message)
+
+
+def _stop_notice(message: dict) -> list[Part]:
+    """The error or the unusual stop reason that ended an assistant turn."""
+    stop = message.get("stopReason")
+    if message.get("errorMessage"):
+        text = escape(bounded(message["errorMessage"], page_limit()))
+        return [Part("notice", text, "Error")]
+    if stop in ("error", "aborted", "length"):
+        return [Part("notice", escape(f"Stopped: {stop}"), "Stop reason")]
+    return []
+
+
+def _tool_result_parts(payload: dict, message: dict) -> list[Part]:
+    text = content_text(message.get("content"))
+    body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
+    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    images = [
+        Part("image", render_image(b))
+        for b in blocks[:MAX_BLOCKS]
+        if isinstance(b, dict) and b.get("type") == "image"
+    ]
+    lines = text.count("\n") + 1 if text else 0
+    usage = (
+        [Part("usage", title="Usage", extra=usage_figures(message))]
+        if isinstance(message.get("usage"), dict)
+        else []
+    )
+    return [
+        Part(
+            "tool_result",
+            body,
+            bounded(message.get("toolName") or "tool"),
+            open=lines <= 40,
+            extra={
+                "is_error": bool(message.get("isError")),
+                "notice": _truncation_notice(message),
+                "full_output": full_output_path(payload),
+                "lines": lines,
+                "tool_call_id": bounded(message.get("toolCallId", "")),
+            },
+        ),
+        *images,
+        *usage,
+    ]
+
+
+def _terminal_part(payload: dict, message: dict) -> Part:
+    """A user's ``!command`` run and its output."""
+    output = str(message.get("output") or "")
+    notes = []
+    if message.get("cancelled"):
+        notes.append("cancelled")
+    if message.get("exitCode") not in (None, 0):
+        notes.append(f"exit code {message.get('exitCode')}")
+    if message.get("excludeFromContext"):
+        notes.append("not in the model's context")
+    return Part(
+        "terminal",
+        render_ansi(output) if output else mark_safe('<p class="hint">(no output)</p>'),
+        f"$ {bounded(message.get('command', ''), TITLE_CHARS)}",
+        extra={
+            "notes": notes,
+            "notice": _truncation_notice(message),
+            "full_output": full_output_path(payload),
+        },
+    )
+
+
+def _summary_parts(payload: dict, kind: str) -> list[Part]:
+    parts = [
+        Part(
+            "summary",
+            render_markdown(payload.get("summary", "")),
+            "Compaction summary" if kind == "compaction" else "Branch summary",
+            extra={
+                "tokens_before": payload.get("tokensBefore"),
+                "first_kept": _short_or_none(payload.get("firstKeptEntryId")),
+                "keeps_nothing": kind == "compaction"
+                and payload.get("firstKeptEntryId") == payload.get("id"),
+                "from_id": _short_or_none(payload.get("fromId")),
+                "from_hook": payload.get("fromHook"),
+            },
+        )
+    ]
+    files = _files_part(payload.get("details"))
+    if files:
+        parts.append(files)
+    if isinstance(payload.get("systemMessage"), dict):
+        parts.insert(0, system_part(payload["systemMessage"], "System message (re-stated)"))
+    if isinstance(payload.get("usage"), dict):
+        parts.append(Part("usage", title="Usage of the summary call", extra=usage_figures(payload)))
+    return parts
+
+
+def _meta_part(payload: dict, kind: str) -> Part | None:
+    """The one-line entries: label, session name, model and thinking-level changes."""
+    if kind == "label":
+        label = payload.get("label")
+        text = (
+            f"Label on {bounded(payload.get('targetId'))}: {bounded(label, MAX_LABEL_CHARS)}"
+            if label
+            else "Label removed"
+        )
+        return Part("meta", escape(text), "Label")
+    if kind == "session_info":
+        return Part(
+            "meta", escape(bounded(payload.get("name", ""), MAX_NAME_CHARS)), "Session name"
+        )
+    if kind == "model_change":
+        text = f"{bounded(payload.get('provider', ''))}/{bounded(payload.get('modelId', ''))}"
+        return Part("meta", escape(text), "Model change")
+    if kind == "thinking_level_change":
+        return Part("meta", escape(bounded(payload.get("thinkingLevel", ""))), "Thinking level")
+    return None
 
 
 def page_budget() -> int:

@@ -15,21 +15,23 @@ def ping(value: str) -> str:
     return record_ping(value)
 
 
-# --- jobs (services/jobs): compaction, branch and compare summaries, agent runs ---------
+# --- jobs (services/jobs): every kind with a `run` ----------------------------------------
 
 
 @shared_task(name="piweb.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(job_id: str) -> str | None:
-    """Run a queued Job of any kind with a `run` (idempotent: see services/jobs/lifecycle)."""
+    """Run a queued Job of any kind with a `run` (idempotent: see services/jobs/lifecycle):
+    summaries, imports, search indexing, workspace measures."""
     from sessions_app.services.jobs import run_job as run
 
     return run(job_id)
 
 
-# The names earlier versions queued summary jobs under: kept so that their messages
-# still run after an upgrade.
+# The names earlier versions queued summary jobs and agent runs under: kept so that their
+# messages still run after an upgrade.
 run_summary_job = shared_task(name="piweb.run_summary_job", acks_late=True)(run_job.run)
 run_compare_summary_job = shared_task(name="piweb.compare_summary", acks_late=True)(run_job.run)
+agent_run = shared_task(name="piweb.agent_run", acks_late=True)(run_job.run)
 
 
 def _start_job_sweeper(sender=None, **kwargs):
@@ -48,33 +50,27 @@ def _connect_job_sweeper():
 _connect_job_sweeper()
 
 
-@shared_task(name="piweb.finish_import", acks_late=True)
-def finish_import(session_pk: int, from_seq: int) -> int:
-    """What follows an import's commit: search indexing (idempotent; see the service)."""
-    from sessions_app.services.importer import finish_import as finish
+# The names earlier versions queued post-import work and workspace measures under, with
+# their own arguments: kept so that a message still waiting at an upgrade becomes the job
+# that does that work now (services/jobs/search_index.py, workspace_measure.py).
 
-    return finish(session_pk, from_seq)
+
+@shared_task(name="piweb.finish_import", acks_late=True)
+def finish_import(session_pk: int, from_seq: int) -> None:
+    from sessions_app.services.jobs.search_index import request_index
+
+    request_index([(session_pk, from_seq)], tidy=True)
 
 
 @shared_task(name="piweb.finish_imports", acks_late=True)
 def finish_imports(work: list[list[int]]) -> None:
-    """finish_import for imports committed together ([session pk, from seq] pairs)."""
-    from sessions_app.services.importer import finish_imports as finish
+    from sessions_app.services.jobs.search_index import request_index
 
-    finish([(session_pk, from_seq) for session_pk, from_seq in work])
-
-
-@shared_task(name="piweb.agent_run", acks_late=True)
-def agent_run(job_id: str) -> str | None:
-    """Chat: run one queued agent turn (or `!cmd`) to the end; see services/chat.py."""
-    from sessions_app.services.chat import execute_run
-
-    return execute_run(job_id)
+    request_index([(session_pk, from_seq) for session_pk, from_seq in work], tidy=True)
 
 
 @shared_task(name="piweb.measure_workspace", acks_late=True)
-def measure_workspace(user_pk: int) -> int:
-    """Measure one user's workspaces (quota) and strip setuid/setgid bits (idempotent)."""
-    from sessions_app.services.resources import measure_workspace as measure
+def measure_workspace(user_pk: int) -> None:
+    from sessions_app.services.jobs.workspace_measure import request_measure
 
-    return measure(user_pk).bytes
+    request_measure(user_pk)

@@ -92,6 +92,9 @@ urlpatterns = [
     # --- chat
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),
+    path("s/<str:session_id>/chat/queue/", chat.queue, name="chat_queue"),
+    path("s/<str:session_id>/chat/unqueue/", chat.unqueue, name="chat_unqueue"),
+    path("s/<str:session_id>/chat/queued/", chat.queue_list, name="chat_queued"),
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
     path("s/<str:session_id>/chat/thinking/", chat.set_thinking, name="chat_thinking"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),

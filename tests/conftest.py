@@ -121,6 +121,15 @@ def _model_profiles(llm_server: ScriptedLLM) -> str:
                 "reasoning": True,
                 "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
             },
+            # chat box tests: a model that takes images
+            "scripted-vision": {
+                "base_url": llm_server.base_url,
+                "api_key": "test-key-not-secret",
+                "model": "scripted-vision-model",
+                "context_window": 128000,
+                "max_output": 4096,
+                "input": ["text", "image"],
+            },
             # chat tests: a short read timeout (timeout -> visible error entry)
             "scripted-fast": {
                 "base_url": llm_server.base_url,
@@ -163,9 +172,27 @@ def _scripted_profiles(llm_server):
     settings.PIWEB_PI_AGENT_DIR = ""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def run_queue():
+    """This run's own Celery queues: tasks sent here and the worker fixture (which gets the
+    name through ``child_env``) use them, so a worker left behind on the same broker by a
+    killed run in another checkout cannot take this run's tasks."""
+    from piweb.celery import app
+
+    name = f"piweb-test-{uuid.uuid4().hex[:8]}"
+    app.conf.task_default_queue = name
+    return name
+
+
 @pytest.fixture(scope="session")
 def child_env(
-    django_db_setup, django_db_blocker, redis_ready, llm_server, tmp_path_factory, _snapshot_dir
+    django_db_setup,
+    django_db_blocker,
+    redis_ready,
+    llm_server,
+    tmp_path_factory,
+    _snapshot_dir,
+    run_queue,
 ):
     """Environment for processes that must share this test run's database and Redis.
 
@@ -196,6 +223,7 @@ def child_env(
         PIWEB_ARTIFACT_DIR=str(configured.PIWEB_ARTIFACT_DIR),
         PIWEB_SNAPSHOT_DIR=str(settings.PIWEB_SNAPSHOT_DIR),
         PIWEB_MAX_UPLOAD_BYTES=str(SERVER_UPLOAD_LIMIT),
+        PIWEB_CELERY_QUEUE=run_queue,
         PYTHONUNBUFFERED="1",
     )
     if not settings.USES_EMBEDDED_REDIS:

@@ -18,6 +18,11 @@ timeout, an auth error or any other error ends the run with a visible assistant 
 (kind ``overflow``) calls ``hooks.compact_for_overflow()`` and retries the turn once; a
 second overflow is an error message. Abort (the :class:`AbortSignal`) closes the HTTP
 stream at once and kills running tools; the partial message is kept as ``aborted``.
+
+Messages typed while the run works come through ``hooks.take_queued`` as pi 0.80.2's
+agent loop takes them: a steering message after each turn (once its tool calls have all
+run) and at the start, before the next request; a follow-up when the model stops without
+tool calls and no steer waits, starting another turn of the same run.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ class RunHooks(Protocol):
 
     def compact_for_overflow(self) -> bool:
         """Compact the session after a context overflow; True when the turn may be retried."""
+
+    def take_queued(self, mode: str) -> bool:
+        """Deliver one queued user message of `mode` ("steer" or "follow_up") into the
+        context (a persisted entry); True when there was one. Optional."""
 
 
 def now_ms() -> int:
@@ -265,8 +274,17 @@ class AgentRun:
         """Run until the model stops; returns "done", "aborted" or "error"."""
         return self._run()
 
+    def _take_queued(self, mode: str) -> bool:
+        """pi's queues, one message per look: a steer after a turn's tool calls (and at
+        the start), a follow-up when the run would otherwise end. None once aborted."""
+        take = getattr(self.hooks, "take_queued", None)
+        if take is None or self.abort.is_set():
+            return False
+        return take(mode)
+
     def _run(self) -> str:
         overflow_retried = False
+        self._take_queued("steer")  # typed while the run waited for a worker
         for _turn in range(self.max_turns):
             if self.abort.is_set():
                 self.hooks.persist(self._assistant([], "aborted", error="Request was aborted"))
@@ -288,12 +306,15 @@ class AgentRun:
                     self._close_open_calls(message)
                 return "error" if message["stopReason"] == "error" else "aborted"
             calls = [b for b in message["content"] if b["type"] == "toolCall"]
-            if not calls:
+            if calls:
+                self.run_tools(calls)
+                after_tools = getattr(self.hooks, "after_tools", None)
+                if after_tools is not None:
+                    after_tools()  # e.g. a snapshot of the files the calls changed
+            if self._take_queued("steer") or calls:
+                continue
+            if not self._take_queued("follow_up"):
                 return "done"
-            self.run_tools(calls)
-            after_tools = getattr(self.hooks, "after_tools", None)
-            if after_tools is not None:
-                after_tools()  # e.g. a snapshot of the files the calls changed
         self.hooks.persist(
             self._assistant(
                 [], "error", error=f"Stopped after {self.max_turns} turns without finishing."

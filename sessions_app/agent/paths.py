@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from . import safefs
 
@@ -227,16 +228,10 @@ class Workspace:
 
     @contextlib.contextmanager
     def open(
-        self,
-        path: str | None,
-        flags: int,
-        mode: int = 0o666,
-        *,
-        what: str = "Path",
-        for_read: bool = False,
-        follow: bool = True,
+        self, path: str | None, flags: int, mode: int = 0o666, **options: Any
     ) -> Iterator[tuple[int, str]]:
-        fd, real = self.open_fd(path, flags, mode, what=what, for_read=for_read, follow=follow)
+        """``open_fd`` (same arguments) as a context that closes the descriptor."""
+        fd, real = self.open_fd(path, flags, mode, **options)
         try:
             yield fd, real
         finally:

@@ -251,7 +251,7 @@ def _drain(fd: int, tail: StreamingTail, until: float) -> tuple[bool, bool]:
             return False, fed
 
 
-def _follow(  # noqa: C901 (split after this round's merges: issue 29)
+def _follow(
     proc: subprocess.Popen,
     tail: StreamingTail,
     launch: sandboxing.Launch,
@@ -265,98 +265,139 @@ def _follow(  # noqa: C901 (split after this round's merges: issue 29)
 ) -> ShellOutcome:
     fd = proc.stdout.fileno()
     _open_pipe(fd)
-    deadline = started + timeout if timeout else None
-    killed_at: float | None = None
-    aborted = timed_out = False
-    exited_at: float | None = None
+    watch = _Watch(proc, started, timeout, abort, guard, launch, sandbox)
     last_snapshot = 0.0
     dirty = False
     snapshots = 0
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    stopped: str | None = None
-    watch_guard = guard is not None and guard.during is not None
-    next_guard = started + (guard.interval if watch_guard else 0)
-    cgroup = launch.cgroup
-    memory_cap = 0
-    if sandbox is not None and sandbox.enabled and sandbox.total_memory_mb:
-        if cgroup is None or not cgroup.has_memory:
-            memory_cap = sandbox.total_memory_mb * 1024 * 1024
-    next_memory = started
     try:
         while True:
             events = poller.poll(50)
-            eof = False
             if events:
                 # Drain what is there without going back to poll between chunks, but
                 # come up for air often enough for snapshots, abort and timeout.
                 eof, fed = _drain(fd, tail, time.monotonic() + snapshot_interval / 2)
                 dirty = dirty or fed
-            if eof:
-                break
+                if eof:
+                    break
             now = time.monotonic()
-            if killed_at is None:
-                if abort is not None and abort.is_set():
-                    aborted = True
-                elif deadline is not None and now >= deadline:
-                    timed_out = True
-                elif watch_guard and now >= next_guard:
-                    next_guard = now + guard.interval
-                    stopped = guard.during()
-                if memory_cap and stopped is None and killed_at is None and now >= next_memory:
-                    next_memory = now + MEMORY_WATCH_SECONDS
-                    if tree_rss(proc.pid) > memory_cap:
-                        stopped = sandboxing.total_memory_notice(sandbox)
-                if stopped:
-                    aborted = True
-                if aborted or timed_out:
-                    _kill_group(proc.pid)
-                    killed_at = now
-            elif now - killed_at > 2.0:
-                break  # something outside the group still holds the pipe
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            elif exited_at is not None and not events and now - exited_at > 1.0:
-                break  # shell gone; a detached descendant keeps the pipe open
+            if watch.check(now) or watch.shell_gone(now, bool(events)):
+                break
             if dirty and on_snapshot is not None and now - last_snapshot >= snapshot_interval:
                 on_snapshot(tail.snapshot())
                 snapshots += 1
                 last_snapshot = now
                 dirty = False
     finally:
-        if proc.poll() is None and killed_at is None and (aborted or timed_out):
-            _kill_group(proc.pid)
-        proc.stdout.close()
-        try:
-            proc.wait(10 if killed_at is not None else 30)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.wait(5)
-    pids_hits = cgroup.limit_hits() if cgroup is not None else 0
-    oom_kills = cgroup.oom_kills() if cgroup is not None else 0
+        watch.reap()
     result = tail.finish()
     if on_snapshot is not None:
         on_snapshot(tail.snapshot())
         snapshots += 1
-    code = proc.returncode
-    exit_code = None if (aborted or timed_out or code is None or code < 0) else code
-    notices: tuple[str, ...] = ()
-    if sandbox is not None:
-        notices = tuple(
-            sandboxing.limit_notices(
-                sandbox, exit_code, result.truncation.content, pids_hits, oom_kills
+    return watch.outcome(result, snapshots)
+
+
+class _Watch:
+    """What ``_follow`` keeps an eye on while a command runs: abort, the timeout, the
+    guard and the memory cap; whether and when it killed the command, when the shell
+    exited."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        started: float,
+        timeout: float | None,
+        abort: AbortSignal | None,
+        guard: CommandGuard | None,
+        launch: sandboxing.Launch,
+        sandbox: sandboxing.SandboxConfig | None,
+    ):
+        self.proc = proc
+        self.started = started
+        self.timeout = timeout
+        self.abort = abort
+        self.guard = guard if guard is not None and guard.during is not None else None
+        self.cgroup = launch.cgroup
+        self.sandbox = sandbox
+        self.deadline = started + timeout if timeout else None
+        self.next_guard = started + (self.guard.interval if self.guard else 0)
+        self.memory_cap = 0
+        if sandbox is not None and sandbox.enabled and sandbox.total_memory_mb:
+            if self.cgroup is None or not self.cgroup.has_memory:
+                self.memory_cap = sandbox.total_memory_mb * 1024 * 1024
+        self.next_memory = started
+        self.killed_at: float | None = None
+        self.exited_at: float | None = None
+        self.aborted = self.timed_out = False
+        self.stopped: str | None = None  # the notice of a guard or of the memory cap
+
+    def check(self, now: float) -> bool:
+        """Kill the command when it must stop; True: stop reading (it was killed a
+        while ago and something outside its group still holds the pipe)."""
+        if self.killed_at is not None:
+            return now - self.killed_at > 2.0
+        if self.abort is not None and self.abort.is_set():
+            self.aborted = True
+        elif self.deadline is not None and now >= self.deadline:
+            self.timed_out = True
+        elif self.guard is not None and now >= self.next_guard:
+            self.next_guard = now + self.guard.interval
+            self.stopped = self.guard.during()
+        if self.memory_cap and self.stopped is None and now >= self.next_memory:
+            self.next_memory = now + MEMORY_WATCH_SECONDS
+            if tree_rss(self.proc.pid) > self.memory_cap:
+                self.stopped = sandboxing.total_memory_notice(self.sandbox)
+        if self.stopped:
+            self.aborted = True
+        if self.aborted or self.timed_out:
+            _kill_group(self.proc.pid)
+            self.killed_at = now
+        return False
+
+    def shell_gone(self, now: float, had_events: bool) -> bool:
+        """True when the shell exited a while ago and a detached descendant keeps the
+        pipe open."""
+        if self.exited_at is None and self.proc.poll() is not None:
+            self.exited_at = now
+        elif self.exited_at is not None and not had_events and now - self.exited_at > 1.0:
+            return True
+        return False
+
+    def reap(self) -> None:
+        proc = self.proc
+        if proc.poll() is None and self.killed_at is None and (self.aborted or self.timed_out):
+            _kill_group(proc.pid)
+        proc.stdout.close()
+        try:
+            proc.wait(10 if self.killed_at is not None else 30)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait(5)
+
+    def outcome(self, result: StreamingResult, snapshots: int) -> ShellOutcome:
+        pids_hits = self.cgroup.limit_hits() if self.cgroup is not None else 0
+        oom_kills = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        code = self.proc.returncode
+        stopped_early = self.aborted or self.timed_out
+        exit_code = None if (stopped_early or code is None or code < 0) else code
+        notices: tuple[str, ...] = ()
+        if self.sandbox is not None:
+            notices = tuple(
+                sandboxing.limit_notices(
+                    self.sandbox, exit_code, result.truncation.content, pids_hits, oom_kills
+                )
             )
+        if self.stopped and self.stopped not in notices:
+            notices = (self.stopped, *notices)
+        return ShellOutcome(
+            result=result,
+            exit_code=exit_code,
+            aborted=self.aborted,
+            timed_out=self.timed_out,
+            timeout=self.timeout,
+            duration=time.monotonic() - self.started,
+            snapshots=snapshots,
+            limit_notices=notices,
+            stopped=self.stopped,
         )
-    if stopped and stopped not in notices:
-        notices = (stopped, *notices)
-    return ShellOutcome(
-        result=result,
-        exit_code=exit_code,
-        aborted=aborted,
-        timed_out=timed_out,
-        timeout=timeout,
-        duration=time.monotonic() - started,
-        snapshots=snapshots,
-        limit_notices=notices,
-        stopped=stopped,
-    )

@@ -57,6 +57,7 @@ from sessions_app.core.truncate import (
 from . import edits as edit_text
 from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
+from .providers.common import parse_json_args
 from .sandbox import SandboxConfig, SandboxUnavailable
 from .shell import CommandGuard, ShellOutcome, command_problem, run_shell
 from .signals import AbortSignal
@@ -133,6 +134,11 @@ class Tool:
                 "parameters": self.parameters,
             },
         }
+
+
+def _param(kind: str, description: str) -> dict[str, str]:
+    """One parameter of a tool's schema."""
+    return {"type": kind, "description": description}
 
 
 def _schema(
@@ -236,15 +242,9 @@ READ = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
-            "offset": {
-                "type": "number",
-                "description": "First line to show, counting from 1",
-            },
-            "limit": {"type": "number", "description": "How many lines to show at most"},
+            "path": _param("string", "The file, relative to the working directory or absolute"),
+            "offset": _param("number", "First line to show, counting from 1"),
+            "limit": _param("number", "How many lines to show at most"),
         },
         ["path"],
     ),
@@ -320,14 +320,14 @@ BASH = Tool(
     ),
     parameters=_schema(
         {
-            "command": {"type": "string", "description": "The command line for bash"},
-            "timeout": {
-                "type": "number",
-                "description": (
+            "command": _param("string", "The command line for bash"),
+            "timeout": _param(
+                "number",
+                (
                     f"Seconds before the command is stopped ({int(DEFAULT_BASH_TIMEOUT)} if "
                     "left out, 0 for no limit)"
                 ),
-            },
+            ),
         },
         ["command"],
     ),
@@ -411,10 +411,7 @@ EDIT = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
+            "path": _param("string", "The file, relative to the working directory or absolute"),
             "edits": {
                 "type": "array",
                 "description": (
@@ -423,14 +420,14 @@ EDIT = Tool(
                 ),
                 "items": _schema(
                     {
-                        "oldText": {
-                            "type": "string",
-                            "description": (
+                        "oldText": _param(
+                            "string",
+                            (
                                 "Text to replace, character for character; it must occur "
                                 "once in the original file and not overlap another entry"
                             ),
-                        },
-                        "newText": {"type": "string", "description": "What replaces it"},
+                        ),
+                        "newText": _param("string", "What replaces it"),
                     },
                     ["oldText", "newText"],
                     closed=True,
@@ -488,11 +485,8 @@ WRITE = Tool(
     ),
     parameters=_schema(
         {
-            "path": {
-                "type": "string",
-                "description": "The file, relative to the working directory or absolute",
-            },
-            "content": {"type": "string", "description": "The file's complete new text"},
+            "path": _param("string", "The file, relative to the working directory or absolute"),
+            "content": _param("string", "The file's complete new text"),
         },
         ["path", "content"],
     ),
@@ -624,8 +618,105 @@ def _glob_spec(pattern: str) -> pathspec.PathSpec:
 # --------------------------------------------------------------------------- grep
 
 
-def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # noqa: C901 (split after the round's merges)
+def _limit_arg(args: dict[str, Any], default: int) -> int:
+    limit = args.get("limit")
+    return max(1, int(limit)) if limit is not None else default
+
+
+def _listing_tool(
+    *,
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    required: list[str],
+    limit_help: str,
+    execute: Callable[[dict[str, Any], ToolContext], ToolResult],
+    snippet: str,
+) -> Tool:
+    """grep, find or ls: read-only, at most ``limit`` items (the last parameter)."""
+    return Tool(
+        name=name,
+        description=description,
+        parameters=_schema({**properties, "limit": _param("number", limit_help)}, required),
+        execute=execute,
+        read_only=True,
+        snippet=snippet,
+    )
+
+
+def _listing_result(
+    lines: list[str],
+    limit_details: dict[str, Any],
+    notice: Callable[[bool], str | None],
+    more_details: dict[str, Any] | None = None,
+) -> ToolResult:
+    """A grep, find or ls answer: the lines cut at the byte cap, with the notice
+    (``notice(bytes_truncated)``) and pi's details in pi's key order."""
+    truncation = truncate_head("\n".join(lines), BIG)
+    details = dict(limit_details)
+    if truncation.truncated:
+        details["truncation"] = truncation.to_pi_dict()
+    details.update(more_details or {})
+    return text_result(append_notice(truncation.content, notice(truncation.truncated)), details)
+
+
+@dataclass
+class _GrepHits:
+    """The lines grep gives back, and what was cut on the way."""
+
+    limit: int
+    context: int
+    out: list[str] = field(default_factory=list)
+    matches: int = 0
+    lines_truncated: bool = False
+
+    @property
+    def limit_reached(self) -> bool:
+        return self.matches >= self.limit
+
+    def search(self, name: str, lines: list[str], regex: re.Pattern) -> None:
+        """Each match in one file with its context lines, until the limit."""
+        for number, line in enumerate(lines, start=1):
+            if not regex.search(line):
+                continue
+            self.matches += 1
+            first = max(1, number - self.context) if self.context else number
+            last = min(len(lines), number + self.context) if self.context else number
+            for current in range(first, last + 1):
+                cut = truncate_line(lines[current - 1].replace("\r", ""))
+                self.lines_truncated = self.lines_truncated or cut.was_truncated
+                sep = ":" if current == number else "-"
+                self.out.append(f"{name}{sep}{current}{sep} {cut.text}")
+            if self.limit_reached:
+                return
+
+
+def _grep_regex(args: dict[str, Any]) -> re.Pattern:
     pattern = args["pattern"]
+    flags = re.IGNORECASE if args.get("ignoreCase") else 0
+    source = re.escape(pattern) if args.get("literal") else pattern
+    try:
+        return re.compile(source, flags)
+    except re.error as exc:
+        raise ToolError(f"Invalid regex pattern {pattern!r}: {exc}") from None
+
+
+def _text_lines(ctx: ToolContext, path: str) -> list[str] | None:
+    """A file's lines for grep; None for one that cannot be read or is binary (as
+    ripgrep skips it)."""
+    try:
+        text = _read_in_root(ctx.workspace, path, follow=True, max_bytes=MAX_GREP_FILE_BYTES)
+    except OSError:
+        return None
+    if "\x00" in text[:8192]:
+        return None
+    lines = edit_text.to_lf(text).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     search = ctx.workspace.resolve(args.get("path") or ".")
     try:
         with ctx.workspace.open(args.get("path") or ".", os.O_PATH) as (fd, _):
@@ -633,15 +724,8 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # noqa: C901 (
     except FileNotFoundError:
         raise ToolError(f"Path not found: {search}") from None
     context = int(args.get("context") or 0)
-    context = context if context > 0 else 0
-    limit = args.get("limit")
-    effective_limit = max(1, int(limit)) if limit is not None else GREP_DEFAULT_LIMIT
-    flags = re.IGNORECASE if args.get("ignoreCase") else 0
-    source = re.escape(pattern) if args.get("literal") else pattern
-    try:
-        regex = re.compile(source, flags)
-    except re.error as exc:
-        raise ToolError(f"Invalid regex pattern {pattern!r}: {exc}") from None
+    hits = _GrepHits(limit=_limit_arg(args, GREP_DEFAULT_LIMIT), context=max(context, 0))
+    regex = _grep_regex(args)
     glob = args.get("glob")
     glob_spec = _glob_spec(glob) if glob else None
 
@@ -653,57 +737,29 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # noqa: C901 (
         return os.path.basename(path)
 
     files = walk(search, ctx) if is_dir else iter([(search, False)])
-    out: list[str] = []
-    matches = 0
-    limit_reached = False
-    lines_truncated = False
     for path, _ in files:
-        if limit_reached:
+        if hits.limit_reached:
             break
-        if glob_spec is not None and not glob_spec.match_file(display(path)):
-            continue
-        try:
-            text = _read_in_root(ctx.workspace, path, follow=True, max_bytes=MAX_GREP_FILE_BYTES)
-        except OSError:
-            continue
-        if "\x00" in text[:8192]:
-            continue  # binary, as ripgrep skips it
-        lines = edit_text.to_lf(text).split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
         name = display(path)
-        for number, line in enumerate(lines, start=1):
-            if not regex.search(line):
-                continue
-            matches += 1
-            first = max(1, number - context) if context else number
-            last = min(len(lines), number + context) if context else number
-            for current in range(first, last + 1):
-                cut = truncate_line(lines[current - 1].replace("\r", ""))
-                lines_truncated = lines_truncated or cut.was_truncated
-                sep = ":" if current == number else "-"
-                out.append(f"{name}{sep}{current}{sep} {cut.text}")
-            if matches >= effective_limit:
-                limit_reached = True
-                break
+        if glob_spec is not None and not glob_spec.match_file(name):
+            continue
+        lines = _text_lines(ctx, path)
+        if lines is None:
+            continue
+        hits.search(name, lines, regex)
         ctx.check_abort()
-    if matches == 0:
+    if hits.matches == 0:
         return text_result("No matches found")
-    truncation = truncate_head("\n".join(out), BIG)
-    details: dict[str, Any] = {}
-    if limit_reached:
-        details["matchLimitReached"] = effective_limit
-    if truncation.truncated:
-        details["truncation"] = truncation.to_pi_dict()
-    if lines_truncated:
-        details["linesTruncated"] = True
-    notice = grep_notice(
-        effective_limit if limit_reached else None, truncation.truncated, lines_truncated
+    cap = hits.limit if hits.limit_reached else None
+    return _listing_result(
+        hits.out,
+        {"matchLimitReached": cap} if cap else {},
+        lambda cut: grep_notice(cap, cut, hits.lines_truncated),
+        {"linesTruncated": True} if hits.lines_truncated else {},
     )
-    return text_result(append_notice(truncation.content, notice), details)
 
 
-GREP = Tool(
+GREP = _listing_tool(
     name="grep",
     description=(
         "Look for a regular expression (or plain text) in files and get the matching lines "
@@ -711,41 +767,19 @@ GREP = Tool(
         f"{GREP_DEFAULT_LIMIT} matches or {DEFAULT_MAX_BYTES // 1024}KB come back, and a "
         "line longer than 500 characters is cut."
     ),
-    parameters=_schema(
-        {
-            "pattern": {
-                "type": "string",
-                "description": "What to look for: a regular expression, or text with literal",
-            },
-            "path": {
-                "type": "string",
-                "description": "A folder or a file to search (the working directory if left out)",
-            },
-            "glob": {
-                "type": "string",
-                "description": "Only files whose name matches this glob, such as '*.py'",
-            },
-            "ignoreCase": {
-                "type": "boolean",
-                "description": "Ignore upper and lower case (off if left out)",
-            },
-            "literal": {
-                "type": "boolean",
-                "description": "Take pattern as plain text, not a regular expression",
-            },
-            "context": {
-                "type": "number",
-                "description": "Lines to show before and after each match (none if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most matches to return ({GREP_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        ["pattern"],
-    ),
+    properties={
+        "pattern": _param("string", "What to look for: a regular expression, or text with literal"),
+        "path": _param(
+            "string", "A folder or a file to search (the working directory if left out)"
+        ),
+        "glob": _param("string", "Only files whose name matches this glob, such as '*.py'"),
+        "ignoreCase": _param("boolean", "Ignore upper and lower case (off if left out)"),
+        "literal": _param("boolean", "Take pattern as plain text, not a regular expression"),
+        "context": _param("number", "Lines to show before and after each match (none if left out)"),
+    },
+    required=["pattern"],
+    limit_help=f"Most matches to return ({GREP_DEFAULT_LIMIT} if left out)",
     execute=_grep,
-    read_only=True,
     snippet="Search inside files for a pattern (skips what .gitignore excludes)",
 )
 
@@ -755,8 +789,7 @@ GREP = Tool(
 def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = args["pattern"]
     search = _directory_arg(args, ctx)
-    limit = args.get("limit")
-    effective_limit = max(1, int(limit)) if limit is not None else FIND_DEFAULT_LIMIT
+    effective_limit = _limit_arg(args, FIND_DEFAULT_LIMIT)
     spec = _glob_spec(pattern)
     by_path = "/" in pattern.rstrip("/")
     results: list[str] = []
@@ -771,43 +804,25 @@ def _find(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 break
     if not results:
         return text_result("No files found matching pattern")
-    limit_reached = len(results) >= effective_limit
-    truncation = truncate_head("\n".join(results), BIG)
-    details: dict[str, Any] = {}
-    if limit_reached:
-        details["resultLimitReached"] = effective_limit
-    if truncation.truncated:
-        details["truncation"] = truncation.to_pi_dict()
-    notice = find_notice(effective_limit if limit_reached else None, truncation.truncated)
-    return text_result(append_notice(truncation.content, notice), details)
+    limit_reached = effective_limit if len(results) >= effective_limit else None
+    details: dict[str, Any] = {"resultLimitReached": limit_reached} if limit_reached else {}
+    return _listing_result(results, details, lambda cut: find_notice(limit_reached, cut))
 
 
-FIND = Tool(
+FIND = _listing_tool(
     name="find",
     description=(
         "List the files whose path matches a glob, relative to the folder searched. Files "
         f"that .gitignore excludes are skipped. At most {FIND_DEFAULT_LIMIT} paths or "
         f"{DEFAULT_MAX_BYTES // 1024}KB come back."
     ),
-    parameters=_schema(
-        {
-            "pattern": {
-                "type": "string",
-                "description": "The glob, such as '*.py', '**/*.json' or 'src/**/test_*.py'",
-            },
-            "path": {
-                "type": "string",
-                "description": "The folder to search (the working directory if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most paths to return ({FIND_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        ["pattern"],
-    ),
+    properties={
+        "pattern": _param("string", "The glob, such as '*.py', '**/*.json' or 'src/**/test_*.py'"),
+        "path": _param("string", "The folder to search (the working directory if left out)"),
+    },
+    required=["pattern"],
+    limit_help=f"Most paths to return ({FIND_DEFAULT_LIMIT} if left out)",
     execute=_find,
-    read_only=True,
     snippet="Find files by name with a glob (skips what .gitignore excludes)",
 )
 
@@ -828,8 +843,7 @@ def _directory_arg(args: dict[str, Any], ctx: ToolContext) -> str:
 
 def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     directory = _directory_arg(args, ctx)
-    limit = args.get("limit")
-    effective_limit = max(1, int(limit)) if limit is not None else LS_DEFAULT_LIMIT
+    effective_limit = _limit_arg(args, LS_DEFAULT_LIMIT)
     workspace = ctx.workspace
     try:
         fd = workspace.open_in_root(
@@ -861,38 +875,24 @@ def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         results.append(name + suffix)
     if not results:
         return text_result("(empty directory)")
-    truncation = truncate_head("\n".join(results), BIG)
-    details: dict[str, Any] = {}
-    if limit_reached:
-        details["entryLimitReached"] = effective_limit
-    if truncation.truncated:
-        details["truncation"] = truncation.to_pi_dict()
-    notice = ls_notice(effective_limit if limit_reached else None, truncation.truncated)
-    return text_result(append_notice(truncation.content, notice), details)
+    cap = effective_limit if limit_reached else None
+    details: dict[str, Any] = {"entryLimitReached": cap} if cap else {}
+    return _listing_result(results, details, lambda cut: ls_notice(cap, cut))
 
 
-LS = Tool(
+LS = _listing_tool(
     name="ls",
     description=(
         "Show what a folder holds, in alphabetical order, hidden entries included; folders "
         f"end with '/'. At most {LS_DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB "
         "come back."
     ),
-    parameters=_schema(
-        {
-            "path": {
-                "type": "string",
-                "description": "The folder (the working directory if left out)",
-            },
-            "limit": {
-                "type": "number",
-                "description": f"Most entries to return ({LS_DEFAULT_LIMIT} if left out)",
-            },
-        },
-        [],
-    ),
+    properties={
+        "path": _param("string", "The folder (the working directory if left out)"),
+    },
+    required=[],
+    limit_help=f"Most entries to return ({LS_DEFAULT_LIMIT} if left out)",
     execute=_ls,
-    read_only=True,
     snippet="List the entries of a folder",
 )
 
@@ -925,19 +925,8 @@ def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any] | None, str 
     """Tool-call arguments as a dict, or an error message when they are not a JSON object."""
     if isinstance(raw, dict):
         return raw, None
-    text = (raw or "").strip()
-    if not text:
-        return {}, None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return (
-            None,
-            f"Invalid JSON in tool arguments ({exc.msg} at position {exc.pos}): {text[:500]}",
-        )
-    if not isinstance(value, dict):
-        return None, f"Tool arguments must be a JSON object, got: {text[:500]}"
-    return value, None
+    args, problem = parse_json_args(raw)
+    return (None, problem) if problem else (args, None)
 
 
 def validate_arguments(tool: Tool, args: dict[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ SESSION_EVENTS = (
     "message_end",
     "run_status",  # retrying, compacting, running again
     "run_end",
+    "queue_changed",  # a message typed during the run was queued, delivered or cancelled
     "entry_appended",
     "files_changed",
     "leaf_moved",

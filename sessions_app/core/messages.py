@@ -177,30 +177,23 @@ def create_compaction_summary_message(summary: Any, tokens_before: Any, timestam
 
 def create_custom_message(entry: Entry) -> Message:
     """custom_message entry -> ``{role: custom, customType, content, display, details?, timestamp}``."""
-    msg: Message = {"role": "custom"}
-    for key in ("customType", "content", "display", "details"):
-        if key in entry:
-            msg[key] = entry[key]
-    msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
-    return msg
+    return _message_from_entry("custom", entry, ("customType", "content", "display", "details"))
 
 
 def _branch_summary_from_entry(entry: Entry) -> Message:
-    msg: Message = {"role": "branchSummary"}
-    if "summary" in entry:
-        msg["summary"] = entry["summary"]
-    if "fromId" in entry:
-        msg["fromId"] = entry["fromId"]
-    msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
-    return msg
+    return _message_from_entry("branchSummary", entry, ("summary", "fromId"))
 
 
 def _compaction_summary_from_entry(entry: Entry) -> Message:
-    msg: Message = {"role": "compactionSummary"}
-    if "summary" in entry:
-        msg["summary"] = entry["summary"]
-    if "tokensBefore" in entry:
-        msg["tokensBefore"] = entry["tokensBefore"]
+    return _message_from_entry("compactionSummary", entry, ("summary", "tokensBefore"))
+
+
+def _message_from_entry(role: str, entry: Entry, keys: tuple[str, ...]) -> Message:
+    """The role, the entry's ``keys`` it has (in that order), then its timestamp."""
+    msg: Message = {"role": role}
+    for key in keys:
+        if key in entry:
+            msg[key] = entry[key]
     msg["timestamp"] = iso_to_ms(entry.get("timestamp"))
     return msg
 

@@ -411,47 +411,56 @@ def apply_override(model: dict, override: dict) -> dict:
     return out
 
 
-def _validate(config: Any, builtin_providers: set[str]) -> str | None:  # noqa: C901 (split after this round's merges: issue 29)
+def _validate(config: Any, builtin_providers: set[str]) -> str | None:
     """pi's schema and consistency checks, as one message (None: valid)."""
     if not isinstance(config, dict) or not isinstance(config.get("providers"), dict):
         return "providers: expected an object"
     for name, provider in config["providers"].items():
-        if not isinstance(provider, dict):
-            return f"providers.{name}: expected an object"
-        for key in ("baseUrl", "apiKey", "api", "name"):
-            if key in provider and not (isinstance(provider[key], str) and provider[key]):
-                return f"providers.{name}.{key}: expected a non-empty string"
-        for key in ("headers", "compat", "modelOverrides"):
-            if key in provider and not isinstance(provider[key], dict):
-                return f"providers.{name}.{key}: expected an object"
-        models = provider.get("models", [])
-        if not isinstance(models, list):
-            return f"providers.{name}.models: expected an array"
-        builtin = name in builtin_providers
-        if not models:
-            if not any(provider.get(k) for k in ("baseUrl", "headers", "compat", "modelOverrides")):
-                return (
-                    f'Provider {name}: must specify "baseUrl", "headers", "compat", '
-                    '"modelOverrides", or "models".'
-                )
-        elif not builtin and not provider.get("baseUrl"):
-            return f'Provider {name}: "baseUrl" is required when defining custom models.'
-        for i, model in enumerate(models):
-            if (
-                not isinstance(model, dict)
-                or not isinstance(model.get("id"), str)
-                or not model["id"]
-            ):
-                return f"providers.{name}.models.{i}.id: expected a non-empty string"
-            if not provider.get("api") and not model.get("api") and not builtin:
-                return f'Provider {name}, model {model["id"]}: no "api" specified.'
-            for key in ("contextWindow", "maxTokens"):
-                if key in model and not (_positive_int(model[key])):
-                    return f"Provider {name}, model {model['id']}: invalid {key}"
+        error = _validate_provider(name, provider, name in builtin_providers)
+        if error:
+            return error
     return None
 
 
-def merge_models(  # noqa: C901 (split after this round's merges: issue 29)
+def _validate_provider(name: str, provider: Any, builtin: bool) -> str | None:
+    if not isinstance(provider, dict):
+        return f"providers.{name}: expected an object"
+    for key in ("baseUrl", "apiKey", "api", "name"):
+        if key in provider and not (isinstance(provider[key], str) and provider[key]):
+            return f"providers.{name}.{key}: expected a non-empty string"
+    for key in ("headers", "compat", "modelOverrides"):
+        if key in provider and not isinstance(provider[key], dict):
+            return f"providers.{name}.{key}: expected an object"
+    models = provider.get("models", [])
+    if not isinstance(models, list):
+        return f"providers.{name}.models: expected an array"
+    if not models:
+        if not any(provider.get(k) for k in ("baseUrl", "headers", "compat", "modelOverrides")):
+            return (
+                f'Provider {name}: must specify "baseUrl", "headers", "compat", '
+                '"modelOverrides", or "models".'
+            )
+    elif not builtin and not provider.get("baseUrl"):
+        return f'Provider {name}: "baseUrl" is required when defining custom models.'
+    for i, model in enumerate(models):
+        error = _validate_model(name, provider, i, model, builtin)
+        if error:
+            return error
+    return None
+
+
+def _validate_model(name: str, provider: dict, i: int, model: Any, builtin: bool) -> str | None:
+    if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not model["id"]:
+        return f"providers.{name}.models.{i}.id: expected a non-empty string"
+    if not provider.get("api") and not model.get("api") and not builtin:
+        return f'Provider {name}, model {model["id"]}: no "api" specified.'
+    for key in ("contextWindow", "maxTokens"):
+        if key in model and not (_positive_int(model[key])):
+            return f"Provider {name}, model {model['id']}: invalid {key}"
+    return None
+
+
+def merge_models(
     builtins: list[dict[str, Any]], config: Any, config_error: str | None = None
 ) -> MergedModels:
     """The built-in models with a parsed models.json applied (see the module doc)."""
@@ -466,58 +475,21 @@ def merge_models(  # noqa: C901 (split after this round's merges: issue 29)
     providers: dict[str, dict] = config["providers"]
     result = MergedModels([])
     for name, provider in providers.items():
-        if provider.get("apiKey") or provider.get("headers") or provider.get("authHeader"):
-            result.requests[name] = ProviderRequestConfig(
-                api_key=provider.get("apiKey"),
-                headers=dict(provider.get("headers") or {}),
-                auth_header=bool(provider.get("authHeader")),
-            )
-        for model_id, override in (provider.get("modelOverrides") or {}).items():
-            if isinstance(override, dict) and override.get("headers"):
-                result.model_headers[(name, model_id)] = dict(override["headers"])
+        _add_request_config(result, name, provider)
     first_of: dict[str, dict] = {}
     for model in builtins:
         first_of.setdefault(model["provider"], model)
-        provider = providers.get(model["provider"]) or {}
-        out = dict(model)
-        if provider.get("baseUrl") or provider.get("compat"):
-            out["baseUrl"] = provider.get("baseUrl") or model["baseUrl"]
-            compat = merge_compat(model.get("compat"), provider.get("compat"))
-            if compat is not None:
-                out["compat"] = compat
-        override = (provider.get("modelOverrides") or {}).get(model["id"])
-        if isinstance(override, dict):
-            out = apply_override(out, override)
-        result.models.append(out)
+        result.models.append(_configured_builtin(model, providers.get(model["provider"]) or {}))
     index = {(m["provider"], m["id"]): i for i, m in enumerate(result.models)}
     for name, provider in providers.items():
         for spec in provider.get("models") or []:
-            fallback = first_of.get(name) or {}
-            api = spec.get("api") or provider.get("api") or fallback.get("api")
-            base_url = spec.get("baseUrl") or provider.get("baseUrl") or fallback.get("baseUrl")
-            if not api or not base_url:
+            model = _custom_model(name, provider, spec, first_of.get(name) or {})
+            if model is None:
                 continue
             if spec.get("headers"):
                 result.model_headers[(name, spec["id"])] = dict(spec["headers"])
             else:
                 result.model_headers.pop((name, spec["id"]), None)
-            model = {
-                "id": spec["id"],
-                "name": spec.get("name") or spec["id"],
-                "api": api,
-                "provider": name,
-                "baseUrl": base_url,
-                "reasoning": bool(spec.get("reasoning", False)),
-                "input": list(spec.get("input") or ["text"]),
-                "cost": dict(spec.get("cost") or ZERO_COST),
-                "contextWindow": int(spec.get("contextWindow") or DEFAULT_CONTEXT_WINDOW),
-                "maxTokens": int(spec.get("maxTokens") or DEFAULT_MAX_TOKENS),
-            }
-            if spec.get("thinkingLevelMap"):
-                model["thinkingLevelMap"] = dict(spec["thinkingLevelMap"])
-            compat = merge_compat(provider.get("compat"), spec.get("compat"))
-            if compat is not None:
-                model["compat"] = compat
             key = (name, spec["id"])
             result.custom.add(key)
             if key in index:
@@ -526,6 +498,62 @@ def merge_models(  # noqa: C901 (split after this round's merges: issue 29)
                 index[key] = len(result.models)
                 result.models.append(model)
     return result
+
+
+def _add_request_config(result: MergedModels, name: str, provider: dict) -> None:
+    """What a provider's requests carry: its key, headers, and per-model headers."""
+    if provider.get("apiKey") or provider.get("headers") or provider.get("authHeader"):
+        result.requests[name] = ProviderRequestConfig(
+            api_key=provider.get("apiKey"),
+            headers=dict(provider.get("headers") or {}),
+            auth_header=bool(provider.get("authHeader")),
+        )
+    for model_id, override in (provider.get("modelOverrides") or {}).items():
+        if isinstance(override, dict) and override.get("headers"):
+            result.model_headers[(name, model_id)] = dict(override["headers"])
+
+
+def _configured_builtin(model: dict[str, Any], provider: dict) -> dict[str, Any]:
+    """A built-in model with its provider's base URL, compat and override applied."""
+    out = dict(model)
+    if provider.get("baseUrl") or provider.get("compat"):
+        out["baseUrl"] = provider.get("baseUrl") or model["baseUrl"]
+        compat = merge_compat(model.get("compat"), provider.get("compat"))
+        if compat is not None:
+            out["compat"] = compat
+    override = (provider.get("modelOverrides") or {}).get(model["id"])
+    if isinstance(override, dict):
+        out = apply_override(out, override)
+    return out
+
+
+def _custom_model(
+    name: str, provider: dict, spec: dict, fallback: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A model models.json defines (None: no API or base URL to reach it by);
+    ``fallback`` is the provider's first built-in model."""
+    api = spec.get("api") or provider.get("api") or fallback.get("api")
+    base_url = spec.get("baseUrl") or provider.get("baseUrl") or fallback.get("baseUrl")
+    if not api or not base_url:
+        return None
+    model = {
+        "id": spec["id"],
+        "name": spec.get("name") or spec["id"],
+        "api": api,
+        "provider": name,
+        "baseUrl": base_url,
+        "reasoning": bool(spec.get("reasoning", False)),
+        "input": list(spec.get("input") or ["text"]),
+        "cost": dict(spec.get("cost") or ZERO_COST),
+        "contextWindow": int(spec.get("contextWindow") or DEFAULT_CONTEXT_WINDOW),
+        "maxTokens": int(spec.get("maxTokens") or DEFAULT_MAX_TOKENS),
+    }
+    if spec.get("thinkingLevelMap"):
+        model["thinkingLevelMap"] = dict(spec["thinkingLevelMap"])
+    compat = merge_compat(provider.get("compat"), spec.get("compat"))
+    if compat is not None:
+        model["compat"] = compat
+    return model
 
 
 def merge_headers(*layers: dict[str, str] | None) -> dict[str, str]:

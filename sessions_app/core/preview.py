@@ -105,19 +105,12 @@ def entry_tool_name(entry: dict) -> str:
     return entry_digest(entry)[1]
 
 
-def entry_text(entry: dict) -> str:  # noqa: C901 (split after this round's merges: issue 29)
+def entry_text(entry: dict) -> str:
     """All the human-readable text of an entry (for search and token estimates)."""
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        if not isinstance(message, dict):
-            return ""
-        role = message.get("role")
-        if role == "bashExecution":
-            return f"$ {message.get('command', '')}\n{message.get('output', '')}"
-        if role == "system":
-            return system_message_text(message)
-        return _blocks_text(message.get("content"))
+        return _message_text(message) if isinstance(message, dict) else ""
     if kind in ("compaction", "branch_summary"):
         return str(entry.get("summary", ""))
     if kind == "custom_message":
@@ -131,10 +124,7 @@ def entry_text(entry: dict) -> str:  # noqa: C901 (split after this round's merg
     if kind == "thinking_level_change":
         return str(entry.get("thinkingLevel", ""))
     if kind == "custom":
-        data = entry.get("data")
-        if entry.get("customType") == "piweb.workspace" and isinstance(data, dict):
-            return f"continue in {data.get('cwd', '')}"  # (piweb's workspace choice)
-        return str(entry.get("customType", ""))
+        return _custom_text(entry)
     if kind == "usage":
         return usage_text(entry)
     if kind == "context_edit":
@@ -142,6 +132,22 @@ def entry_text(entry: dict) -> str:  # noqa: C901 (split after this round's merg
     if kind not in KNOWN_ENTRY_TYPES:
         return unknown_entry_text(entry)
     return ""
+
+
+def _message_text(message: dict) -> str:
+    role = message.get("role")
+    if role == "bashExecution":
+        return f"$ {message.get('command', '')}\n{message.get('output', '')}"
+    if role == "system":
+        return system_message_text(message)
+    return _blocks_text(message.get("content"))
+
+
+def _custom_text(entry: dict) -> str:
+    data = entry.get("data")
+    if entry.get("customType") == "piweb.workspace" and isinstance(data, dict):
+        return f"continue in {data.get('cwd', '')}"  # (piweb's workspace choice)
+    return str(entry.get("customType", ""))
 
 
 def entry_preview(entry: dict) -> str:

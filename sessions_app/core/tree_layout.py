@@ -350,7 +350,7 @@ class Layout:
     def _open(self, head: Node) -> bool:
         return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
 
-    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:  # noqa: C901 (split after this round's merges: issue 29)
+    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:
         """Draw blocks: a block is a chain from its head at one depth.
 
         At a branch point the block ends; the side branches (indented) and then the
@@ -394,30 +394,35 @@ class Layout:
                 count, leaves = self.index.subtree_stats(head)
                 out.append(Row("more", head, depth, count=count - 1, leaves=leaves))
                 continue
-            run: list[Node] = []
-            node = head
-            while True:
-                kids = self._ordered_children(node)
-                if not kids:
-                    break
-                if len(kids) > 1:
-                    n = len(kids)
-                    stack.append((kids[0], depth, "", True, False, 0, n))
-                    sides, hidden = self._shown_sides(node, kids)
-                    if hidden:
-                        stack.append(("children", node, depth + 1, len(hidden), 0))
-                    for side in reversed(sides):
-                        i = kids.index(side) if n <= FANOUT_SHOWN else 0
-                        stack.append((side, depth + 1, "side", self._open(side), False, i, n))
-                    break
-                node = kids[0]
-                if self._is_key(node):
-                    self._flush(run, depth, out)
-                    if self._visible(node, structural=node.is_branch_point):
-                        out.append(self._row(node, depth, dimmed=not self._visible(node, False)))
-                elif self._visible(node, structural=False):
-                    run.append(node)
-            self._flush(run, depth, out)
+            self._draw_chain(head, depth, stack, out)
+
+    def _draw_chain(self, head: Node, depth: int, stack: list, out: list[Row]) -> None:
+        """The chain below ``head`` down to its next branch point, whose continuation
+        and side branches are pushed on ``stack`` as new blocks."""
+        run: list[Node] = []
+        node = head
+        while True:
+            kids = self._ordered_children(node)
+            if not kids:
+                break
+            if len(kids) > 1:
+                n = len(kids)
+                stack.append((kids[0], depth, "", True, False, 0, n))
+                sides, hidden = self._shown_sides(node, kids)
+                if hidden:
+                    stack.append(("children", node, depth + 1, len(hidden), 0))
+                for side in reversed(sides):
+                    i = kids.index(side) if n <= FANOUT_SHOWN else 0
+                    stack.append((side, depth + 1, "side", self._open(side), False, i, n))
+                break
+            node = kids[0]
+            if self._is_key(node):
+                self._flush(run, depth, out)
+                if self._visible(node, structural=node.is_branch_point):
+                    out.append(self._row(node, depth, dimmed=not self._visible(node, False)))
+            elif self._visible(node, structural=False):
+                run.append(node)
+        self._flush(run, depth, out)
 
     def _cut(self, stack: list, out: list[Row]) -> None:
         """Stop drawing at MAX_ROWS: one "cut" row, then the groups still open closed."""

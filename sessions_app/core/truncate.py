@@ -282,6 +282,15 @@ def _whole_body(
     )
 
 
+def _sizes(text: str) -> tuple[int, int, int]:
+    """(lines, UTF-8 bytes, 1 if it ends with a newline else 0) of ``text``."""
+    return _line_count(text), utf8_len(text), 1 if text.endswith("\n") else 0
+
+
+def _whole(text: str, lines: int, size: int, max_lines: int, max_bytes: int) -> TruncationResult:
+    return _result(text, None, lines, size, lines, size, max_lines, max_bytes)
+
+
 def truncate_head(
     text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
@@ -291,14 +300,10 @@ def truncate_head(
     ``first_line_exceeds_limit`` is set.  A truncated result never ends with
     a newline.
     """
-    total_lines = _line_count(text)
-    total_bytes = utf8_len(text)
+    total_lines, total_bytes, trailing = _sizes(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return _result(
-            text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
-        )
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     # The lines are those of ``body``: the text without its trailing newline.
-    trailing = 1 if text.endswith("\n") else 0
     body_chars = len(text) - trailing
     body_bytes = total_bytes - trailing
 
@@ -442,13 +447,9 @@ def truncate_tail(
     UTF-8 character boundary) and set ``last_line_partial``.  A truncated
     result never ends with a newline (the trailing one ends the last line).
     """
-    total_lines = _line_count(text)
-    total_bytes = utf8_len(text)
+    total_lines, total_bytes, trailing = _sizes(text)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return _result(
-            text, None, total_lines, total_bytes, total_lines, total_bytes, max_lines, max_bytes
-        )
-    trailing = 1 if text.endswith("\n") else 0
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     body_chars = len(text) - trailing
     body_bytes = total_bytes - trailing
     if 0 < max_lines and total_lines <= max_lines and body_bytes <= max_bytes:
@@ -689,7 +690,24 @@ def read_output_text(
     return result.content, None
 
 
-def _limit_notice(parts: list[str]) -> str | None:
+def _cap_notice(
+    limit_reached: int | None,
+    noun: str,
+    advice: str,
+    bytes_truncated: bool,
+    max_bytes: int,
+    *more: str,
+) -> str | None:
+    """A listing tool's notice: its count cap (``noun`` such as "matches"), the byte
+    cap, then any ``more`` parts; None when nothing was cut."""
+    parts = []
+    if limit_reached is not None:
+        parts.append(
+            f"{limit_reached} {noun} limit reached. Use limit={limit_reached * 2} for more{advice}"
+        )
+    if bytes_truncated:
+        parts.append(f"{format_size(max_bytes)} limit reached")
+    parts.extend(more)
     return f"[{'. '.join(parts)}]" if parts else None
 
 
@@ -700,19 +718,14 @@ def grep_notice(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str | None:
     """The grep tool's notice: match cap, byte cap, long lines cut."""
-    parts = []
-    if match_limit_reached is not None:
-        parts.append(
-            f"{match_limit_reached} matches limit reached. "
-            f"Use limit={match_limit_reached * 2} for more, or refine pattern"
-        )
-    if bytes_truncated:
-        parts.append(f"{format_size(max_bytes)} limit reached")
-    if lines_truncated:
-        parts.append(
-            f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-        )
-    return _limit_notice(parts)
+    lines = (
+        (f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines",)
+        if lines_truncated
+        else ()
+    )
+    return _cap_notice(
+        match_limit_reached, "matches", ", or refine pattern", bytes_truncated, max_bytes, *lines
+    )
 
 
 def find_notice(
@@ -721,15 +734,9 @@ def find_notice(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str | None:
     """The find tool's notice: result cap, byte cap."""
-    parts = []
-    if result_limit_reached is not None:
-        parts.append(
-            f"{result_limit_reached} results limit reached. "
-            f"Use limit={result_limit_reached * 2} for more, or refine pattern"
-        )
-    if bytes_truncated:
-        parts.append(f"{format_size(max_bytes)} limit reached")
-    return _limit_notice(parts)
+    return _cap_notice(
+        result_limit_reached, "results", ", or refine pattern", bytes_truncated, max_bytes
+    )
 
 
 def ls_notice(
@@ -738,15 +745,7 @@ def ls_notice(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str | None:
     """The ls tool's notice: entry cap, byte cap."""
-    parts = []
-    if entry_limit_reached is not None:
-        parts.append(
-            f"{entry_limit_reached} entries limit reached. "
-            f"Use limit={entry_limit_reached * 2} for more"
-        )
-    if bytes_truncated:
-        parts.append(f"{format_size(max_bytes)} limit reached")
-    return _limit_notice(parts)
+    return _cap_notice(entry_limit_reached, "entries", "", bytes_truncated, max_bytes)
 
 
 # --------------------------------------------------------------------------

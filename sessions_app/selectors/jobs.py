@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessions_app.models import Job, Session
+from sessions_app.models import Job, QueuedMessage, Session
 
 
 def latest_job(
@@ -38,3 +38,8 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
         .select_related("result_entry")
         .order_by("-created_at")[:limit]
     )
+
+
+def queued_messages(session: Session) -> list[QueuedMessage]:
+    """The messages waiting for the session's run (steers and follow-ups, oldest first)."""
+    return list(QueuedMessage.objects.filter(session=session).select_related("created_by"))

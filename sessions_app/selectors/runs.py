@@ -5,31 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import redis
-from django.conf import settings
 
 from sessions_app.models import Job, Session
+from sessions_app.selectors.shared_state import redis_client, redis_key
 
 log = logging.getLogger(__name__)
-
-_redis_client: redis.Redis | None = None
-_redis_url: str | None = None
-
-
-def redis_client() -> redis.Redis:
-    global _redis_client, _redis_url
-    if _redis_client is None or _redis_url != settings.REDIS_URL:
-        _redis_client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
-        _redis_url = settings.REDIS_URL
-    return _redis_client
-
-
-def redis_key(kind: str, ident: Any) -> str:
-    """The chat's Redis key of one kind (run state, abort flag, …) for one id."""
-    prefix = settings.PIWEB_CHAT_REDIS_PREFIX
-    return f"{prefix}:{kind}:{ident}"
 
 
 def run_state(session: Session) -> dict | None:

@@ -75,7 +75,6 @@ class EntryWriter:
         session: Session,
         *,
         batch_size: int = 2000,
-        index_search: bool = True,
         defer_usage: bool = False,
     ):
         self.session = session
@@ -83,11 +82,9 @@ class EntryWriter:
         # (`recorded`, see next_session), to write it for many sessions at once.
         self.defer_usage = defer_usage
         self.recorded: list[tuple[Session, UsageRecorder]] = []
-        self.index_search = index_search
         self.batch_size = batch_size
         self.table = Entry._meta.db_table
         self.rows: list[list] = []
-        self.payloads: list[dict] = []  # kept only for search indexing
         self.written = 0
         self.usage = UsageRecorder()
         extra = [
@@ -156,18 +153,15 @@ class EntryWriter:
         seq: int,
         line: str,
         columns: tuple[str, str, str, str, str, int, int],
-        payload: dict | None = None,
         label: str = "",
         usage: tuple | None = None,
         copied: bool = False,
     ) -> None:
         """Queue one row; written when the batch is full (and by close()). `columns` is
-        `entry_row_columns(payload)`; the payload itself is needed only to index search.
-        `usage` is `core.usage.usage_with_day(payload)`; `copied` marks an entry a fork
-        copied from its source session."""
+        `entry_row_columns(payload)`, `usage` is `core.usage.usage_with_day(payload)`;
+        `copied` marks an entry a fork copied from its source session. The writer does
+        not index search: its caller does (`search.index_new_entries`)."""
         etype, stamp, role, tool, preview, tokens, pi_tokens = columns
-        if self.index_search:
-            self.payloads.append(payload)
         self.usage.add(seq, stamp, usage, copied)
         counted = usage[0] if usage is not None else None
         self.rows.append(
@@ -217,15 +211,6 @@ class EntryWriter:
                     f"INSERT INTO {self.table} ({column_sql}) VALUES ({marks})", rows
                 )
         self.written += len(rows)
-        if self.index_search:
-            payloads, self.payloads = self.payloads, []
-            self._end_copy()
-            from sessions_app.services.search import EntryText, index_entries
-
-            index_entries(
-                EntryText(*row[:2], *row[6:10], payload)
-                for row, payload in zip(rows, payloads, strict=True)
-            )
         return len(rows)
 
     def next_session(self, session: Session) -> None:

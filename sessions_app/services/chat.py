@@ -1,6 +1,8 @@
-"""Chat: send a message or `!cmd`, stop a run, switch the model, and run the agent.
+"""Chat: send a message or `!cmd`, queue one for the running agent, stop a run, switch
+the model.
 
-Where a run lives: in a Celery worker, as a Job of kind ``agent_run``. The web process
+Where a run lives: in a Celery worker, as a Job of kind ``agent_run``
+(``services/jobs/agent_run.py`` runs it). The web process
 only records the user's entry and the job (one transaction) and enqueues it, so a run
 survives page reloads, second tabs, dropped websockets and web-process restarts, and
 works whichever web process a viewer is connected to: the worker publishes every event
@@ -10,7 +12,9 @@ tool calls, the latest bash snapshot) in Redis with a TTL, from which a page tha
 
 One run per session at a time: sending locks the session row, refuses while an active
 agent_run Job exists, and a partial unique index on Job (one queued/running agent_run
-per session) backs that up in the database. A second submit gets a clear "busy" error.
+per session) backs that up in the database. A second submit gets a clear "busy" error;
+the page queues it instead (:func:`queue_message`: a steer or a follow-up, which the run
+takes at pi's points, see ``agent/loop.py``).
 
 Stop crosses processes through Redis: the view sets an abort key, the run polls it
 (every 0.2 s) and triggers its AbortSignal, which closes the LLM stream and kills the
@@ -19,44 +23,35 @@ bash process group.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import IntegrityError, transaction
 
-from sessions_app.agent.loop import AgentRun, now_ms
+from sessions_app.agent.loop import now_ms
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
-from sessions_app.agent.shell import command_problem, snapshot_event
-from sessions_app.agent.signals import AbortSignal
-from sessions_app.agent.tools import TOOLS_BY_NAME
-from sessions_app.models import FileSnapshot, Job, Session
+from sessions_app.agent.shell import command_problem
+from sessions_app.core.images import ImageError, image_blocks, takes_images
+from sessions_app.models import Job, QueuedMessage, Session
 from sessions_app.selectors import llm, workspaces
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.pi_file import pi_writing_since
-from sessions_app.selectors.runs import active_run, redis_client
-from sessions_app.selectors.runs import redis_key as _key
+from sessions_app.selectors.runs import active_run
+from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import (
-    changes,
-    events,
     resources,
     sandboxing,
     sessions,
 )
-from sessions_app.services.jobs import agent_run, compaction, lifecycle
+from sessions_app.services.jobs import agent_run, lifecycle
 
 log = logging.getLogger(__name__)
 
-RUN_STATE_TTL = 3600
 ABORT_TTL = 3600
-ABORT_POLL_SECONDS = 0.2
-STATE_FLUSH_SECONDS = 0.25
 MAX_MESSAGE_CHARS = 200_000
 
 
@@ -74,6 +69,11 @@ class ChatError(Exception):
 
 class RunBusy(ChatError):
     code = "busy"
+    status = 409
+
+
+class QueueGone(ChatError):
+    code = "gone"
     status = 409
 
 
@@ -121,9 +121,35 @@ def _check_command(command: str) -> None:
         raise ChatError(problem, "bad_command")
 
 
-def send_message(session: Session, user, text: str) -> Job:
-    """Record the user's message (or `!cmd`) and queue the run. Raises ChatError."""
-    parsed = parse_input(text)
+def _attached_images(images, parsed: Parsed, model: dict) -> list[dict]:
+    """The image blocks of a message to a model that takes images (see core/images.py)."""
+    if not images:
+        return []
+    if parsed.mode != "agent":
+        raise ChatError("Images go with a message to the model, not with a !command.", "images")
+    if not takes_images(model):
+        raise ChatError(
+            f"{model.get('provider')}/{model.get('id')} does not take images: switch to a "
+            "model that does (its catalog input includes image) or send the text alone.",
+            "images_unsupported",
+        )
+    try:
+        return image_blocks(
+            images,
+            max_bytes=settings.PIWEB_CHAT_IMAGE_MAX_BYTES,
+            max_count=settings.PIWEB_CHAT_IMAGE_MAX_COUNT,
+        )
+    except ImageError as exc:
+        raise ChatError(str(exc), "bad_image") from None
+
+
+def send_message(session: Session, user, text: str, images=()) -> Job:
+    """Record the user's message (or `!cmd`) and queue the run. Raises ChatError.
+
+    `images`: the bytes of image files that go with the message (pi's image blocks, after
+    the text block); with images the text may be empty."""
+    images = list(images or ())
+    parsed = Parsed("agent", "") if images and not (text or "").strip() else parse_input(text)
     if pi_writing_since(session) is not None:
         raise ChatError(
             "pi is writing this session right now: the chat waits until pi has been quiet "
@@ -139,6 +165,7 @@ def send_message(session: Session, user, text: str) -> Job:
             raise ChatError(str(exc), "no_key") from None
         if resolved is None:
             raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
+    attached = _attached_images(images, parsed, resolved.model if resolved else {})
     try:
         workspaces.session_cwd(session)
     except WorkspaceError:
@@ -179,7 +206,7 @@ def send_message(session: Session, user, text: str) -> Job:
                         "type": "message",
                         "message": {
                             "role": "user",
-                            "content": [{"type": "text", "text": parsed.text}],
+                            "content": [{"type": "text", "text": parsed.text}, *attached],
                             "timestamp": now_ms(),
                         },
                     },
@@ -209,21 +236,77 @@ def is_held(job: Job) -> bool:
     return agent_run.is_held(job)
 
 
-def stop_run(session: Session, user) -> Job | None:
-    """Stop the session's active run: cancel it if still queued, else signal the worker."""
+def queue_message(session: Session, user, text: str, mode: str) -> QueuedMessage:
+    """Queue a message for the active run: a steer (delivered after the current tool
+    calls, before the next model request) or a follow-up (when the run would end)."""
+    if mode not in QueuedMessage.Mode.values:
+        raise ChatError(f"Unknown queue mode: {mode!r}.", "bad_mode")
+    parsed = parse_input(text)
+    if parsed.mode != "agent":
+        raise ChatError("A !command cannot be queued: run it once the agent is done.", "bash")
+    with transaction.atomic():
+        locked = sessions.lock_session(session.pk)
+        if active_run(locked) is None:
+            raise ChatError("Nothing is running: send the message instead.", "not_running")
+        item = QueuedMessage.objects.create(
+            session=locked, mode=mode, text=parsed.text, created_by=user
+        )
+        agent_run.publish_queue(locked)
+        sessions.record_activity(locked, user, "chat_queued", mode=mode)
+    return item
+
+
+def cancel_queued(session: Session, user, item_id) -> None:
+    """Take a queued message back before the run delivers it (the session lock makes
+    cancel and delivery one or the other)."""
+    with transaction.atomic():
+        locked = sessions.lock_session(session.pk)
+        try:
+            deleted, _ = QueuedMessage.objects.filter(session=locked, pk=int(item_id)).delete()
+        except (TypeError, ValueError):
+            deleted = 0
+        if not deleted:
+            raise QueueGone("This message was already delivered or cancelled.")
+        agent_run.publish_queue(locked)
+        sessions.record_activity(locked, user, "chat_unqueued")
+
+
+def _take_back_queue(session: Session) -> str:
+    """Empty the session's queue (steers first, then follow-ups, oldest first) and give
+    back its texts, as pi puts them back in its editor when a run is stopped."""
+    with transaction.atomic():
+        locked = sessions.lock_session(session.pk)
+        items = list(QueuedMessage.objects.filter(session=locked))
+        if not items:
+            return ""
+        QueuedMessage.objects.filter(pk__in=[i.pk for i in items]).delete()
+        agent_run.publish_queue(locked)
+    steers = [i.text for i in items if i.mode == QueuedMessage.Mode.STEER]
+    return "\n\n".join(steers + [i.text for i in items if i.mode != QueuedMessage.Mode.STEER])
+
+
+@dataclass(frozen=True)
+class Stopped:
+    job: Job
+    restored: str  # the queued messages' texts, for the chat box
+
+
+def stop_run(session: Session, user) -> Stopped | None:
+    """Stop the session's active run: cancel it if still queued, else signal the worker.
+    Its queued messages come back (to the box of whoever stopped it)."""
     job = active_run(session)
     if job is None:
         return None
     if not lifecycle.cancel_queued(job, "Stopped before it started."):
         try:
-            redis_client().set(_key("abort", job.pk), "1", ex=ABORT_TTL)
+            redis_client().set(redis_key("abort", job.pk), "1", ex=ABORT_TTL)
         except redis.RedisError as exc:
             log.warning("could not signal stop of run %s: %s", job.pk, exc)
             raise ChatUnavailable(
                 "Could not reach Redis to stop the run; it is still running. Try again soon."
             ) from None
     sessions.record_activity(session, user, "chat_stopped", job=str(job.pk))
-    return job
+    return Stopped(job, _take_back_queue(session))
 
 
 def switch_model(session: Session, user, choice: str):
@@ -278,377 +361,3 @@ def set_thinking_level(session: Session, user, level: str):
         sessions.record_activity(session, user, "thinking_changed", level=level)
     session.refresh_from_db()
     return entry
-
-
-# ----------------------------------------------------------------------------- the run
-
-
-class RunState:
-    """The in-progress run, mirrored to Redis (throttled) for pages that (re)connect."""
-
-    def __init__(self, session_pk: int, run_id: str, mode: str):
-        self.key = _key("run", session_pk)
-        self.data: dict[str, Any] = {
-            "run_id": run_id,
-            "mode": mode,
-            "status": "running",
-            "text": "",
-            "thinking": "",
-            "tools": {},
-            "order": [],
-        }
-        self.last_flush = 0.0
-        self.dirty = False
-
-    def apply(self, event: str, data: dict) -> bool:
-        """Update from an event; True when it should be saved now (structural change)."""
-        d = self.data
-        if event == "text_delta":
-            d["thinking" if data.get("kind") == "thinking" else "text"] += data.get("delta", "")
-            return False
-        if event == "tool_start":
-            d["tools"][data["tool_call_id"]] = {
-                "name": data["name"], "args": data.get("args"), "snapshot": None, "done": False,
-                "is_error": False,
-            }  # fmt: skip
-            d["order"].append(data["tool_call_id"])
-            return True
-        if event == "bash_snapshot":
-            tool = d["tools"].get(data["tool_call_id"])
-            if tool is not None:
-                tool["snapshot"] = {
-                    k: v for k, v in data.items() if k not in ("run_id", "tool_call_id")
-                }
-            return False
-        if event == "tool_end":
-            tool = d["tools"].get(data["tool_call_id"])
-            if tool is not None:
-                tool["done"] = True
-                tool["is_error"] = data.get("is_error", False)
-            return True
-        if event == "run_status":
-            d["status"] = data.get("status", d["status"])
-            return True
-        return False
-
-    def message_persisted(self, message: dict) -> None:
-        if message.get("role") == "assistant":
-            self.data["text"] = ""
-            self.data["thinking"] = ""
-        elif message.get("role") == "toolResult":
-            call_id = message.get("toolCallId")
-            self.data["tools"].pop(call_id, None)
-            if call_id in self.data["order"]:
-                self.data["order"].remove(call_id)
-        self.flush(force=True)
-
-    def flush(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last_flush < STATE_FLUSH_SECONDS:
-            self.dirty = True
-            return
-        try:
-            redis_client().set(self.key, json.dumps(self.data), ex=RUN_STATE_TTL)
-        except redis.RedisError as exc:
-            log.warning("could not save run state: %s", exc)
-        self.last_flush = now
-        self.dirty = False
-
-    def clear(self) -> None:
-        try:
-            redis_client().delete(self.key)
-        except redis.RedisError:
-            pass
-
-
-class _Watcher(threading.Thread):
-    """Polls the Redis abort key while the run lives; the job's heartbeat (the
-    lifecycle's, checked against the run's attempt) runs beside it."""
-
-    def __init__(self, job: Job, attempt: int, abort: AbortSignal):
-        super().__init__(name=f"run-watch-{str(job.pk)[:8]}", daemon=True)
-        self.job_pk = job.pk
-        self.abort = abort
-        self.stopped = threading.Event()
-        self.heartbeat = lifecycle.Heartbeat(job.pk, attempt)
-
-    def start(self) -> None:
-        self.heartbeat.__enter__()
-        super().start()
-
-    def run(self) -> None:
-        key = _key("abort", self.job_pk)
-        try:
-            while not self.stopped.wait(ABORT_POLL_SECONDS):
-                try:
-                    if redis_client().exists(key):
-                        self.abort.trigger("stopped by user")
-                except redis.RedisError as exc:
-                    log.warning("abort poll failed: %s", exc)
-        finally:
-            close_old_connections()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(5)
-        self.heartbeat.__exit__(None, None, None)
-
-
-class _Hooks:
-    """RunHooks for the agent loop: the tree, the channel layer and Redis."""
-
-    def __init__(self, session: Session, job: Job, state: RunState, parent: str | None):
-        self.session = session
-        self.job = job
-        self.state = state
-        self.parent = parent
-        self.last_entry = None
-        # File snapshots: the workspace's commit before the next turn's tools, and the
-        # agent reply whose tool calls are running (the entry a snapshot is keyed by).
-        self.files_base: str | None = None
-        self.turn_entry = None
-        self.unsnapshotted = None
-
-    def emit(self, event: str, data: dict) -> None:
-        structural = self.state.apply(event, data)
-        events.publish_now(self.session.pk, event, data)
-        self.state.flush(force=structural)
-
-    def context(self) -> list[dict]:
-        return model_input(self.session, self.parent).messages
-
-    def persist(self, message: dict) -> None:
-        llm.price_message(message)
-        self.last_entry = append_on_branch(
-            self.session, {"type": "message", "message": message}, self.parent
-        )
-        self.parent = self.last_entry.pi_id
-        if message.get("role") == "assistant":
-            self.turn_entry = self.last_entry
-            calls = [b for b in message.get("content") or [] if b.get("type") == "toolCall"]
-            # Its tools may change files: a snapshot is due (after_tools), even if the
-            # run ends before the loop gets there.
-            self.unsnapshotted = self.last_entry if calls else None
-        self.state.message_persisted(message)
-        events.publish_now(
-            self.session.pk,
-            "message_end",
-            {
-                "run_id": str(self.job.pk),
-                "entry_id": self.last_entry.pi_id,
-                "role": message.get("role"),
-                "tool_call_id": message.get("toolCallId"),
-            },
-        )
-
-    def after_tools(self) -> None:
-        """A turn's tool calls have run: snapshot the files, keyed by the reply. A turn
-        whose calls all were read-only tools (read, grep, find, ls) changed nothing."""
-        entry, self.unsnapshotted = self.turn_entry, None
-        if entry is None:
-            return
-        content = (entry.payload.get("message") or {}).get("content") or []
-        names = [b.get("name") for b in content if b.get("type") == "toolCall"]
-        if all(getattr(TOOLS_BY_NAME.get(n), "read_only", False) for n in names):
-            return  # (no call at all, or only read-only ones)
-        self.files_base = changes.record(
-            self.session, entry, self.files_base, FileSnapshot.Kind.TURN
-        )
-
-    def compact_for_overflow(self) -> bool:
-        self.emit("run_status", {"run_id": str(self.job.pk), "status": "compacting"})
-        try:
-            result = compaction.compact_for_overflow(self.session, leaf_pi_id=self.parent)
-        except Exception as exc:
-            log.warning("overflow compaction failed: %s", exc)
-            return False
-        if result is None or result.status != Job.Status.DONE or not result.result_entry_id:
-            return False
-        self.session.refresh_from_db()
-        self.parent = result.result_entry.pi_id
-        self.emit("run_status", {"run_id": str(self.job.pk), "status": "running"})
-        return True
-
-
-def append_on_branch(session: Session, payload: dict, parent: str | None):
-    """Append under `parent` (the run's branch). The leaf follows only if it is still at
-    `parent`: a viewer who navigated elsewhere meanwhile is not pulled back."""
-    with transaction.atomic():
-        locked = sessions.lock_session(session.pk)
-        current = locked.leaf_pi_id
-        return sessions.append_entry(
-            locked, payload, parent_pi_id=parent, move_leaf=current == parent
-        )
-
-
-def _artifact_dir(session: Session) -> str:
-    return workspaces.artifact_dir(session)
-
-
-def execute_run(job_id: str) -> str | None:
-    """Run one queued agent_run job to the end (called by the Celery task)."""
-    claimed = agent_run.claim(job_id)
-    if claimed is None:
-        return None
-    job, attempt = claimed
-    session = job.session
-    mode = job.params.get("mode", "agent")
-    abort = AbortSignal()
-    watcher = _Watcher(job, attempt, abort)
-    state = RunState(session.pk, str(job.pk), mode)
-    state.flush(force=True)
-    watcher.start()
-    hooks = _Hooks(session, job, state, job.params.get("parent"))
-    status, error = "error", ""
-    try:
-        workspaces.session_cwd(session, job.params.get("parent"))
-        hooks.files_base = changes.begin(session)
-        if mode == "bash":
-            status = _run_user_bash(job, hooks, abort)
-        else:
-            status, error = _run_agent(job, hooks, abort)
-    except Exception as exc:
-        log.exception("agent run %s failed", job.pk)
-        status, error = "failed", f"{exc.__class__.__name__}: {exc}"
-        if mode == "agent":
-            try:
-                hooks.persist(
-                    {
-                        "role": "assistant", "content": [], "api": "openai-completions",
-                        "provider": "piweb", "model": job.model or "", "usage": None,
-                        "stopReason": "error", "errorMessage": f"The run failed: {error}",
-                        "timestamp": now_ms(),
-                    }
-                )  # fmt: skip
-            except Exception:
-                log.exception("could not record the failure of run %s", job.pk)
-    finally:
-        if mode == "agent" and hooks.unsnapshotted is not None and hooks.files_base:
-            try:  # a run that failed or stopped mid-turn: what its tools did still counts
-                hooks.after_tools()
-            except Exception:
-                log.exception("snapshot after the run %s failed", job.pk)
-        watcher.stop()
-        state.clear()
-        try:
-            redis_client().delete(_key("abort", job.pk))
-        except redis.RedisError:
-            pass
-        agent_run.finish(job, attempt, status, error, hooks.last_entry)
-    if status == "done" and mode == "agent":
-        _after_run(session)
-    return status
-
-
-def _after_run(session: Session) -> None:
-    try:
-        session.refresh_from_db()
-        compaction.maybe_compact_after_run(session)
-    except Exception:
-        log.exception("post-run compaction check failed for session %s", session.pk)
-
-
-def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
-    seen = model_input(job.session, hooks.parent)
-    try:
-        config = seen.resolved(job.created_by)
-        problem = llm.HOW_TO_CONFIGURE
-    except llm.ModelUnavailable as exc:
-        config, problem = None, str(exc)
-    if config is None:
-        hooks.persist(
-            {
-                "role": "assistant", "content": [], "api": "openai-completions", "provider": "piweb",
-                "model": "", "usage": None, "stopReason": "error",
-                "errorMessage": problem, "timestamp": now_ms(),
-            }
-        )  # fmt: skip
-        return "error", "no model configured"
-    tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
-    run = AgentRun(
-        llm=config,
-        system_prompt=seen.system_prompt,
-        tools=list(seen.tools),
-        tool_ctx=tool_ctx,
-        hooks=hooks,
-        abort=abort,
-        run_id=str(job.pk),
-        retry=llm.retry_policy(),
-        # pi's request keys: the session id (caches, session headers) and the thinking
-        # level of the path (its last thinking_level_change, clamped to the model's levels)
-        session_id=job.session.pi_id,
-        thinking_level=str(seen.context.get("thinkingLevel") or "off"),
-    )
-    status = run.run()
-    error = ""
-    if status == "error" and hooks.last_entry is not None:
-        error = (hooks.last_entry.payload.get("message") or {}).get("errorMessage", "")
-    return status, error
-
-
-def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
-    command = job.params["command"]
-    exclude = bool(job.params.get("exclude"))
-    run_id = str(job.pk)
-    call_id = f"user-bash-{run_id[:8]}"
-    hooks.emit(
-        "tool_start",
-        {
-            "run_id": run_id,
-            "tool_call_id": call_id,
-            "name": "bash",
-            "args": {"command": command},
-            "user": True,
-        },
-    )
-
-    def on_snapshot(snap) -> None:
-        hooks.emit(
-            "bash_snapshot", {"run_id": run_id, "tool_call_id": call_id, **snapshot_event(snap)}
-        )
-
-    refusal = command_problem(command)  # (a run queued before send_message checked it)
-    try:
-        if refusal:
-            outcome = None
-        else:
-            outcome = sandboxing.run_command(
-                job.session,
-                command,
-                abort=abort,
-                on_snapshot=on_snapshot,
-                leaf_pi_id=job.params.get("parent"),
-            )
-    except SandboxUnavailable as exc:
-        outcome = None
-        refusal = str(exc)
-    hooks.emit(
-        "tool_end",
-        {
-            "run_id": run_id,
-            "tool_call_id": call_id,
-            "is_error": outcome is None or outcome.aborted or bool(outcome.exit_code),
-        },
-    )
-    message: dict[str, Any] = {"role": "bashExecution", "command": command}
-    if outcome is None:  # refused: nothing ran
-        message.update(output=refusal, exitCode=126, cancelled=False, truncated=False)
-    else:
-        result = outcome.result
-        output = result.truncation.content
-        if outcome.limit_notices:
-            output += "\n" + "\n".join(f"[{n}]" for n in outcome.limit_notices)
-        message["output"] = output
-        if outcome.exit_code is not None:
-            message["exitCode"] = outcome.exit_code
-        message["cancelled"] = outcome.aborted or outcome.timed_out
-        message["truncated"] = result.truncation.truncated
-        if result.full_output_path and result.truncation.truncated:
-            message["fullOutputPath"] = result.full_output_path
-    message["timestamp"] = now_ms()
-    if exclude:
-        message["excludeFromContext"] = True
-    hooks.persist(message)
-    if outcome is not None:
-        changes.record(job.session, hooks.last_entry, hooks.files_base, FileSnapshot.Kind.BASH)
-    return "aborted" if outcome is not None and outcome.aborted else "done"

@@ -342,9 +342,7 @@ def _log_skipped(path: str, report) -> None:
 
 def _after_import(report, search: str) -> None:
     """Search indexing (and tidying) after a whole-file import's commit."""
-    if search == "worker" and importer._queue_finish_import(report):
-        return
-    importer.finish_import(report.session.pk, report.first_new_seq)
+    importer.finish_imports(importer.search_work([report]), where=search)
 
 
 def _stat_fields(st: os.stat_result) -> dict:

@@ -31,7 +31,7 @@ from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import changes, events, sessions, workspace_choice
+from sessions_app.services import changes, events, search, sessions, workspace_choice
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
@@ -208,7 +208,6 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
                     seq=seq,
                     line=copied_line or serialize_entry(entry),
                     columns=entry_row_columns(entry),
-                    payload=entry,
                     usage=usage_with_day(entry),
                     # Copied entries count in this session's own total, not again in a
                     # total over both sessions (selectors/usage.py).
@@ -221,6 +220,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         new.next_seq = len(entries)
         new.entry_count = len(entries)
         new.save()
+        search.index_new_entries(new.pk, 0, len(entries))
         workspace_choice.copy_choices(source, new, pk_of.keys(), only_by=actor.pk)
         details = {"target": target_pi_id, "scope": scope, "entries": len(entries)}
         sessions.record_activity(source, actor, "forked", to=new.pi_id, **details)

@@ -27,7 +27,7 @@ Behaviour (pi's, see SPEC §3):
   its place is accepted (piweb's exports end with the leaf); anything else is a
   conflict error, never a second session.
 After the commit, `finish_import` does the derived work (search index; VACUUM on
-PostgreSQL, the write-ahead log checkpoint on SQLite), inline or in a worker.
+PostgreSQL, the write-ahead log checkpoint on SQLite), inline or as a `search_index` job.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from piweb.celery import app as celery_app
 from sessions_app.core.import_lines import (
     MAX_LINE_BYTES,
     LinePreparer,
@@ -76,12 +75,10 @@ from sessions_app.services.bulk_entries import (
     deferred_wal_checkpoint,
     set_parents,
 )
-from sessions_app.services.search import index_stored_entries
+from sessions_app.services.search import index_new_entries, index_stored_entries
 from sessions_app.services.usage import NEW_SESSION_FIELDS, apply_to_new_sessions, mark_fork_copies
 
 log = logging.getLogger(__name__)
-FINISH_IMPORT_TASK = "piweb.finish_import"  # (tasks.finish_import; sent by name)
-FINISH_IMPORTS_TASK = "piweb.finish_imports"  # (tasks.finish_imports; sent by name)
 
 BATCH_SIZE = 2000
 READ_CHUNK = 1 << 20
@@ -111,7 +108,7 @@ class ImportReport:
     first_new_seq: int = 0
     import_seconds: float = 0.0
     after_commit_seconds: float = 0.0  # finish_import (VACUUM, search index), after commit
-    after_commit_queued: bool = False  # finish_import was handed to a worker
+    after_commit_queued: bool = False  # finish_import was left to a search_index job
 
     def skip(self, line_no: int, reason: str) -> None:
         self.skipped_count += 1
@@ -240,7 +237,7 @@ class _Import:
 
     def _start_writer(self) -> None:
         # Search indexing waits for the commit (finish_import).
-        self.writer = EntryWriter(self.session, batch_size=self.batch_size, index_search=False)
+        self.writer = EntryWriter(self.session, batch_size=self.batch_size)
 
     def _iter_existing(self, session: Session) -> Iterator[tuple[str, str]]:
         """(pi id, line) of the stored entries in seq order, page by page."""
@@ -489,8 +486,8 @@ def import_jsonl_stream(
     """Import one pi session file from a binary (or text) file object. See the module doc.
 
     The import is one transaction; `finish_import` follows its commit (search indexing,
-    derived data): `after_commit="inline"` runs it here, `"worker"` hands it to a Celery
-    worker (here again when no broker answers), `"off"` leaves it to the caller.
+    derived data): `after_commit="inline"` runs it here, `"worker"` leaves it to a
+    `search_index` job, `"off"` leaves it to the caller.
     `report.import_seconds` and `report.after_commit_seconds` time the two steps.
     `source_path`: the file's path on this machine (imports from disk), kept on the session
     so its page can offer `pi --session PATH`.
@@ -523,11 +520,11 @@ def import_jsonl_stream(
         raise
     report.import_seconds = time.perf_counter() - started
     if report.entries_added and after_commit != "off":
-        if after_commit == "worker" and _queue_finish_import(report):
+        started = time.perf_counter()
+        finish_imports(search_work([report]), where=after_commit)
+        if after_commit == "worker":
             report.after_commit_queued = True
         else:
-            started = time.perf_counter()
-            finish_import(report.session.pk, report.first_new_seq)
             report.after_commit_seconds = time.perf_counter() - started
     return report
 
@@ -592,9 +589,7 @@ class NewSessionsBatch:
                 for new in files
             ]
         )
-        self.writer = EntryWriter(
-            self.sessions[0], batch_size=batch_size, index_search=False, defer_usage=True
-        )
+        self.writer = EntryWriter(self.sessions[0], batch_size=batch_size, defer_usage=True)
         self.reports: list[ImportReport] = []
         self.parents: list[tuple[int, int]] = []  # forward references, for set_parents
         self.labels: list[tuple[Session, dict[str, str]]] = []
@@ -721,17 +716,16 @@ def search_work(reports: list[ImportReport]) -> list[tuple[int, int]]:
 
 
 def finish_imports(work: list[tuple[int, int]], *, where: str = "inline") -> None:
-    """`finish_import` for several imports committed together: the tidying once, then
-    each session's search indexing; `where="worker"` hands it all to one Celery job
-    (here when no broker answers)."""
+    """`finish_import` for imports committed together (one or more): the tidying once,
+    then each session's search indexing; `where="worker"` leaves it all to one
+    `search_index` job (sent after the caller's commit, if it has a transaction open)."""
     if not work:
         return
     if where == "worker":
-        try:
-            celery_app.send_task(FINISH_IMPORTS_TASK, args=[[list(pair) for pair in work]])
-            return
-        except Exception as exc:  # the broker is down: do it here
-            log.warning("could not queue the end of %d imports: %s", len(work), exc)
+        from sessions_app.services.jobs.search_index import request_index  # (jobs build on us)
+
+        request_index(work, tidy=True)
+        return
     finish_import(*work[0])
     for session_pk, from_seq in work[1:]:
         index_stored_entries(session_pk, from_seq)
@@ -740,7 +734,6 @@ def finish_imports(work: list[tuple[int, int]], *, where: str = "inline") -> Non
 # --- appending (the follower) -----------------------------------------------------------
 
 APPEND_SEGMENT = 2000  # records looked up and written together
-INLINE_INDEX_LIMIT = 500  # bigger appends are indexed for search by a worker
 
 
 class _Append(_Import):
@@ -809,7 +802,8 @@ def append_lines(
     lines). The per-line work is the importer's (`core.import_lines`), so a line is
     stored exactly as an upload would store it. One transaction (the caller may wrap it
     in its own, to commit its read position with the entries); open pages get an
-    `entry_appended` event and the new entries are indexed for search after the commit.
+    `entry_appended` event, and the new entries are indexed for search
+    (`search.index_new_entries`: a few at once, many by a job after the commit).
     """
     started = time.perf_counter()
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "append")
@@ -843,21 +837,13 @@ def append_lines(
                     },
                 )
                 events.publish_sessions_changed([session_pk])
-                transaction.on_commit(lambda: _index_appended(report))
+                index_new_entries(session_pk, report.first_new_seq, report.entries_added)
     except SessionImportError as exc:
         if not exc.filename:
             raise SessionImportError(str(exc), filename=report.filename) from exc
         raise
     report.import_seconds = time.perf_counter() - started
     return report
-
-
-def _index_appended(report: ImportReport) -> None:
-    """Search finds appended text shortly after: a few entries here, many in a worker."""
-    if report.entries_added > INLINE_INDEX_LIMIT and _queue_finish_import(report):
-        report.after_commit_queued = True
-        return
-    index_stored_entries(report.session.pk, report.first_new_seq)
 
 
 def finish_import(session_pk: int, from_seq: int) -> int:
@@ -867,25 +853,23 @@ def finish_import(session_pk: int, from_seq: int) -> int:
     pages the import left in the write-ahead log are copied into the database file (the
     import's commit skipped that); then the new entries are indexed for search. Returns
     the number of entries indexed."""
-    if not connection.in_atomic_block:
-        try:
-            with connection.cursor() as cursor:
-                if connection.vendor == "postgresql":
-                    cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
-                elif connection.vendor == "sqlite":
-                    cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
-            log.warning("could not tidy the entries table after an import: %s", exc)
+    tidy_entries()
     return index_stored_entries(session_pk, from_seq)
 
 
-def _queue_finish_import(report: ImportReport) -> bool:
+def tidy_entries() -> None:
+    """VACUUM the entries table (PostgreSQL) or checkpoint the write-ahead log (SQLite)
+    after an import's commit; nothing inside a transaction, where neither can run."""
+    if connection.in_atomic_block:
+        return
     try:
-        celery_app.send_task(FINISH_IMPORT_TASK, args=[report.session.pk, report.first_new_seq])
-    except Exception as exc:  # the broker is down: the caller does it inline instead
-        log.warning("could not queue the end of the import of %s: %s", report.session.pi_id, exc)
-        return False
-    return True
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
+            elif connection.vendor == "sqlite":
+                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
+        log.warning("could not tidy the entries table after an import: %s", exc)
 
 
 def _run(

@@ -2,7 +2,7 @@
 
 - **Workspace quota** (``PIWEB_WORKSPACE_QUOTA_MB``, 0 = none): the disk a user's folders
   in every workspace root take together. It is measured in the background
-  (:func:`measure_workspace`, the task ``piweb.measure_workspace``, asked for after each
+  (:func:`measure_workspace`, run by a ``workspace_measure`` job, asked for after each
   command at most every ``PIWEB_WORKSPACE_MEASURE_SECONDS``) and stored in
   :class:`~sessions_app.models.WorkspaceUsage`; before each command (the agent's bash
   tool, a user's ``!cmd``) the stored figure is compared with the quota, and a user over
@@ -35,7 +35,6 @@ from sessions_app.models import Session, WorkspaceUsage
 
 log = logging.getLogger(__name__)
 
-MEASURE_TASK = "piweb.measure_workspace"
 MB = 1024 * 1024
 SETID = stat.S_ISUID | stat.S_ISGID
 
@@ -213,20 +212,21 @@ def measure_workspace(user_id: int) -> WorkspaceUsage:
 
 def request_measure(user_id: int, *, force: bool = False) -> bool:
     """Ask a worker to measure the user's workspaces (at most once every
-    ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``). True when a task was sent."""
-    from piweb import queues
-    from piweb.celery import app as celery_app
-    from sessions_app.services.chat import _key, redis_client
+    ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``): a ``workspace_measure`` job,
+    unless one is queued already. True when a job was queued."""
+    from sessions_app.selectors.shared_state import redis_client, redis_key
+    from sessions_app.services.jobs import workspace_measure  # (jobs build on us)
 
     every = max(1, int(settings.PIWEB_WORKSPACE_MEASURE_SECONDS))
     try:
-        if not force and not redis_client().set(_key("measure", user_id), "1", nx=True, ex=every):
+        if not force and not redis_client().set(
+            redis_key("measure", user_id), "1", nx=True, ex=every
+        ):
             return False
-        celery_app.send_task(MEASURE_TASK, args=[user_id], queue=queues.name(None))
-        return True
-    except Exception as exc:  # a broker that is down must not fail the command
+    except Exception as exc:  # a Redis that is down must not fail the command
         log.warning("could not ask for a workspace measure of user %s: %s", user_id, exc)
         return False
+    return workspace_measure.request_measure(user_id) is not None
 
 
 # --- the guard every command of a session runs with ---------------------------------------

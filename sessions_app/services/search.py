@@ -11,9 +11,12 @@ substring match (slow, but correct).
 The visibility filter (`selectors.sessions.visible_sessions`) is part of the same SQL statement, so a
 result can never come from a session the user may not read.
 
-Index maintenance: a post_save receiver indexes every entry created one by one (so
-`tree.append_entry` needs no change); bulk writers (the importer) call
-`index_entries(entries)`; `manage.py reindex_search` rebuilds everything.
+Index maintenance is explicit, never a signal: every writer of entries calls
+`index_new_entries` in its transaction (`sessions.append_entry`, the follower's
+`importer.append_lines`, a fork), which indexes a few entries at once and leaves more to a
+`search_index` job after the commit; an import's entries are indexed by its post-import
+work (`importer.finish_import`, inline or as that job). `manage.py reindex_search`
+rebuilds everything.
 """
 
 from __future__ import annotations
@@ -26,8 +29,6 @@ from datetime import UTC, date, datetime, time
 
 from django.db import connection, transaction
 from django.db.models import F
-from django.db.models.signals import post_save
-from django.dispatch import receiver
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
@@ -111,10 +112,7 @@ DOC_COLUMNS = ("entry_id", "session_id", "role", "tool_name", "date", "text")
 
 
 def index_entries(entries, batch_size: int = 2000) -> int:
-    """Index entries in bulk (they must have primary keys). Idempotent. Returns rows written.
-
-    The importer calls this after bulk-creating a session's entries.
-    """
+    """Index entries in bulk (they must have primary keys). Idempotent. Returns rows written."""
     batch: list[tuple] = []
     written = 0
     for entry in entries:
@@ -160,9 +158,9 @@ def _write(batch: list[tuple]) -> int:
 def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2000) -> int:
     """Index a session's entries with seq >= from_seq, batch by batch; idempotent.
 
-    Imports call this after their transaction has committed (inline, or in a worker
-    through tasks.index_session_search): the index is derived data, so the import does
-    not wait for it. Returns the number of entries read (0 for a session now gone).
+    `index_new_entries` calls this in a writer's transaction; imports, after their
+    commit (inline, or in a `search_index` job): the index is derived data, so the import
+    does not wait for it. Returns the number of entries read (0 for a session now gone).
     """
     last = from_seq - 1
     done = 0
@@ -189,10 +187,23 @@ def index_session(session: Session) -> int:
     return index_entries(session.entries.order_by("seq").iterator(chunk_size=2000))
 
 
-@receiver(post_save, sender=Entry, dispatch_uid="piweb-search-index-entry")
-def _index_new_entry(sender, instance: Entry, created: bool, raw: bool = False, **kwargs):
-    if created and not raw:
-        index_entries([instance])
+INLINE_INDEX_LIMIT = 500  # more new entries than this are indexed by a job
+
+
+def index_new_entries(session_pk: int, from_seq: int, count: int) -> None:
+    """Index the `count` entries a writer has just added to a session (seq >= from_seq),
+    in the writer's transaction: the call every writer of entries makes (an import
+    indexes after its commit instead: `importer.finish_import`). Up to INLINE_INDEX_LIMIT are
+    indexed here and now, so search finds them when the write commits; more are left to
+    a `search_index` job, sent after the commit."""
+    if count <= 0:
+        return
+    if count <= INLINE_INDEX_LIMIT:
+        index_stored_entries(session_pk, from_seq)
+        return
+    from sessions_app.services.jobs.search_index import request_index  # (jobs build on us)
+
+    request_index([(session_pk, from_seq)])
 
 
 # --- querying ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.selectors.entries import entry_exists, get_entry
 from sessions_app.selectors.paths import UNSET
-from sessions_app.services import events
+from sessions_app.services import events, search
 from sessions_app.services.usage import UsageRecorder, usage_columns
 
 
@@ -138,6 +138,7 @@ def append_entry(
             **entry_columns(full),
             **usage_columns(usage[0] if usage else None),
         )
+        search.index_new_entries(locked.pk, entry.seq, 1)
         recorder = UsageRecorder()
         recorder.add(entry.seq, entry.timestamp, usage, copied=False)
         recorder.apply(locked)

@@ -143,7 +143,12 @@ def import_status(request, job_id):
 
 def _import_job_context(job: Job) -> dict:
     progress = job.progress or {}
-    context = {"import_job": job, "import_progress": progress}
+    done, total = progress.get("done") or 0, progress.get("total") or 0
+    context = {
+        "import_job": job,
+        "import_progress": progress,
+        "import_percent": min(100, int(100 * done / total)) if total else 0,
+    }
     if job.status == Job.Status.DONE:
         context["import_report"] = progress.get("report") or {}
     elif job.status in (Job.Status.FAILED, Job.Status.CANCELLED):

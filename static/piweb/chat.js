@@ -1,4 +1,4 @@
-// Chat panel: send / stop, the live run (streamed text, tool calls, bash snapshots) and
+// Chat panel: send / steer / follow up / stop, the queued messages, the live run (streamed text, tool calls, bash snapshots) and
 // the transcript, refreshed from the server when entries land. Server events arrive as
 // DOM events `piweb:<event>` from piweb.js (one websocket per page).
 (function () {
@@ -231,28 +231,34 @@
       input.focus();
     });
 
+    document.addEventListener("piweb:queue_changed", refreshQueue);
+    document.addEventListener("piweb:ws-open", refreshQueue);
+
     if (form) {
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
         var text = input.value;
         if (!text.trim()) return;
-        var send = document.getElementById("chat-send");
-        send.disabled = true;
-        post(root.dataset.sendUrl, { text: text }).then(function (res) {
-          send.disabled = false;
+        if (root.dataset.running === "true") { queueMessage("steer"); return; }
+        sendMessage(text);
+      });
+      document.getElementById("chat-steer").addEventListener("click", function () { queueMessage("steer"); });
+      document.getElementById("chat-follow-up").addEventListener("click", function () { queueMessage("follow_up"); });
+      document.getElementById("chat-queue").addEventListener("click", function (ev) {
+        var button = ev.target.closest(".queued-cancel");
+        if (!button) return;
+        button.disabled = true;
+        post(root.dataset.unqueueUrl, { item: button.dataset.item }).then(function (res) {
           showNotice(res.html);
-          if (res.ok) {
-            input.value = "";
-            setRunning(true);
-            refreshTranscript();
-          }
-        }, function () {
-          send.disabled = false;
-          notice.textContent = "Could not reach the server.";
+          refreshQueue();
         });
       });
       input.addEventListener("keydown", function (ev) {
-        if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        if (ev.key === "Enter" && ev.altKey && !ev.isComposing) {
+          ev.preventDefault();
+          if (root.dataset.running === "true") queueMessage("follow_up");
+          else form.requestSubmit();
+        } else if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
           ev.preventDefault();
           form.requestSubmit();
         }
@@ -281,9 +287,67 @@
         });
       }
       document.getElementById("chat-stop").addEventListener("click", function () {
-        post(root.dataset.stopUrl, {}).then(function (res) { showNotice(res.html); });
+        post(root.dataset.stopUrl, {}).then(function (res) {
+          showNotice(res.html);
+          // The queued messages come back to the box, before what is typed there (as pi).
+          var restored = notice.querySelector(".chat-restored");
+          if (!restored) return;
+          input.value = [restored.value, input.value].filter(function (t) { return t.trim(); }).join("\n\n");
+          restored.remove();
+          input.focus();
+        });
       });
     }
+  }
+
+  function sendMessage(text) {
+    var send = document.getElementById("chat-send");
+    send.disabled = true;
+    post(root.dataset.sendUrl, { text: text }).then(function (res) {
+      send.disabled = false;
+      showNotice(res.html);
+      if (res.ok) {
+        input.value = "";
+        setRunning(true);
+        refreshTranscript();
+      }
+    }, function () {
+      send.disabled = false;
+      notice.textContent = "Could not reach the server.";
+    });
+  }
+
+  // While the agent works a message waits in the session's queue: "steer" (after the
+  // current tool calls) or "follow_up" (when the run would end). If the run ended
+  // meanwhile, it is sent as a new message.
+  function queueMessage(mode) {
+    var text = input.value;
+    if (!text.trim()) return;
+    input.value = ""; // at once: the next message may be typed while this one is stored
+    function giveBack() { if (!input.value.trim()) input.value = text; }
+    post(root.dataset.queueUrl, { text: text, mode: mode }).then(function (res) {
+      if (res.status === 400 && /data-code="not_running"/.test(res.html)) {
+        setRunning(false);
+        giveBack();
+        sendMessage(text);
+        return;
+      }
+      showNotice(res.html);
+      if (res.ok) refreshQueue();
+      else giveBack();
+    }, function () {
+      giveBack();
+      notice.textContent = "Could not reach the server.";
+    });
+  }
+
+  function refreshQueue() {
+    fetch(root.dataset.queuedUrl, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        var box = document.getElementById("chat-queue");
+        if (html !== null && box) box.innerHTML = html; // server-rendered, escaped partial
+      });
   }
 
   // Live takeover: while pi writes the session (#pi-file[data-pi-writing], polled by

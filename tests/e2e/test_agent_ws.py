@@ -657,3 +657,23 @@ def test_200_mb_of_bash_output_streams_with_bounded_memory(
     growth = peak["rss"] - baseline
     assert growth < 60 * 1024 * 1024, f"worker memory grew by {growth / 1e6:.1f} MB"
     os.unlink(path)
+
+
+def test_a_run_queued_under_the_old_task_name_still_runs(worker, llm, make_user, workspace):
+    """Runs queued by an earlier version were sent as `piweb.agent_run`: after the runner
+    moved to the generic job task, that name still runs them."""
+    from piweb import queues
+    from piweb.celery import app
+
+    user = make_user()
+    session = new_session(user, workspace)
+    job = Job.objects.create(
+        session=session,
+        kind="agent_run",
+        created_by=user,
+        params={"mode": "bash", "command": "echo from-the-old-name", "parent": None},
+    )
+    app.send_task("piweb.agent_run", args=[str(job.pk)], queue=queues.name(queues.COMMANDS))
+    assert wait_run(session).status == "done"
+    (bash,) = messages(session)
+    assert bash["role"] == "bashExecution" and "from-the-old-name" in bash["output"]

@@ -1,18 +1,23 @@
 """Compaction and branch-summary jobs through a real Celery worker process, real Redis
 and the scripted OpenAI-compatible server; every result is checked against the pure
-core's idea of the context at the leaf."""
+core's idea of the context at the leaf. And the search indexing job after an import."""
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
 import websockets
+from django.utils import timezone
 
 from sessions_app.core.offline_summary import OFFLINE_LABEL
 from sessions_app.core.summaries import BRANCH_SUMMARY_PREAMBLE, SPLIT_TURN_HEADING
-from sessions_app.models import Job
+from sessions_app.models import Job, SearchDocument
 from sessions_app.selectors import paths
-from sessions_app.services import jobs, sessions
+from sessions_app.services import jobs, search, sessions
+from sessions_app.services.importer import import_jsonl_stream
+from sessions_app.services.jobs import lifecycle
+from sessions_app.services.jobs.search_index import request_index
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -24,6 +29,7 @@ from tests.support.job_sessions import (
     user,
     wait_for_job,
 )
+from tests.support.pi_files import as_file, header, jsonl_text, message
 from tests.support.scripted_llm import error, last_text, text
 from tests.support.web import session_cookie_for
 
@@ -273,3 +279,40 @@ def test_job_progress_reaches_the_websocket(worker, asgi_server, make_user, llm)
     job = Job.objects.get(pk=seen[0]["job_id"])
     assert seen[-1]["result_entry"] == job.result_entry.pi_id
     assert seen[-1]["kind"] == "compaction"
+
+
+@pytest.mark.embedded
+def test_search_indexing_after_an_import_in_the_worker(worker, make_user, settings):
+    """Once, the same again, and again after the worker that took it died."""
+    owner = make_user()
+    entries = [message("e0", None, text="hello"), message("e1", "e0", "assistant", "a narwhal")]
+    report = import_jsonl_stream(
+        as_file(jsonl_text(header(), entries)), owner, after_commit="worker"
+    )
+    session = report.session
+    (job,) = Job.objects.filter(kind=Job.Kind.SEARCH_INDEX)
+    assert job.params == {"work": [[session.pk, 0]], "tidy": True}
+    wait_for_job(job, 30)
+    assert job.status == "done" and job.progress["entries"] == 2, job.error
+
+    def hits():
+        return [h.entry_pi_id for h in search.search(owner, "narwhal").hits]
+
+    assert hits() == ["e1"] and SearchDocument.objects.count() == 2
+    again = wait_for_job(request_index([(session.pk, 0)], tidy=True), 30)
+    assert again.status == "done" and SearchDocument.objects.count() == 2
+    # A worker that took it and died: the sweep queues it again, a worker runs it.
+    SearchDocument.objects.all().delete()
+    silent = timezone.now() - timedelta(seconds=settings.PIWEB_JOB_STALE_SECONDS + 5)
+    dead = Job.objects.create(
+        kind=Job.Kind.SEARCH_INDEX,
+        status=Job.Status.RUNNING,
+        params={"work": [[session.pk, 0]], "tidy": True},
+        attempts=1,
+        started_at=silent,
+        heartbeat_at=silent,
+    )
+    lifecycle.sweep(kinds=[Job.Kind.SEARCH_INDEX])  # (or a worker's sweeper did)
+    wait_for_job(dead, 30)
+    assert dead.status == "done" and dead.attempts == 2, dead.error
+    assert hits() == ["e1"] and SearchDocument.objects.count() == 2

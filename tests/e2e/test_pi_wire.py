@@ -505,7 +505,7 @@ def test_pi_and_piweb_send_the_same_requests(
 
     def turn(prompt: str) -> None:
         job = chat.send_message(session, owner, prompt)
-        assert chat.execute_run(str(job.pk)) == "done"
+        assert jobs.run_job(str(job.pk)) == "done"
         session.refresh_from_db()
 
     def run(job: Job) -> None:

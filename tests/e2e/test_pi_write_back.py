@@ -78,7 +78,7 @@ def test_pi_and_piweb_continue_one_session_in_turn(version, tmp_path, make_user,
     def send(message: str):
         session.refresh_from_db()
         job = chat.send_message(session, owner, message)
-        assert chat.execute_run(str(job.pk)) == "done"
+        assert jobs.run_job(str(job.pk)) == "done"
         session.refresh_from_db()
 
     llm.push(

@@ -1,6 +1,7 @@
 """Chat services in-process: input parsing, the run guard, stale runs, the run's branch,
 and one agent turn executed here (real scripted server, real Redis, no worker)."""
 
+import base64
 import json
 import os
 import re
@@ -8,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,7 +19,9 @@ from sessions_app.models import Job
 from sessions_app.selectors import paths
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.runs import run_state
-from sessions_app.services import chat, sessions
+from sessions_app.services import chat, jobs, sessions
+from sessions_app.services.jobs import agent_run
+from tests.support.images import png
 from tests.support.scripted_llm import text, tool_call
 from tests.support.web import client_for
 from tests.support.workspaces import area_of, write_project_context
@@ -61,7 +65,7 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     llm.push(tool_call("read", {"path": "hello.txt"}, call_id="c1"), text("It says hi."))
     job = chat.send_message(session, owner, "read hello.txt")
     assert job.status == "queued" and job.params["mode"] == "agent"
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     job.refresh_from_db()
     assert job.status == "done" and job.finished_at and job.result_entry is not None
     session.refresh_from_db()
@@ -70,7 +74,7 @@ def test_one_turn_in_process(session, owner, llm, workspace):
     assert path[2]["message"]["content"] == [{"type": "text", "text": "hi there\n"}]
     assert session.leaf.pi_id == path[-1]["id"] == job.result_entry.pi_id
     # Running it again (a redelivered task) does nothing.
-    assert chat.execute_run(str(job.pk)) is None
+    assert jobs.run_job(str(job.pk)) is None
     assert len(paths.load_path(session)) == 4
 
 
@@ -92,7 +96,7 @@ def test_redelivered_running_job_is_marked_failed(session):
         status="running",
         params={"mode": "bash", "command": "true"},
     )
-    assert chat.execute_run(str(job.pk)) is None
+    assert jobs.run_job(str(job.pk)) is None
     job.refresh_from_db()
     assert job.status == "failed"
 
@@ -103,7 +107,7 @@ def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, l
     job = chat.send_message(session, owner, "question")
     user_entry = job.params["parent"]
     sessions.set_leaf(session, first.pi_id)  # someone navigates elsewhere mid-run
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     assert session.leaf.pi_id == first.pi_id  # not pulled back
     answer = session.entries.order_by("-seq").first()
@@ -112,14 +116,14 @@ def test_the_run_stays_on_its_branch_when_the_viewer_navigates(session, owner, l
 
 def test_stop_sets_the_abort_key_for_a_running_job(session, owner):
     job = Job.objects.create(session=session, kind="agent_run", status="running")
-    assert chat.stop_run(session, owner) == job
-    assert chat.redis_client().exists(chat._key("abort", job.pk))
-    chat.redis_client().delete(chat._key("abort", job.pk))
+    assert chat.stop_run(session, owner).job == job
+    assert chat.redis_client().exists(chat.redis_key("abort", job.pk))
+    chat.redis_client().delete(chat.redis_key("abort", job.pk))
     assert chat.stop_run(sessions.create_session(owner=owner, cwd=session.cwd), owner) is None
 
 
 def test_run_state_round_trip(session):
-    state = chat.RunState(session.pk, "run-1", "agent")
+    state = agent_run.RunState(session.pk, "run-1", "agent")
     state.apply("text_delta", {"run_id": "run-1", "delta": "Hel", "kind": "text"})
     state.apply("text_delta", {"run_id": "run-1", "delta": "lo", "kind": "text"})
     state.apply(
@@ -142,7 +146,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
 
     llm.push(Reply(thinking="Let me think.", text="Answer."))
     job = chat.send_message(session, owner, "think")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     message = paths.load_path(session)[-1]["message"]
     # pi keeps the name of the field the thinking came in as its signature...
@@ -153,7 +157,7 @@ def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
     # ...and sends it back in that field to the same model on the next turn, as pi does.
     llm.push(text("ok"))
     job = chat.send_message(session, owner, "again")
-    chat.execute_run(str(job.pk))
+    jobs.run_job(str(job.pk))
     replayed = [m for m in llm.requests[-1]["messages"] if m["role"] == "assistant"][-1]
     assert replayed == {
         "role": "assistant",
@@ -203,7 +207,7 @@ def test_the_tool_set_is_pis_default_unless_the_session_or_its_profile_names_one
     assert [t.name for t in model_input(session, None).tools] == ["read", "ls"]
     llm.push(text("Listed."))
     job = chat.send_message(session, session.owner, "what is here?")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     assert [t["function"]["name"] for t in llm.requests[-1]["tools"]] == ["read", "ls"]
 
 
@@ -215,7 +219,7 @@ def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):
         heartbeat_at=timezone.now(),
         params={"mode": "bash", "command": "true"},
     )
-    assert chat.execute_run(str(live.pk)) is None
+    assert jobs.run_job(str(live.pk)) is None
     live.refresh_from_db()
     assert live.status == "running"  # e.g. redelivered after the visibility timeout
 
@@ -230,7 +234,11 @@ def test_agent_and_user_bash_share_one_artifact_dir_by_session_pk(make_user, set
     session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))
     expected = os.path.join(str(settings.PIWEB_ARTIFACT_DIR), "sessions", str(session.pk))
     assert workspaces.artifact_dir(session) == expected
-    assert chat._artifact_dir(session) == expected
+    # The agent's tools write there (the run's tool context).
+    from sessions_app.agent.signals import AbortSignal
+    from sessions_app.services import sandboxing
+
+    assert sandboxing.tool_context(session, AbortSignal()).artifact_dir == expected
     ctx = ToolContext(workspace=Workspace(str(area_of(settings, owner))), artifact_dir=expected)
     made = ctx.output_file("bash")()
     assert os.path.dirname(made) == expected and re.fullmatch(
@@ -273,7 +281,103 @@ def test_a_run_refuses_tools_outside_the_owners_area(make_user, settings, redis_
     job = Job.objects.create(
         session=session, kind=Job.Kind.AGENT_RUN, params={"mode": "bash", "command": "touch pwn"}
     )
-    chat.execute_run(str(job.pk))
+    jobs.run_job(str(job.pk))
     job.refresh_from_db()
     assert job.status == "failed" and "outside your workspace area" in job.error
     assert not (alice_proj / "pwn").exists()
+
+
+# --- images sent with a message (the chat box's attachments) ------------------------------
+
+
+@pytest.fixture
+def vision_session(owner, workspace, redis_ready):
+    return sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted-vision")
+
+
+def test_images_are_stored_as_pi_stores_them_and_reach_the_model(vision_session, owner, llm):
+    image = png(5, 2)
+    llm.push(text("A red picture."))
+    job = chat.send_message(vision_session, owner, "what is this?", images=[image])
+    user_message = paths.load_path(vision_session)[-1]["message"]
+    assert user_message["role"] == "user"
+    assert user_message["content"] == [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image", "data": base64.b64encode(image).decode(), "mimeType": "image/png"},
+    ]
+    assert jobs.run_job(str(job.pk)) == "done"
+    sent = llm.requests[-1]["messages"][-1]
+    assert sent["role"] == "user"
+    assert sent["content"][0] == {"type": "text", "text": "what is this?"}
+    url = sent["content"][1]["image_url"]["url"]
+    assert url == "data:image/png;base64," + base64.b64encode(image).decode()
+
+
+def test_an_image_alone_is_a_message_with_an_empty_text_block(vision_session, owner):
+    jpeg = b"\xff\xd8\xff\xe0" + b"\x00" * 60
+    chat.send_message(vision_session, owner, "   ", images=[jpeg])
+    content = paths.load_path(vision_session)[-1]["message"]["content"]
+    assert content[0] == {"type": "text", "text": ""}
+    assert content[1]["mimeType"] == "image/jpeg"
+
+
+@pytest.mark.parametrize(
+    "images, code, words",
+    [
+        ([b"GIF89a" + b"\x00" * 20, b"not an image at all"], "bad_image", "Image 2 is not a PNG"),
+        ([b""], "bad_image", "Image 1 is empty"),
+        ([png()] * 3, "bad_image", "at most 2"),
+    ],
+)
+def test_bad_images_are_refused_and_nothing_is_stored(
+    vision_session, owner, settings, images, code, words
+):
+    settings.PIWEB_CHAT_IMAGE_MAX_COUNT = 2
+    with pytest.raises(chat.ChatError) as refused:
+        chat.send_message(vision_session, owner, "look", images=images)
+    assert refused.value.code == code and words in str(refused.value)
+    assert paths.load_path(vision_session) == []
+    assert not Job.objects.filter(session=vision_session).exists()
+
+
+def test_an_image_over_the_size_limit_is_refused(vision_session, owner, settings):
+    settings.PIWEB_CHAT_IMAGE_MAX_BYTES = 2048
+    big = png(300, 300, rgb=(1, 2, 3)) + b"\x00" * 4096
+    with pytest.raises(chat.ChatError, match="Image 1 is over 2048 bytes"):
+        chat.send_message(vision_session, owner, "look", images=[big])
+    assert paths.load_path(vision_session) == []
+
+
+def test_a_text_only_model_refuses_images(session, owner):
+    with pytest.raises(chat.ChatError) as refused:
+        chat.send_message(session, owner, "look", images=[png()])
+    assert refused.value.code == "images_unsupported"
+    assert "openai-compatible/scripted-model does not take images" in str(refused.value)
+    assert paths.load_path(session) == []
+
+
+def test_images_do_not_go_with_a_bang_command(vision_session, owner):
+    with pytest.raises(chat.ChatError, match="not with a !command"):
+        chat.send_message(vision_session, owner, "!ls", images=[png()])
+
+
+def test_the_send_view_takes_image_files(vision_session, owner, llm):
+    client = client_for(owner)
+    upload = SimpleUploadedFile("dot.png", png(), content_type="application/octet-stream")
+    url = reverse("sessions_app:chat_send", args=[vision_session.pi_id])
+    response = client.post(url, {"text": "see", "images": [upload]})
+    assert response.status_code == 200, response.content
+    vision_session.refresh_from_db()
+    content = paths.load_path(vision_session)[-1]["message"]["content"]
+    assert [block["type"] for block in content] == ["text", "image"]
+    # The type comes from the bytes, not from what the browser said.
+    assert content[1]["mimeType"] == "image/png"
+    text_only = sessions.create_session(
+        owner=owner, cwd=vision_session.cwd, model_profile="scripted"
+    )
+    refused = client.post(
+        reverse("sessions_app:chat_send", args=[text_only.pi_id]),
+        {"text": "see", "images": [SimpleUploadedFile("dot.png", png())]},
+    )
+    assert refused.status_code == 400
+    assert "does not take images" in refused.content.decode()

@@ -10,7 +10,7 @@ import pytest
 
 from sessions_app.selectors import paths
 from sessions_app.selectors.llm import resolve_profile
-from sessions_app.services import chat, sessions, summarizer
+from sessions_app.services import chat, jobs, sessions, summarizer
 from tests.support.fake_providers import Call, FakeProviders, Turn
 
 pytestmark = [
@@ -66,7 +66,7 @@ def test_an_agent_turn_with_a_tool_call(profile, fake, owner, workspace, redis_r
         Turn(text="It says hi."),
     )
     job = chat.send_message(session, owner, "read hello.txt")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     messages = [e["message"] for e in paths.load_path(session)]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
@@ -117,6 +117,6 @@ def test_the_paths_thinking_level_reaches_the_request(profile, fake, owner, work
     session = sessions.create_session(owner=owner, cwd=str(workspace), model_profile=profile)
     sessions.append_entry(session, {"type": "thinking_level_change", "thinkingLevel": "high"})
     fake.push(Turn(text="ok"))
-    assert chat.execute_run(str(chat.send_message(session, owner, "hi").pk)) == "done"
+    assert jobs.run_job(str(chat.send_message(session, owner, "hi").pk)) == "done"
     body = fake.requests[-1].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384, "display": "summarized"}

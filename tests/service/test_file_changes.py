@@ -16,7 +16,7 @@ from sessions_app.core.file_changes import apply_edits, edits_of
 from sessions_app.models import FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths
-from sessions_app.services import changes, chat, sandboxing, sessions
+from sessions_app.services import changes, chat, jobs, sandboxing, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.scripted_llm import text, tool_call, tool_calls
 
@@ -45,7 +45,7 @@ def session(owner, workspace, redis_ready):
 
 def run(session, owner, text_):
     job = chat.send_message(session, owner, text_)
-    assert chat.execute_run(str(job.pk)) in ("done", "aborted")
+    assert jobs.run_job(str(job.pk)) in ("done", "aborted")
     session.refresh_from_db()
     return job
 

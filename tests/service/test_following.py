@@ -47,7 +47,7 @@ def test_new_file_then_appends_then_nothing(tmp_path, owner):
     session.refresh_from_db()
     assert session.entry_count == 5 and session.leaf.pi_id == f"{4:08x}"
     assert Entry.objects.get(session=session, pi_id=f"{3:08x}").parent.pi_id == f"{2:08x}"
-    # search finds the appended text (indexed right after the commit)
+    # search finds the appended text (indexed in the append's transaction)
     hits = search.search(owner, '"number 4"').hits
     assert [h.entry_pi_id for h in hits] == [f"{4:08x}"]
 

@@ -111,6 +111,42 @@ def test_services_never_import_the_tasks_module():
     assert offenders == []
 
 
+def test_the_tasks_module_runs_jobs_and_keeps_old_names_only_for_upgrades():
+    """One task runs every kind with a `run`; besides it, the agent run's own task, the
+    health probe, and names a message left in the queue at an upgrade may still carry."""
+    import sessions_app.tasks  # noqa: F401
+
+    ours = {name for name in app.tasks if name.startswith("piweb.")}
+    assert ours == {
+        "piweb.run_job",
+        "piweb.agent_run",
+        "piweb.ping",
+        *("piweb.run_summary_job", "piweb.compare_summary"),  # summaries, before run_job
+        *("piweb.finish_import", "piweb.finish_imports", "piweb.measure_workspace"),
+    }
+    runners = {spec.task for spec in lifecycle.registered_kinds().values()}
+    assert runners == {"piweb.run_job", "piweb.agent_run"}
+
+
+def test_messages_left_under_the_old_names_become_their_jobs(make_user, queue):
+    from sessions_app import tasks
+
+    owner = make_user()
+    session = make_session(owner, turns=1, compaction=SMALL)
+    tasks.finish_imports.apply(args=[[[session.pk, 0]]])
+    tasks.finish_import.apply(args=[session.pk, 2])
+    tasks.measure_workspace.apply(args=[owner.pk])
+    index = list(Job.objects.filter(kind=Job.Kind.SEARCH_INDEX).order_by("created_at"))
+    assert [job.params for job in index] == [
+        {"work": [[session.pk, 0]], "tidy": True},
+        {"work": [[session.pk, 2]], "tidy": True},
+    ]
+    measure = Job.objects.get(kind=Job.Kind.WORKSPACE_MEASURE)
+    assert measure.created_by == owner and measure.status == Status.QUEUED
+    sent = _sent(queue)
+    assert sent == [("piweb.run_job", [str(job.pk)]) for job in [*index, measure]]
+
+
 # --- claim token -------------------------------------------------------------------------
 
 

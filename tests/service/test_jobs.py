@@ -647,7 +647,7 @@ def test_agent_turn_compaction_and_branch_summary_on_pi1_entries(pi1_session, ll
 
     llm.push(text("The sleep is fixed."))
     run = chat.send_message(pi1_session, pi1_owner, "is it fixed?")
-    assert chat.execute_run(str(run.pk)) == "done"
+    assert jobs.run_job(str(run.pk)) == "done"
     run.refresh_from_db()
     assert run.status == "done", run.error
     sent = llm.requests[-1]["messages"]

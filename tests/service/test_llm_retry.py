@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sessions_app.selectors import llm, paths
-from sessions_app.services import chat, sessions, summarizer
+from sessions_app.services import chat, jobs, sessions, summarizer
 from tests.support.scripted_llm import error, text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -38,7 +38,7 @@ def agent_calls(session, llm_server) -> tuple[int, float]:
     before = len(llm_server.requests)
     started = time.monotonic()
     job = chat.send_message(session, session.owner, "hello")
-    chat.execute_run(str(job.pk))
+    jobs.run_job(str(job.pk))
     session.refresh_from_db()
     return len(llm_server.requests) - before, time.monotonic() - started
 

@@ -17,7 +17,7 @@ from sessions_app.selectors import llm
 from sessions_app.selectors.llm import compaction_settings
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.provider_keys import user_key
-from sessions_app.services import chat, provider_keys, sessions
+from sessions_app.services import chat, jobs, provider_keys, sessions
 from tests.support.scripted_llm import text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -315,7 +315,7 @@ def test_a_run_records_its_cost_and_key_source(
     job = chat.send_message(session, user, "hello")
     assert job.params["key_source"] == "env"
     assert job.model == "openai-compatible/priced-model"
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     reply = session.entries.order_by("-seq").first().payload["message"]
     assert reply["role"] == "assistant"

@@ -17,7 +17,7 @@ from sessions_app.selectors import paths
 from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.llm import resolve_profile
 from sessions_app.selectors.model_input import model_input
-from sessions_app.services import chat, sessions
+from sessions_app.services import chat, jobs, sessions
 from tests.support.scripted_llm import text, tool_call
 
 pytestmark = [
@@ -94,7 +94,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
 ):
     session = sessions.create_session(owner=owner, cwd=str(project), model_profile=windowed_profile)
     llm.push(tool_call("read", {"path": "AGENTS.md"}, call_id="c1"), text("Run make test."))
-    assert chat.execute_run(str(chat.send_message(session, owner, "the rules?").pk)) == "done"
+    assert jobs.run_job(str(chat.send_message(session, owner, "the rules?").pk)) == "done"
 
     # Small so far: the compaction check and the inspector agree that it is under.
     session.refresh_from_db()
@@ -104,7 +104,7 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     assert not report.over_threshold and _threshold_compactions(session) == 0
 
     llm.push(text("Deployed.", usage=_big_usage(30_000)))
-    assert chat.execute_run(str(chat.send_message(session, owner, "deploy it").pk)) == "done"
+    assert jobs.run_job(str(chat.send_message(session, owner, "deploy it").pk)) == "done"
     session.refresh_from_db()
     path = paths.load_path(session)
     roles = [e["message"]["role"] for e in path]

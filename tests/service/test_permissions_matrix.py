@@ -88,6 +88,10 @@ ROUTES: dict[str, Route] = {
     "pi_file": Route("viewer", kwargs=S),  # (not followed: an empty box)
     "pi_file_write_back": Route("editor", "POST", ok=400, kwargs=S, htmx=True),
     "chat_stop": Route("editor", "POST", ok=200, kwargs=S, htmx=True),
+    # nothing runs: a queued message is refused (400) after the rights check
+    "chat_queue": Route("editor", "POST", ok=400, kwargs=S, data={"text": "hi"}, htmx=True),
+    "chat_unqueue": Route("editor", "POST", ok=409, kwargs=S, data={"item": "1"}, htmx=True),
+    "chat_queued": Route("viewer", kwargs=S),
     "chat_model": Route("editor", "POST", ok=400, kwargs=S, data={"profile": "nope"}, htmx=True),
     "chat_thinking": Route("editor", "POST", ok=400, kwargs=S, data={"level": "nope"}, htmx=True),
     "chat_transcript": Route("viewer", kwargs=S),

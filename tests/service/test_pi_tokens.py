@@ -80,7 +80,7 @@ def test_agent_turn_entries_store_the_estimate(owner, workspace, redis_ready, ll
     (workspace / "notes.txt").write_text("line one\n" * 40)
     llm.push(tool_call("read", {"path": "notes.txt"}, call_id="c1"), text("Read it: " + "z" * 90))
     job = chat.send_message(session, owner, "read notes.txt please")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     rows = _check_stored(session, at_least=4)
     roles = [r.role for r in rows]
     assert roles == ["user", "assistant", "toolResult", "assistant"]

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
-from sessions_app.services import chat, sessions
+from sessions_app.services import chat, jobs, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support import page_walk
 from tests.support.pi_files import header, message
@@ -65,7 +65,7 @@ def test_a_queued_command_with_a_nul_byte_ends_with_a_message_not_a_dead_run(cha
         pytest.skip("PostgreSQL cannot store such a job")
     job = chat.send_message(chat_session, owner, "!echo placeholder")
     Job.objects.filter(pk=job.pk).update(params={**job.params, "command": "echo a\x00b"})
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     job.refresh_from_db()
     assert job.status == "done", job.error
     chat_session.refresh_from_db()
@@ -79,7 +79,7 @@ def test_a_queued_command_with_a_nul_byte_ends_with_a_message_not_a_dead_run(cha
 def test_the_agents_bash_tool_with_a_nul_byte_gets_a_tool_error(chat_session, owner, llm):
     llm.push(tool_call("bash", {"command": "echo a\x00b"}, call_id="c1"), text("noted"))
     job = chat.send_message(chat_session, owner, "run it")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     chat_session.refresh_from_db()
     path = paths.load_path(chat_session)
     result = next(e["message"] for e in path if e["message"].get("role") == "toolResult")

@@ -147,6 +147,21 @@ def test_a_job_whose_stored_file_is_gone_says_so(owner, import_dir):
     assert page.status_code == 400 and "upload it again" in page.content.decode()
 
 
+def test_a_running_import_shows_how_far_it_is_and_keeps_polling_itself(owner):
+    job = Job.objects.create(
+        kind=Job.Kind.IMPORT,
+        status=Job.Status.RUNNING,
+        created_by=owner,
+        params={"filename": "big.jsonl"},
+        progress={"phase": "importing", "done": 300, "total": 1200},
+    )
+    url = reverse("sessions_app:import_status", args=[job.pk])
+    body = client_for(owner).get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "importing… 25%" in body and 'data-import-state="importing"' in body
+    # each row of a multi-file import polls and replaces only itself
+    assert f'hx-get="{url}"' in body and 'hx-target="this" hx-swap="outerHTML"' in body
+
+
 @pytest.fixture
 def owner(make_user):
     return make_user("uploader")

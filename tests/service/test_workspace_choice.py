@@ -14,7 +14,7 @@ import pytest
 from sessions_app.models import Session
 from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.model_input import model_input
-from sessions_app.services import chat, fork, workspace_choice
+from sessions_app.services import chat, fork, jobs, workspace_choice
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.scripted_llm import text, tool_call
 from tests.support.workspaces import area_of
@@ -71,7 +71,7 @@ def test_an_imported_session_is_offered_a_choice_instead_of_a_refusal(owner, set
     assert f"Current working directory: {folder}" in model_input(session).system_prompt
     llm.push(tool_call("bash", {"command": "pwd > where.txt"}, call_id="c1"), text("done"))
     job = chat.send_message(session, owner, "where are you?")
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     assert Path(folder, "where.txt").read_text().strip() == folder
     assert "aaaa0002" in [m.get("id") for m in paths.load_path(session)]
 

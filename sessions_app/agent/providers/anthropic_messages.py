@@ -20,20 +20,18 @@ from typing import Any
 import anthropic
 from anthropic.types import Message, RawMessageStreamEvent
 
-from .base import ModelRequest, ProviderError, ResolvedModel
+from .base import ModelRequest, ResolvedModel
 from .common import (
-    ARGS_PROBLEM,
-    Pump,
+    StreamAssembly,
     adjust_for_thinking,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     clean,
     content_list,
-    fail,
-    finish,
+    endpoint_client,
     new_message,
-    parse_json_args,
+    post_stream,
     reasoning_level,
     request_headers,
     require_key,
@@ -134,7 +132,7 @@ def _image(block: dict) -> dict[str, Any]:
     }
 
 
-def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
+def convert_messages(
     model: dict[str, Any],
     messages: list[dict],
     control: dict | None,
@@ -147,96 +145,103 @@ def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
     while i < len(transformed):
         msg = transformed[i]
         role = msg.get("role")
+        converted = None
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                if content.strip():
-                    out.append({"role": "user", "content": clean(content)})
-            else:
-                blocks = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        if (item.get("text") or "").strip():
-                            blocks.append({"type": "text", "text": clean(item["text"])})
-                    else:
-                        blocks.append(_image(item))
-                if blocks:
-                    out.append({"role": "user", "content": blocks})
+            converted = _user_message(msg)
         elif role == "assistant":
-            blocks = []
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "text":
-                    if (block.get("text") or "").strip():
-                        blocks.append({"type": "text", "text": clean(block["text"])})
-                elif kind == "thinking":
-                    if block.get("redacted"):
-                        blocks.append(
-                            {"type": "redacted_thinking", "data": block.get("thinkingSignature")}
-                        )
-                        continue
-                    if not (block.get("thinking") or "").strip():
-                        continue
-                    signature = block.get("thinkingSignature") or ""
-                    if not signature.strip():
-                        if compat["allowEmptySignature"]:
-                            blocks.append(
-                                {
-                                    "type": "thinking",
-                                    "thinking": clean(block["thinking"]),
-                                    "signature": "",
-                                }
-                            )
-                        else:
-                            blocks.append({"type": "text", "text": clean(block["thinking"])})
-                    else:
-                        blocks.append(
-                            {
-                                "type": "thinking",
-                                "thinking": clean(block["thinking"]),
-                                "signature": signature,
-                            }
-                        )
-                elif kind == "toolCall":
-                    blocks.append(
-                        {
-                            "type": "tool_use",
-                            "id": block.get("id"),
-                            "name": to_claude_code(block.get("name"))
-                            if oauth
-                            else block.get("name"),
-                            "input": block.get("arguments") or {},
-                        }
-                    )
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
+            converted = _assistant_message(msg, compat, oauth)
         elif role == "toolResult":
-            results = []
-            j = i
-            while j < len(transformed) and transformed[j].get("role") == "toolResult":
-                result = transformed[j]
-                results.append(
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": result.get("toolCallId"),
-                        "content": _blocks(content_list(result.get("content"))),
-                        "is_error": bool(result.get("isError")),
-                    }
-                )
-                j += 1
-            out.append({"role": "user", "content": results})
-            i = j
+            converted, i = _tool_results(transformed, i)
+            out.append(converted)
             continue
+        if converted is not None:
+            out.append(converted)
         i += 1
     if control and out and out[-1]["role"] == "user":
-        last = out[-1]
-        if isinstance(last["content"], list):
-            block = last["content"][-1] if last["content"] else None
-            if block and block.get("type") in ("text", "image", "tool_result"):
-                block["cache_control"] = control
-        elif isinstance(last["content"], str):
-            last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
+        _mark_last_block(out[-1], control)
     return out
+
+
+def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": clean(content)} if content.strip() else None
+    blocks = []
+    for item in content_list(content):
+        if item.get("type") == "text":
+            if (item.get("text") or "").strip():
+                blocks.append({"type": "text", "text": clean(item["text"])})
+        else:
+            blocks.append(_image(item))
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _assistant_message(
+    msg: dict[str, Any], compat: dict[str, Any], oauth: bool
+) -> dict[str, Any] | None:
+    blocks = []
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            if (block.get("text") or "").strip():
+                blocks.append({"type": "text", "text": clean(block["text"])})
+        elif kind == "thinking":
+            converted = _thinking_block(block, compat)
+            if converted is not None:
+                blocks.append(converted)
+        elif kind == "toolCall":
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": block.get("id"),
+                    "name": to_claude_code(block.get("name")) if oauth else block.get("name"),
+                    "input": block.get("arguments") or {},
+                }
+            )
+    return {"role": "assistant", "content": blocks} if blocks else None
+
+
+def _thinking_block(block: dict[str, Any], compat: dict[str, Any]) -> dict[str, Any] | None:
+    """Redacted thinking as such; signed thinking as thinking; unsigned thinking as
+    text unless the endpoint takes an empty signature."""
+    if block.get("redacted"):
+        return {"type": "redacted_thinking", "data": block.get("thinkingSignature")}
+    if not (block.get("thinking") or "").strip():
+        return None
+    signature = block.get("thinkingSignature") or ""
+    if not signature.strip():
+        if not compat["allowEmptySignature"]:
+            return {"type": "text", "text": clean(block["thinking"])}
+        signature = ""
+    return {"type": "thinking", "thinking": clean(block["thinking"]), "signature": signature}
+
+
+def _tool_results(transformed: list[dict], start: int) -> tuple[dict[str, Any], int]:
+    """Consecutive tool results as one user message; the index after them."""
+    results = []
+    end = start
+    while end < len(transformed) and transformed[end].get("role") == "toolResult":
+        result = transformed[end]
+        results.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": result.get("toolCallId"),
+                "content": _blocks(content_list(result.get("content"))),
+                "is_error": bool(result.get("isError")),
+            }
+        )
+        end += 1
+    return {"role": "user", "content": results}, end
+
+
+def _mark_last_block(last: dict[str, Any], control: dict) -> None:
+    """``cache_control`` on the last block of the last (user) message."""
+    if isinstance(last["content"], list):
+        block = last["content"][-1] if last["content"] else None
+        if block and block.get("type") in ("text", "image", "tool_result"):
+            block["cache_control"] = control
+    elif isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
 
 
 def _effort(model: dict[str, Any], level: str) -> str:
@@ -337,58 +342,18 @@ def _headers(resolved: ResolvedModel, request: ModelRequest, compat: dict) -> di
     return {**headers, **request_headers(resolved)}
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        compat = get_compat(resolved.model)
-        headers = _headers(resolved, request, compat)
-        key = require_key(resolved, headers, "x-api-key")
-        params = build_params(resolved, request)
-        client = cached_client(
-            (
-                API,
-                resolved.model.get("baseUrl"),
-                key,
-                tuple(sorted(headers.items())),
-                resolved.timeout,
-            ),
-            lambda: _make_client(resolved, key, headers),
-        )
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
-    state = _State(message, on_delta, request.tools if is_oauth(resolved.api_key) else None)
-
-    def open_stream():
-        return client.post(
-            "/v1/messages",
-            body=params,
-            cast_to=Message,
-            stream=True,
-            stream_cls=anthropic.Stream[RawMessageStreamEvent],
-        )
-
-    try:
-        status = pump.run(open_stream, state.feed)
-    except BaseException as exc:
-        state.finalize()
-        raise fail(message, from_sdk(exc, resolved.provider, anthropic), pump.received) from None
-    state.finalize()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error is not None:
-        raise fail(message, ProviderError(state.error, kind="other"), True)
-    if state.started and not state.stopped:
-        error = ProviderError("Anthropic stream ended before message_stop", kind="other")
-        raise fail(message, error, True)
-    return finish(message, "done")
+def _opener(resolved: ResolvedModel, request: ModelRequest):
+    """What opens the request's stream (raises ProviderError before any is sent)."""
+    compat = get_compat(resolved.model)
+    headers = _headers(resolved, request, compat)
+    key = require_key(resolved, headers, "x-api-key")
+    params = build_params(resolved, request)
+    client = endpoint_client(
+        API, resolved, key, headers, lambda: _make_client(resolved, key, headers)
+    )
+    return post_stream(
+        client, "/v1/messages", params, Message, anthropic.Stream[RawMessageStreamEvent]
+    )
 
 
 def _make_client(resolved: ResolvedModel, key: str, headers: dict[str, str]) -> anthropic.Anthropic:
@@ -430,16 +395,24 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-class _State:
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta, oauth_tools: list[dict] | None = None):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.oauth_tools = oauth_tools
         self.by_index: dict[int, dict] = {}
-        self.raw: dict[int, str] = {}
         self.started = False
         self.stopped = False
-        self.error: str | None = None
+
+    @classmethod
+    def start(cls, resolved: ResolvedModel, request: ModelRequest, on_delta) -> _State:
+        """With an OAuth token, tool names come back as Claude Code's."""
+        oauth_tools = request.tools if is_oauth(resolved.api_key) else None
+        return cls(new_message(resolved), on_delta, oauth_tools)
+
+    def incomplete(self) -> str | None:
+        if self.started and not self.stopped:
+            return "Anthropic stream ended before message_stop"
+        return None
 
     def _usage(self, usage: Any, *, start: bool) -> None:
         u = self.message["usage"]
@@ -457,104 +430,89 @@ class _State:
                 u[ours] = value
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
 
-    def feed(self, event: Any) -> None:  # noqa: C901 (split after this round's merges: issue 29)
+    def feed(self, event: Any) -> None:
         kind = _get(event, "type")
         if kind == "message_start":
             self.started = True
             self._usage(_get(_get(event, "message"), "usage"), start=True)
         elif kind == "content_block_start":
-            cb = _get(event, "content_block")
-            index = _get(event, "index")
-            ctype = _get(cb, "type")
-            block: dict[str, Any] | None = None
-            if ctype == "text":
-                block = {"type": "text", "text": ""}
-            elif ctype == "thinking":
-                block = {"type": "thinking", "thinking": "", "thinkingSignature": ""}
-            elif ctype == "redacted_thinking":
-                block = {
-                    "type": "thinking",
-                    "thinking": REDACTED_TEXT,
-                    "thinkingSignature": _get(cb, "data", ""),
-                    "redacted": True,
-                }
-            elif ctype == "tool_use":
-                name = _get(cb, "name", "")
-                if self.oauth_tools is not None:
-                    name = from_claude_code(name, self.oauth_tools)
-                block = {
-                    "type": "toolCall",
-                    "id": _get(cb, "id", ""),
-                    "name": name,
-                    "arguments": _get(cb, "input") or {},
-                }
-                self.raw[index] = ""
-            if block is not None:
-                self.message["content"].append(block)
-                self.by_index[index] = block
+            self._start_block(_get(event, "index"), _get(event, "content_block"))
         elif kind == "content_block_delta":
-            index = _get(event, "index")
-            block = self.by_index.get(index)
-            delta = _get(event, "delta")
-            dtype = _get(delta, "type")
-            if block is None:
-                return
-            if dtype == "text_delta" and block["type"] == "text":
-                text = _get(delta, "text", "")
-                block["text"] += text
-                if self.on_delta and text:
-                    self.on_delta("text", text)
-            elif dtype == "thinking_delta" and block["type"] == "thinking":
-                text = _get(delta, "thinking", "")
-                block["thinking"] += text
-                if self.on_delta and text:
-                    self.on_delta("thinking", text)
-            elif dtype == "input_json_delta" and block["type"] == "toolCall":
-                self.raw[index] = self.raw.get(index, "") + _get(delta, "partial_json", "")
-            elif dtype == "signature_delta" and block["type"] == "thinking":
-                block["thinkingSignature"] = (block.get("thinkingSignature") or "") + _get(
-                    delta, "signature", ""
-                )
+            block = self.by_index.get(_get(event, "index"))
+            if block is not None:
+                self._delta(block, _get(event, "delta"))
         elif kind == "content_block_stop":
-            index = _get(event, "index")
-            block = self.by_index.get(index)
+            block = self.by_index.get(_get(event, "index"))
             if block is not None and block["type"] == "toolCall":
-                self._parse(index, block)
+                self.parse_arguments(block)
         elif kind == "message_delta":
-            delta = _get(event, "delta")
-            reason = _get(delta, "stop_reason")
-            if reason:
-                if reason in STOP:
-                    self.message["stopReason"] = STOP[reason]
-                elif reason == "refusal":
-                    details = _get(delta, "stop_details")
-                    self.message["stopReason"] = "error"
-                    self.error = _get(details, "explanation") or (
-                        "The model refused to complete the request"
-                    )
-                elif reason == "sensitive":
-                    self.message["stopReason"] = "error"
-                    self.error = "An unknown error occurred"
-                else:
-                    self.message["stopReason"] = "error"
-                    self.error = f"Unhandled stop reason: {reason}"
+            self._stop_reason(_get(event, "delta"))
             usage = _get(event, "usage")
             if usage is not None:
                 self._usage(usage, start=False)
         elif kind == "message_stop":
             self.stopped = True
 
-    def _parse(self, index: int, block: dict) -> None:
-        raw = self.raw.pop(index, None)
-        if raw is None:
+    def _start_block(self, index: int, cb: Any) -> None:
+        ctype = _get(cb, "type")
+        if ctype == "text":
+            block = {"type": "text", "text": ""}
+        elif ctype == "thinking":
+            block = {"type": "thinking", "thinking": "", "thinkingSignature": ""}
+        elif ctype == "redacted_thinking":
+            block = {
+                "type": "thinking",
+                "thinking": REDACTED_TEXT,
+                "thinkingSignature": _get(cb, "data", ""),
+                "redacted": True,
+            }
+        elif ctype == "tool_use":
+            name = _get(cb, "name", "")
+            if self.oauth_tools is not None:
+                name = from_claude_code(name, self.oauth_tools)
+            block = {
+                "type": "toolCall",
+                "id": _get(cb, "id", ""),
+                "name": name,
+                "arguments": _get(cb, "input") or {},
+            }
+        else:
             return
-        if raw.strip():
-            args, problem = parse_json_args(raw)
-            block["arguments"] = args
-            if problem:
-                block[ARGS_PROBLEM] = problem
+        self.by_index[index] = self.add_block(block)
 
-    def finalize(self) -> None:
-        for index, block in list(self.by_index.items()):
-            if block["type"] == "toolCall":
-                self._parse(index, block)
+    def _delta(self, block: dict, delta: Any) -> None:
+        dtype = _get(delta, "type")
+        if dtype == "text_delta" and block["type"] == "text":
+            self.append(block, "text", _get(delta, "text", ""))
+        elif dtype == "thinking_delta" and block["type"] == "thinking":
+            self.append(block, "thinking", _get(delta, "thinking", ""))
+        elif dtype == "input_json_delta" and block["type"] == "toolCall":
+            self.add_arguments(block, _get(delta, "partial_json", ""))
+        elif dtype == "signature_delta" and block["type"] == "thinking":
+            block["thinkingSignature"] = (block.get("thinkingSignature") or "") + _get(
+                delta, "signature", ""
+            )
+
+    def _stop_reason(self, delta: Any) -> None:
+        reason = _get(delta, "stop_reason")
+        if not reason:
+            return
+        if reason in STOP:
+            self.message["stopReason"] = STOP[reason]
+            return
+        self.message["stopReason"] = "error"
+        if reason == "refusal":
+            details = _get(delta, "stop_details")
+            self.error = _get(details, "explanation") or (
+                "The model refused to complete the request"
+            )
+        elif reason == "sensitive":
+            self.error = "An unknown error occurred"
+        else:
+            self.error = f"Unhandled stop reason: {reason}"
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(
+    _State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, anthropic)
+)

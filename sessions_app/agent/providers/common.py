@@ -74,6 +74,18 @@ def content_list(content: Any) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)]
 
 
+def user_blocks(
+    content: Any,
+    text_block: Callable[[str], dict[str, Any]],
+    image_block: Callable[[dict], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """A user message's content (text or blocks) in an API's block shape, text cleaned."""
+    return [
+        text_block(clean(item.get("text", ""))) if item.get("type") == "text" else image_block(item)
+        for item in content_list(content)
+    ]
+
+
 def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
     out: list[dict] = []
     previous = False
@@ -88,7 +100,7 @@ def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
     return out
 
 
-def transform_messages(  # noqa: C901 (split after this round's merges: issue 29)
+def transform_messages(
     messages: list[dict[str, Any]],
     model: dict[str, Any],
     normalize_id: Callable[[str, dict], str] | None = None,
@@ -97,101 +109,116 @@ def transform_messages(  # noqa: C901 (split after this round's merges: issue 29
     model turned into text, tool-call ids normalized (results follow), failed or aborted
     assistant turns left out, and a synthetic error result for every call left without
     one."""
-    same_keys = (model.get("provider"), model.get("api"), model.get("id"))
-    vision = "image" in (model.get("input") or ["text"])
     id_map: dict[str, str] = {}
-    first: list[dict[str, Any]] = []
-    for msg in messages:
-        msg = dict(msg)
-        if msg.get("content") is None:
-            msg["content"] = []
-        role = msg.get("role")
-        if not vision and role in ("user", "toolResult") and isinstance(msg["content"], list):
-            placeholder = (
-                "(image omitted: model does not support images)"
-                if role == "user"
-                else "(tool image omitted: model does not support images)"
-            )
-            msg["content"] = _image_placeholder(msg["content"], placeholder)
-        if role == "toolResult":
-            mapped = id_map.get(msg.get("toolCallId"))
-            if mapped and mapped != msg.get("toolCallId"):
-                msg["toolCallId"] = mapped
-        elif role == "assistant":
-            same = (msg.get("provider"), msg.get("api"), msg.get("model")) == same_keys
-            blocks: list[dict] = []
-            for block in content_list(msg["content"]):
-                kind = block.get("type")
-                if kind == "thinking":
-                    if block.get("redacted"):
-                        if same:
-                            blocks.append(block)
-                        continue
-                    if same and block.get("thinkingSignature"):
-                        blocks.append(block)
-                        continue
-                    if not (block.get("thinking") or "").strip():
-                        continue
-                    blocks.append(block if same else {"type": "text", "text": block["thinking"]})
-                elif kind == "text":
-                    blocks.append(
-                        block if same else {"type": "text", "text": block.get("text", "")}
-                    )
-                elif kind == "toolCall":
-                    call = block
-                    if not same and call.get("thoughtSignature"):
-                        call = {k: v for k, v in call.items() if k != "thoughtSignature"}
-                    if not same and normalize_id is not None:
-                        new_id = normalize_id(call.get("id") or "", msg)
-                        if new_id != call.get("id"):
-                            id_map[call.get("id")] = new_id
-                            call = {**call, "id": new_id}
-                    blocks.append(call)
-                else:
-                    blocks.append(block)
-            msg["content"] = blocks
-        first.append(msg)
+    prepared = [_prepare_message(msg, model, normalize_id, id_map) for msg in messages]
+    return _answer_every_call(prepared)
 
+
+def _prepare_message(
+    msg: dict[str, Any],
+    model: dict[str, Any],
+    normalize_id: Callable[[str, dict], str] | None,
+    id_map: dict[str, str],
+) -> dict[str, Any]:
+    """One message as this model may see it (a copy); ``id_map`` gathers renamed calls."""
+    msg = dict(msg)
+    if msg.get("content") is None:
+        msg["content"] = []
+    role = msg.get("role")
+    vision = "image" in (model.get("input") or ["text"])
+    if not vision and role in ("user", "toolResult") and isinstance(msg["content"], list):
+        placeholder = (
+            "(image omitted: model does not support images)"
+            if role == "user"
+            else "(tool image omitted: model does not support images)"
+        )
+        msg["content"] = _image_placeholder(msg["content"], placeholder)
+    if role == "toolResult":
+        mapped = id_map.get(msg.get("toolCallId"))
+        if mapped and mapped != msg.get("toolCallId"):
+            msg["toolCallId"] = mapped
+    elif role == "assistant":
+        same_keys = (model.get("provider"), model.get("api"), model.get("id"))
+        same = (msg.get("provider"), msg.get("api"), msg.get("model")) == same_keys
+        blocks = (
+            _replay_block(b, msg, same, normalize_id, id_map) for b in content_list(msg["content"])
+        )
+        msg["content"] = [b for b in blocks if b is not None]
+    return msg
+
+
+def _replay_block(
+    block: dict[str, Any],
+    msg: dict[str, Any],
+    same: bool,
+    normalize_id: Callable[[str, dict], str] | None,
+    id_map: dict[str, str],
+) -> dict[str, Any] | None:
+    """An assistant block as sent back (None: left out); ``same``: the model that wrote
+    it is the one asked now."""
+    kind = block.get("type")
+    if kind == "thinking":
+        return _replay_thinking(block, same)
+    if kind == "text":
+        return block if same else {"type": "text", "text": block.get("text", "")}
+    if kind != "toolCall":
+        return block
+    call = block
+    if not same and call.get("thoughtSignature"):
+        call = {k: v for k, v in call.items() if k != "thoughtSignature"}
+    if not same and normalize_id is not None:
+        new_id = normalize_id(call.get("id") or "", msg)
+        if new_id != call.get("id"):
+            id_map[call.get("id")] = new_id
+            call = {**call, "id": new_id}
+    return call
+
+
+def _replay_thinking(block: dict[str, Any], same: bool) -> dict[str, Any] | None:
+    if block.get("redacted"):
+        return block if same else None
+    if same and block.get("thinkingSignature"):
+        return block
+    if not (block.get("thinking") or "").strip():
+        return None
+    return block if same else {"type": "text", "text": block["thinking"]}
+
+
+def _answer_every_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Failed or aborted assistant turns left out; an error result for each tool call
+    that has none before the next assistant or user message."""
     out: list[dict[str, Any]] = []
     pending: list[dict] = []
     seen: set[str] = set()
-
-    def close_pending() -> None:
-        nonlocal pending, seen
-        for call in pending:
-            if call.get("id") not in seen:
-                out.append(
-                    {
-                        "role": "toolResult",
-                        "toolCallId": call.get("id"),
-                        "toolName": call.get("name"),
-                        "content": [{"type": "text", "text": NO_RESULT_TEXT}],
-                        "isError": True,
-                        "timestamp": now_ms(),
-                    }
-                )
-        pending, seen = [], set()
-
-    for msg in first:
+    for msg in messages:
         role = msg.get("role")
-        if role == "assistant":
-            close_pending()
-            if msg.get("stopReason") in ("error", "aborted"):
-                continue
-            calls = [b for b in msg["content"] if b.get("type") == "toolCall"]
-            if calls:
-                pending, seen = calls, set()
-            out.append(msg)
+        if role in ("assistant", "user"):
+            out.extend(_missing_results(pending, seen))
+            pending, seen = [], set()
+            if role == "assistant":
+                if msg.get("stopReason") in ("error", "aborted"):
+                    continue
+                pending = [b for b in msg["content"] if b.get("type") == "toolCall"]
         elif role == "toolResult":
             seen.add(msg.get("toolCallId"))
-            out.append(msg)
-        elif role == "user":
-            close_pending()
-            out.append(msg)
-        else:
-            out.append(msg)
-    close_pending()
+        out.append(msg)
+    out.extend(_missing_results(pending, seen))
     return out
+
+
+def _missing_results(calls: list[dict], answered: set[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "toolResult",
+            "toolCallId": call.get("id"),
+            "toolName": call.get("name"),
+            "content": [{"type": "text", "text": NO_RESULT_TEXT}],
+            "isError": True,
+            "timestamp": now_ms(),
+        }
+        for call in calls
+        if call.get("id") not in answered
+    ]
 
 
 def tool_text(content: list[dict]) -> str:
@@ -350,6 +377,27 @@ def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
         return client
 
 
+def endpoint_client(
+    api: str,
+    resolved: ResolvedModel,
+    key: str,
+    headers: dict[str, str],
+    factory: Callable[[], Any],
+) -> Any:
+    """The cached SDK client of an API for the model's endpoint, key, headers and
+    timeout."""
+    endpoint = (resolved.model.get("baseUrl"), key, tuple(sorted(headers.items())))
+    return cached_client((api, *endpoint, resolved.timeout), factory)
+
+
+def post_stream(
+    client: Any, path: str, body: dict[str, Any], cast_to: type, stream_cls: type
+) -> Callable[[], Iterable[Any]]:
+    """What opens a streamed POST of ``body`` as built (the openai and anthropic SDKs
+    share this client interface)."""
+    return lambda: client.post(path, body=body, cast_to=cast_to, stream=True, stream_cls=stream_cls)
+
+
 # --------------------------------------------------------------------------- errors
 
 OVERFLOW_PATTERNS = [
@@ -465,7 +513,7 @@ class Pump:
         self.on_idle = on_idle
         self.received = False
 
-    def run(  # noqa: C901 (split after this round's merges: issue 29)
+    def run(
         self,
         open_stream: Callable[[], Iterable[Any]],
         handle: Callable[[Any], None],
@@ -474,58 +522,74 @@ class Pump:
         """Feed every event to ``handle``; "done" or "aborted"; SDK errors are raised."""
         if self.abort is not None and self.abort.is_set():
             return "aborted"
-        events: queue.Queue = queue.Queue()
-        cancel = threading.Event()
-        holder: dict[str, Any] = {}
-
-        def pump() -> None:
-            stream = None
-            try:
-                stream = open_stream()
-                holder["stream"] = stream
-                if cancel.is_set():
-                    return
-                for event in stream:
-                    if cancel.is_set():
-                        break
-                    events.put(("event", event))
-                events.put(("done", None))
-            except BaseException as exc:  # handed to the caller's thread
-                events.put(("error", exc))
-            finally:
-                if cancel.is_set() and stream is not None:
-                    _safe_close(stream, close)
-
-        def stop() -> None:
-            cancel.set()
-            events.put(("abort", None))
-            stream = holder.get("stream")
-            if stream is not None:
-                _safe_close(stream, close)
-
-        thread = threading.Thread(target=pump, name="model-stream", daemon=True)
-        remove = self.abort.add_callback(stop) if self.abort is not None else (lambda: None)
-        thread.start()
+        reader = _StreamReader(open_stream, close)
+        remove = self.abort.add_callback(reader.stop) if self.abort is not None else (lambda: None)
+        reader.start()
         try:
-            while True:
-                try:
-                    kind, value = events.get(timeout=IDLE_SECONDS)
-                except queue.Empty:
-                    if self.on_idle is not None:
-                        self.on_idle()
-                    continue
-                if kind == "abort" or (self.abort is not None and self.abort.is_set()):
-                    return "aborted"
-                if kind == "event":
-                    self.received = True
-                    handle(value)
-                elif kind == "done":
-                    return "done"
-                else:
-                    raise value
+            return self._drain(reader.events, handle)
         finally:
             remove()
-            cancel.set()
+            reader.cancel.set()
+
+    def _drain(self, events: queue.Queue, handle: Callable[[Any], None]) -> str:
+        while True:
+            try:
+                kind, value = events.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                if self.on_idle is not None:
+                    self.on_idle()
+                continue
+            if kind == "abort" or (self.abort is not None and self.abort.is_set()):
+                return "aborted"
+            if kind == "event":
+                self.received = True
+                handle(value)
+            elif kind == "done":
+                return "done"
+            else:
+                raise value
+
+
+class _StreamReader:
+    """The helper thread: opens the stream and queues its events; ``stop`` (from the
+    abort callback, any thread) closes the stream under it."""
+
+    def __init__(
+        self, open_stream: Callable[[], Iterable[Any]], close: Callable[[Any], None] | None
+    ):
+        self.open_stream = open_stream
+        self.close = close
+        self.events: queue.Queue = queue.Queue()
+        self.cancel = threading.Event()
+        self.stream: Any = None
+
+    def start(self) -> None:
+        threading.Thread(target=self._read, name="model-stream", daemon=True).start()
+
+    def _read(self) -> None:
+        stream = None
+        try:
+            stream = self.open_stream()
+            self.stream = stream
+            if self.cancel.is_set():
+                return
+            for event in stream:
+                if self.cancel.is_set():
+                    break
+                self.events.put(("event", event))
+            self.events.put(("done", None))
+        except BaseException as exc:  # handed to the caller's thread
+            self.events.put(("error", exc))
+        finally:
+            if self.cancel.is_set() and stream is not None:
+                _safe_close(stream, self.close)
+
+    def stop(self) -> None:
+        self.cancel.set()
+        self.events.put(("abort", None))
+        stream = self.stream
+        if stream is not None:
+            _safe_close(stream, self.close)
 
 
 def _safe_close(stream: Any, close: Callable[[Any], None] | None) -> None:
@@ -554,6 +618,156 @@ def parse_json_args(raw: str) -> tuple[dict[str, Any], str | None]:
 
 
 ARGS_PROBLEM = "_argsProblem"  # a private key on a toolCall block; the loop pops it
+
+
+def usage_of(
+    input_tokens: int,
+    output: int,
+    cache_read: int,
+    cache_write: int,
+    total: int | None = None,
+) -> dict[str, Any]:
+    """pi's usage shape (costs are priced later); the total is the sum unless the API
+    reports one of its own."""
+    if total is None:
+        total = input_tokens + output + cache_read + cache_write
+    return {
+        **empty_usage(),
+        "input": input_tokens,
+        "output": output,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": total,
+    }
+
+
+def api_stream(
+    assembly: type[StreamAssembly],
+    opener: Callable[[ResolvedModel, ModelRequest], Callable[[], Iterable[Any]]],
+    to_error: Callable[[BaseException, ResolvedModel], ProviderError],
+) -> Callable[..., dict[str, Any]]:
+    """An API module's ``stream(resolved, request, *, abort, on_delta, on_idle)``:
+    ``assembly`` reads the API's events, ``opener`` checks the request and returns what
+    opens its stream, ``to_error`` classifies the SDK's errors."""
+
+    def stream(
+        resolved: ResolvedModel,
+        request: ModelRequest,
+        *,
+        abort: Any | None = None,
+        on_delta: Callable[[str, str], None] | None = None,
+        on_idle: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """Stream one assistant message; raises ProviderError (``.partial`` holds what
+        came)."""
+        return assembly.start(resolved, request, on_delta).run(
+            lambda: opener(resolved, request),
+            abort=abort,
+            on_idle=on_idle,
+            to_error=lambda exc: to_error(exc, resolved),
+        )
+
+    return stream
+
+
+class StreamAssembly:
+    """What the API modules share while a response streams in: the assistant message
+    being filled, text and thinking deltas passed on to ``on_delta``, tool-call argument
+    text gathered per block and parsed at its end, and the outcome of the stream (the
+    message, or a ProviderError carrying it). A subclass reads its API's events in
+    ``feed``."""
+
+    def __init__(self, message: dict[str, Any], on_delta: Callable[[str, str], None] | None):
+        self.message = message
+        self.on_delta = on_delta
+        self.raw_arguments: dict[int, str] = {}  # id(toolCall block) -> JSON text so far
+        self.error: str | ProviderError | None = None
+
+    @classmethod
+    def start(
+        cls,
+        resolved: ResolvedModel,
+        request: ModelRequest,
+        on_delta: Callable[[str, str], None] | None,
+    ) -> StreamAssembly:
+        """An assembly for one request's answer."""
+        return cls(new_message(resolved), on_delta)
+
+    def feed(self, event: Any) -> None:
+        raise NotImplementedError
+
+    def add_block(self, block: dict[str, Any]) -> dict[str, Any]:
+        self.message["content"].append(block)
+        return block
+
+    def emit(self, kind: str, text: str) -> None:
+        if self.on_delta and text:
+            self.on_delta(kind, text)
+
+    def append(self, block: dict[str, Any], kind: str, text: str) -> None:
+        """Add streamed text to a text or thinking block and pass it on."""
+        block[kind] += text
+        self.emit(kind, text)
+
+    def add_arguments(self, block: dict[str, Any], text: str) -> None:
+        self.raw_arguments[id(block)] = self.raw_arguments.get(id(block), "") + text
+
+    def parse_arguments(self, block: dict[str, Any]) -> None:
+        """The block's gathered JSON becomes its arguments (once); blank text keeps the
+        arguments the block started with."""
+        raw = self.raw_arguments.pop(id(block), None)
+        if raw is None or not raw.strip():
+            return
+        args, problem = parse_json_args(raw)
+        block["arguments"] = args
+        if problem:
+            block[ARGS_PROBLEM] = problem
+
+    def finalize(self) -> None:
+        for block in self.message["content"]:
+            if block.get("type") == "toolCall":
+                self.parse_arguments(block)
+
+    def incomplete(self) -> str | None:
+        """Why a stream that ended without an error is not a whole message (None: it is)."""
+        return None
+
+    def run(
+        self,
+        prepare: Callable[[], Callable[[], Iterable[Any]]],
+        *,
+        abort: Any | None,
+        on_idle: Callable[[], None] | None,
+        to_error: Callable[[BaseException], ProviderError],
+        close: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """Stream one assistant message: ``prepare`` checks the request and returns what
+        opens the stream; errors carry the partial message (``.partial``)."""
+        pump = Pump(abort, on_idle)
+        try:
+            open_stream = prepare()
+        except ProviderError as exc:
+            raise fail(self.message, exc, False) from None
+        try:
+            status = pump.run(open_stream, self.feed, close)
+        except BaseException as exc:  # SDK and transport errors
+            self.finalize()
+            raise fail(self.message, to_error(exc), pump.received) from None
+        self.finalize()
+        return self.outcome(status)
+
+    def outcome(self, status: str) -> dict[str, Any]:
+        if status == "aborted":
+            return finish(self.message, "aborted")
+        if self.error is not None:
+            error = self.error
+            if not isinstance(error, ProviderError):
+                error = ProviderError(error, kind="other")
+            raise fail(self.message, error, True)
+        reason = self.incomplete()
+        if reason is not None:
+            raise fail(self.message, ProviderError(reason, kind="other"), True)
+        return finish(self.message, "done")
 
 
 def finish(message: dict[str, Any], status: str) -> dict[str, Any]:

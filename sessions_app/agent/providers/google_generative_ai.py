@@ -27,19 +27,20 @@ from google.genai import types
 
 from .base import ModelRequest, ProviderError, ResolvedModel
 from .common import (
-    Pump,
+    StreamAssembly,
     base_max_tokens,
     classify,
     clean,
     content_list,
-    fail,
-    finish,
+    header_retry_after,
     new_message,
     reasoning_level,
     request_headers,
     require_key,
     ssl_context,
     transform_messages,
+    usage_of,
+    user_blocks,
 )
 
 API = "google-generative-ai"
@@ -70,95 +71,99 @@ def _signature(same: bool, signature: Any) -> str | None:
     return signature if same and _valid_signature(signature) else None
 
 
-def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:  # noqa: C901 (split after this round's merges: issue 29)
-    model_id = model.get("id", "")
-    include_id = _needs_call_id(model_id)
+def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:
+    include_id = _needs_call_id(model.get("id", ""))
 
     def normalize(call_id: str, _source: dict) -> str:
         return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:64] if include_id else call_id
 
-    vision = "image" in (model.get("input") or ["text"])
     out: list[dict[str, Any]] = []
     for msg in transform_messages(messages, model, normalize):
         role = msg.get("role")
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append({"parts": [{"text": clean(content)}], "role": "user"})
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"text": clean(item.get("text", ""))})
-                    else:
-                        parts.append(_inline(item))
-                if parts:
-                    out.append({"parts": parts, "role": "user"})
+            parts = _user_parts(msg.get("content"))
+            if parts:
+                out.append({"parts": parts, "role": "user"})
         elif role == "assistant":
-            same = msg.get("provider") == model.get("provider") and msg.get("model") == model_id
-            parts = []
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "text":
-                    if not (block.get("text") or "").strip():
-                        continue
-                    part: dict[str, Any] = {"text": clean(block["text"])}
-                    sig = _signature(same, block.get("textSignature"))
-                    if sig:
-                        part["thoughtSignature"] = sig
-                    parts.append(part)
-                elif kind == "thinking":
-                    if not (block.get("thinking") or "").strip():
-                        continue
-                    if same:
-                        part = {"text": clean(block["thinking"]), "thought": True}
-                        sig = _signature(same, block.get("thinkingSignature"))
-                        if sig:
-                            part["thoughtSignature"] = sig
-                    else:
-                        part = {"text": clean(block["thinking"])}
-                    parts.append(part)
-                elif kind == "toolCall":
-                    call: dict[str, Any] = {"args": block.get("arguments") or {}}
-                    if include_id:
-                        call["id"] = block.get("id")
-                    call["name"] = block.get("name")
-                    part = {"functionCall": call}
-                    sig = _signature(same, block.get("thoughtSignature"))
-                    if sig:
-                        part["thoughtSignature"] = sig
-                    parts.append(part)
+            parts = _model_parts(model, msg, include_id)
             if parts:
                 out.append({"parts": parts, "role": "model"})
         elif role == "toolResult":
-            blocks = content_list(msg.get("content"))
-            text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            images = [b for b in blocks if b.get("type") == "image"] if vision else []
-            value = clean(text) if text else ("(see attached image)" if images else "")
-            response: dict[str, Any] = {
-                "name": msg.get("toolName"),
-                "response": {"error": value} if msg.get("isError") else {"output": value},
-            }
-            image_parts = [_inline(b) for b in images]
-            if images and _multimodal_function_response(model_id):
-                response["parts"] = image_parts
-            if include_id:
-                response["id"] = msg.get("toolCallId")
-            part = {"functionResponse": response}
-            last = out[-1] if out else None
-            if (
-                last is not None
-                and last["role"] == "user"
-                and any("functionResponse" in p for p in last["parts"])
-            ):
-                last["parts"].append(part)
-            else:
-                out.append({"parts": [part], "role": "user"})
-            if images and not _multimodal_function_response(model_id):
-                out.append(
-                    {"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]}
-                )
+            _add_tool_result(model, msg, include_id, out)
     return out
+
+
+def _user_parts(content: Any) -> list[dict[str, Any]]:
+    return user_blocks(content, lambda text: {"text": text}, _inline)
+
+
+def _model_parts(model: dict[str, Any], msg: dict[str, Any], include_id: bool) -> list[dict]:
+    """An assistant turn's parts; signatures only go back to the model that made them."""
+    same = msg.get("provider") == model.get("provider") and msg.get("model") == model.get("id", "")
+    parts = []
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            if not (block.get("text") or "").strip():
+                continue
+            part: dict[str, Any] = {"text": clean(block["text"])}
+            signature = block.get("textSignature")
+        elif kind == "thinking":
+            if not (block.get("thinking") or "").strip():
+                continue
+            if not same:
+                parts.append({"text": clean(block["thinking"])})
+                continue
+            part = {"text": clean(block["thinking"]), "thought": True}
+            signature = block.get("thinkingSignature")
+        elif kind == "toolCall":
+            call: dict[str, Any] = {"args": block.get("arguments") or {}}
+            if include_id:
+                call["id"] = block.get("id")
+            call["name"] = block.get("name")
+            part = {"functionCall": call}
+            signature = block.get("thoughtSignature")
+        else:
+            continue
+        sig = _signature(same, signature)
+        if sig:
+            part["thoughtSignature"] = sig
+        parts.append(part)
+    return parts
+
+
+def _add_tool_result(
+    model: dict[str, Any], msg: dict[str, Any], include_id: bool, out: list[dict[str, Any]]
+) -> None:
+    """A ``functionResponse`` part, in the user turn of the results before it if there
+    is one; images in the response (Gemini 3 on) or in a user turn after it."""
+    model_id = model.get("id", "")
+    vision = "image" in (model.get("input") or ["text"])
+    blocks = content_list(msg.get("content"))
+    text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    images = [b for b in blocks if b.get("type") == "image"] if vision else []
+    value = clean(text) if text else ("(see attached image)" if images else "")
+    response: dict[str, Any] = {
+        "name": msg.get("toolName"),
+        "response": {"error": value} if msg.get("isError") else {"output": value},
+    }
+    image_parts = [_inline(b) for b in images]
+    if images and _multimodal_function_response(model_id):
+        response["parts"] = image_parts
+    if include_id:
+        response["id"] = msg.get("toolCallId")
+    part = {"functionResponse": response}
+    last = out[-1] if out else None
+    if (
+        last is not None
+        and last["role"] == "user"
+        and any("functionResponse" in p for p in last["parts"])
+    ):
+        last["parts"].append(part)
+    else:
+        out.append({"parts": [part], "role": "user"})
+    if images and not _multimodal_function_response(model_id):
+        out.append({"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]})
 
 
 def _inline(block: dict) -> dict[str, Any]:
@@ -261,13 +266,7 @@ def _error(exc: BaseException, provider: str) -> ProviderError:
     if isinstance(exc, genai_errors.APIError):
         code = exc.code if isinstance(exc.code, int) else None
         text = f"{code} {exc.message or exc.status or ''}".strip()
-        retry_after = None
-        response = getattr(exc, "response", None)
-        try:
-            value = response.headers.get("retry-after") if response is not None else None
-            retry_after = float(value) if value is not None else None
-        except (AttributeError, TypeError, ValueError):
-            retry_after = None
+        retry_after = header_retry_after(getattr(exc, "response", None))
         return classify(provider, text, code, retry_after=retry_after)
     if isinstance(exc, httpx2.TimeoutException):
         return classify(provider, "Request timed out.", None, connection=True)
@@ -284,26 +283,38 @@ def stream(
     on_delta=None,
     on_idle=None,
 ) -> dict[str, Any]:
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        headers = request_headers(resolved)
-        if not resolved.api_key:
-            raise ProviderError(
-                f"No API key for provider {resolved.provider}: add one on the Models page or "
-                "in the server's configuration.",
-                kind="auth",
-            )
-        key = require_key(resolved, headers)
-        body = build_body(resolved, request)
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
     # A client per request around its own HTTP client (the TLS context is shared, so it
     # is cheap): abort closes that HTTP client, which ends the stream at once.
+    http: list[httpx2.Client] = []
+    try:
+        return _State(new_message(resolved), on_delta).run(
+            lambda: _opener(resolved, request, http),
+            abort=abort,
+            on_idle=on_idle,
+            to_error=lambda exc: _error(exc, resolved.provider),
+            close=lambda _stream: http[0].close(),
+        )
+    finally:
+        for client in http:
+            client.close()
+
+
+def _opener(resolved: ResolvedModel, request: ModelRequest, http: list[httpx2.Client]):
+    """What opens the request's stream (raises ProviderError before any is sent); the
+    HTTP client it makes goes into ``http``."""
+    headers = request_headers(resolved)
+    if not resolved.api_key:
+        raise ProviderError(
+            f"No API key for provider {resolved.provider}: add one on the Models page or "
+            "in the server's configuration.",
+            kind="auth",
+        )
+    key = require_key(resolved, headers)
+    body = build_body(resolved, request)
     tls = ssl_context()
-    http = httpx2.Client(verify=tls, timeout=resolved.timeout)
+    http.append(httpx2.Client(verify=tls, timeout=resolved.timeout))
     options: dict[str, Any] = {
-        "httpx_client": http,
+        "httpx_client": http[0],
         # given, so that the SDK does not load the CA bundle again for each client
         "client_args": {"verify": tls},
         "async_client_args": {"verify": tls, "ssl": tls},
@@ -313,7 +324,6 @@ def stream(
         options.update(base_url=resolved.model["baseUrl"], api_version="")
     if headers:
         options["headers"] = headers
-    state = _State(message, on_delta)
 
     def open_stream():
         # The SDK's own client sends the body (its auth header, URL building, SSE
@@ -327,83 +337,28 @@ def stream(
             for chunk in client._api_client.request_streamed("post", path, body)
         )
 
-    try:
-        status = pump.run(open_stream, state.feed, close=lambda _stream: http.close())
-    except BaseException as exc:
-        raise fail(message, _error(exc, resolved.provider), pump.received) from None
-    finally:
-        state.close_block()
-        http.close()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error is not None:
-        raise fail(message, ProviderError(state.error, kind="other"), True)
-    return finish(message, "done")
+    return open_stream
 
 
 STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
-class _State:
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.current: dict | None = None
-        self.error: str | None = None
 
-    def close_block(self) -> None:
-        self.current = None
+    def finalize(self) -> None:
+        self.current = None  # Gemini's calls come whole: no argument text to parse
 
     def feed(self, chunk: dict) -> None:
         candidates = chunk.get("candidates") or []
         candidate = candidates[0] if candidates else {}
         for part in (candidate.get("content") or {}).get("parts") or []:
-            text = part.get("text")
-            if text is not None:
-                thinking = part.get("thought") is True
-                kind = "thinking" if thinking else "text"
-                if self.current is None or self.current["type"] != kind:
-                    if thinking:
-                        self.current = {
-                            "type": "thinking",
-                            "thinking": "",
-                            "thinkingSignature": None,
-                        }
-                    else:
-                        self.current = {"type": "text", "text": ""}
-                    self.message["content"].append(self.current)
-                signature = part.get("thoughtSignature")
-                if thinking:
-                    self.current["thinking"] += text
-                    if signature:
-                        self.current["thinkingSignature"] = signature
-                else:
-                    self.current["text"] += text
-                    if signature:
-                        self.current["textSignature"] = signature
-                if self.on_delta and text:
-                    self.on_delta(kind, text)
-            call = part.get("functionCall")
-            if call is not None:
-                self.current = None
-                provided = call.get("id")
-                taken = any(
-                    b["type"] == "toolCall" and b["id"] == provided for b in self.message["content"]
-                )
-                call_id = (
-                    f"{call.get('name')}_{int(time.time() * 1000)}_{next(_counter)}"
-                    if not provided or taken
-                    else provided
-                )
-                block: dict[str, Any] = {
-                    "type": "toolCall",
-                    "id": call_id,
-                    "name": call.get("name") or "",
-                    "arguments": call.get("args") or {},
-                }
-                if part.get("thoughtSignature"):
-                    block["thoughtSignature"] = part["thoughtSignature"]
-                self.message["content"].append(block)
+            if part.get("text") is not None:
+                self._text(part)
+            if part.get("functionCall") is not None:
+                self._call(part)
         reason = candidate.get("finishReason")
         if reason:
             self.message["stopReason"] = STOP.get(reason, "error")
@@ -416,12 +371,46 @@ class _State:
         if usage is not None:
             prompt = usage.get("promptTokenCount") or 0
             cached = usage.get("cachedContentTokenCount") or 0
-            self.message["usage"] = {
-                "input": prompt - cached,
-                "output": (usage.get("candidatesTokenCount") or 0)
-                + (usage.get("thoughtsTokenCount") or 0),
-                "cacheRead": cached,
-                "cacheWrite": 0,
-                "totalTokens": usage.get("totalTokenCount") or 0,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            }
+            self.message["usage"] = usage_of(
+                prompt - cached,
+                (usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0),
+                cached,
+                0,
+                total=usage.get("totalTokenCount") or 0,
+            )
+
+    def _text(self, part: dict) -> None:
+        """Text or thought text: a new block whenever the kind changes."""
+        kind = "thinking" if part.get("thought") is True else "text"
+        if self.current is None or self.current["type"] != kind:
+            if kind == "thinking":
+                block = {"type": "thinking", "thinking": "", "thinkingSignature": None}
+            else:
+                block = {"type": "text", "text": ""}
+            self.current = self.add_block(block)
+        signature = part.get("thoughtSignature")
+        if signature:
+            self.current["thinkingSignature" if kind == "thinking" else "textSignature"] = signature
+        self.append(self.current, kind, part["text"])
+
+    def _call(self, part: dict) -> None:
+        call = part["functionCall"]
+        self.current = None
+        provided = call.get("id")
+        taken = any(
+            b["type"] == "toolCall" and b["id"] == provided for b in self.message["content"]
+        )
+        call_id = (
+            f"{call.get('name')}_{int(time.time() * 1000)}_{next(_counter)}"
+            if not provided or taken
+            else provided
+        )
+        block: dict[str, Any] = {
+            "type": "toolCall",
+            "id": call_id,
+            "name": call.get("name") or "",
+            "arguments": call.get("args") or {},
+        }
+        if part.get("thoughtSignature"):
+            block["thoughtSignature"] = part["thoughtSignature"]
+        self.add_block(block)

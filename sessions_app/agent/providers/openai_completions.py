@@ -18,24 +18,23 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from .base import ModelRequest, ProviderError, ResolvedModel
+from .base import ModelRequest, ResolvedModel
 from .common import (
-    ARGS_PROBLEM,
-    Pump,
+    StreamAssembly,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     clamp_level,
     clean,
     content_list,
-    fail,
-    finish,
-    new_message,
-    parse_json_args,
+    endpoint_client,
+    post_stream,
     reasoning_level,
     request_headers,
     require_key,
     transform_messages,
+    usage_of,
+    user_blocks,
 )
 from .openai_errors import from_sdk
 
@@ -137,11 +136,13 @@ def _normalize_id(model: dict[str, Any]):
     return normalize
 
 
-def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
+PROCESSED_TEXT = "I have processed the tool results."
+
+
+def convert_messages(
     model: dict[str, Any], system_prompt: str, messages: list[dict], compat: dict[str, Any]
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    vision = "image" in (model.get("input") or ["text"])
     transformed = transform_messages(messages, model, _normalize_id(model))
     if system_prompt:
         role = (
@@ -158,131 +159,153 @@ def convert_messages(  # noqa: C901 (split after this round's merges: issue 29)
             and last_role == "toolResult"
             and role == "user"
         ):
-            out.append({"role": "assistant", "content": "I have processed the tool results."})
+            out.append({"role": "assistant", "content": PROCESSED_TEXT})
+        if role == "toolResult":
+            i, last_role = _tool_results(model, transformed, i, compat, out)
+            continue
+        converted = None
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append({"role": "user", "content": clean(content)})
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"type": "text", "text": clean(item.get("text", ""))})
-                    else:
-                        url = f"data:{item.get('mimeType')};base64,{item.get('data')}"
-                        parts.append({"type": "image_url", "image_url": {"url": url}})
-                if parts:
-                    out.append({"role": "user", "content": parts})
+            converted = _user_message(msg)
         elif role == "assistant":
-            item: dict[str, Any] = {
-                "role": "assistant",
-                "content": "" if compat["requiresAssistantAfterToolResult"] else None,
-            }
-            blocks = msg.get("content") or []
-            texts = [
-                {"type": "text", "text": clean(b.get("text", ""))}
-                for b in blocks
-                if b.get("type") == "text" and (b.get("text") or "").strip()
-            ]
-            joined = "".join(t["text"] for t in texts)
-            thinking = [
-                b
-                for b in blocks
-                if b.get("type") == "thinking" and (b.get("thinking") or "").strip()
-            ]
-            if thinking:
-                if compat["requiresThinkingAsText"]:
-                    text = "\n\n".join(clean(b["thinking"]) for b in thinking)
-                    item["content"] = [{"type": "text", "text": text}, *texts]
-                else:
-                    if joined:
-                        item["content"] = joined
-                    signature = thinking[0].get("thinkingSignature")
-                    if model.get("provider") == "opencode-go" and signature == "reasoning":
-                        signature = "reasoning_content"
-                    if signature:
-                        item[signature] = "\n".join(b["thinking"] for b in thinking)
-            elif joined:
-                item["content"] = joined
-            calls = [b for b in blocks if b.get("type") == "toolCall"]
-            if calls:
-                item["tool_calls"] = [
-                    {
-                        "id": c.get("id"),
-                        "type": "function",
-                        "function": {
-                            "name": c.get("name"),
-                            "arguments": json.dumps(
-                                c.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
-                            ),
-                        },
-                    }
-                    for c in calls
-                ]
-                details = []
-                for c in calls:
-                    if c.get("thoughtSignature"):
-                        try:
-                            details.append(json.loads(c["thoughtSignature"]))
-                        except (TypeError, ValueError):
-                            pass
-                details = [d for d in details if d]
-                if details:
-                    item["reasoning_details"] = details
-            if (
-                compat["requiresReasoningContentOnAssistantMessages"]
-                and model.get("reasoning")
-                and "reasoning_content" not in item
-            ):
-                item["reasoning_content"] = ""
-            content = item["content"]
-            if not content and "tool_calls" not in item:
+            converted = _assistant_message(model, msg, compat)
+            if converted is None:  # nothing to send: the turn before it stays the last
                 i += 1
                 continue
-            out.append(item)
-        elif role == "toolResult":
-            images: list[dict] = []
-            j = i
-            while j < len(transformed) and transformed[j].get("role") == "toolResult":
-                result = transformed[j]
-                blocks = content_list(result.get("content"))
-                text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-                tool_msg: dict[str, Any] = {
-                    "role": "tool",
-                    "content": clean(text if text else "(see attached image)"),
-                    "tool_call_id": result.get("toolCallId"),
-                }
-                if compat["requiresToolResultName"] and result.get("toolName"):
-                    tool_msg["name"] = result["toolName"]
-                out.append(tool_msg)
-                if vision:
-                    for b in blocks:
-                        if b.get("type") == "image":
-                            url = f"data:{b.get('mimeType')};base64,{b.get('data')}"
-                            images.append({"type": "image_url", "image_url": {"url": url}})
-                j += 1
-            i = j
-            if images:
-                if compat["requiresAssistantAfterToolResult"]:
-                    out.append(
-                        {"role": "assistant", "content": "I have processed the tool results."}
-                    )
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "text", "text": "Attached image(s) from tool result:"},
-                            *images,
-                        ],
-                    }
-                )
-                last_role = "user"
-            else:
-                last_role = "toolResult"
-            continue
+        if converted is not None:
+            out.append(converted)
         last_role = role
         i += 1
     return out
+
+
+def _image_url(block: dict) -> dict[str, Any]:
+    url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": clean(content)}
+    parts = user_blocks(content, lambda text: {"type": "text", "text": text}, _image_url)
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_message(
+    model: dict[str, Any], msg: dict[str, Any], compat: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The assistant turn in chat-completions form (None: nothing to send)."""
+    item: dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if compat["requiresAssistantAfterToolResult"] else None,
+    }
+    blocks = msg.get("content") or []
+    _assistant_text(model, item, blocks, compat)
+    calls = [b for b in blocks if b.get("type") == "toolCall"]
+    if calls:
+        _assistant_calls(item, calls)
+    if (
+        compat["requiresReasoningContentOnAssistantMessages"]
+        and model.get("reasoning")
+        and "reasoning_content" not in item
+    ):
+        item["reasoning_content"] = ""
+    if not item["content"] and "tool_calls" not in item:
+        return None
+    return item
+
+
+def _assistant_text(
+    model: dict[str, Any], item: dict[str, Any], blocks: list[dict], compat: dict[str, Any]
+) -> None:
+    """Text, and thinking as text or in the field it came in (its signature)."""
+    texts = [
+        {"type": "text", "text": clean(b.get("text", ""))}
+        for b in blocks
+        if b.get("type") == "text" and (b.get("text") or "").strip()
+    ]
+    joined = "".join(t["text"] for t in texts)
+    thinking = [
+        b for b in blocks if b.get("type") == "thinking" and (b.get("thinking") or "").strip()
+    ]
+    if thinking and compat["requiresThinkingAsText"]:
+        text = "\n\n".join(clean(b["thinking"]) for b in thinking)
+        item["content"] = [{"type": "text", "text": text}, *texts]
+        return
+    if joined:
+        item["content"] = joined
+    if thinking:
+        signature = thinking[0].get("thinkingSignature")
+        if model.get("provider") == "opencode-go" and signature == "reasoning":
+            signature = "reasoning_content"
+        if signature:
+            item[signature] = "\n".join(b["thinking"] for b in thinking)
+
+
+def _assistant_calls(item: dict[str, Any], calls: list[dict]) -> None:
+    item["tool_calls"] = [
+        {
+            "id": c.get("id"),
+            "type": "function",
+            "function": {
+                "name": c.get("name"),
+                "arguments": json.dumps(
+                    c.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+                ),
+            },
+        }
+        for c in calls
+    ]
+    details = []
+    for c in calls:
+        if c.get("thoughtSignature"):
+            try:
+                details.append(json.loads(c["thoughtSignature"]))
+            except (TypeError, ValueError):
+                pass
+    details = [d for d in details if d]
+    if details:
+        item["reasoning_details"] = details
+
+
+def _tool_results(
+    model: dict[str, Any],
+    transformed: list[dict],
+    start: int,
+    compat: dict[str, Any],
+    out: list[dict[str, Any]],
+) -> tuple[int, str]:
+    """Consecutive tool results as ``tool`` messages, their images (if the model takes
+    images) in a user message after them; the index after them and the role sent last."""
+    vision = "image" in (model.get("input") or ["text"])
+    images: list[dict] = []
+    end = start
+    while end < len(transformed) and transformed[end].get("role") == "toolResult":
+        result = transformed[end]
+        blocks = content_list(result.get("content"))
+        text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        tool_msg: dict[str, Any] = {
+            "role": "tool",
+            "content": clean(text if text else "(see attached image)"),
+            "tool_call_id": result.get("toolCallId"),
+        }
+        if compat["requiresToolResultName"] and result.get("toolName"):
+            tool_msg["name"] = result["toolName"]
+        out.append(tool_msg)
+        if vision:
+            images.extend(_image_url(b) for b in blocks if b.get("type") == "image")
+        end += 1
+    if not images:
+        return end, "toolResult"
+    if compat["requiresAssistantAfterToolResult"]:
+        out.append({"role": "assistant", "content": PROCESSED_TEXT})
+    out.append(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+        }
+    )
+    return end, "user"
 
 
 def _tools(tools: list[dict], compat: dict[str, Any]) -> list[dict[str, Any]]:
@@ -395,60 +418,119 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
     return params
 
 
-def _apply_thinking(params: dict, model: dict, compat: dict, effort: str | None) -> None:  # noqa: C901 (split after this round's merges: issue 29)
+def _apply_thinking(params: dict, model: dict, compat: dict, effort: str | None) -> None:
+    """The thinking level in the endpoint's format (compat ``thinkingFormat``)."""
     if not model.get("reasoning"):
         return
     level_map = model.get("thinkingLevelMap") or {}
-    fmt = compat["thinkingFormat"]
     mapped = level_map.get(effort, effort) if effort else None
     if mapped is None and effort:
         mapped = effort
-    off_given = "off" in level_map
-    if fmt == "zai":
-        params["thinking"] = {"type": "enabled" if effort else "disabled"}
-        if effort and compat["supportsReasoningEffort"] and isinstance(mapped, str):
-            params["reasoning_effort"] = mapped
-    elif fmt == "qwen":
-        params["enable_thinking"] = bool(effort)
-    elif fmt == "qwen-chat-template":
-        params["chat_template_kwargs"] = {
-            "enable_thinking": bool(effort),
-            "preserve_thinking": True,
-        }
-    elif fmt == "deepseek":
-        if effort:
-            params["thinking"] = {"type": "enabled"}
-        elif not (off_given and level_map["off"] is None):
-            params["thinking"] = {"type": "disabled"}
-        if effort and compat["supportsReasoningEffort"]:
-            params["reasoning_effort"] = mapped
-    elif fmt == "openrouter":
-        if effort:
-            params["reasoning"] = {"effort": mapped}
-        elif not (off_given and level_map["off"] is None):
-            params["reasoning"] = {"effort": level_map.get("off") or "none"}
-    elif fmt == "ant-ling":
-        if effort and isinstance(level_map.get(effort), str):
-            params["reasoning"] = {"effort": level_map[effort]}
-    elif fmt == "together":
-        params["reasoning"] = {"enabled": bool(effort)}
-        if effort and compat["supportsReasoningEffort"]:
-            params["reasoning_effort"] = mapped
-    elif fmt == "string-thinking":
-        if effort:
-            params["thinking"] = mapped
-        elif not (off_given and level_map["off"] is None):
-            params["thinking"] = level_map.get("off") or "none"
-    elif effort and compat["supportsReasoningEffort"]:
-        params["reasoning_effort"] = mapped
-    elif not effort and compat["supportsReasoningEffort"]:
-        if isinstance(level_map.get("off"), str):
-            params["reasoning_effort"] = level_map["off"]
+    thinking = _Thinking(params, compat, level_map, effort, mapped)
+    THINKING_FORMATS.get(compat["thinkingFormat"], _thinking_openai)(thinking)
 
 
-def _client(resolved: ResolvedModel, headers: dict[str, str], key: str) -> openai.OpenAI:
-    return cached_client(
-        (API, resolved.model.get("baseUrl"), key, tuple(sorted(headers.items())), resolved.timeout),
+class _Thinking:
+    """What a thinking format writes into the body from."""
+
+    def __init__(self, params: dict, compat: dict, level_map: dict, effort, mapped):
+        self.params = params
+        self.compat = compat
+        self.level_map = level_map
+        self.effort = effort
+        self.mapped = mapped
+
+    @property
+    def may_turn_off(self) -> bool:
+        """Off unless the model's level map says off is not sent (``off: null``)."""
+        return not ("off" in self.level_map and self.level_map["off"] is None)
+
+    @property
+    def sends_effort(self) -> bool:
+        return bool(self.effort) and self.compat["supportsReasoningEffort"]
+
+
+def _thinking_zai(t: _Thinking) -> None:
+    t.params["thinking"] = {"type": "enabled" if t.effort else "disabled"}
+    if t.sends_effort and isinstance(t.mapped, str):
+        t.params["reasoning_effort"] = t.mapped
+
+
+def _thinking_qwen(t: _Thinking) -> None:
+    t.params["enable_thinking"] = bool(t.effort)
+
+
+def _thinking_qwen_template(t: _Thinking) -> None:
+    t.params["chat_template_kwargs"] = {
+        "enable_thinking": bool(t.effort),
+        "preserve_thinking": True,
+    }
+
+
+def _thinking_deepseek(t: _Thinking) -> None:
+    if t.effort:
+        t.params["thinking"] = {"type": "enabled"}
+    elif t.may_turn_off:
+        t.params["thinking"] = {"type": "disabled"}
+    if t.sends_effort:
+        t.params["reasoning_effort"] = t.mapped
+
+
+def _thinking_openrouter(t: _Thinking) -> None:
+    if t.effort:
+        t.params["reasoning"] = {"effort": t.mapped}
+    elif t.may_turn_off:
+        t.params["reasoning"] = {"effort": t.level_map.get("off") or "none"}
+
+
+def _thinking_ant_ling(t: _Thinking) -> None:
+    if t.effort and isinstance(t.level_map.get(t.effort), str):
+        t.params["reasoning"] = {"effort": t.level_map[t.effort]}
+
+
+def _thinking_together(t: _Thinking) -> None:
+    t.params["reasoning"] = {"enabled": bool(t.effort)}
+    if t.sends_effort:
+        t.params["reasoning_effort"] = t.mapped
+
+
+def _thinking_string(t: _Thinking) -> None:
+    if t.effort:
+        t.params["thinking"] = t.mapped
+    elif t.may_turn_off:
+        t.params["thinking"] = t.level_map.get("off") or "none"
+
+
+def _thinking_openai(t: _Thinking) -> None:
+    if not t.compat["supportsReasoningEffort"]:
+        return
+    if t.effort:
+        t.params["reasoning_effort"] = t.mapped
+    elif isinstance(t.level_map.get("off"), str):
+        t.params["reasoning_effort"] = t.level_map["off"]
+
+
+THINKING_FORMATS = {
+    "zai": _thinking_zai,
+    "qwen": _thinking_qwen,
+    "qwen-chat-template": _thinking_qwen_template,
+    "deepseek": _thinking_deepseek,
+    "openrouter": _thinking_openrouter,
+    "ant-ling": _thinking_ant_ling,
+    "together": _thinking_together,
+    "string-thinking": _thinking_string,
+}
+
+
+def openai_client(api: str, resolved: ResolvedModel, headers: dict[str, str]) -> openai.OpenAI:
+    """The openai SDK client for an endpoint (both OpenAI APIs use it); ProviderError
+    (auth) when there is no key."""
+    key = require_key(resolved, headers)
+    return endpoint_client(
+        api,
+        resolved,
+        key,
+        headers,
         lambda: openai.OpenAI(
             base_url=resolved.model.get("baseUrl"),
             api_key=key,
@@ -468,74 +550,43 @@ STOP_REASONS = {
 }
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    """Stream one assistant message; raises ProviderError (``.partial`` holds what came)."""
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        headers = request_headers(resolved)
-        compat = get_compat(resolved.model)
-        if request.session_id and compat.get("sendSessionAffinityHeaders"):
-            headers = {
-                "session_id": request.session_id,
-                "x-client-request-id": request.session_id,
-                "x-session-affinity": request.session_id,
-                **headers,
-            }
-        key = require_key(resolved, headers)
-        client = _client(resolved, headers, key)
-        params = build_params(resolved, request)
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
-    state = _State(message, on_delta)
-
-    def open_stream():
-        return client.post(
-            "/chat/completions",
-            body=params,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=openai.Stream[ChatCompletionChunk],
-        )
-
-    try:
-        status = pump.run(open_stream, state.feed)
-    except BaseException as exc:  # SDK and transport errors
-        state.finalize()
-        raise fail(message, from_sdk(exc, resolved.provider, openai), pump.received) from None
-    state.finalize()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error:
-        raise fail(message, ProviderError(state.error, kind="other"), True)
-    if not state.finished:
-        raise fail(message, ProviderError("Stream ended without finish_reason", kind="other"), True)
-    return finish(message, "done")
+def _opener(resolved: ResolvedModel, request: ModelRequest):
+    """What opens the request's stream (raises ProviderError before any is sent)."""
+    headers = request_headers(resolved)
+    compat = get_compat(resolved.model)
+    if request.session_id and compat.get("sendSessionAffinityHeaders"):
+        headers = {
+            "session_id": request.session_id,
+            "x-client-request-id": request.session_id,
+            "x-session-affinity": request.session_id,
+            **headers,
+        }
+    client = openai_client(API, resolved, headers)
+    params = build_params(resolved, request)
+    return post_stream(
+        client, "/chat/completions", params, ChatCompletion, openai.Stream[ChatCompletionChunk]
+    )
 
 
-class _State:
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.text: dict | None = None
         self.thinking: dict | None = None
         self.calls_by_index: dict[int, dict] = {}
         self.calls_by_id: dict[str, dict] = {}
-        self.raw: dict[int, str] = {}
         self.finished = False
-        self.error: str | None = None
 
-    def feed(self, chunk: Any) -> None:  # noqa: C901 (split after this round's merges: issue 29)
-        usage = getattr(chunk, "usage", None)
+    def incomplete(self) -> str | None:
+        return None if self.finished else "Stream ended without finish_reason"
+
+    def feed(self, chunk: Any) -> None:
         choices = chunk.choices or []
         choice = choices[0] if choices else None
+        usage = getattr(chunk, "usage", None)
         if usage is None and choice is not None:
             usage = (getattr(choice, "model_extra", None) or {}).get("usage")
         if usage is not None:
@@ -543,61 +594,70 @@ class _State:
         if choice is None:
             return
         if choice.finish_reason:
-            reason, error = STOP_REASONS.get(
-                choice.finish_reason, ("error", f"Provider finish_reason: {choice.finish_reason}")
-            )
-            self.message["stopReason"] = reason
-            if error:
-                self.error = error
-            self.finished = True
+            self._finish_reason(choice.finish_reason)
         delta = choice.delta
         if delta is None:
             return
         if delta.content:
             if self.text is None:
-                self.text = {"type": "text", "text": ""}
-                self.message["content"].append(self.text)
-            self.text["text"] += delta.content
-            if self.on_delta:
-                self.on_delta("text", delta.content)
+                self.text = self.add_block({"type": "text", "text": ""})
+            self.append(self.text, "text", delta.content)
         extra = getattr(delta, "model_extra", None) or {}
-        for field in ("reasoning_content", "reasoning", "reasoning_text"):
+        self._reasoning(extra)
+        for call in delta.tool_calls or []:
+            self._tool_call(call)
+        self._encrypted_reasoning(extra.get("reasoning_details") or [])
+
+    def _finish_reason(self, finish_reason: str) -> None:
+        reason, error = STOP_REASONS.get(
+            finish_reason, ("error", f"Provider finish_reason: {finish_reason}")
+        )
+        self.message["stopReason"] = reason
+        if error:
+            self.error = error
+        self.finished = True
+
+    def _reasoning(self, extra: dict) -> None:
+        """The first reasoning field the endpoint sends (its name is the signature)."""
+        for field in REASONING_FIELDS:
             value = extra.get(field)
             if isinstance(value, str) and value:
                 if self.thinking is None:
-                    self.thinking = {"type": "thinking", "thinking": "", "thinkingSignature": field}
-                    self.message["content"].append(self.thinking)
-                self.thinking["thinking"] += value
-                if self.on_delta:
-                    self.on_delta("thinking", value)
-                break
-        for call in delta.tool_calls or []:
-            block = None
-            if call.index is not None:
-                block = self.calls_by_index.get(call.index)
-            if block is None and call.id:
-                block = self.calls_by_id.get(call.id)
-            if block is None:
-                block = {
+                    self.thinking = self.add_block(
+                        {"type": "thinking", "thinking": "", "thinkingSignature": field}
+                    )
+                self.append(self.thinking, "thinking", value)
+                return
+
+    def _tool_call(self, call: Any) -> None:
+        block = None
+        if call.index is not None:
+            block = self.calls_by_index.get(call.index)
+        if block is None and call.id:
+            block = self.calls_by_id.get(call.id)
+        if block is None:
+            block = self.add_block(
+                {
                     "type": "toolCall",
                     "id": call.id or "",
                     "name": (call.function.name if call.function else None) or "",
                     "arguments": {},
                 }
-                self.message["content"].append(block)
-                self.raw[id(block)] = ""
-                if call.index is not None:
-                    self.calls_by_index[call.index] = block
-            if call.id:
-                if not block["id"]:
-                    block["id"] = call.id
-                self.calls_by_id[call.id] = block
-            if call.function is not None:
-                if not block["name"] and call.function.name:
-                    block["name"] = call.function.name
-                if call.function.arguments:
-                    self.raw[id(block)] += call.function.arguments
-        for detail in extra.get("reasoning_details") or []:
+            )
+            if call.index is not None:
+                self.calls_by_index[call.index] = block
+        if call.id:
+            if not block["id"]:
+                block["id"] = call.id
+            self.calls_by_id[call.id] = block
+        if call.function is not None:
+            if not block["name"] and call.function.name:
+                block["name"] = call.function.name
+            if call.function.arguments:
+                self.add_arguments(block, call.function.arguments)
+
+    def _encrypted_reasoning(self, details: list) -> None:
+        for detail in details:
             if (
                 isinstance(detail, dict)
                 and detail.get("type") == "reasoning.encrypted"
@@ -607,14 +667,6 @@ class _State:
                 block = self.calls_by_id.get(detail["id"])
                 if block is not None:
                     block["thoughtSignature"] = json.dumps(detail, separators=(",", ":"))
-
-    def finalize(self) -> None:
-        for block in self.message["content"]:
-            if block.get("type") == "toolCall" and id(block) in self.raw:
-                args, problem = parse_json_args(self.raw.pop(id(block)))
-                block["arguments"] = args
-                if problem:
-                    block[ARGS_PROBLEM] = problem
 
 
 def parse_usage(raw: Any) -> dict[str, Any]:
@@ -632,12 +684,8 @@ def parse_usage(raw: Any) -> dict[str, Any]:
     if not write and details is not None and not isinstance(details, dict):
         write = (getattr(details, "model_extra", None) or {}).get("cache_write_tokens") or 0
     output = get(raw, "completion_tokens") or 0
-    inp = max(0, prompt - cached - write)
-    return {
-        "input": inp,
-        "output": output,
-        "cacheRead": cached,
-        "cacheWrite": write,
-        "totalTokens": inp + output + cached + write,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    }
+    return usage_of(max(0, prompt - cached - write), output, cached, write)
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(_State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, openai))

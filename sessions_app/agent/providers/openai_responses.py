@@ -23,23 +23,21 @@ from openai.types.responses import Response
 
 from .base import ModelRequest, ProviderError, ResolvedModel
 from .common import (
-    ARGS_PROBLEM,
-    Pump,
+    StreamAssembly,
+    api_stream,
     base_max_tokens,
     cache_retention,
-    cached_client,
     classify,
     clean,
     content_list,
-    fail,
-    finish,
-    new_message,
-    parse_json_args,
+    post_stream,
     reasoning_level,
     request_headers,
-    require_key,
     transform_messages,
+    usage_of,
+    user_blocks,
 )
+from .openai_completions import openai_client
 from .openai_errors import from_sdk
 
 API = "openai-responses"
@@ -109,9 +107,8 @@ def _text_signature(signature: str | None) -> dict[str, Any] | None:
     return {"id": signature}
 
 
-def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:  # noqa: C901 (split after this round's merges: issue 29)
+def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:
     out: list[dict[str, Any]] = []
-    vision = "image" in (model.get("input") or ["text"])
     transformed = transform_messages(messages, model, _normalizer(model))
     if system_prompt:
         developer = (
@@ -121,95 +118,107 @@ def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict
         out.append(
             {"role": "developer" if developer else "system", "content": clean(system_prompt)}
         )
-    index = 0
-    for msg in transformed:
+    for index, msg in enumerate(transformed):
         role = msg.get("role")
         if role == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append(
-                    {"role": "user", "content": [{"type": "input_text", "text": clean(content)}]}
-                )
-            else:
-                parts = []
-                for item in content_list(content):
-                    if item.get("type") == "text":
-                        parts.append({"type": "input_text", "text": clean(item.get("text", ""))})
-                    else:
-                        parts.append(_image(item))
-                if parts:
-                    out.append({"role": "user", "content": parts})
+            user = _user_item(msg)
+            if user is not None:
+                out.append(user)
         elif role == "assistant":
-            items: list[dict[str, Any]] = []
-            different = (
-                msg.get("model") != model.get("id")
-                and msg.get("provider") == model.get("provider")
-                and msg.get("api") == model.get("api")
-            )
-            text_index = 0
-            for block in msg.get("content") or []:
-                kind = block.get("type")
-                if kind == "thinking":
-                    if block.get("thinkingSignature"):
-                        items.append(json.loads(block["thinkingSignature"]))
-                elif kind == "text":
-                    signature = _text_signature(block.get("textSignature"))
-                    fallback = (
-                        f"msg_pi_{index}" if text_index == 0 else f"msg_pi_{index}_{text_index}"
-                    )
-                    text_index += 1
-                    msg_id = (signature or {}).get("id") or fallback
-                    if len(msg_id) > 64:
-                        msg_id = f"msg_{short_hash(msg_id)}"
-                    item = {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [
-                            {
-                                "type": "output_text",
-                                "text": clean(block.get("text", "")),
-                                "annotations": [],
-                            }
-                        ],
-                        "status": "completed",
-                        "id": msg_id,
-                    }
-                    if signature and signature.get("phase"):
-                        item["phase"] = signature["phase"]
-                    items.append(item)
-                elif kind == "toolCall":
-                    parts = (block.get("id") or "").split("|")
-                    call_id, item_id = parts[0], (parts[1] if len(parts) > 1 else None)
-                    if different and item_id and item_id.startswith("fc_"):
-                        item_id = None
-                    call: dict[str, Any] = {"type": "function_call"}
-                    if item_id is not None:
-                        call["id"] = item_id
-                    call.update(
-                        call_id=call_id,
-                        name=block.get("name"),
-                        arguments=json.dumps(
-                            block.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
-                        ),
-                    )
-                    items.append(call)
-            if items:
-                out.extend(items)
+            out.extend(_assistant_items(model, msg, index))
         elif role == "toolResult":
-            blocks = content_list(msg.get("content"))
-            text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            images = [b for b in blocks if b.get("type") == "image"]
-            call_id = (msg.get("toolCallId") or "").split("|")[0]
-            if images and vision:
-                output: Any = []
-                if text:
-                    output.append({"type": "input_text", "text": clean(text)})
-                output.extend(_image(b) for b in images)
-            else:
-                output = clean(text if text else "(see attached image)")
-            out.append({"type": "function_call_output", "call_id": call_id, "output": output})
-        index += 1
+            out.append(_tool_output(model, msg))
     return out
+
+
+def _user_item(msg: dict[str, Any]) -> dict[str, Any] | None:
+    parts = user_blocks(
+        msg.get("content"), lambda text: {"type": "input_text", "text": text}, _image
+    )
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_items(model: dict[str, Any], msg: dict[str, Any], index: int) -> list[dict]:
+    """Reasoning items replayed as received, text as ``message`` items, calls as
+    ``function_call`` items; ``index`` is the message's place (for fallback ids)."""
+    items: list[dict[str, Any]] = []
+    different = (
+        msg.get("model") != model.get("id")
+        and msg.get("provider") == model.get("provider")
+        and msg.get("api") == model.get("api")
+    )
+    text_index = 0
+    for block in msg.get("content") or []:
+        kind = block.get("type")
+        if kind == "thinking":
+            if block.get("thinkingSignature"):
+                items.append(json.loads(block["thinkingSignature"]))
+        elif kind == "text":
+            fallback = f"msg_pi_{index}" if text_index == 0 else f"msg_pi_{index}_{text_index}"
+            text_index += 1
+            items.append(_text_item(block, fallback))
+        elif kind == "toolCall":
+            items.append(_call_item(block, different))
+    return items
+
+
+def _text_item(block: dict[str, Any], fallback_id: str) -> dict[str, Any]:
+    signature = _text_signature(block.get("textSignature"))
+    msg_id = (signature or {}).get("id") or fallback_id
+    if len(msg_id) > 64:
+        msg_id = f"msg_{short_hash(msg_id)}"
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {
+                "type": "output_text",
+                "text": clean(block.get("text", "")),
+                "annotations": [],
+            }
+        ],
+        "status": "completed",
+        "id": msg_id,
+    }
+    if signature and signature.get("phase"):
+        item["phase"] = signature["phase"]
+    return item
+
+
+def _call_item(block: dict[str, Any], different_model: bool) -> dict[str, Any]:
+    """A call with pi's ``call_id|item_id`` id split; another model's ``fc_`` item id is
+    not sent."""
+    parts = (block.get("id") or "").split("|")
+    call_id, item_id = parts[0], (parts[1] if len(parts) > 1 else None)
+    if different_model and item_id and item_id.startswith("fc_"):
+        item_id = None
+    call: dict[str, Any] = {"type": "function_call"}
+    if item_id is not None:
+        call["id"] = item_id
+    call.update(
+        call_id=call_id,
+        name=block.get("name"),
+        arguments=json.dumps(
+            block.get("arguments") or {}, separators=(",", ":"), ensure_ascii=False
+        ),
+    )
+    return call
+
+
+def _tool_output(model: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
+    vision = "image" in (model.get("input") or ["text"])
+    blocks = content_list(msg.get("content"))
+    text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    images = [b for b in blocks if b.get("type") == "image"]
+    call_id = (msg.get("toolCallId") or "").split("|")[0]
+    if images and vision:
+        output: Any = []
+        if text:
+            output.append({"type": "input_text", "text": clean(text)})
+        output.extend(_image(b) for b in images)
+    else:
+        output = clean(text if text else "(see attached image)")
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
 def _image(block: dict) -> dict[str, Any]:
@@ -271,69 +280,14 @@ def _headers(resolved: ResolvedModel, request: ModelRequest) -> dict[str, str]:
     return {**headers, **request_headers(resolved)}
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    message = new_message(resolved)
-    pump = Pump(abort, on_idle)
-    try:
-        headers = _headers(resolved, request)
-        key = require_key(resolved, headers)
-        params = build_params(resolved, request)
-        client = cached_client(
-            (
-                API,
-                resolved.model.get("baseUrl"),
-                key,
-                tuple(sorted(headers.items())),
-                resolved.timeout,
-            ),
-            lambda: openai.OpenAI(
-                base_url=resolved.model.get("baseUrl"),
-                api_key=key,
-                default_headers=headers or None,
-                timeout=resolved.timeout,
-                max_retries=0,
-            ),
-        )
-    except ProviderError as exc:
-        raise fail(message, exc, False) from None
-    state = _State(message, on_delta)
-
-    def open_stream():
-        # object: each event stays the JSON the server sent (reasoning items are replayed
-        # verbatim on the next turn).
-        return client.post(
-            "/responses",
-            body=params,
-            cast_to=Response,
-            stream=True,
-            stream_cls=openai.Stream[object],
-        )
-
-    try:
-        status = pump.run(open_stream, state.feed)
-    except BaseException as exc:
-        state.finalize()
-        raise fail(message, from_sdk(exc, resolved.provider, openai), pump.received) from None
-    state.finalize()
-    if status == "aborted":
-        return finish(message, "aborted")
-    if state.error is not None:
-        raise fail(message, state.error, True)
-    if not state.terminal:
-        error = ProviderError(
-            "OpenAI Responses stream ended before a terminal response event", kind="other"
-        )
-        raise fail(message, error, True)
-    if message["stopReason"] == "error":
-        raise fail(message, ProviderError("An unknown error occurred", kind="other"), True)
-    return finish(message, "done")
+def _opener(resolved: ResolvedModel, request: ModelRequest):
+    """What opens the request's stream (raises ProviderError before any is sent)."""
+    headers = _headers(resolved, request)
+    client = openai_client(API, resolved, headers)
+    params = build_params(resolved, request)
+    # object: each event stays the JSON the server sent (reasoning items are replayed
+    # verbatim on the next turn).
+    return post_stream(client, "/responses", params, Response, openai.Stream[object])
 
 
 STATUS = {
@@ -346,15 +300,27 @@ STATUS = {
 }
 
 
-class _State:
+TEXT_DELTAS = {
+    "response.reasoning_summary_text.delta": "thinking",
+    "response.reasoning_text.delta": "thinking",
+    "response.output_text.delta": "text",
+    "response.refusal.delta": "text",
+}
+
+
+class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
-        self.message = message
-        self.on_delta = on_delta
+        super().__init__(message, on_delta)
         self.slots: dict[int, dict] = {}
         self.by_reasoning_id: dict[str, dict] = {}
-        self.raw: dict[int, str] = {}
         self.terminal = False
-        self.error: ProviderError | None = None
+
+    def incomplete(self) -> str | None:
+        if not self.terminal:
+            return "OpenAI Responses stream ended before a terminal response event"
+        if self.message["stopReason"] == "error":
+            return "An unknown error occurred"
+        return None
 
     def _slot(self, index: int, item: dict) -> dict | None:
         kind = item.get("type")
@@ -369,94 +335,76 @@ class _State:
                 "name": item.get("name", ""),
                 "arguments": {},
             }
-            self.raw[id(block)] = item.get("arguments") or ""
+            self.raw_arguments[id(block)] = item.get("arguments") or ""
         else:
             return None
-        self.message["content"].append(block)
-        self.slots[index] = block
+        self.slots[index] = self.add_block(block)
         return block
 
     def _get(self, index: int, kind: str) -> dict | None:
         block = self.slots.get(index)
         return block if block is not None and block["type"] == kind else None
 
-    def _emit(self, kind: str, text: str) -> None:
-        if self.on_delta and text:
-            self.on_delta(kind, text)
-
-    def feed(self, event: Any) -> None:  # noqa: C901 (split after this round's merges: issue 29)
+    def feed(self, event: Any) -> None:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
         index = event.get("output_index")
         if kind == "response.output_item.added":
             self._slot(index, event.get("item") or {})
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            block = self._get(index, "thinking")
+        elif kind in TEXT_DELTAS:
+            block = self._get(index, TEXT_DELTAS[kind])
             if block is not None:
-                block["thinking"] += event.get("delta", "")
-                self._emit("thinking", event.get("delta", ""))
+                self.append(block, block["type"], event.get("delta", ""))
         elif kind == "response.reasoning_summary_part.done":
             block = self._get(index, "thinking")
             if block is not None:
-                block["thinking"] += "\n\n"
-                self._emit("thinking", "\n\n")
-        elif kind in ("response.output_text.delta", "response.refusal.delta"):
-            block = self._get(index, "text")
-            if block is not None:
-                block["text"] += event.get("delta", "")
-                self._emit("text", event.get("delta", ""))
+                self.append(block, "thinking", "\n\n")
         elif kind == "response.function_call_arguments.delta":
             block = self._get(index, "toolCall")
             if block is not None:
-                self.raw[id(block)] = self.raw.get(id(block), "") + event.get("delta", "")
+                self.add_arguments(block, event.get("delta", ""))
         elif kind == "response.function_call_arguments.done":
             block = self._get(index, "toolCall")
             if block is not None:
-                self.raw[id(block)] = event.get("arguments", "")
+                self.raw_arguments[id(block)] = event.get("arguments", "")
         elif kind == "response.output_item.done":
-            item = event.get("item") or {}
-            block = self.slots.get(index) or self._slot(index, item)
-            if block is None:
-                return
-            if item.get("type") == "reasoning" and block["type"] == "thinking":
-                summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
-                content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
-                block["thinking"] = summary or content or block["thinking"]
-                block["thinkingSignature"] = json.dumps(
-                    item, separators=(",", ":"), ensure_ascii=False
-                )
-                if item.get("id"):
-                    self.by_reasoning_id[item["id"]] = block
-            elif item.get("type") == "message" and block["type"] == "text":
-                block["text"] = "".join(
-                    (c.get("text") if c.get("type") == "output_text" else c.get("refusal")) or ""
-                    for c in item.get("content") or []
-                )
-                signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
-                if item.get("phase"):
-                    signature["phase"] = item["phase"]
-                block["textSignature"] = json.dumps(signature, separators=(",", ":"))
-            elif item.get("type") == "function_call" and block["type"] == "toolCall":
-                self.raw[id(block)] = item.get("arguments") or self.raw.get(id(block)) or "{}"
-                self._parse(block)
-            self.slots.pop(index, None)
+            self._item_done(index, event.get("item") or {})
         elif kind in ("response.completed", "response.incomplete"):
             self._finalize_response(event.get("response") or {})
         elif kind == "error":
             self.error = _stream_error(f"Error Code {event.get('code')}: {event.get('message')}")
         elif kind == "response.failed":
             self.terminal = True
-            response = event.get("response") or {}
-            error = response.get("error")
-            details = response.get("incomplete_details")
-            if error:
-                text = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
-            elif details and details.get("reason"):
-                text = f"incomplete: {details['reason']}"
-            else:
-                text = "Unknown error (no error details in response)"
-            self.error = _stream_error(text)
+            self.error = _stream_error(_failure_text(event.get("response") or {}))
+
+    def _item_done(self, index: int, item: dict) -> None:
+        """An output item as it ended: its full text, signature or arguments."""
+        block = self.slots.get(index) or self._slot(index, item)
+        if block is None:
+            return
+        if item.get("type") == "reasoning" and block["type"] == "thinking":
+            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
+            content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
+            block["thinking"] = summary or content or block["thinking"]
+            block["thinkingSignature"] = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+            if item.get("id"):
+                self.by_reasoning_id[item["id"]] = block
+        elif item.get("type") == "message" and block["type"] == "text":
+            block["text"] = "".join(
+                (c.get("text") if c.get("type") == "output_text" else c.get("refusal")) or ""
+                for c in item.get("content") or []
+            )
+            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            if item.get("phase"):
+                signature["phase"] = item["phase"]
+            block["textSignature"] = json.dumps(signature, separators=(",", ":"))
+        elif item.get("type") == "function_call" and block["type"] == "toolCall":
+            self.raw_arguments[id(block)] = (
+                item.get("arguments") or self.raw_arguments.get(id(block)) or "{}"
+            )
+            self.parse_arguments(block)
+        self.slots.pop(index, None)
 
     def _finalize_response(self, response: dict) -> None:
         self.terminal = True
@@ -475,33 +423,32 @@ class _State:
             details = usage.get("input_tokens_details") or {}
             cached = details.get("cached_tokens") or 0
             write = details.get("cache_write_tokens") or 0
-            self.message["usage"] = {
-                "input": max(0, (usage.get("input_tokens") or 0) - cached - write),
-                "output": usage.get("output_tokens") or 0,
-                "cacheRead": cached,
-                "cacheWrite": write,
-                "totalTokens": usage.get("total_tokens") or 0,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            }
+            self.message["usage"] = usage_of(
+                max(0, (usage.get("input_tokens") or 0) - cached - write),
+                usage.get("output_tokens") or 0,
+                cached,
+                write,
+                total=usage.get("total_tokens") or 0,
+            )
         reason = STATUS.get(response.get("status") or "completed", "stop")
         if reason == "stop" and any(b["type"] == "toolCall" for b in self.message["content"]):
             reason = "toolUse"
         self.message["stopReason"] = reason
 
-    def _parse(self, block: dict) -> None:
-        raw = self.raw.pop(id(block), None)
-        if raw is None:
-            return
-        args, problem = parse_json_args(raw)
-        block["arguments"] = args
-        if problem:
-            block[ARGS_PROBLEM] = problem
 
-    def finalize(self) -> None:
-        for block in self.message["content"]:
-            if block["type"] == "toolCall":
-                self._parse(block)
+def _failure_text(response: dict) -> str:
+    error = response.get("error")
+    details = response.get("incomplete_details")
+    if error:
+        return f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+    if details and details.get("reason"):
+        return f"incomplete: {details['reason']}"
+    return "Unknown error (no error details in response)"
 
 
 def _stream_error(text: str) -> ProviderError:
     return classify("openai", text, None)
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(_State, _opener, lambda exc, resolved: from_sdk(exc, resolved.provider, openai))

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import Job, Session
-from sessions_app.services import access, chat, sessions
+from sessions_app.services import access, chat, jobs, sessions
 from sessions_app.services.chat import ChatError
 
 WAIT_SECONDS = 3600
@@ -29,41 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--leaf", help="the entry id to continue from")
         parser.add_argument("--user", help="who sends it (default: the session's owner)")
 
-    def handle(self, *args, session_id, message, **options):  # noqa: C901 (split after this round's merges: issue 29)
+    def handle(self, *args, session_id, message, **options):
         session = Session.objects.filter(pi_id=session_id).first()
         if session is None:
             raise CommandError(f"No session with id {session_id!r}.")
-        user = session.owner
-        if options["user"]:
-            user = get_user_model().objects.filter(username=options["user"]).first()
-            if user is None:
-                raise CommandError(f"No user named {options['user']!r}.")
-        role = access.role_for(user, session)
-        if role not in (access.OWNER, access.EDITOR):
-            raise CommandError(f"{user.username} may not write to this session.")
-        try:
-            if options["leaf"]:
-                sessions.set_leaf(session, options["leaf"], actor=user)
-                session.refresh_from_db()
-            if options["model"]:
-                chat.switch_model(session, user, options["model"])
-            if options["thinking"]:
-                chat.set_thinking_level(session, user, options["thinking"])
-            job = chat.send_message(session, user, message)
-        except (ChatError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
-        except Exception as exc:  # an unknown --leaf and the like
-            if exc.__class__.__name__ == "DoesNotExist":
-                raise CommandError(f"No entry {options['leaf']!r} in this session.") from None
-            raise
-        status = chat.execute_run(str(job.pk))
-        if status is None:  # a worker claimed it first: wait for its end
-            deadline = time.monotonic() + WAIT_SECONDS
-            while time.monotonic() < deadline:
-                job.refresh_from_db()
-                if job.status not in Job.ACTIVE:
-                    break
-                time.sleep(0.2)
+        user = _sender(session, options["user"])
+        job = _start_turn(session, user, message, options)
+        if jobs.run_job(str(job.pk)) is None:  # a worker claimed it first
+            _wait_for_end(job)
         job.refresh_from_db()
         reply = _reply_text(job)
         if reply:
@@ -73,6 +46,47 @@ class Command(BaseCommand):
         source = (job.params or {}).get("key_source")
         if source and options["verbosity"] > 1:
             self.stderr.write(f"model {job.model}, key: {source}")
+
+
+def _sender(session: Session, username: str | None):
+    """Who sends the message (the owner unless --user), if they may write."""
+    user = session.owner
+    if username:
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"No user named {username!r}.")
+    role = access.role_for(user, session)
+    if role not in (access.OWNER, access.EDITOR):
+        raise CommandError(f"{user.username} may not write to this session.")
+    return user
+
+
+def _start_turn(session: Session, user, message: str, options: dict) -> Job:
+    """--leaf, --model and --thinking as the browser sets them, then the message."""
+    try:
+        if options["leaf"]:
+            sessions.set_leaf(session, options["leaf"], actor=user)
+            session.refresh_from_db()
+        if options["model"]:
+            chat.switch_model(session, user, options["model"])
+        if options["thinking"]:
+            chat.set_thinking_level(session, user, options["thinking"])
+        return chat.send_message(session, user, message)
+    except (ChatError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    except Exception as exc:  # an unknown --leaf and the like
+        if exc.__class__.__name__ == "DoesNotExist":
+            raise CommandError(f"No entry {options['leaf']!r} in this session.") from None
+        raise
+
+
+def _wait_for_end(job: Job) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.status not in Job.ACTIVE:
+            return
+        time.sleep(0.2)
 
 
 def _reply_text(job: Job) -> str:

@@ -7,7 +7,9 @@ from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.selectors import llm, paths
 from sessions_app.selectors.changes import change_counts
+from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.selectors.runs import active_run, run_state
 
 TRANSCRIPT_LIMIT = 200
@@ -16,6 +18,7 @@ TRANSCRIPT_LIMIT = 200
 def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
     """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
     hidden, tail = paths.load_path_tail(session, limit)
+    leaf = tail[-1].get("id") if tail else ""  # the branch's end, shown or not
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
@@ -42,7 +45,11 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "files": files.get(p.get("id")),
             }
         )
-    return {"entries": entries, "hidden": hidden + len(tail) - len(entries)}
+    return {
+        "entries": entries,
+        "hidden": hidden + len(tail) - len(entries),
+        "leaf": leaf,
+    }
 
 
 def model_context(session, user) -> dict:
@@ -91,8 +98,10 @@ def chat_context(access, user=None) -> dict:
         "configured": models["resolved"] is not None,
         "how_to_configure": models["problem"] or llm.HOW_TO_CONFIGURE,
         "can_edit": access.can_edit,
+        "composer": composer_context(access, models),
         "active_job": job,
         "run_state": (run_state(session) if job else None) or None,
+        "queue": queued_messages(session),
         **transcript_context(session),
     }
 

@@ -1,9 +1,11 @@
-"""Background jobs on a session: one lifecycle, one small module per kind.
+"""Background jobs: one lifecycle, one small module per kind.
 
 - ``lifecycle``: create, enqueue (a registry from kind to Celery task name), claim (the
   attempt number is the claim token), heartbeat, finish and publish, sweep.
 - ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``,
-  ``session_import`` (an upload to ``/import/``, imported in the worker): one kind each;
+  ``session_import`` (an upload to ``/import/``, imported in the worker),
+  ``search_index`` (entries written in bulk, indexed for search after their commit),
+  ``workspace_measure`` (a user's workspace folders, for the quota): one kind each;
   each registers a ``lifecycle.JobKind`` when imported (this package imports them all).
 - ``summaries``: what the two summary kinds share (compaction settings, model calls,
   attaching the entry).
@@ -20,7 +22,9 @@ from sessions_app.services.jobs import (
     branch_summary,
     compaction,
     compare_summary,
+    search_index,
     session_import,
+    workspace_measure,
 )
 from sessions_app.services.jobs.branch_summary import request_branch_summary
 from sessions_app.services.jobs.compaction import (
@@ -55,8 +59,10 @@ __all__ = [
     "request_branch_summary",
     "request_compaction",
     "run_job",
+    "search_index",
     "start_sweeper",
     "session_import",
     "sweep_stale_jobs",
     "update_compaction_settings",
+    "workspace_measure",
 ]

@@ -1,8 +1,9 @@
 """The one job lifecycle: create, enqueue, claim, heartbeat, finish, sweep.
 
-Every kind of Job (compaction, branch summary, compare summary, agent run) goes through
-these functions; a kind only says, in a :class:`JobKind` it registers, which Celery task
-runs it, what to do with it when its worker dies, and how to run it.
+Every kind of Job (compaction, branch summary, compare summary, agent run, import, search
+indexing, workspace measure) goes through these functions; a kind only says, in a
+:class:`JobKind` it registers, which Celery task runs it, what to do with it when its
+worker dies, and how to run it.
 
 - ``create`` stores the row (the caller holds the session lock), publishes its
   ``job_progress`` and enqueues it after the commit.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from piweb import queues
@@ -60,11 +61,12 @@ class JobKind:
     up to ``PIWEB_JOB_MAX_ATTEMPTS`` runs) or ``FAIL`` (never run twice; fail it with
     ``stale_error``, and a queued job nobody picked up in time with ``lost_error``).
     ``queue``: which of piweb's queues runs it (``piweb/queues.py``: each has its own
-    worker slots), or a function of the job giving one.
+    worker slots; None: the default queue of small tasks), or a function of the job
+    giving one.
     ``on_claim(job)`` may set the claimed job's model and progress before it is saved;
     ``on_finish(job)`` publishes what the kind's pages need besides ``job_progress``.
     ``run(job, attempt)`` does the work for :func:`run_job` and returns the final status
-    (kinds with a runner of their own, like the agent run, leave it None).
+    (every kind has one since the agent run moved here too).
     ``on_sweep()`` runs after each full sweep (the agent run starts the runs that waited
     behind a user's other runs, should a finish have missed them).
     A queued job whose progress says ``held`` is waiting on purpose: never "lost".
@@ -73,7 +75,7 @@ class JobKind:
     kind: str
     task: str = RUN_JOB_TASK
     on_stale: str = REQUEUE
-    queue: str | Callable[[Job], str] = queues.SUMMARIES
+    queue: str | None | Callable[[Job], str] = queues.SUMMARIES
     stale_error: str = "The worker running this stopped."
     lost_error: str = "No worker picked this up in time."
     on_claim: Callable[[Job], None] | None = None
@@ -471,7 +473,12 @@ def _sweep_one(job: Job, now) -> None:
             "resent_at": now.timestamp(),
             "note": "The worker running this stopped; it was queued again.",
         }
-        job.save(update_fields=["status", "heartbeat_at", "progress"])
+        try:
+            with transaction.atomic():
+                job.save(update_fields=["status", "heartbeat_at", "progress"])
+        except IntegrityError:  # a kind that keeps one queued job has a newer one waiting
+            finish(job, Status.SUPERSEDED, phase="superseded")
+            return
         publish_progress(job)
         enqueue(job)
 

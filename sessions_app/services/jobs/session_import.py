@@ -3,7 +3,7 @@
 The web process only streams the upload to a file of ``PIWEB_IMPORT_DIR``
 (``upload_handlers.ImportUploadHandler``) and calls :func:`request_import`; the worker
 reads that file with the importer (``services/importer.import_jsonl_stream``; the
-search indexing after its commit is a task of its own, as for any upload), reports
+search indexing after its commit is a ``search_index`` job of its own), reports
 how far it is (``progress``: bytes done of bytes to do, the page's progress bar), and
 stores the importer's report, or its error, on the job. The job then points at the
 session it imported, and the file is deleted whatever the outcome.
@@ -134,7 +134,7 @@ def run(job: Job, attempt: int) -> str | None:
                 progress,
                 owner,
                 filename=params.get("filename", ""),
-                # search indexing (and VACUUM) as its own task: the session opens sooner
+                # search indexing (and VACUUM) as its own job: the session opens sooner
                 after_commit="worker",
             )
         except SessionImportError as exc:

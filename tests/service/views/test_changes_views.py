@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import FileSnapshot
-from sessions_app.services import chat, sessions
+from sessions_app.services import chat, jobs, sessions
 from tests.support.web import client_for, share
 
 pytestmark = [
@@ -31,7 +31,7 @@ def session(owner, workspace, redis_ready):
 
 def run(session, owner, text_):
     job = chat.send_message(session, owner, text_)
-    assert chat.execute_run(str(job.pk)) == "done"
+    assert jobs.run_job(str(job.pk)) == "done"
     session.refresh_from_db()
     return session.leaf_pi_id
 

@@ -1,10 +1,10 @@
-"""The chat views (sessions_app/views/chat.py): who may send, stop and switch the model,
-who may read the transcript and the run state, and what a stop says when Redis is away."""
+"""The chat views (sessions_app/views/chat.py): who may send, queue, cancel, stop and
+switch the model, who may read the transcript and the run state, and what a stop says when Redis is away."""
 
 import pytest
 from django.urls import reverse
 
-from sessions_app.models import Job
+from sessions_app.models import Job, QueuedMessage
 from sessions_app.services import sessions
 from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.web import client_for
@@ -12,10 +12,12 @@ from tests.support.workspaces import area_of
 
 pytestmark = [pytest.mark.django_db]
 
-READS = [Call("chat_transcript"), Call("chat_state")]
+READS = [Call("chat_transcript"), Call("chat_state"), Call("chat_queued")]
 CHANGES = [
     post("chat_send", {"text": "hello"}),
     post("chat_stop"),
+    post("chat_queue", {"text": "steer", "mode": "steer"}),
+    post("chat_unqueue", {"item": "1"}),
     post("chat_model", {"profile": "scripted"}),
 ]
 
@@ -30,9 +32,10 @@ def test_it_requires_a_share_of_the_session(shared):
     assert statuses(client_for(shared.viewer), READS, shared.session) == each(READS, 200)
 
 
-def test_it_requires_editor_rights_to_send_stop_or_switch_the_model(shared):
+def test_it_requires_editor_rights_to_send_queue_stop_or_switch_the_model(shared):
     assert statuses(client_for(shared.viewer), CHANGES, shared.session) == each(CHANGES, 403)
     assert not Job.objects.filter(session=shared.session).exists()
+    assert not QueuedMessage.objects.filter(session=shared.session).exists()
     shared.session.refresh_from_db()
     assert shared.session.model_profile == "scripted"
 
@@ -47,3 +50,23 @@ def test_a_stop_with_redis_unreachable_is_a_clear_503(make_user, settings):
     response = client_for(owner).post(reverse("sessions_app:chat_stop", args=[session.pi_id]))
     assert response.status_code == 503
     assert "Could not reach Redis" in response.content.decode()
+
+
+def test_only_editors_queue_and_cancel_and_viewers_see_the_queue_without_cancel(shared):
+    session = shared.session
+    Job.objects.create(session=session, kind=Job.Kind.AGENT_RUN, status=Job.Status.RUNNING)
+    url = reverse("sessions_app:chat_queue", args=[session.pi_id])
+    response = client_for(shared.editor).post(url, {"text": "look here", "mode": "follow_up"})
+    assert response.status_code == 200 and "follow-up" in response.content.decode()
+    item = QueuedMessage.objects.get(session=session)
+    assert (item.mode, item.text, item.created_by) == ("follow_up", "look here", shared.editor)
+    unqueue = reverse("sessions_app:chat_unqueue", args=[session.pi_id])
+    assert client_for(shared.viewer).post(unqueue, {"item": item.pk}).status_code == 403
+    listing = reverse("sessions_app:chat_queued", args=[session.pi_id])
+    seen = client_for(shared.viewer).get(listing).content.decode()
+    assert "look here" in seen and "queued-cancel" not in seen
+    assert "queued-cancel" in client_for(shared.editor).get(listing).content.decode()
+    assert client_for(shared.editor).post(unqueue, {"item": item.pk}).status_code == 200
+    assert not QueuedMessage.objects.filter(session=session).exists()
+    again = client_for(shared.editor).post(unqueue, {"item": item.pk})
+    assert again.status_code == 409 and "already delivered or cancelled" in again.content.decode()

@@ -1,0 +1,69 @@
+"""What the benches that start real servers share: a scratch PostgreSQL database by
+URL, a free loopback port and waiting for a server to listen on it, and the filler
+text of generated sessions.
+
+Imported as ``support`` by the benches run as scripts (``bench/`` is their path).
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import time
+
+WORDS = (
+    "the session tree append leaf branch context compaction summary model token file "
+    "path entry import export fork label bash output read write edit test build run"
+).split()
+
+
+def words_text(rng: random.Random, size: int) -> str:
+    """About ``size`` characters of session-like words (what pi-like lines carry)."""
+    out, length = [], 0
+    while length < size:
+        word = rng.choice(WORDS)
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)
+
+
+def pg_admin(pg_url: str, sql: str) -> None:
+    """Run ``sql`` (CREATE/DROP DATABASE) on the server of ``pg_url``, outside any
+    transaction."""
+    import dj_database_url
+    import psycopg
+
+    db = dj_database_url.parse(pg_url)
+    with psycopg.connect(
+        host=db["HOST"] or "127.0.0.1",
+        port=db["PORT"] or 5432,
+        dbname="postgres",
+        user=db["USER"] or None,
+        password=db["PASSWORD"] or None,
+        autocommit=True,
+    ) as conn:
+        conn.execute(sql)
+
+
+def pg_name(pg_url: str) -> str:
+    import dj_database_url
+
+    return dj_database_url.parse(pg_url)["NAME"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float, what: str = "the server") -> None:
+    """Return once something listens on ``port``; RuntimeError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start")

@@ -1,0 +1,65 @@
+"""The search indexing job: entries written in bulk reach the search index after their
+commit, in a worker, so the writer (an import, a follower's big append, a fork) and the
+session's page do not wait for it.
+
+``params["work"]`` lists ``[session pk, first new seq]`` pairs; ``params["tidy"]`` says
+the entries follow an import, whose table is tidied first (``importer.tidy_entries``:
+VACUUM on PostgreSQL, the write-ahead log checkpoint on SQLite). The job has no session
+(it may cover many, and no page shows it).
+
+Everything it does is idempotent (an entry already indexed is skipped), so a run whose
+worker died is simply run again. When no broker takes its message, the job is run at once
+in the process that asked for it (after the commit), rather than leave search behind
+until a sweep sends it again.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from sessions_app.models import Job
+from sessions_app.services.jobs import lifecycle
+
+Status = Job.Status
+
+
+def request_index(work: list[tuple[int, int]], *, tidy: bool = False) -> Job:
+    """A queued indexing job for `work` ((session pk, first new seq) pairs), sent to a
+    worker after the caller's commit (or run here then, when no broker answers)."""
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=Job.Kind.SEARCH_INDEX,
+            status=Status.QUEUED,
+            params={"work": [[int(pk), int(seq)] for pk, seq in work], "tidy": tidy},
+            progress={"phase": "queued"},
+        )
+        lifecycle.enqueue(job)
+        transaction.on_commit(lambda: _run_here_if_unsent(job.pk))  # (after the sending)
+    return job
+
+
+def _run_here_if_unsent(job_pk) -> None:
+    unsent = Job.objects.filter(pk=job_pk, status=Status.QUEUED, progress__enqueue_failed=True)
+    if unsent.exists():
+        lifecycle.run_job(job_pk)
+
+
+def run(job: Job, attempt: int) -> str | None:
+    from sessions_app.services.importer import tidy_entries
+    from sessions_app.services.search import index_stored_entries
+
+    params = job.params or {}
+    if params.get("tidy"):
+        tidy_entries()
+    read = sum(index_stored_entries(pk, seq) for pk, seq in params.get("work") or [])
+    return lifecycle.finish_own(job, attempt, Status.DONE, phase="done", entries=read)
+
+
+KIND = lifecycle.register(
+    lifecycle.JobKind(
+        kind=Job.Kind.SEARCH_INDEX,
+        on_stale=lifecycle.REQUEUE,
+        queue=None,  # the default queue: small tasks, served with the imports
+        run=run,
+    )
+)

@@ -1,0 +1,572 @@
+// The chat box: slash commands with completion, and images to send with a message.
+// The command list comes from the server (#composer-config, rendered from
+// selectors/panels/composer.py); each command calls the endpoint the rest of the page
+// uses for that action. Runs before chat.js's handlers (capture listeners on window):
+// a command or a message with images is handled here, anything else goes on to chat.js.
+(function () {
+  "use strict";
+  var NAME = /^\/([A-Za-z][\w-]*)(?:\s([\s\S]*))?$/;
+  var IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+  var MAX_SIDE = 2000; // pi scales larger images down to fit 2000x2000 before sending
+
+  var chat, box, input, form, popup, tray, notice, config;
+  var commands = {};
+  var items = [];
+  var active = 0;
+  var images = [];
+  var confirmedUnknown = null;
+
+  function csrfToken() {
+    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (m) return decodeURIComponent(m[1]);
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function say(text, level) {
+    var p = document.createElement("p");
+    p.className = "notice " + (level || "info");
+    p.textContent = text;
+    notice.innerHTML = "";
+    notice.appendChild(p);
+  }
+
+  function request(url, data, extra) {
+    var body = data instanceof FormData ? data : new URLSearchParams(data || {});
+    var headers = { "X-CSRFToken": csrfToken() };
+    if (extra && extra.htmx) headers["HX-Request"] = "true";
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: headers,
+      body: body,
+      redirect: extra && extra.manual ? "manual" : "follow",
+    });
+  }
+
+  function showResponse(resp) {
+    return resp.text().then(function (html) { notice.innerHTML = html; }); // escaped partial
+  }
+
+  function leaf() {
+    var marker = document.getElementById("chat-leaf");
+    return (marker && marker.dataset.leaf) || "";
+  }
+
+  function withEntry(url, id) { return url.replace("__entry__", encodeURIComponent(id)); }
+
+  // --- what completes the arguments ------------------------------------------------
+
+  function modelSelect() { return document.getElementById("chat-model-select"); }
+
+  function currentModelOption() {
+    var select = modelSelect();
+    var label = document.getElementById("chat-model");
+    if (!select || !label) return null;
+    for (var i = 0; i < select.options.length; i++) {
+      if (select.options[i].value && select.options[i].value === label.textContent.trim()) {
+        return select.options[i];
+      }
+    }
+    return null;
+  }
+
+  function modelChoices() {
+    var select = modelSelect();
+    if (!select) return [];
+    return Array.prototype.filter.call(select.options, function (o) { return !!o.value; })
+      .map(function (o) {
+        return { value: o.value, hint: o.textContent + (o.dataset.images === "1" ? " \u00b7 takes images" : "") };
+      });
+  }
+
+  function thinkingLevels() {
+    var option = currentModelOption();
+    if (option && option.dataset.levels) return option.dataset.levels.split(",");
+    var select = document.getElementById("chat-thinking-select");
+    var form_ = document.getElementById("chat-thinking-form");
+    if (!select || !form_ || form_.hidden) return ["off"];
+    return Array.prototype.map.call(select.options, function (o) { return o.value; });
+  }
+
+  function argumentChoices(command) {
+    if (command.completes === "models") return modelChoices();
+    if (command.completes === "thinking") {
+      return thinkingLevels().map(function (l) { return { value: l, hint: "" }; });
+    }
+    if (command.completes === "formats") {
+      return config.formats.map(function (f) { return { value: f, hint: "" }; });
+    }
+    return [];
+  }
+
+  // --- the completion list ---------------------------------------------------------
+
+  function suggestions(text) {
+    var m = text.match(/^\/([\w-]*)$/);
+    if (m) {
+      var typed = m[1].toLowerCase();
+      return config.commands.filter(function (c) { return c.name.indexOf(typed) === 0; })
+        .map(function (c) {
+          return { label: "/" + c.name, hint: (c.argument ? c.argument + " \u00b7 " : "") + c.description,
+            text: "/" + c.name + (c.argument ? " " : ""), runs: !c.argument };
+        });
+    }
+    m = text.match(/^\/([\w-]+) (\S*)$/);
+    if (!m || !commands[m[1]]) return [];
+    var command = commands[m[1]];
+    var typedArg = m[2].toLowerCase();
+    return argumentChoices(command).filter(function (choice) {
+      return choice.value.toLowerCase().indexOf(typedArg) !== -1;
+    }).map(function (choice) {
+      return { label: choice.value, hint: choice.hint === choice.value ? "" : choice.hint,
+        text: "/" + command.name + " " + choice.value, runs: true };
+    });
+  }
+
+  function closePopup() {
+    items = [];
+    popup.hidden = true;
+    popup.innerHTML = "";
+    input.removeAttribute("aria-activedescendant");
+  }
+
+  function renderPopup() {
+    popup.innerHTML = "";
+    items.forEach(function (item, i) {
+      var li = document.createElement("li");
+      li.id = "composer-option-" + i;
+      li.setAttribute("role", "option");
+      li.className = "composer-option" + (i === active ? " active" : "");
+      li.setAttribute("aria-selected", i === active ? "true" : "false");
+      li.dataset.index = String(i);
+      var label = document.createElement("code");
+      label.textContent = item.label;
+      li.appendChild(label);
+      if (item.hint) {
+        var hint = document.createElement("span");
+        hint.className = "hint";
+        hint.textContent = " " + item.hint;
+        li.appendChild(hint);
+      }
+      popup.appendChild(li);
+    });
+    popup.hidden = items.length === 0;
+    if (items.length) {
+      input.setAttribute("aria-activedescendant", "composer-option-" + active);
+      var current = popup.children[active];
+      if (current && current.scrollIntoView) current.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function updatePopup() {
+    items = suggestions(input.value);
+    active = 0;
+    renderPopup();
+  }
+
+  function accept(index, run) {
+    var item = items[index];
+    if (!item) return;
+    input.value = item.text;
+    input.focus();
+    input.setSelectionRange(item.text.length, item.text.length);
+    closePopup();
+    if (run && item.runs) form.requestSubmit();
+    else updatePopup();
+  }
+
+  // --- the commands ------------------------------------------------------------------
+
+  var run = {
+    model: function (arg) {
+      var select = modelSelect();
+      var modelForm = chat.querySelector(".chat-model-form");
+      var known = modelChoices().some(function (c) { return c.value === arg; });
+      if (!select || !modelForm) return say("There are no models to choose from: add a key on the Models page.", "error");
+      if (!known) return say("No model " + arg + " among yours: type /model and pick one from the list.", "error");
+      select.value = arg;
+      modelForm.requestSubmit(); // chat.js switches, as the picker does
+    },
+    thinking: function (arg) {
+      var levels = thinkingLevels();
+      var select = document.getElementById("chat-thinking-select");
+      var thinkingForm = document.getElementById("chat-thinking-form");
+      if (levels.indexOf(arg) === -1 || !select || !thinkingForm) {
+        return say("Thinking level " + arg + " is not one this model takes (" + levels.join(", ") + ").", "error");
+      }
+      if (!Array.prototype.some.call(select.options, function (o) { return o.value === arg; })) {
+        var option = document.createElement("option");
+        option.value = option.textContent = arg;
+        select.appendChild(option);
+      }
+      select.value = arg;
+      thinkingForm.requestSubmit(); // chat.js sets it, as the thinking control does
+    },
+    compact: function (arg) {
+      return request(box.dataset.compactUrl, { focus: arg }, { htmx: true }).then(function (resp) {
+        if (resp.ok) {
+          return say(arg ? "Compaction queued, focused on: " + arg : "Compaction queued.", "ok");
+        }
+        return showResponse(resp);
+      });
+    },
+    name: function (arg) {
+      return request(box.dataset.renameUrl, { name: arg }, { manual: true }).then(function (resp) {
+        if (resp.type !== "opaqueredirect" && !resp.ok) return say("Could not rename the session.", "error");
+        var title = document.querySelector(".session-head h1");
+        if (title) title.textContent = arg;
+        var nameInput = document.getElementById("rename-input");
+        if (nameInput) nameInput.value = arg;
+        document.title = arg + " \u00b7 piweb";
+        say("Renamed: " + arg, "ok");
+      });
+    },
+    fork: function () {
+      var at = leaf();
+      if (!at) return say("Nothing to fork yet: the session has no entries.", "error");
+      return request(withEntry(box.dataset.forkUrl, at), { scope: "path" }, { htmx: true }).then(function (resp) {
+        var target = resp.headers.get("HX-Redirect");
+        if (resp.ok && target) { window.location.assign(target); return; }
+        return showResponse(resp);
+      });
+    },
+    tree: function () {
+      var page = document.querySelector(".session-page");
+      if (page && page.classList.contains("tree-closed")) {
+        var toggle = document.getElementById("toggle-tree");
+        if (toggle) toggle.click();
+      }
+      var tree = document.querySelector("#tree-panel .tree");
+      if (!tree) return say("The tree is not on this page.", "error");
+      tree.focus();
+      var selected = tree.querySelector(".tn.selected, .tn.current");
+      if (selected) selected.scrollIntoView({ block: "center" });
+    },
+    export: function (arg) {
+      var format = (arg || "html").toLowerCase();
+      if (config.formats.indexOf(format) === -1) {
+        return say("Unknown export format " + arg + ": use " + config.formats.join(", ") + ".", "error");
+      }
+      var url = box.dataset.exportUrl.replace("__format__", format);
+      if (leaf() && format !== "jsonl") url += "?leaf=" + encodeURIComponent(leaf());
+      var link = document.createElement("a");
+      link.href = url;
+      link.download = "";
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+      say("Exporting this branch as " + format + "\u2026", "ok");
+    },
+    share: function () {
+      var url = box.dataset.shareUrl + (leaf() ? "?leaf=" + encodeURIComponent(leaf()) : "");
+      window.location.assign(url);
+    },
+    copy: function () {
+      var answers = Array.prototype.slice.call(
+        document.querySelectorAll("#chat-transcript .chat-msg.r-assistant[data-entry-id]")).reverse();
+      function next(i) {
+        if (i >= answers.length) return Promise.resolve(say("No answer to copy yet.", "error"));
+        return fetch(withEntry(box.dataset.rawUrl, answers[i].dataset.entryId), { credentials: "same-origin" })
+          .then(function (r) { return r.ok ? r.json() : null; })
+          .then(function (entry) {
+            var content = (entry && entry.message && entry.message.content) || [];
+            var text = (Array.isArray(content) ? content : [])
+              .filter(function (b) { return b && b.type === "text"; })
+              .map(function (b) { return b.text || ""; }).join("").trim();
+            if (!text) return next(i + 1);
+            return writeClipboard(text).then(function () {
+              say("Copied the last answer (" + text.length + " characters).", "ok");
+            }, function () {
+              say("The browser did not allow copying to the clipboard.", "error");
+            });
+          });
+      }
+      return next(0);
+    },
+    new: function () {
+      if (!box.dataset.newCwd) return say("This session has no workspace to start from: start one from the sessions list.", "error");
+      var f = document.createElement("form");
+      f.method = "post";
+      f.action = box.dataset.newUrl;
+      [["csrfmiddlewaretoken", csrfToken()], ["cwd", box.dataset.newCwd]].forEach(function (pair) {
+        var field = document.createElement("input");
+        field.type = "hidden";
+        field.name = pair[0];
+        field.value = pair[1];
+        f.appendChild(field);
+      });
+      document.body.appendChild(f);
+      f.submit();
+    },
+  };
+
+  function writeClipboard(text) {
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      return navigator.clipboard.writeText(text).catch(function () { return copyBySelection(text); });
+    }
+    return copyBySelection(text);
+  }
+
+  function copyBySelection(text) {
+    var area = document.createElement("textarea");
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    var done = document.execCommand("copy");
+    area.remove();
+    return done ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  // A command: run it and keep chat.js from sending it. Anything else goes on.
+  function handleCommand(ev) {
+    var text = input.value.trim();
+    var m = text.match(NAME);
+    if (!m) return false;
+    var command = commands[m[1].toLowerCase()];
+    var arg = (m[2] || "").trim();
+    if (!command) {
+      if (confirmedUnknown === text) return false; // sent as text, as pi sends it
+      confirmedUnknown = text;
+      stop(ev);
+      say("/" + m[1] + " is not a command (type / for the list). Press Enter again to send it to the model as text, as pi does.", "error");
+      return true;
+    }
+    stop(ev);
+    if (command.argument_required && !arg) {
+      say("/" + command.name + " needs " + command.argument + ".", "error");
+      return true;
+    }
+    input.value = "";
+    closePopup();
+    Promise.resolve(run[command.name](arg)).catch(function () {
+      say("Could not reach the server.", "error");
+    });
+    return true;
+  }
+
+  function stop(ev) {
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  }
+
+  // --- images --------------------------------------------------------------------------
+
+  function imagesAllowed() {
+    var option = currentModelOption();
+    if (option) return option.dataset.images === "1";
+    return !!config.images.allowed;
+  }
+
+  function imagesReason() {
+    var option = currentModelOption();
+    if (option && option.dataset.images !== "1") return option.value + " does not take images.";
+    return config.images.reason || "This model does not take images.";
+  }
+
+  function syncAttach() {
+    var button = document.getElementById("composer-attach");
+    if (!button) return;
+    var allowed = imagesAllowed();
+    button.disabled = !allowed;
+    button.title = allowed ? "Attach images (or paste them, or drop them on the box)" : imagesReason();
+  }
+
+  function renderTray() {
+    tray.innerHTML = "";
+    images.forEach(function (image, i) {
+      var figure = document.createElement("figure");
+      figure.className = "composer-thumb";
+      var img = document.createElement("img");
+      img.src = image.url;
+      img.alt = image.name;
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "small composer-remove";
+      remove.dataset.index = String(i);
+      remove.setAttribute("aria-label", "Remove " + image.name);
+      remove.textContent = "\u00d7";
+      figure.appendChild(img);
+      figure.appendChild(remove);
+      tray.appendChild(figure);
+    });
+    tray.hidden = images.length === 0;
+  }
+
+  function readAsDataUrl(blob) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () { resolve(reader.result); };
+      reader.onerror = reject;
+      reader.readAsDataURL(blob);
+    });
+  }
+
+  // Images over 2000 px on a side are scaled down in the page, as pi does before it sends.
+  function fitted(file) {
+    if (!window.createImageBitmap || file.type === "image/gif") return Promise.resolve(file);
+    return createImageBitmap(file).then(function (bitmap) {
+      var scale = Math.min(1, MAX_SIDE / bitmap.width, MAX_SIDE / bitmap.height);
+      if (scale >= 1) return file;
+      var canvas = document.createElement("canvas");
+      canvas.width = Math.round(bitmap.width * scale);
+      canvas.height = Math.round(bitmap.height * scale);
+      canvas.getContext("2d").drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      return new Promise(function (resolve) {
+        canvas.toBlob(function (blob) { resolve(blob || file); }, file.type, 0.9);
+      });
+    }, function () { return file; });
+  }
+
+  function addFiles(files) {
+    files = Array.prototype.filter.call(files || [], function (f) { return f && f.type.indexOf("image/") === 0; });
+    if (!files.length) return;
+    if (!imagesAllowed()) return say(imagesReason() + " Switch to a model that does to attach images.", "error");
+    files.forEach(function (file) {
+      if (IMAGE_TYPES.indexOf(file.type) === -1) return say(file.name + ": only PNG, JPEG, GIF and WebP images can be sent.", "error");
+      if (images.length >= config.images.maxCount) return say("A message takes at most " + config.images.maxCount + " images.", "error");
+      var slot = { name: file.name || "pasted image", blob: null, url: "" };
+      images.push(slot);
+      fitted(file).then(function (blob) {
+        if (blob.size > config.images.maxBytes) {
+          images.splice(images.indexOf(slot), 1);
+          renderTray();
+          return say(slot.name + " is over " + (config.images.maxBytes / 1048576).toFixed(1) + " MB.", "error");
+        }
+        slot.blob = blob;
+        return readAsDataUrl(blob).then(function (url) { slot.url = url; renderTray(); });
+      });
+    });
+  }
+
+  function sendWithImages(ev) {
+    if (!images.length) return false;
+    stop(ev);
+    if (images.some(function (image) { return !image.blob; })) {
+      say("The images are still being read; send again in a moment.", "info");
+      return true;
+    }
+    var data = new FormData();
+    data.append("text", input.value);
+    images.forEach(function (image) { data.append("images", image.blob, image.name); });
+    var send = document.getElementById("chat-send");
+    if (send) send.disabled = true;
+    request(chat.dataset.sendUrl, data).then(function (resp) {
+      if (send) send.disabled = false;
+      if (resp.ok) {
+        input.value = "";
+        images = [];
+        renderTray();
+      }
+      return showResponse(resp);
+    }, function () {
+      if (send) send.disabled = false;
+      say("Could not reach the server.", "error");
+    });
+    return true;
+  }
+
+  // --- wiring ------------------------------------------------------------------------
+
+  function bind() {
+    // Capture listeners on window run before chat.js's (on the form and the box).
+    window.addEventListener("submit", function (ev) {
+      if (ev.target !== form) return;
+      if (handleCommand(ev)) return;
+      sendWithImages(ev);
+    }, true);
+
+    window.addEventListener("keydown", function (ev) {
+      if (ev.target !== input) return;
+      if (!popup.hidden && items.length) {
+        if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+          active = (active + (ev.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+          renderPopup();
+          return stop(ev);
+        }
+        if (ev.key === "Tab" || (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing)) {
+          stop(ev);
+          return accept(active, ev.key === "Enter");
+        }
+        if (ev.key === "Escape") {
+          closePopup();
+          return stop(ev);
+        }
+      }
+    }, true);
+
+    input.addEventListener("input", function () {
+      if (confirmedUnknown !== null && input.value.trim() !== confirmedUnknown) confirmedUnknown = null;
+      updatePopup();
+    });
+    input.addEventListener("blur", function () { setTimeout(closePopup, 150); });
+    popup.addEventListener("mousedown", function (ev) {
+      var li = ev.target.closest(".composer-option");
+      if (!li) return;
+      ev.preventDefault(); // keep the focus in the box
+      accept(Number(li.dataset.index), true);
+    });
+
+    input.addEventListener("paste", function (ev) {
+      var files = ev.clipboardData ? Array.prototype.slice.call(ev.clipboardData.files || []) : [];
+      if (!files.length) return;
+      ev.preventDefault();
+      addFiles(files);
+    });
+    form.addEventListener("dragover", function (ev) {
+      if (ev.dataTransfer && Array.prototype.indexOf.call(ev.dataTransfer.types || [], "Files") !== -1) {
+        ev.preventDefault();
+        form.classList.add("composer-drop");
+      }
+    });
+    form.addEventListener("dragleave", function () { form.classList.remove("composer-drop"); });
+    form.addEventListener("drop", function (ev) {
+      form.classList.remove("composer-drop");
+      if (!ev.dataTransfer || !ev.dataTransfer.files.length) return;
+      ev.preventDefault();
+      addFiles(ev.dataTransfer.files);
+    });
+    var file = document.getElementById("composer-file");
+    document.getElementById("composer-attach").addEventListener("click", function () { file.click(); });
+    file.addEventListener("change", function () {
+      addFiles(file.files);
+      file.value = "";
+    });
+    tray.addEventListener("click", function (ev) {
+      var remove = ev.target.closest(".composer-remove");
+      if (!remove) return;
+      images.splice(Number(remove.dataset.index), 1);
+      renderTray();
+      input.focus();
+    });
+
+    // The model changed (the picker or /model): may it take images?
+    var label = document.getElementById("chat-model");
+    if (label && window.MutationObserver) {
+      new MutationObserver(syncAttach).observe(label, { childList: true, characterData: true, subtree: true });
+    }
+    syncAttach();
+  }
+
+  function init() {
+    chat = document.getElementById("chat");
+    box = document.getElementById("composer");
+    var raw = document.getElementById("composer-config");
+    if (!chat || !box || !raw || box.dataset.bound) return;
+    box.dataset.bound = "1";
+    config = JSON.parse(raw.textContent);
+    config.commands.forEach(function (c) { commands[c.name] = c; });
+    input = document.getElementById("chat-input");
+    form = document.getElementById("chat-form");
+    popup = document.getElementById("composer-complete");
+    tray = document.getElementById("composer-images");
+    notice = document.getElementById("chat-notice");
+    bind();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

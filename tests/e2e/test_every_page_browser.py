@@ -1,0 +1,251 @@
+"""Every main page in headless Chromium, with no failed request and no console error.
+
+Logged in, the crawl opens the sessions list, the session pages of seeded sessions that
+hold every kind of entry part (with the drawer, the inspector, the context chart and the
+workspace dialog opened), compare, sharing, a share link (logged in and logged out),
+comments, activity, usage, models, teams, search, the jobs panel and each panel's own
+endpoint, the HTML export (downloaded, then opened), the login page, a 403 and a 404.
+Any response of 400 or more that the crawl did not ask for (a favicon, a static file, an
+htmx partial), any console error, script error or Content-Security-Policy violation
+fails it.
+
+The routes come from sessions_app/urls.py: every GET route without parameters and every
+route of one session alone must be visited, or be listed below as an action (checked to
+refuse a GET with 405) or a download (checked to answer 200), so a new page cannot be
+left out silently.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+from django.urls import Resolver404, resolve, reverse
+from playwright.sync_api import expect
+
+from sessions_app import urls as app_urls
+from sessions_app.models import Team, TeamMembership
+from sessions_app.services import comments, sharing
+from tests.support.pi1_session import import_pi1_session
+from tests.support.tree_data import import_branched
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Routes of no parameter or of one session that are not pages: POST actions (a GET must
+# answer 405) and downloads (a GET must answer 200).
+ACTIONS = {
+    "session_import",
+    "session_new",
+    "team_create",
+    "models_key",
+    "models_key_remove",
+    "models_test",
+    "models_default",
+    "session_rename",
+    "session_pin",
+    "session_archive",
+    "session_tags",
+    "session_delete",
+    "sharing_team",
+    "sharing_link",
+    "compare_summary",
+    "review_comment_add",
+    "chat_send",
+    "chat_stop",
+    "chat_model",
+    "chat_thinking",
+    "workspace_continue",
+    "pi_file_write_back",
+    "jobs_compact",
+    "jobs_settings",
+}
+DOWNLOADS = {"usage_csv"}
+
+# Shows a CSP violation as a console error, whatever reports it.
+CSP_REPORTER = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`);
+});
+"""
+
+
+class Crawl:
+    """A page whose every request, response and console message is watched."""
+
+    def __init__(self, page, origin: str):
+        self.page, self.origin = page, origin
+        self.problems: list[str] = []
+        self.routes: set[str] = set()
+        self.where = ""
+        self.expected: tuple[str, int] | None = None  # a navigation meant to fail
+        page.add_init_script(CSP_REPORTER)
+        page.on("request", self._request)
+        page.on("response", self._response)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"{self.where}: {exc}"))
+
+    def _request(self, request) -> None:
+        if not request.url.startswith(self.origin):
+            return
+        try:
+            match = resolve(urlsplit(request.url).path)
+        except Resolver404:
+            return
+        if match.namespace == "sessions_app":
+            self.routes.add(match.url_name)
+
+    def _is_expected(self, url: str, status: int) -> bool:
+        return self.expected is not None and self.expected == (url, status)
+
+    def _response(self, response) -> None:
+        if response.status >= 400 and not self._is_expected(response.url, response.status):
+            self.problems.append(f"{self.where}: HTTP {response.status} {response.url}")
+
+    def _console(self, message) -> None:
+        if message.type != "error":
+            return
+        if self.expected and message.location.get("url") == self.expected[0]:
+            if message.text.startswith("Failed to load resource"):
+                return  # Chromium's note on the 403/404 page the crawl asked for
+        self.problems.append(f"{self.where}: console: {message.text}")
+
+    def visit(self, path: str, status: int = 200, live: bool = False) -> None:
+        url = self.origin + path
+        self.where = path
+        self.expected = (url, status) if status >= 400 else None
+        response = self.page.goto(url)
+        assert response is not None and response.status == status, (path, response.status)
+        self.settle()
+        if live:  # a page with a websocket: it must open
+            self.page.wait_for_function("() => document.body.dataset.ws === 'open'")
+
+    def settle(self) -> None:
+        self.page.wait_for_load_state("networkidle")
+
+
+@pytest.fixture
+def world(make_user):
+    owner = make_user("crawler")
+    mate = make_user("crawl-mate")
+    pi1 = import_pi1_session(owner)  # usage, system, context edits, tool calls, custom
+    branched = import_branched(owner, "/home/crawler/project")  # bash, thinking, summaries
+    team = Team.objects.create(name="crawlers")
+    TeamMembership.objects.create(team=team, user=owner, role="admin")
+    TeamMembership.objects.create(team=team, user=mate, role="viewer")
+    sharing.share_with_team(pi1, team.pk, "viewer", actor=owner)
+    comments.add_comment(pi1, "b0000002", owner, "why this read?")
+    link = sharing.create_link(branched, actor=owner, leaf_pi_id=None)
+    return {"owner": owner, "mate": mate, "pi1": pi1, "branched": branched, "link": link}
+
+
+def test_every_page_loads_without_a_failed_request_or_console_error(
+    page_for, asgi_server, world, tmp_path
+):
+    origin = asgi_server.url
+    pi1, branched = world["pi1"].pi_id, world["branched"].pi_id
+    token = world["link"].token
+    crawl = Crawl(page_for(world["owner"]), origin)
+    page = crawl.page
+
+    crawl.visit("/", live=True)
+    page.locator("summary", has_text="Import pi session").click()
+    crawl.visit("/?archived=all&sort=name")
+
+    # The session page of every part kind: the drawer, the inspector, the context chart,
+    # the workspace dialog, the review panel.
+    crawl.visit(f"/s/{pi1}/?filter=all", live=True)
+    for entry_id in ("b0000002", "b0000003", "b00000u1", "b00000s1", "b00000e3", "b00000x1"):
+        page.click(f"#n-{entry_id} .preview")
+        expect(page.locator(f'#entry-pane [data-entry="{entry_id}"]').first).to_be_visible()
+        crawl.settle()
+    page.locator("#entry-pane button", has_text="Inspect context here").click()
+    expect(page.locator("#inspector-pane .inspector")).to_be_visible()
+    page.click("#context-gauge")
+    expect(page.locator('[data-usage-chart="context"][data-ready]')).to_have_count(1)
+    page.keyboard.press("Escape")
+    workspace_box = page.locator("#workspace-box")
+    if workspace_box.get_attribute("open") is None:
+        workspace_box.locator("summary").click()
+    expect(workspace_box.locator("form")).to_be_visible()
+    crawl.settle()
+
+    crawl.visit(f"/s/{branched}/", live=True)
+    for entry_id in ("e000000c", "e0000011", "e00000c1", "e0000b51", "e0000014"):
+        page.click(f"#n-{entry_id} .preview")
+        expect(page.locator(f'#entry-pane [data-entry="{entry_id}"]').first).to_be_visible()
+        crawl.settle()
+    # The HTML export, downloaded from the review panel and opened.
+    with page.expect_download() as download:
+        page.click("a.rv-export[data-format=html]")
+    export = tmp_path / "export.html"
+    download.value.save_as(export)
+    crawl.where = "the HTML export"
+    page.goto(export.as_uri())
+    expect(page.locator("body.rv-export")).to_be_visible()
+    crawl.settle()
+
+    # Each page of one session, and each panel's own endpoint opened as a page.
+    for path in (
+        f"/s/{branched}/compare/?a=e0000014&b=e0000016",
+        f"/s/{branched}/compare/files/?a=e0000014&b=e0000016",
+        f"/s/{pi1}/sharing/",
+        f"/s/{pi1}/review/",
+        f"/s/{pi1}/review/comments/?entry=b0000002",
+        f"/s/{pi1}/review/counts.json",
+        f"/s/{pi1}/activity/",
+        f"/s/{pi1}/jobs/",
+        f"/s/{pi1}/stats/",
+        f"/s/{pi1}/provenance/",
+        f"/s/{pi1}/tree/",
+        f"/s/{pi1}/inspect/",
+        f"/s/{pi1}/chat/transcript/",
+        f"/s/{pi1}/chat/state/",
+        f"/s/{pi1}/pi-file/",
+        f"/s/{pi1}/usage/chart/",
+        f"/l/{token}/",
+        "/sessions/table/",
+        "/search/?q=flaky",
+        "/usage/",
+        "/models/",
+        "/teams/",
+    ):
+        crawl.visit(path)
+
+    # A page the user may not open (a viewer on the sharing page), and one that is not there.
+    crawl.visit("/s/no-such-session/", status=404)
+    crawl.visit("/no/such/page/", status=404)
+    viewer = Crawl(page_for(world["mate"]), origin)
+    viewer.visit(f"/s/{pi1}/", live=True)
+    viewer.visit(f"/s/{pi1}/sharing/", status=403)
+
+    # Logged out: the login page, the share link and its export.
+    visitor = Crawl(page_for(None), origin)
+    visitor.visit("/login/")
+    visitor.visit(f"/l/{token}/", live=True)
+    visitor.page.locator(".rv-node").first.wait_for()
+
+    problems = crawl.problems + viewer.problems + visitor.problems
+    assert not problems, "\n".join(problems)
+
+    # Every page route was visited, or is an action or a download that says so.
+    visited = crawl.routes | viewer.routes | visitor.routes
+    for name in sorted(ACTIONS):
+        answer = page.request.get(origin + _path_of(name, pi1))
+        assert answer.status == 405, f"{name}: listed as an action, but GET gives {answer.status}"
+    for name in sorted(DOWNLOADS):
+        assert page.request.get(origin + _path_of(name, pi1)).status == 200, name
+    pages = {name for name, params in _routes() if params <= {"session_id"}}
+    missed = pages - visited - ACTIONS - DOWNLOADS
+    assert not missed, f"routes neither visited nor listed as not a page: {sorted(missed)}"
+    assert not (ACTIONS | DOWNLOADS) - pages, "a listed route is gone or takes parameters"
+
+
+def _routes() -> list[tuple[str, set[str]]]:
+    """(name, parameter names) of every route of sessions_app/urls.py."""
+    return [(p.name, set(p.pattern.converters)) for p in app_urls.urlpatterns]
+
+
+def _path_of(name: str, session_id: str) -> str:
+    params = dict(_routes())[name]
+    kwargs = {"session_id": session_id} if params else {}
+    return reverse(f"sessions_app:{name}", kwargs=kwargs)
