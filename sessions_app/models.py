@@ -542,7 +542,7 @@ class WorkspaceUsage(models.Model):
 
 
 class ProviderKey(models.Model):
-    """A user's own API key for one model provider, encrypted (services/provider_keys.py).
+    """A user's own API key for one model provider, encrypted (selectors/provider_keys.py reads it, services/provider_keys.py stores it).
 
     The key is stored only as a Fernet token; it is never shown back, logged or exported.
     ``hint`` keeps the last four characters so that the Models page can tell keys apart.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sessions_app.services.errors import ServiceError
+from sessions_app.core.errors import ServiceError
 
 TRUE_WORDS = ("1", "true", "on", "yes")
 

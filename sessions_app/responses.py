@@ -20,11 +20,11 @@ from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.params import query
 from sessions_app.presentation import exports
 from sessions_app.services import sessions
 from sessions_app.services.access import EDITOR, OWNER, VIEWER, check_access
-from sessions_app.services.errors import ServiceError
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
 LEVELS = ("info", "ok", "error")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from sessions_app import rendering
 from sessions_app.models import Session
-from sessions_app.services.compare import compare
+from sessions_app.selectors.compare import compare
 
 
 def rendered_comparison(session: Session, a_pi_id: str, b_pi_id: str) -> dict:
-    """`services.compare.compare` (CompareError on bad input), each side's segment also
+    """`selectors.compare.compare` (CompareError on bad input), each side's segment also
     rendered (`rendered`) within half the page's budget, with the count `not_shown`."""
     result = compare(session, a_pi_id, b_pi_id)
     for side in ("a", "b"):

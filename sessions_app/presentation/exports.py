@@ -17,6 +17,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from sessions_app import rendering
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.exports import branch_markdown, tree_rows
 from sessions_app.core.input_limits import display_value
 from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
@@ -26,9 +27,8 @@ from sessions_app.selectors import paths
 from sessions_app.selectors.changes import path_changes
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.paths import UNSET
 from sessions_app.selectors.provenance import pi_session_file_name
-from sessions_app.services.errors import ServiceError
-from sessions_app.services.sessions import UNSET
 
 FORMATS = ("jsonl", "html", "md")
 CONTENT_TYPES = {
@@ -214,7 +214,7 @@ def export_session(
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
-        from sessions_app.services.exporter import iter_session_chunks
+        from sessions_app.selectors.exporter import iter_session_chunks
 
         content = iter_session_chunks(session)
     elif fmt == "html":

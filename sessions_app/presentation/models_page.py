@@ -4,7 +4,7 @@ the models they can call, and their default (never a key)."""
 from __future__ import annotations
 
 from sessions_app.models import ModelPreference
-from sessions_app.services import llm, provider_keys
+from sessions_app.selectors import llm, provider_keys
 
 
 def models_page_context(user) -> dict:

@@ -1,21 +1,24 @@
 """What the agent changed in the files: per node, per branch, and two branches compared.
 
-A node's changes come from its file snapshot (`services/changes.py`: base → commit of
-the workspace's shadow repository, diffed by git). A session without snapshots (imported
-from pi) gets its `edit` and `write` calls replayed (`context/file_changes.py`), marked
+A node's changes come from its file snapshot (`services/changes.py` records them: base →
+commit of the workspace's shadow repository, diffed by git). A session without snapshots (imported
+from pi) gets its `edit` and `write` calls replayed (`core/file_changes.py`), marked
 as reconstructed. Every diff is cut to PIWEB_DIFF_MAX_FILE_BYTES per file and
 PIWEB_DIFF_MAX_TOTAL_BYTES per answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Count, F
 
-from sessions_app.agent.snapshots import SnapshotError
+from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.compare import compare_branches
 from sessions_app.core.file_changes import (
     FILE_TOOLS,
@@ -27,8 +30,43 @@ from sessions_app.core.file_changes import (
     tool_results,
 )
 from sessions_app.models import Entry, FileSnapshot, Session
-from sessions_app.selectors import paths
-from sessions_app.services.changes import repo_for
+from sessions_app.selectors import paths, workspaces
+from sessions_app.selectors.entries import get_entry
+
+
+def repo_key(work_tree: str) -> str:
+    return hashlib.sha256(os.fsencode(work_tree)).hexdigest()[:32]
+
+
+def repo_at(work_tree: str) -> ShadowRepo:
+    """The shadow repository of the workspace whose real path is ``work_tree``."""
+    git_dir = os.path.join(os.fspath(settings.PIWEB_SNAPSHOT_DIR), repo_key(work_tree) + ".git")
+    return ShadowRepo(git_dir, work_tree, max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024)
+
+
+def repo_for(session: Session) -> ShadowRepo | None:
+    """The session's workspace repository; None when snapshots are off or the session has
+    no workspace here (an imported session whose cwd is elsewhere)."""
+    if not settings.PIWEB_SNAPSHOTS:
+        return None
+    try:
+        real = workspaces.session_cwd(session)
+    except WorkspaceError:
+        return None
+    if not os.path.isdir(real):
+        return None
+    return repo_at(real)
+
+
+def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
+    """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
+    entry = get_entry(session, pi_id)
+    pks = paths.path_entry_pks(entry.pk)
+    position = {pk: i for i, pk in enumerate(pks)}
+    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
+    if not snaps:
+        return None
+    return max(snaps, key=lambda s: (position[s.entry_id], s.pk))
 
 
 @dataclass

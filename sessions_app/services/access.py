@@ -9,7 +9,6 @@ ids never leak; someone with too weak a role gets 403.
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
 
@@ -41,16 +40,6 @@ class Access:
     @property
     def via_link(self) -> bool:
         return self.share_link is not None
-
-
-def visible_sessions(user):
-    """Sessions `user` may read: owned, or shared with one of their teams."""
-    if not user.is_authenticated:
-        return Session.objects.none()
-    # A semi-join, not a JOIN + DISTINCT: the row estimate stays sane, so callers can put
-    # it inside bigger queries (search filters a million entries through it).
-    shared = SessionShare.objects.filter(team__members=user).values("session_id")
-    return Session.objects.filter(Q(owner=user) | Q(pk__in=shared))
 
 
 def role_for(user, session: Session) -> str | None:

@@ -15,20 +15,15 @@ while a run is active, and records a `custom` entry (customType ``piweb.rewind``
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 
-from django.conf import settings
 from django.db import transaction
 
-from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
+from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
-from sessions_app.selectors import paths
-from sessions_app.selectors.entries import get_entry
-from sessions_app.services import events, sandboxing, sessions, workspaces
-from sessions_app.services.errors import ServiceError
+from sessions_app.selectors.changes import repo_for, repo_key, state_at
+from sessions_app.services import events, sandboxing, sessions
 
 log = logging.getLogger(__name__)
 REWIND_TYPE = "piweb.rewind"
@@ -39,30 +34,6 @@ class RestoreError(ServiceError):
 
     status = 409
     code = "restore"
-
-
-def repo_key(work_tree: str) -> str:
-    return hashlib.sha256(os.fsencode(work_tree)).hexdigest()[:32]
-
-
-def repo_at(work_tree: str) -> ShadowRepo:
-    """The shadow repository of the workspace whose real path is ``work_tree``."""
-    git_dir = os.path.join(os.fspath(settings.PIWEB_SNAPSHOT_DIR), repo_key(work_tree) + ".git")
-    return ShadowRepo(git_dir, work_tree, max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024)
-
-
-def repo_for(session: Session) -> ShadowRepo | None:
-    """The session's workspace repository; None when snapshots are off or the session has
-    no workspace here (an imported session whose cwd is elsewhere)."""
-    if not settings.PIWEB_SNAPSHOTS:
-        return None
-    try:
-        real = workspaces.session_cwd(session)
-    except WorkspaceError:
-        return None
-    if not os.path.isdir(real):
-        return None
-    return repo_at(real)
 
 
 def begin(session: Session) -> str | None:
@@ -152,17 +123,6 @@ def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
     ]
     FileSnapshot.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
-
-
-def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
-    """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
-    entry = get_entry(session, pi_id)
-    pks = paths.path_entry_pks(entry.pk)
-    position = {pk: i for i, pk in enumerate(pks)}
-    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
-    if not snaps:
-        return None
-    return max(snaps, key=lambda s: (position[s.entry_id], s.pk))
 
 
 def restore_files(session: Session, user, pi_id: str) -> Entry:

@@ -23,7 +23,6 @@ bash process group.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -36,20 +35,20 @@ from sessions_app.agent.loop import now_ms
 from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.images import ImageError, image_blocks, takes_images
 from sessions_app.models import Job, QueuedMessage, Session
+from sessions_app.selectors import llm, workspaces
+from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.pi_file import pi_writing_since
+from sessions_app.selectors.runs import active_run
+from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import (
-    llm,
     resources,
     sandboxing,
     sessions,
-    workspaces,
-    write_back,
 )
-from sessions_app.services.errors import ServiceError
 from sessions_app.services.jobs import agent_run, lifecycle
-from sessions_app.services.model_input import model_input
-from sessions_app.services.shared_state import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 
@@ -78,24 +77,6 @@ class QueueGone(ChatError):
 class ChatUnavailable(ChatError):
     code = "unavailable"
     status = 503
-
-
-def run_state(session: Session) -> dict | None:
-    """The in-progress run of a session as last saved by the worker, or None."""
-    try:
-        raw = redis_client().get(redis_key("run", session.pk))
-    except redis.RedisError as exc:
-        log.warning("could not read run state: %s", exc)
-        return None
-    return json.loads(raw) if raw else None
-
-
-def active_run(session: Session) -> Job | None:
-    return (
-        Job.objects.filter(session=session, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
-        .order_by("created_at")
-        .first()
-    )
 
 
 # ----------------------------------------------------------------------------- sending
@@ -166,7 +147,7 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
     the text block); with images the text may be empty."""
     images = list(images or ())
     parsed = Parsed("agent", "") if images and not (text or "").strip() else parse_input(text)
-    if write_back.pi_writing_since(session) is not None:
+    if pi_writing_since(session) is not None:
         raise ChatError(
             "pi is writing this session right now: the chat waits until pi has been quiet "
             f"for {settings.PIWEB_PI_QUIET_SECONDS:g} seconds. Fork it to go on here now.",

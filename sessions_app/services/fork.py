@@ -24,15 +24,16 @@ import uuid
 
 from django.db import connection, transaction
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.preview import clean_text, entry_preview, entry_row_columns
 from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
+from sessions_app.selectors import workspaces
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import changes, events, search, sessions, workspace_choice, workspaces
+from sessions_app.services import changes, events, search, sessions, workspace_choice
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
-from sessions_app.services.errors import ServiceError
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.import_lines import (
     MAX_LINE_BYTES,
     LinePreparer,
@@ -75,7 +76,6 @@ from sessions_app.services.bulk_entries import (
     deferred_wal_checkpoint,
     set_parents,
 )
-from sessions_app.services.errors import ServiceError
 from sessions_app.services.search import index_new_entries, index_stored_entries
 from sessions_app.services.usage import NEW_SESSION_FIELDS, apply_to_new_sessions, mark_fork_copies
 
@@ -182,7 +182,7 @@ class _Import:
         self.existing: Iterator[tuple[str, str]] | None = None
         self.existing_left = 0  # stored entries the file has not matched yet
         # A stored entry the file writes later than its place (piweb's exports end with
-        # the leaf: services/exporter.py); one such entry is accepted.
+        # the leaf: selectors/exporter.py); one such entry is accepted.
         self.moved: tuple[str, str] | None = None
         self.moved_seen = False
         self.header_number = 0  # the header's line, and the lines skipped before it

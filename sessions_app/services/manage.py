@@ -8,11 +8,11 @@ import re
 
 from django.db import transaction
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.input_limits import MAX_NAME_CHARS
 from sessions_app.core.text import clean_text
 from sessions_app.models import Session
 from sessions_app.services import events
-from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import lock_session, record_activity, rename_session
 
 MAX_TAGS = 12

@@ -214,8 +214,8 @@ def request_measure(user_id: int, *, force: bool = False) -> bool:
     """Ask a worker to measure the user's workspaces (at most once every
     ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``): a ``workspace_measure`` job,
     unless one is queued already. True when a job was queued."""
+    from sessions_app.selectors.shared_state import redis_client, redis_key
     from sessions_app.services.jobs import workspace_measure  # (jobs build on us)
-    from sessions_app.services.shared_state import redis_client, redis_key
 
     every = max(1, int(settings.PIWEB_WORKSPACE_MEASURE_SECONDS))
     try:

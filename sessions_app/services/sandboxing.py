@@ -21,8 +21,10 @@ from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import ToolContext
 from sessions_app.core.truncate import StreamSnapshot
 from sessions_app.models import Session
-from sessions_app.services import resources, workspaces
+from sessions_app.selectors import workspaces
+from sessions_app.services import resources
 from sessions_app.services.sessions import UNSET
+from sessions_app.services.workspaces import protect_user_area
 
 
 def config() -> SandboxConfig:
@@ -80,7 +82,7 @@ def session_cwd(session: Session, leaf_pi_id=UNSET) -> str:
     traverse_gid = owner[1] if owner else None
     if traverse_gid is not None:
         make_private_dir(settings.VAR_DIR, traverse_gid)
-    workspaces.protect_user_area(where.user_pk, traverse_gid)
+    protect_user_area(where.user_pk, traverse_gid)
     return workspaces.check_session_cwd(where.cwd, where.user_pk)
 
 

@@ -8,7 +8,7 @@ One interface, two engines:
 Both are created by migration 0002_search_indexes. Any other database falls back to a
 substring match (slow, but correct).
 
-The visibility filter (`access.visible_sessions`) is part of the same SQL statement, so a
+The visibility filter (`selectors.sessions.visible_sessions`) is part of the same SQL statement, so a
 result can never come from a session the user may not read.
 
 Index maintenance is explicit, never a signal: every writer of entries calls
@@ -31,11 +31,11 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils.safestring import SafeString, mark_safe
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
-from sessions_app.services.access import visible_sessions
-from sessions_app.services.errors import ServiceError
+from sessions_app.selectors.sessions import visible_sessions
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
 # Types with text to search; entry types newer than piweb are indexed too (their strings).

@@ -23,12 +23,12 @@ from django.db.models.signals import post_save, pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.share_scope import visible_ids
 from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
 from sessions_app.services import events
-from sessions_app.services.errors import ServiceError
 from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_LINK_DAYS = 365

@@ -1,6 +1,6 @@
 """Continue a session in a workspace you choose ("Continue in…").
 
-For any session a user may edit, the choices are (`options`):
+For any session a user may edit, the choices are (`selectors.workspaces.options`):
 
 1. its own working directory (the header's cwd, or the one in force at the leaf), when
    the server allows that path for this user (`workspaces.check_session_cwd`: on a
@@ -24,20 +24,20 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 
 from sessions_app.agent import archives
-from sessions_app.agent.paths import PATH_MAX, WorkspaceError, is_within
+from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.core.errors import ServiceError
 from sessions_app.models import Session
-from sessions_app.services import sessions, workspaces
-from sessions_app.services.errors import ServiceError
+from sessions_app.selectors import workspaces
+from sessions_app.services import sessions
+from sessions_app.services.workspaces import make_session_cwd, user_workspace
 
 KINDS = ("own", "existing", "empty", "archive", "git")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-MAX_LISTED = 200
 GIT_TIMEOUT = 300
 
 
@@ -47,63 +47,6 @@ class ChoiceError(ServiceError):
     code = "workspace"
 
 
-@dataclass(frozen=True)
-class Options:
-    current: str  # the folder in force at the leaf (may be unusable here)
-    current_error: str  # why it cannot be used ("" when it can)
-    own: str | None  # the session's own folder, when allowed for this user
-    existing: list[str]
-    area: str  # where new workspaces go
-    single_user: bool
-
-
-def options(session: Session, user) -> Options:
-    """What "Continue in…" offers this user at the session's leaf."""
-    where = workspaces.session_workspace(session)
-    try:
-        workspaces.check_session_cwd(where.cwd, where.user_pk)
-        error = ""
-    except WorkspaceError as exc:
-        error = str(exc)
-    own = None
-    for candidate in (where.cwd, session.cwd):
-        if candidate and _allowed(candidate, user):
-            own = os.path.realpath(candidate)
-            break
-    return Options(
-        current=where.cwd,
-        current_error=error,
-        own=own,
-        existing=existing_workspaces(user),
-        area=str(workspaces.user_workspace(user, create=False)),
-        single_user=workspaces.single_user(),
-    )
-
-
-def _allowed(path: str, user) -> bool:
-    """Whether `path` lies in the user's area (it need not exist yet: it is then made)."""
-    if not path or not os.path.isabs(path) or "\x00" in path or len(path) > PATH_MAX:
-        return False
-    real = os.path.realpath(path)
-    if os.path.exists(real) and not os.path.isdir(real):
-        return False
-    return any(is_within(real, os.path.realpath(a)) for a in workspaces.user_areas_of(user))
-
-
-def existing_workspaces(user) -> list[str]:
-    """The folders directly inside the user's area(s), sorted (at most MAX_LISTED)."""
-    found: list[str] = []
-    for area in workspaces.user_areas_of(user):
-        try:
-            with os.scandir(area) as listing:
-                for item in listing:
-                    if item.is_dir(follow_symlinks=False) and not item.name.startswith("."):
-                        found.append(os.path.join(os.fspath(area), item.name))
-        except OSError:
-            continue
-    return sorted(found)[:MAX_LISTED]
-
-
 def _new_folder(user, name: str) -> str:
     name = (name or "").strip()
     if not NAME_RE.match(name):
@@ -111,7 +54,7 @@ def _new_folder(user, name: str) -> str:
             "Name the new workspace with letters, digits, '.', '_' or '-' "
             "(up to 100 characters, not starting with a dot)."
         )
-    area = workspaces.user_workspace(user)
+    area = user_workspace(user)
     path = os.path.join(os.fspath(area), name)
     if os.path.lexists(path):
         raise ChoiceError(
@@ -135,7 +78,7 @@ def prepare(
     if kind not in KINDS:
         raise ChoiceError(f"Unknown kind of workspace: {kind!r}.")
     if kind == "own":
-        found = options(session, user).own
+        found = workspaces.options(session, user).own
         if found is None:
             raise ChoiceError(
                 f"This session's folder ({session.cwd or 'none'}) is not one this server lets "
@@ -160,7 +103,9 @@ def prepare(
 
 def _checked(path: str, user, *, create: bool = False) -> str:
     try:
-        return workspaces.check_session_cwd(path, user, create=create)
+        if create:
+            return make_session_cwd(path, user)
+        return workspaces.check_session_cwd(path, user)
     except WorkspaceError as exc:
         raise ChoiceError(str(exc)) from None
 

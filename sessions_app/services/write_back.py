@@ -44,10 +44,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.file_marks import RangeReader, complete_length, marks_at
 from sessions_app.models import Entry, FollowedFile, Session
+from sessions_app.selectors.pi_file import file_state, followed_file, write_back_enabled
 from sessions_app.services import events, following, importer, sessions
-from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger("piweb.follow")
 
@@ -76,43 +77,6 @@ class Result:
 # --- reads -----------------------------------------------------------------------------
 
 
-def followed_file(session: Session) -> FollowedFile | None:
-    """The pi file this session is followed from (None: not followed, or gone)."""
-    if not session.source_path:
-        return None
-    return (
-        FollowedFile.objects.filter(session_id=session.pk)
-        .exclude(state=FollowedFile.State.GONE)
-        .order_by("-updated_at")
-        .first()
-    )
-
-
-def _state(session: Session) -> dict:
-    return dict((session.settings or {}).get("pi_file") or {})
-
-
-def enabled(session: Session) -> bool:
-    return bool(_state(session).get("write_back", settings.PIWEB_WRITE_BACK_DEFAULT))
-
-
-def pi_writing_since(session: Session, row: FollowedFile | None = None) -> float | None:
-    """Seconds since pi last changed this session's file, when that is less than
-    `PIWEB_PI_QUIET_SECONDS` (pi is writing it now); None otherwise. piweb's own
-    write-back is not pi writing."""
-    row = row if row is not None else followed_file(session)
-    if row is None:
-        return None
-    try:
-        st = os.stat(row.path)
-    except OSError:
-        return None
-    if st.st_mtime_ns == _state(session).get("mtime_ns"):
-        return None
-    age = max(0.0, time.time() - st.st_mtime_ns / 1e9)
-    return age if age < settings.PIWEB_PI_QUIET_SECONDS else None
-
-
 # --- the hook in sessions.append_entry -------------------------------------------------------
 
 
@@ -121,7 +85,7 @@ def note_appended(session: Session, pi_id: str) -> None:
     entry piweb added; written back after the commit when the session writes back."""
     if not session.source_path:
         return
-    state = _state(session)
+    state = file_state(session)
     if not state.get("write_back", settings.PIWEB_WRITE_BACK_DEFAULT):
         return
     if "pending" in state:
@@ -147,23 +111,23 @@ def write_back_quietly(session_pk: int) -> None:
 def _mark_due(session_pk: int, message: str) -> None:
     with transaction.atomic():
         locked = sessions.lock_session(session_pk)
-        state = _state(locked)
+        state = file_state(locked)
         if state.get("due") and state.get("message") == message:
             return
         state.update(due=True, message=message)
-        _save_state(locked, state)
+        _savefile_state(locked, state)
 
 
 def _clear_due(session_pk: int) -> None:
     with transaction.atomic():
         locked = sessions.lock_session(session_pk)
-        state = _state(locked)
+        state = file_state(locked)
         state.pop("due", None)
         state.pop("message", None)
-        _save_state(locked, state)
+        _savefile_state(locked, state)
 
 
-def _save_state(session: Session, state: dict) -> None:
+def _savefile_state(session: Session, state: dict) -> None:
     settings_ = {**(session.settings or {}), "pi_file": state}
     Session.objects.filter(pk=session.pk).update(settings=settings_)
     session.settings = settings_
@@ -178,11 +142,11 @@ def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
         raise WriteBackError("This session is not followed from a pi file: there is none to write.")
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        state = _state(locked)
+        state = file_state(locked)
         state["write_back"] = on
         state.pop("pending", None)  # found again from the file when it is turned on
         state.pop("due", None)
-        _save_state(locked, state)
+        _savefile_state(locked, state)
         sessions.record_activity(locked, actor, "write_back_on" if on else "write_back_off")
     session.refresh_from_db()
     return write_back(session) if on else Result("off")
@@ -211,7 +175,7 @@ def write_back(session: Session, *, leaf_marker: bool = False, actor=None) -> Re
     row = followed_file(session)
     if row is None:
         return Result("not_followed")
-    if not enabled(session):
+    if not write_back_enabled(session):
         return Result("off", path=row.path)
     for _attempt in range(ATTEMPTS):
         following.sync_file(row.path, row.owner)  # pi's new lines first
@@ -248,7 +212,7 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
                 or marks_at(fh, row.offset) != (row.head_hash, row.tail_hash)
             ):
                 return None  # pi wrote (or rewrote) since the follower read it
-            state = _state(session)
+            state = file_state(session)
             age = time.time() - st.st_mtime_ns / 1e9
             if st.st_mtime_ns != state.get("mtime_ns") and age < settings.PIWEB_PI_QUIET_SECONDS:
                 raise PiWriting(
@@ -262,7 +226,7 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
                 marker = _leaf_marker_needed(session, pending, fh, row.offset)
                 if marker:
                     state["quiet_hook"] = True
-                    _save_state(session, state)
+                    _savefile_state(session, state)
                     entry = sessions.append_entry(
                         session,
                         {"type": "custom", "customType": LEAF_MARKER_TYPE, "data": {}},
@@ -270,7 +234,7 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
                     )
                     pending = [*pending, entry.pi_id]
                     session = sessions.lock_session(session_pk)
-                    state = _state(session)
+                    state = file_state(session)
                     state.pop("quiet_hook", None)
             lines = list(
                 Entry.objects.filter(session=session, pi_id__in=pending)
@@ -296,7 +260,7 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
             state.update(pending=[], mtime_ns=after.st_mtime_ns, written_at=sessions.now_iso())
             state.pop("due", None)
             state.pop("message", None)
-            _save_state(session, state)
+            _savefile_state(session, state)
             if lines:
                 sessions.record_activity(
                     session, actor, "written_back", lines=len(lines), path=row.path

@@ -14,6 +14,12 @@ from django_htmx.http import trigger_client_event
 
 from sessions_app.params import form, query
 from sessions_app.responses import COMMENTER, session_view
+from sessions_app.selectors.comments import (
+    comment_totals,
+    open_comment_counts_by_pi_id,
+    open_threads,
+    threads_for_entry,
+)
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services import comments as comments_service
 
@@ -27,7 +33,7 @@ def _mark_resolvable(request, access, threads) -> None:
 
 def _comments_context(request, access, entry_pi_id: str | None, error: str = ""):
     entry = find_entry(access.session, entry_pi_id, "pk", "pi_id", "preview", "type", "role")
-    threads = comments_service.threads_for_entry(access.session, entry.pi_id) if entry else []
+    threads = threads_for_entry(access.session, entry.pi_id) if entry else []
     _mark_resolvable(request, access, threads)
     return {
         "access": access,
@@ -95,12 +101,12 @@ def reopen_comment(request, access, comment_id):
 @session_view()
 def comment_counts(request, access):
     """{entry pi_id: open threads} as JSON, for the tree's node markers."""
-    return JsonResponse({"open": comments_service.open_comment_counts_by_pi_id(access.session)})
+    return JsonResponse({"open": open_comment_counts_by_pi_id(access.session)})
 
 
 @session_view()
 def review_list(request, access):
-    threads = list(comments_service.open_threads(access.session))
+    threads = list(open_threads(access.session))
     _mark_resolvable(request, access, threads)
     return render(
         request,
@@ -109,6 +115,6 @@ def review_list(request, access):
             "access": access,
             "session": access.session,
             "threads": threads,
-            "totals": comments_service.comment_totals(access.session),
+            "totals": comment_totals(access.session),
         },
     )

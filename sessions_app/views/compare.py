@@ -15,8 +15,8 @@ from sessions_app.models import Job
 from sessions_app.params import form, query
 from sessions_app.presentation.compare import rendered_comparison
 from sessions_app.responses import session_view
+from sessions_app.selectors.compare import CompareError
 from sessions_app.selectors.jobs import latest_job, session_job
-from sessions_app.services import compare as compare_service
 from sessions_app.services.access import EDITOR
 from sessions_app.services.jobs import compare_summary as compare_jobs
 
@@ -31,7 +31,7 @@ def compare(request, access):
         try:
             context["comparison"] = rendered_comparison(access.session, a, b)
             context["job"] = latest_job(access.session, Job.Kind.COMPARE_SUMMARY, a, b)
-        except compare_service.CompareError as exc:  # shown on the page, with the form
+        except CompareError as exc:  # shown on the page, with the form
             context["error"] = str(exc)
             status = 400
     return render(request, "sessions_app/compare/compare.html", context, status=status)

@@ -18,17 +18,18 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from sessions_app.models import Job, Session
 from sessions_app.params import form, query
 from sessions_app.responses import piweb_view, session_view
+from sessions_app.selectors import workspaces
 from sessions_app.selectors.jobs import import_job
+from sessions_app.selectors.llm import model_profiles
 from sessions_app.selectors.panels.head import context_gauge, head_context
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
+from sessions_app.selectors.workspaces import WorkspaceError
 from sessions_app.services import sessions as sessions_service
-from sessions_app.services import workspaces
 from sessions_app.services.jobs.session_import import request_import
-from sessions_app.services.llm import model_profiles
-from sessions_app.services.workspaces import WorkspaceError
+from sessions_app.services.workspaces import make_session_cwd, user_workspace
 from sessions_app.upload_handlers import ImportUploadHandler, limit_text
 
 PAGE_SIZE = 50
@@ -175,9 +176,9 @@ def new_session(request):
     if not problem:
         # Inside the user's own folder of a workspace root (created on demand), never
         # another user's: the same rule chat and the worker apply before running tools.
-        workspaces.user_workspace(request.user)
+        user_workspace(request.user)
         try:
-            real_cwd = workspaces.check_session_cwd(cwd, request.user, create=True)
+            real_cwd = make_session_cwd(cwd, request.user)
         except WorkspaceError as exc:  # shown in the new-session form
             problem = str(exc)
     if problem:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.params import query
 from sessions_app.responses import piweb_view
 from sessions_app.services import search as search_service
-from sessions_app.services.errors import ServiceError
 
 
 @piweb_view()

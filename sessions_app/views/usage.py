@@ -18,9 +18,9 @@ from sessions_app.models import Entry, Team
 from sessions_app.params import query
 from sessions_app.responses import piweb_view, session_view
 from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.selectors.teams import member_team, team_sessions
 from sessions_app.selectors.usage import dashboard
-from sessions_app.services.access import visible_sessions
 
 PRESET_DAYS = (7, 30, 90)
 

@@ -222,8 +222,6 @@
     });
     document.addEventListener("piweb:entry_appended", refreshTranscript);
     document.addEventListener("piweb:files_changed", refreshTranscript);
-    document.addEventListener("piweb:entry_appended", refreshPiFile);
-    document.addEventListener("piweb:provenance_changed", refreshPiFile);
     document.addEventListener("htmx:afterSettle", syncPiWriting);
     document.addEventListener("piweb:leaf_moved", refreshTranscript);
     document.addEventListener("piweb:ws-open", refreshTranscript);
@@ -361,24 +359,6 @@
     if (send) send.disabled = writing;
     if (input) input.disabled = writing;
     if (root) root.dataset.piWriting = writing ? "true" : "false";
-  }
-
-  function refreshPiFile() {
-    var box = document.getElementById("pi-file");
-    if (!box || !root.dataset.piFileUrl) return;
-    fetch(root.dataset.piFileUrl, { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.text() : null; })
-      .then(function (html) {
-        var current = document.getElementById("pi-file");
-        if (html === null || !current) return;
-        var holder = document.createElement("div");
-        holder.innerHTML = html.trim();
-        var fresh = holder.firstElementChild;
-        if (!fresh) return;
-        current.replaceWith(fresh);
-        if (window.htmx) window.htmx.process(fresh);
-        syncPiWriting();
-      });
   }
 
   // The thinking control: shown for reasoning models only, with the levels they support.

@@ -1,8 +1,9 @@
 // Jobs panel: live status of compactions and branch summaries. The server publishes
 // `job_progress` on the session websocket (re-dispatched by piweb.js as
-// `piweb:job_progress`); we update the row at once, then re-render the list from the
-// server. While a job is active the list also polls every 2 s (htmx), so a page without
-// a websocket still sees queued -> running -> done / failed.
+// `piweb:job_progress`); we update the row at once, and the list re-renders itself from
+// the server (its `hx-trigger`: after job_progress, a job queued by another panel, or a
+// reconnect). While a job is active the list also polls every 2 s (htmx), so a page
+// without a websocket still sees queued -> running -> done / failed.
 (function () {
   "use strict";
   var PHASES = {
@@ -16,18 +17,9 @@
     superseded: "superseded",
     failed: "failed",
   };
-  var timer = null;
 
   function list() {
     return document.getElementById("jobs-list");
-  }
-
-  function refresh() {
-    clearTimeout(timer);
-    timer = setTimeout(function () {
-      var el = list();
-      if (el && window.htmx) window.htmx.trigger(el, "piweb-jobs-refresh");
-    }, 120);
   }
 
   function update(data) {
@@ -60,10 +52,5 @@
 
   document.addEventListener("piweb:job_progress", function (ev) {
     update(ev.detail);
-    refresh();
   });
-  // Jobs started from other panels (navigate with summary, compact in the tree menu).
-  document.addEventListener("piweb:job-queued", refresh);
-  // After a reconnect we may have missed events: catch up.
-  document.addEventListener("piweb:ws-open", refresh);
 })();

@@ -29,7 +29,6 @@
       if (ob) ob.setAttribute("aria-pressed", "false");
     }
     if (keep !== false) remember(name, open);
-    document.dispatchEvent(new CustomEvent("piweb:layout-changed", { detail: { panel: name, open: open } }));
   }
   function isOpen(name) {
     var p = page();
@@ -44,7 +43,7 @@
     var open = force === undefined ? panel.hidden : force;
     panel.hidden = !open;
     if (gauge) gauge.setAttribute("aria-expanded", open ? "true" : "false");
-    if (open) document.dispatchEvent(new CustomEvent("piweb:open-chart"));
+    if (open) window.piweb.dispatch("open-chart");
   }
 
   document.addEventListener("click", function (ev) {

@@ -1,9 +1,27 @@
 // piweb's small client, no build step. One websocket per session page (and one per
-// sessions list): every event the server publishes on its group is re-dispatched as a
-// DOM event named `piweb:<event>` (detail = data), so each panel listens only for what
-// it needs.
+// sessions list): every event the server publishes on its group is re-dispatched on
+// <body> as a DOM event named `piweb:<event>` (detail = data). Panels refresh themselves
+// declaratively (`hx-trigger="piweb:<event> from:body"`); the names are the server's list
+// (`core/event_names.py`, in the page as the JSON `#piweb-events`), and a name outside it
+// is not dispatched.
 (function () {
   "use strict";
+  var names = null;
+  function eventNames() {
+    if (names === null) {
+      var data = document.getElementById("piweb-events");
+      names = data ? JSON.parse(data.textContent) : { socket: [], all: [] };
+    }
+    return names;
+  }
+  // One way to raise a page event: on <body>, bubbling to document.
+  function dispatch(name, detail) {
+    if (eventNames().all.indexOf(name) < 0) {
+      if (window.console) console.warn("piweb: unknown event " + name);
+      return;
+    }
+    document.body.dispatchEvent(new CustomEvent("piweb:" + name, { bubbles: true, detail: detail }));
+  }
   function connect(sessionId, shareToken) {
     var path = "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
     if (shareToken) path += "?share=" + encodeURIComponent(shareToken); // read-only link visitor
@@ -19,15 +37,15 @@
       socket.onopen = function () {
         delay = 500;
         document.body.dataset.ws = "open";
-        document.dispatchEvent(new CustomEvent("piweb:ws-open"));
+        dispatch("ws-open");
       };
       socket.onmessage = function (msg) {
         var payload = JSON.parse(msg.data);
-        document.dispatchEvent(new CustomEvent("piweb:" + payload.event, { detail: payload.data }));
+        if (eventNames().socket.indexOf(payload.event) >= 0) dispatch(payload.event, payload.data);
       };
       socket.onclose = function (ev) {
         document.body.dataset.ws = "closed";
-        document.dispatchEvent(new CustomEvent("piweb:ws-closed", { detail: { code: ev.code } }));
+        dispatch("ws-closed", { code: ev.code });
         if (ev.code >= 4400 && ev.code < 4500) return; // refused: no rights, do not retry
         setTimeout(open, delay);
         delay = Math.min(delay * 2, 10000);
@@ -42,6 +60,7 @@
   }
   window.piweb = window.piweb || {};
   window.piweb.connect = connect;
+  window.piweb.dispatch = dispatch;
   // Read-only link boxes select all their text when focused or clicked, ready to copy.
   function selectAll(ev) {
     if (ev.target.matches && ev.target.matches("input[data-select-all]")) ev.target.select();
@@ -85,7 +104,7 @@
           missed = true;
           return;
         }
-        document.body.dispatchEvent(new CustomEvent("piweb:sessions-refresh"));
+        dispatch("sessions-refresh");
       }, 1000);
     }
     document.addEventListener("visibilitychange", function () {

@@ -25,11 +25,7 @@
     });
   }
 
-  // The tree area may announce a selection explicitly…
-  document.addEventListener("piweb:entry-selected", function (ev) {
-    if (ev.detail && ev.detail.id) selectEntry(ev.detail.id);
-  });
-  // …or we follow clicks on any node outside this panel that carries data-entry-id.
+  // We follow clicks on any node outside this panel that carries data-entry-id.
   document.addEventListener("click", function (ev) {
     if (!ev.target.closest) return;
     var el = ev.target.closest("[data-entry-id], .tn.node[data-id]");

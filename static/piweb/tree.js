@@ -388,19 +388,6 @@
   document.addEventListener("piweb:entry_appended", function () { scheduleRefresh(); });
   document.addEventListener("piweb:files_changed", function () { scheduleRefresh(); });
   document.addEventListener("piweb:leaf_moved", function () { scheduleRefresh(); });
-  // The provenance line: a followed file grew (its "last line read" time moved), or it
-  // went from disk, moved or could not be read.
-  var provenanceTimer = null;
-  function refreshProvenance() {
-    var el = document.getElementById("provenance");
-    if (!el || !el.dataset.url) return;
-    clearTimeout(provenanceTimer);
-    provenanceTimer = setTimeout(function () {
-      htmx.ajax("GET", el.dataset.url, { target: "#provenance", swap: "outerHTML" });
-    }, 400);
-  }
-  document.addEventListener("piweb:entry_appended", refreshProvenance);
-  document.addEventListener("piweb:provenance_changed", refreshProvenance);
   document.addEventListener("piweb:job_progress", function (ev) {
     var d = ev.detail || {};
     var box = document.getElementById("tree-job-status");

@@ -93,7 +93,7 @@
       var id = idx == null ? null : ids[idx];
       if (!id) return;
       el.dataset.selected = id;
-      document.dispatchEvent(new CustomEvent("piweb:select-entry", { detail: { id: id } }));
+      window.piweb.dispatch("select-entry", { id: id });
     });
     return u;
   }

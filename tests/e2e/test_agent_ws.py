@@ -14,6 +14,7 @@ from django.test import Client
 
 from sessions_app.models import Job
 from sessions_app.selectors import paths
+from sessions_app.selectors.runs import run_state
 from sessions_app.services import sessions
 from tests.support.agent_runs import (
     EventLog,
@@ -139,9 +140,7 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     }
     assert len(log.of("entry_appended")) >= 4
     # Nothing left behind in Redis.
-    from sessions_app.services import chat
-
-    assert chat.run_state(session) is None
+    assert run_state(session) is None
 
 
 def test_read_only_tools_run_and_the_turn_continues(worker, llm, make_user, workspace):

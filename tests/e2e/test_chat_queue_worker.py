@@ -9,6 +9,7 @@ import pytest
 from django.db import close_old_connections
 
 from sessions_app.models import Job, QueuedMessage
+from sessions_app.selectors.runs import run_state
 from sessions_app.services import chat, jobs
 from sessions_app.services.jobs import agent_run
 from tests.support.agent_runs import messages, new_session, send, wait_run
@@ -24,7 +25,7 @@ GATED = "while [ ! -f go ]; do sleep 0.05; done; echo released"
 
 def _running_tool(session, call_id):
     """Wait until the worker runs the tool call `call_id`."""
-    return wait_until(lambda: call_id in ((chat.run_state(session) or {}).get("tools") or {}), 60)
+    return wait_until(lambda: call_id in ((run_state(session) or {}).get("tools") or {}), 60)
 
 
 def _last_user_text(request):

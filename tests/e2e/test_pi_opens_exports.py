@@ -17,8 +17,8 @@ import pytest
 from sessions_app.models import Entry, Session
 from sessions_app.presentation import exports
 from sessions_app.selectors import paths
+from sessions_app.selectors.exporter import LEAF_MARKER_TYPE
 from sessions_app.services import chat, fork, jobs, navigation, sessions
-from sessions_app.services.exporter import LEAF_MARKER_TYPE
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.job_sessions import SMALL, add_turn, make_session, wait_for_job
 from tests.support.pi1_session import import_pi1_session

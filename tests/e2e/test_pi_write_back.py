@@ -11,6 +11,7 @@ import json
 import pytest
 
 from sessions_app.models import Entry, Session
+from sessions_app.selectors.pi_file import write_back_enabled
 from sessions_app.services import chat, following, jobs, write_back
 from sessions_app.services.jobs import lifecycle
 from tests.support.pi_reference import VERSIONS, pi_cli_or_skip, run_pi, write_models_json
@@ -70,7 +71,7 @@ def test_pi_and_piweb_continue_one_session_in_turn(version, tmp_path, make_user,
     session = Session.objects.get(source_path=str(path))
     Session.objects.filter(pk=session.pk).update(model_profile="scripted")
     session.refresh_from_db()
-    assert write_back.enabled(session)
+    assert write_back_enabled(session)
 
     # 2. piweb continues in the session's own folder: a tool turn, another turn, then back
     # to the tool turn's answer with a summary of the branch left, and a new turn.

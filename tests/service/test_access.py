@@ -10,6 +10,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from sessions_app.models import SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.services import sessions
 from sessions_app.services.access import (
     EDITOR,
@@ -18,7 +19,6 @@ from sessions_app.services.access import (
     check_access,
     role_for,
     share_link_session_id,
-    visible_sessions,
 )
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]

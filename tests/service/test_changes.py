@@ -200,7 +200,7 @@ def test_ignored_folders_large_files_and_links_out_are_never_read(
     run(session, owner, "!echo changed >> src.py")
 
     snap = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
-    repo = changes.repo_for(session)
+    repo = changes_selectors.repo_for(session)
     assert sorted(repo.files(snap.commit)) == [".gitignore", "etc", "out", "src.py"]
     blobs = repo.git("cat-file", "--batch-all-objects", "--batch")
     for marker in (b"IGNORED-CONTENT", b"OUTSIDE-SECRET", b"BBBBBBBB"):
@@ -216,7 +216,7 @@ def test_the_users_own_git_repository_is_left_alone(session, owner, workspace):
     listing = sorted(os.listdir(workspace / ".git"))
     (workspace / "main.c").write_text("int main;\n")
     run(session, owner, "!echo '// more' >> main.c")
-    repo = changes.repo_for(session)
+    repo = changes_selectors.repo_for(session)
     assert isinstance(repo, ShadowRepo) and str(workspace) not in repo.git_dir
     snap = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
     assert not any(p.startswith(".git/") for p in repo.files(snap.commit))

@@ -17,9 +17,10 @@ from sessions_app.agent.tools import BASH, GREP
 from sessions_app.core.system_prompt import EXPLORE_WITH_BASH
 from sessions_app.models import Job
 from sessions_app.selectors import paths
+from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.runs import run_state
 from sessions_app.services import chat, jobs, sessions
 from sessions_app.services.jobs import agent_run
-from sessions_app.services.model_input import model_input
 from tests.support.images import png
 from tests.support.scripted_llm import text, tool_call
 from tests.support.web import client_for
@@ -133,11 +134,11 @@ def test_run_state_round_trip(session):
         "bash_snapshot", {"run_id": "run-1", "tool_call_id": "t1", "text": "a\n", "total_lines": 2}
     )
     state.flush(force=True)
-    saved = chat.run_state(session)
+    saved = run_state(session)
     assert saved["text"] == "Hello"
     assert saved["tools"]["t1"]["snapshot"] == {"text": "a\n", "total_lines": 2}
     state.clear()
-    assert chat.run_state(session) is None
+    assert run_state(session) is None
 
 
 def test_thinking_deltas_become_a_thinking_block(session, owner, llm):
@@ -227,7 +228,7 @@ def test_redelivered_job_with_a_live_heartbeat_is_left_alone(session):
 def test_agent_and_user_bash_share_one_artifact_dir_by_session_pk(make_user, settings):
     from sessions_app.agent.paths import Workspace
     from sessions_app.agent.tools import ToolContext
-    from sessions_app.services import workspaces
+    from sessions_app.selectors import workspaces
 
     owner = make_user()
     session = sessions.create_session(owner=owner, cwd=str(area_of(settings, owner)))

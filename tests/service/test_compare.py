@@ -2,8 +2,8 @@
 
 import pytest
 
-from sessions_app.services import compare
-from sessions_app.services.compare import CompareError
+from sessions_app.selectors import compare
+from sessions_app.selectors.compare import CompareError
 from tests.support.branchy_session import build_branchy_session
 
 

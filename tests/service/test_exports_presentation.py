@@ -10,7 +10,8 @@ import pytest
 
 from sessions_app.core.jsonl import read_session
 from sessions_app.presentation import exports
-from sessions_app.services import exporter, sessions
+from sessions_app.selectors import exporter
+from sessions_app.services import sessions
 from tests.support.branchy_session import build_branchy_session, user
 from tests.support.usage_data import import_costly
 

@@ -7,8 +7,8 @@ import pytest
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.selectors import paths
+from sessions_app.selectors.exporter import export_jsonl
 from sessions_app.services import sessions
-from sessions_app.services.exporter import export_jsonl
 from sessions_app.services.fork import ForkError, fork_session
 from sessions_app.services.importer import import_jsonl_stream
 from tests.conformance.golden import load_golden

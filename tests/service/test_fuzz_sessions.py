@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from sessions_app.core.import_lines import LinePreparer, PreparedEntry, RawObject
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.models import Session
-from sessions_app.services.exporter import export_bytes
+from sessions_app.selectors.exporter import export_bytes
 from tests.support import page_walk
 from tests.support.pi_fuzz import SESSION_ID, FuzzFile, session_files
 from tests.support.web import upload

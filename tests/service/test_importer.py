@@ -15,7 +15,7 @@ from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.selectors import paths
-from sessions_app.services.exporter import export_bytes
+from sessions_app.selectors.exporter import export_bytes
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
 from tests.conformance.golden import load_golden
 from tests.support.pi_files import (

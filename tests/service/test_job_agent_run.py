@@ -9,8 +9,8 @@ import json
 import pytest
 
 from sessions_app.selectors import paths
+from sessions_app.selectors.llm import resolve_profile
 from sessions_app.services import chat, jobs, sessions, summarizer
-from sessions_app.services.llm import resolve_profile
 from tests.support.fake_providers import Call, FakeProviders, Turn
 
 pytestmark = [

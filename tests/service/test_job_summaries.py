@@ -4,6 +4,7 @@ tested in test_job_compaction.py and test_job_branch_summary.py.)"""
 
 import pytest
 
+from sessions_app.selectors.llm import compaction_settings
 from sessions_app.services import jobs, sessions
 
 pytestmark = [
@@ -20,7 +21,7 @@ def test_compaction_settings_merge_and_validation(make_user, settings):
     }
     owner = make_user()
     session = sessions.create_session(owner=owner, cwd="/tmp")
-    cfg = jobs.compaction_settings(session)
+    cfg = compaction_settings(session)
     assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 1000, 2000)
     cfg = jobs.update_compaction_settings(
         session, actor=owner, enabled=False, reserve_tokens="5000", keep_recent_tokens=300

@@ -1,4 +1,4 @@
-"""services/provider_keys.py: a user's own keys are stored encrypted (never in a database
+"""services/provider_keys.py (and its reads, selectors/provider_keys.py): a user's own keys are stored encrypted (never in a database
 dump), and a key that no longer decrypts counts as absent."""
 
 import os
@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import ProviderKey, Session
+from sessions_app.selectors.provider_keys import user_key
 from sessions_app.services import provider_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +20,7 @@ def test_no_plaintext_key_in_a_database_dump(make_user, tmp_path):
     provider_keys.set_key(user, "anthropic", secret)
     row = ProviderKey.objects.get(user=user)
     assert secret.encode() not in bytes(row.encrypted_key)
-    assert provider_keys.user_key(user, "anthropic") == secret
+    assert user_key(user, "anthropic") == secret
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
         import sqlite3
@@ -47,5 +48,5 @@ def test_undecryptable_keys_count_as_absent(make_user, settings):
     user = make_user()
     provider_keys.set_key(user, "openai", "sk-openai-key-123456")
     settings.PIWEB_KEY_ENCRYPTION_KEY = "x" * 43 + "="  # another (valid) Fernet key
-    assert provider_keys.user_key(user, "openai") is None
+    assert user_key(user, "openai") is None
     assert Session.objects.count() >= 0

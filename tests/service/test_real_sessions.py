@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Entry
-from sessions_app.services.exporter import export_bytes
+from sessions_app.selectors.exporter import export_bytes
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi16_sessions import sessions_dir as pi160_dir
 from tests.support.real_sessions import real_session_bytes

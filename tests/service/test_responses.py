@@ -1,5 +1,5 @@
 """The view gate and the one error shape (`sessions_app/responses.py`, `params.py`,
-`services/errors.py`) against the real database: how a refusal is answered, how a bad
+`core/errors.py`) against the real database: how a refusal is answered, how a bad
 request value is refused, and that a bug is a 500, never a notice; and the one notice
 partial for every htmx answer (errors with their real 4xx status, which htmx is configured
 in base.html to swap; client events through django-htmx)."""
@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from sessions_app import services, urls
+from sessions_app.core.errors import ServiceError
 from sessions_app.responses import session_view
 from sessions_app.services.chat import RunBusy
-from sessions_app.services.errors import ServiceError
 from sessions_app.services.sharing import SharingError
 from tests.support.branchy_session import build_branchy_session
 from tests.support.tree_data import import_branched

@@ -4,8 +4,8 @@ text back, transient errors retried and counted, anything else refused with a sa
 
 import pytest
 
+from sessions_app.selectors.llm import resolve_profile
 from sessions_app.services import summarizer
-from sessions_app.services.llm import resolve_profile
 from sessions_app.services.summarizer import SummaryError
 from tests.support.scripted_llm import error, text, user_text
 

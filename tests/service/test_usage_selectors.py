@@ -8,9 +8,9 @@ from datetime import date
 import pytest
 
 from sessions_app.models import Entry, Session, SessionShare, Team, TeamMembership
+from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.selectors.usage import dashboard, session_summary
 from sessions_app.services import sessions
-from sessions_app.services.access import visible_sessions
 from sessions_app.services.fork import fork_session
 from tests.support.usage_data import import_costly, usage
 

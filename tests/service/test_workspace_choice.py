@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Session
-from sessions_app.selectors import paths
-from sessions_app.services import chat, fork, jobs, workspace_choice, workspaces
+from sessions_app.selectors import paths, workspaces
+from sessions_app.selectors.model_input import model_input
+from sessions_app.services import chat, fork, jobs, workspace_choice
 from sessions_app.services.importer import import_jsonl_stream
-from sessions_app.services.model_input import model_input
 from tests.support.scripted_llm import text, tool_call
 from tests.support.workspaces import area_of
 
@@ -59,7 +59,7 @@ def test_an_imported_session_is_offered_a_choice_instead_of_a_refusal(owner, set
     with pytest.raises(chat.ChatError, match="Continue in") as refused:
         chat.send_message(session, owner, "go on")
     assert refused.value.code == "workspace"
-    options = workspace_choice.options(session, owner)
+    options = workspaces.options(session, owner)
     assert options.own is None and options.current_error
     folder = workspace_choice.continue_in(session, owner, "empty", name="fresh")
     assert folder == str(area_of(settings, owner) / "fresh")
@@ -89,7 +89,7 @@ def test_one_of_your_workspaces(owner, settings):
     existing = area_of(settings, owner) / "proj"
     existing.mkdir()
     session = imported(owner)
-    assert str(existing) in workspace_choice.options(session, owner).existing
+    assert str(existing) in workspaces.options(session, owner).existing
     assert workspace_choice.continue_in(session, owner, "existing", path=str(existing)) == str(
         existing
     )
@@ -117,7 +117,7 @@ def test_single_user_mode_continues_in_the_sessions_own_folder(owner, settings, 
     session = imported(owner, cwd=str(project))
     # Usable as it is: the chat does not refuse it.
     assert workspaces.session_cwd(session) == str(project.resolve())
-    assert workspace_choice.options(session, owner).own == str(project.resolve())
+    assert workspaces.options(session, owner).own == str(project.resolve())
     workspace_choice.continue_in(session, owner, "own")
     session.refresh_from_db()
     assert session.leaf.payload["data"]["kind"] == "own"
@@ -128,7 +128,7 @@ def test_multi_user_mode_keeps_the_per_user_folder(owner, settings, tmp_path):
     project = root / "shared-proj"
     project.mkdir()
     session = imported(owner, cwd=str(project))
-    assert workspace_choice.options(session, owner).own is None
+    assert workspaces.options(session, owner).own is None
 
 
 def _repo(path: Path) -> None:

@@ -12,8 +12,9 @@ import time
 import pytest
 
 from sessions_app.models import Entry, FollowedFile, Session
+from sessions_app.selectors.exporter import export_bytes
+from sessions_app.selectors.pi_file import pi_writing_since
 from sessions_app.services import chat, following, sessions, write_back
-from sessions_app.services.exporter import export_bytes
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import append, chain_lines, line, message, session_file
 
@@ -121,7 +122,7 @@ def test_while_pi_writes_piweb_waits_and_the_chat_offers_a_fork(tmp_path, owner,
     settings.PIWEB_PI_QUIET_SECONDS = 30.0
     append(path, chain_lines(1, start=2)[0])
     following.sync_file(path, owner)
-    assert write_back.pi_writing_since(session) is not None
+    assert pi_writing_since(session) is not None
     with pytest.raises(chat.ChatError, match="pi is writing this session") as refused:
         chat.send_message(session, owner, "hello")
     assert refused.value.code == "pi_writing"
@@ -137,7 +138,7 @@ def test_while_pi_writes_piweb_waits_and_the_chat_offers_a_fork(tmp_path, owner,
     assert "due" not in session.settings["pi_file"]
     # piweb's own write is not pi writing.
     settings.PIWEB_PI_QUIET_SECONDS = 30.0
-    assert write_back.pi_writing_since(session) is None
+    assert pi_writing_since(session) is None
 
 
 def test_a_rewrite_by_pi_is_read_again_before_writing(tmp_path, owner):

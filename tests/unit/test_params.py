@@ -3,8 +3,8 @@ that names the field when a value is not of its type."""
 
 import pytest
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.params import Params
-from sessions_app.services.errors import ServiceError
 
 
 def test_text_readers_default_strip_and_cut():

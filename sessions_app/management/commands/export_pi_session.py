@@ -6,7 +6,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import Session
-from sessions_app.services.exporter import export_to_file
+from sessions_app.selectors.exporter import export_to_file
 
 
 class Command(BaseCommand):

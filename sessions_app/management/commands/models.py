@@ -5,7 +5,7 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.services import llm
+from sessions_app.selectors import llm
 
 
 def _price(value: float) -> str:

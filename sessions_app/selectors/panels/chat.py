@@ -5,12 +5,12 @@ from __future__ import annotations
 from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.rendering import page_budget, render_entries_within
-from sessions_app.selectors import paths
+from sessions_app.selectors import llm, paths
 from sessions_app.selectors.changes import change_counts
 from sessions_app.selectors.jobs import queued_messages
+from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.panels.composer import composer_context
-from sessions_app.services import chat, llm
-from sessions_app.services.model_input import model_input
+from sessions_app.selectors.runs import active_run, run_state
 
 TRANSCRIPT_LIMIT = 200
 
@@ -90,7 +90,7 @@ def chat_context(access, user=None) -> dict:
     """The whole chat panel of the session page (`chat` in its template)."""
     session = access.session
     profile = llm.resolve_profile(session.model_profile)
-    job = chat.active_run(session)
+    job = active_run(session)
     models = model_context(session, user if user is not None else session.owner)
     return {
         "profile": profile,
@@ -100,7 +100,7 @@ def chat_context(access, user=None) -> dict:
         "can_edit": access.can_edit,
         "composer": composer_context(access, models),
         "active_job": job,
-        "run_state": (chat.run_state(session) if job else None) or None,
+        "run_state": (run_state(session) if job else None) or None,
         "queue": queued_messages(session),
         **transcript_context(session),
     }
@@ -108,9 +108,9 @@ def chat_context(access, user=None) -> dict:
 
 def run_context(session) -> dict:
     """The in-progress run, for a page or socket that (re)connects."""
-    job = chat.active_run(session)
+    job = active_run(session)
     return {
         "active": str(job.pk) if job else None,
         "status": job.status if job else None,
-        "run": chat.run_state(session) if job else None,
+        "run": run_state(session) if job else None,
     }

@@ -6,9 +6,8 @@ from django.conf import settings
 
 from sessions_app.core.context_chart import context_timeline
 from sessions_app.models import Session
+from sessions_app.selectors.llm import compaction_settings, session_window, window_of
 from sessions_app.selectors.paths import load_path
-from sessions_app.services.jobs import compaction_settings
-from sessions_app.services.llm import session_window, window_of
 
 
 def context_window_for(model_key: str | None, default: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sessions_app.models import Job
 from sessions_app.selectors.jobs import recent_jobs
-from sessions_app.services import jobs
+from sessions_app.selectors.llm import compaction_settings
 
 RECENT_JOBS = 10
 PHASES = {
@@ -53,7 +53,7 @@ def settings_context(access) -> dict:
     return {
         "session": access.session,
         "access": access,
-        "settings": jobs.compaction_settings(access.session),
+        "settings": compaction_settings(access.session),
     }
 
 
@@ -61,6 +61,6 @@ def jobs_context(access) -> dict:
     """The whole jobs panel of the session page (`jp` in its template)."""
     return {
         **jobs_list_context(access),
-        "settings": jobs.compaction_settings(access.session),
+        "settings": compaction_settings(access.session),
         "can_edit": access.can_edit,
     }

@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from sessions_app.services import write_back
+from sessions_app.selectors.pi_file import followed_file, pi_writing_since, write_back_enabled
 
 
 def pi_file_context(access) -> dict:
     session = access.session
-    row = write_back.followed_file(session)
+    row = followed_file(session)
     if row is None:
         return {"followed": False}
     state = (session.settings or {}).get("pi_file") or {}
-    writing = write_back.pi_writing_since(session, row)
+    writing = pi_writing_since(session, row)
     return {
         "followed": True,
         "path": row.path,
         "can_edit": access.can_edit,
         "is_owner": access.is_owner,
-        "write_back": write_back.enabled(session),
+        "write_back": write_back_enabled(session),
         "due": bool(state.get("due")),
         "message": state.get("message", ""),
         "written_at": state.get("written_at", ""),

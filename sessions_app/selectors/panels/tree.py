@@ -8,13 +8,13 @@ from django.utils.http import urlencode
 from sessions_app.core.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
 from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
+from sessions_app.selectors import workspaces
 from sessions_app.selectors.changes import change_counts, reconstructed_counts, snapshots_exist
+from sessions_app.selectors.comments import open_comment_counts_by_pi_id
 from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
+from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.navigation import blocking_job, resolve_target
 from sessions_app.selectors.paths import path_entry_pks
-from sessions_app.services import workspaces
-from sessions_app.services.comments import open_comment_counts_by_pi_id
-from sessions_app.services.inspector import inspect_context
 
 TREE_COLUMNS = (
     "pk",

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from sessions_app.services import workspace_choice
+from sessions_app.selectors.workspaces import options as workspace_options
 
 
 def workspace_context(access, user) -> dict:
     can = user is not None and access.can_edit
-    options = workspace_choice.options(access.session, user) if can else None
+    options = workspace_options(access.session, user) if can else None
     if options is None:
         return {"can_edit": False}
     return {

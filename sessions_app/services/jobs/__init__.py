@@ -42,10 +42,7 @@ from sessions_app.services.jobs.lifecycle import (
     start_sweeper,
 )
 from sessions_app.services.jobs.lifecycle import sweep as sweep_stale_jobs
-from sessions_app.services.jobs.summaries import (
-    compaction_settings,
-    update_compaction_settings,
-)
+from sessions_app.services.jobs.summaries import update_compaction_settings
 
 __all__ = [
     "Heartbeat",
@@ -54,7 +51,6 @@ __all__ = [
     "branch_summary",
     "compact_for_overflow",
     "compaction",
-    "compaction_settings",
     "compare_summary",
     "context_tokens_at_leaf",
     "job_event_data",

@@ -38,10 +38,11 @@ from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
-from sessions_app.services import changes, events, llm, sandboxing, sessions, workspaces
+from sessions_app.selectors import llm, workspaces
+from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.shared_state import redis_client, redis_key
+from sessions_app.services import changes, events, sandboxing, sessions
 from sessions_app.services.jobs import compaction, lifecycle
-from sessions_app.services.model_input import model_input
-from sessions_app.services.shared_state import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 

@@ -24,19 +24,18 @@ from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_exists, find_entry
+from sessions_app.selectors.llm import branch_summary_reserve, compaction_settings, session_window
 from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.jobs.summaries import (
     check_instructions,
-    compaction_settings,
     complete,
     file_details,
     on_claim,
     summarize,
 )
-from sessions_app.services.llm import branch_summary_reserve, session_window
 
 
 def _active_duplicate(session: Session, old_leaf_pi_id: str | None, target_pi_id: str):

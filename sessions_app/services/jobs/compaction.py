@@ -29,12 +29,13 @@ from sessions_app.core.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import find_entry
+from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.model_input import model_input
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
 from sessions_app.services.jobs.summaries import (
     check_instructions,
-    compaction_settings,
     complete,
     file_details,
     is_ancestor_or_self,
@@ -42,7 +43,6 @@ from sessions_app.services.jobs.summaries import (
     on_claim,
     summarize,
 )
-from sessions_app.services.model_input import model_input
 
 Status = Job.Status
 TRIGGERS = ("manual", "threshold", "overflow")

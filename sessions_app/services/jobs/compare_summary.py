@@ -12,9 +12,10 @@ from sessions_app.core.compare import offline_difference_summary
 from sessions_app.core.messages import convert_to_llm, message_from_entry
 from sessions_app.core.summaries import serialize_conversation
 from sessions_app.models import Job, Session
-from sessions_app.services import compare, sessions, summarizer
+from sessions_app.selectors import compare
+from sessions_app.selectors.llm import summary_profile
+from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
-from sessions_app.services.llm import summary_profile
 
 Status = Job.Status
 MAX_PROMPT_CHARS = 60_000

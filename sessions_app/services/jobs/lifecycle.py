@@ -38,9 +38,9 @@ from django.utils import timezone
 
 from piweb import queues
 from piweb.celery import app as celery_app
+from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, Job, Session
 from sessions_app.services import events, sessions
-from sessions_app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""What the summary kinds (compaction, branch summary) share: the compaction settings,
-the model calls with visible progress and retries, and attaching the result entry."""
+"""What the summary kinds (compaction, branch summary) share: storing the compaction
+settings, the model calls with visible progress and retries, and attaching the result entry."""
 
 from __future__ import annotations
 
@@ -12,27 +12,14 @@ from sessions_app.core.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import llm, sessions, summarizer
+from sessions_app.selectors.llm import compaction_settings, summary_profile
+from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
-from sessions_app.services.llm import summary_profile
 
 Status = Job.Status
 FOCUS_MAX_CHARS = 4000
 OFFLINE_MODEL = "offline summarizer"
-
-
-def compaction_settings(session: Session) -> CompactionSettings:
-    """Effective settings: global PIWEB_COMPACTION, pi's settings.json (its
-    ``compaction`` object), then the session's overrides.
-
-    ``Session.settings["compaction"]`` uses pi's keys (enabled, reserveTokens,
-    keepRecentTokens).
-    """
-    merged = llm.compaction_defaults()
-    own = (session.settings or {}).get("compaction") or {}
-    merged.update({k: v for k, v in own.items() if k in merged})
-    return CompactionSettings.from_dict(merged)
 
 
 def update_compaction_settings(

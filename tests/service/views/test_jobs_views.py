@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import Job, SessionShare, Team
+from sessions_app.selectors.llm import compaction_settings
 from sessions_app.services import jobs
 from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.job_sessions import SMALL, make_session
@@ -98,11 +99,11 @@ def test_settings_form(make_user):
     ok = client_for(owner).post(url, data, HTTP_HX_REQUEST="true")
     assert ok.status_code == 200 and b"Saved." in ok.content
     session.refresh_from_db()
-    cfg = jobs.compaction_settings(session)
+    cfg = compaction_settings(session)
     assert (cfg.enabled, cfg.reserve_tokens, cfg.keep_recent_tokens) == (True, 9000, 1234)
     off = client_for(owner).post(url, {**data, "enabled": ""}, HTTP_HX_REQUEST="true")
     session.refresh_from_db()
-    assert off.status_code == 200 and not jobs.compaction_settings(session).enabled
+    assert off.status_code == 200 and not compaction_settings(session).enabled
     bad = client_for(owner).post(url, {**data, "reserve_tokens": "lots"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 400 and b"whole numbers" in bad.content
 

@@ -136,7 +136,7 @@ def test_entry_pane_renders_safely(session, owner, client_for):
 
 
 def test_full_output_view_refuses_outside_paths(owner, client_for, workspace, settings, tmp_path):
-    from sessions_app.services.workspaces import artifact_dir
+    from sessions_app.selectors.workspaces import artifact_dir
 
     # Only files in the session's own artifact directory are served (not workspace files).
     in_workspace = workspace / "out.log"

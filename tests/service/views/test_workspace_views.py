@@ -4,6 +4,7 @@ box and its write-back actions: who may use them, and what they answer."""
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 
 import pytest
@@ -79,7 +80,8 @@ def test_the_pi_file_box_says_pi_is_writing_and_offers_a_fork(make_user, tmp_pat
     page = client_for(owner).get(reverse("sessions_app:pi_file", args=[session.pi_id]))
     html = page.content.decode()
     assert "pi is writing this session" in html and 'id="pi-fork-instead"' in html
-    assert 'hx-trigger="every 2s"' in html
+    # It polls while pi writes, besides following the session's events.
+    assert re.search(r'id="pi-file"[^>]*hx-trigger="[^"]*, every 2s"', html)
     send = client_for(owner).post(
         reverse("sessions_app:chat_send", args=[session.pi_id]), {"text": "hello"}
     )

@@ -1,7 +1,7 @@
 """The context inspector: exactly what the model would receive with the leaf at a node.
 
 Read-only. What the model receives (system prompt, tools, messages, window, token
-counts) is `services.model_input.model_input`, the same object the agent run sends from
+counts) is `selectors.model_input.model_input`, the same object the agent run sends from
 and the compaction threshold check reads; this module adds what the page explains: each
 LLM message paired with the entry it came from, the entries hidden behind the last
 compaction summary, the context edits and the system messages on the path.
@@ -26,8 +26,8 @@ from sessions_app.core.pi1_entries import (
 )
 from sessions_app.core.preview import entry_preview
 from sessions_app.selectors import paths
-from sessions_app.services.jobs import compaction_settings
-from sessions_app.services.model_input import ModelInput, TokenCounts, model_input
+from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.model_input import ModelInput, TokenCounts, model_input
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,9 @@ test_workspace_choice.py.)"""
 
 import pytest
 
+from sessions_app.selectors import workspaces as workspace_reads
+from sessions_app.selectors.workspaces import WorkspaceError
 from sessions_app.services import sessions, workspaces
-from sessions_app.services.workspaces import WorkspaceError
 
 pytestmark = pytest.mark.django_db
 
@@ -18,14 +19,14 @@ def test_each_user_works_in_their_own_folder_of_each_root(fresh_workspace_root, 
     assert mine == root / str(me.pk) and mine.is_dir()
     project = mine / "project"
     project.mkdir()
-    assert workspaces.check_session_cwd(str(project), me) == str(project)
+    assert workspace_reads.check_session_cwd(str(project), me) == str(project)
     theirs = workspaces.user_workspace(other) / "theirs"
     theirs.mkdir()
     with pytest.raises(WorkspaceError):
-        workspaces.check_session_cwd(str(theirs), me)
+        workspace_reads.check_session_cwd(str(theirs), me)
     with pytest.raises(WorkspaceError):
-        workspaces.check_session_cwd("/etc", me)
-    assert workspaces.owner_key(me) == workspaces.owner_key(me.pk) == str(me.pk)
+        workspace_reads.check_session_cwd("/etc", me)
+    assert workspace_reads.owner_key(me) == workspace_reads.owner_key(me.pk) == str(me.pk)
 
 
 def test_a_single_user_setup_works_in_the_roots_themselves(
@@ -36,7 +37,7 @@ def test_a_single_user_setup_works_in_the_roots_themselves(
     root = fresh_workspace_root.resolve()
     assert workspaces.single_user() and workspaces.user_areas_of(me) == [root]
     (root / "shared").mkdir()
-    assert workspaces.check_session_cwd(str(root / "shared"), me) == str(root / "shared")
+    assert workspace_reads.check_session_cwd(str(root / "shared"), me) == str(root / "shared")
 
 
 def test_a_session_works_in_its_header_folder_until_it_chooses_another(
@@ -46,9 +47,9 @@ def test_a_session_works_in_its_header_folder_until_it_chooses_another(
     folder = workspaces.user_workspace(owner) / "w"
     folder.mkdir()
     session = sessions.create_session(owner=owner, cwd=str(folder))
-    where = workspaces.session_workspace(session)
+    where = workspace_reads.session_workspace(session)
     assert (where.cwd, where.user_pk, where.choice_id) == (str(folder), owner.pk, None)
-    assert workspaces.session_cwd(session) == str(folder)
+    assert workspace_reads.session_cwd(session) == str(folder)
 
 
 def test_only_files_inside_the_sessions_artifact_folder_are_handed_out(
@@ -63,8 +64,8 @@ def test_only_files_inside_the_sessions_artifact_folder_are_handed_out(
     outside = tmp_path / "secret.txt"
     outside.write_text("no")
     (folder / "link").symlink_to(outside)
-    assert workspaces.artifact_dir(session) == str(folder)
-    assert workspaces.session_artifact_file(session, str(output)) == output.resolve()
+    assert workspace_reads.artifact_dir(session) == str(folder)
+    assert workspace_reads.session_artifact_file(session, str(output)) == output.resolve()
     for raw in (None, "", "relative.txt", str(outside), str(folder), str(folder / "link"),
                 str(output) + "\x00", str(folder / "missing.txt"), str(folder / ".." / "x")):  # fmt: skip
-        assert workspaces.session_artifact_file(session, raw) is None, raw
+        assert workspace_reads.session_artifact_file(session, raw) is None, raw

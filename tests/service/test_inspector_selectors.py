@@ -1,4 +1,4 @@
-"""The context inspector (sessions_app/services/inspector.py) on pi 1.x entries: what each
+"""The context inspector (sessions_app/selectors/inspector.py) on pi 1.x entries: what each
 context edit does, the system changes, and a compaction that restates its system message.
 (That the inspector shows what the model is sent: tests/service/test_model_input.py.)"""
 
@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Session
-from sessions_app.services.inspector import inspect_context
+from sessions_app.selectors.inspector import inspect_context
 from tests.support.pi1_session import REPLACEMENT, import_pi1_session
 from tests.support.pi_files import header, import_lines, message, usage_line
 from tests.support.web import client_for

@@ -12,9 +12,9 @@
   write) unless the session's settings (``settings["tools"]``) or its model profile
   (``"tools"`` in its spec) name others, as pi's ``--tools`` does (`session_tools`);
 - the messages: the core's `build_session_context` over the stored path
-  (`services.sessions.load_context_path` + `context_from_path`) and `convert_to_llm`;
+  (`selectors.paths.load_context_path` + `context_from_path`) and `convert_to_llm`;
 - the model and its context window: the window of the model the path records, from the
-  model catalog (`services.llm.session_window`); the model a run uses, with the key of
+  model catalog (`selectors.llm.session_window`); the model a run uses, with the key of
   the user who sends (`resolved(user)`);
 - token counts: `context_tokens`, pi's estimate that the compaction threshold check
   uses (the last reply's usage plus chars/4 of what follows), and `count()`, tiktoken
@@ -56,8 +56,7 @@ from sessions_app.core.tokens import (
     estimate_tokens,
 )
 from sessions_app.models import Session
-from sessions_app.selectors import paths
-from sessions_app.services import llm, sessions, workspaces
+from sessions_app.selectors import llm, paths, workspaces
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def skill_roots(cwd: str) -> list[tuple[str, str]]:
     ]
 
 
-def system_prompt(session: Session, tools=None, leaf=sessions.UNSET) -> SystemPromptResult:
+def system_prompt(session: Session, tools=None, leaf=paths.UNSET) -> SystemPromptResult:
     """The session's system prompt with its sections, context files, skills and warnings."""
     if tools is None:
         tools = session_tools(session)
@@ -217,7 +216,7 @@ class ModelInput:
     @cached_property
     def window(self) -> int:
         """The context window at the leaf: the recorded model's catalog window, else the
-        window of the model a run would use (`services.llm.session_window`)."""
+        window of the model a run would use (`selectors.llm.session_window`)."""
         return llm.session_window(self.session, self.recorded_model)
 
     def resolved(self, user=None):
@@ -247,11 +246,11 @@ class ModelInput:
 
 
 def model_input(
-    session: Session, leaf: str | None | object = sessions.UNSET, *, path: list[dict] | None = None
+    session: Session, leaf: str | None | object = paths.UNSET, *, path: list[dict] | None = None
 ) -> ModelInput:
     """What the model receives with the leaf at `leaf` (a pi id; None: before the first
     entry; default: the session's leaf). `path`: the root→leaf payloads, when the caller
     holds them already (the context is then built from them, by the same core function)."""
-    if leaf is sessions.UNSET:
+    if leaf is paths.UNSET:
         leaf = session.leaf_pi_id
     return ModelInput(session, leaf, path)

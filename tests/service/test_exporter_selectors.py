@@ -12,13 +12,13 @@ from sessions_app.core.jsonl import read_session
 from sessions_app.core.messages import build_session_context
 from sessions_app.models import Entry
 from sessions_app.selectors import paths
-from sessions_app.services import fork, navigation, sessions
-from sessions_app.services.exporter import (
+from sessions_app.selectors.exporter import (
     LEAF_MARKER_TYPE,
     export_bytes,
     export_jsonl,
     iter_session_lines,
 )
+from sessions_app.services import fork, navigation, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.pi_files import FIXTURES, as_file, fixture, fixture_bytes
 from tests.support.tree_data import branched_jsonl, import_branched

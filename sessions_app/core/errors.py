@@ -1,8 +1,9 @@
 """The one error shape: a request refused, with its message for the person, its HTTP
 status and a stable machine code.
 
-Services, presentation and the typed request values (`params.py`) raise a
-`ServiceError` (usually a subclass of their own); the view gate
+Services, selectors, presentation and the typed request values (`params.py`) raise a
+`ServiceError` (usually a subclass of their own): it lives in the core, which every layer
+may import; the view gate
 (`responses.session_view` / `piweb_view`) turns it into the notice partial (htmx and the
 chat's fetch calls) or plain text, with `status`. A view catches one itself only to show
 it inside a form it renders anyway. Anything else that escapes a view is a bug and a 500.

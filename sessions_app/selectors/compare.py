@@ -6,10 +6,10 @@ The optional "summarize the difference" is a job: ``services/jobs/compare_summar
 from __future__ import annotations
 
 from sessions_app.core.compare import compare_branches
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.input_limits import display_value
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import paths
-from sessions_app.services.errors import ServiceError
 
 
 class CompareError(ServiceError):

@@ -1,0 +1,49 @@
+"""The pi file a session is followed from, as pages and the chat see it (writing it
+back: `services/write_back.py`)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from django.conf import settings
+
+from sessions_app.models import FollowedFile, Session
+
+
+def followed_file(session: Session) -> FollowedFile | None:
+    """The pi file this session is followed from (None: not followed, or gone)."""
+    if not session.source_path:
+        return None
+    return (
+        FollowedFile.objects.filter(session_id=session.pk)
+        .exclude(state=FollowedFile.State.GONE)
+        .order_by("-updated_at")
+        .first()
+    )
+
+
+def file_state(session: Session) -> dict:
+    """What piweb keeps about the followed file in `Session.settings["pi_file"]`."""
+    return dict((session.settings or {}).get("pi_file") or {})
+
+
+def write_back_enabled(session: Session) -> bool:
+    return bool(file_state(session).get("write_back", settings.PIWEB_WRITE_BACK_DEFAULT))
+
+
+def pi_writing_since(session: Session, row: FollowedFile | None = None) -> float | None:
+    """Seconds since pi last changed this session's file, when that is less than
+    `PIWEB_PI_QUIET_SECONDS` (pi is writing it now); None otherwise. piweb's own
+    write-back is not pi writing."""
+    row = row if row is not None else followed_file(session)
+    if row is None:
+        return None
+    try:
+        st = os.stat(row.path)
+    except OSError:
+        return None
+    if st.st_mtime_ns == file_state(session).get("mtime_ns"):
+        return None
+    age = max(0.0, time.time() - st.st_mtime_ns / 1e9)
+    return age if age < settings.PIWEB_PI_QUIET_SECONDS else None
