@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
 from django.db.models import Count, F
@@ -247,18 +247,7 @@ def _git_changes(session: Session, base: str, commit: str, *, diffs: bool) -> li
     texts = _split_diff(repo.diff_text(base or None, commit)) if diffs and stats else []
     if len(texts) != len(stats):
         texts = [""] * len(stats)
-    return [
-        FileChange(
-            path=s.path,
-            status=s.status,
-            added=s.added,
-            removed=s.removed,
-            binary=s.binary,
-            old_path=s.old_path,
-            diff=text,
-        )
-        for s, text in zip(stats, texts, strict=True)
-    ]
+    return [FileChange(**asdict(s), diff=text) for s, text in zip(stats, texts, strict=True)]
 
 
 def _from_rows(snap: FileSnapshot) -> list[FileChange]:

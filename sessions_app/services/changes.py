@@ -97,6 +97,10 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
 
 
+# What a fork's copy of a snapshot takes over as it is (its session and entry are its own).
+SNAPSHOT_FIELDS = ("kind", "repo", "commit", "base", "files", "added", "removed")
+
+
 def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
     """A fork's copied entries keep their snapshots (``pk_of``: pi id → the new row's pk).
     The commits stay in the workspace's repository; a fork owned by someone else, who has
@@ -104,22 +108,13 @@ def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
     rows = [
         FileSnapshot(
             session=new,
-            entry_id=pk_of[pi_id],
-            kind=snap.kind,
-            repo=snap.repo,
-            commit=snap.commit,
-            base=snap.base,
-            files=snap.files,
-            added=snap.added,
-            removed=snap.removed,
+            entry_id=pk_of[snap.entry.pi_id],
+            **{name: getattr(snap, name) for name in SNAPSHOT_FIELDS},
         )
-        for snap, pi_id in (
-            (s, s.entry.pi_id)
-            for s in FileSnapshot.objects.filter(session=source)
-            .select_related("entry")
-            .only("kind", "repo", "commit", "base", "files", "added", "removed", "entry__pi_id")
-        )
-        if pi_id in pk_of
+        for snap in FileSnapshot.objects.filter(session=source)
+        .select_related("entry")
+        .only(*SNAPSHOT_FIELDS, "entry__pi_id")
+        if snap.entry.pi_id in pk_of
     ]
     FileSnapshot.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
