@@ -16,7 +16,6 @@ COVERED_END_TO_END = {
     "services/events.py": "e2e/test_ws_revocation.py, e2e/test_sessions_list_ws.py",
     "management/commands/runpiweb.py": "e2e/test_runpiweb_supervisor.py (the processes)",
     "management/commands/watch_pi_sessions.py": "e2e/test_follow_watcher.py (the watcher)",
-    "selectors/panels/chat.py": "e2e/test_chat_browser.py (the chat panel in Chromium)",
     "selectors/panels/tree.py": "e2e/test_tree_browser.py (the tree panel in Chromium)",
     "templatetags/tree_tags.py": "e2e/test_tree_browser.py (the rows it draws)",
     "selectors/panels/context_chart.py": "e2e/test_usage_browser.py (the chart in Chromium)",

@@ -67,19 +67,39 @@ def model_context(session, user) -> dict:
         model = llm.find_model(recorded.get("provider"), recorded.get("modelId"))
     current = f"{model['provider']}/{model['id']}" if model else ""
     choices = llm.available_models(user)
-    groups: dict[str, list] = {}
-    for choice in choices:
-        groups.setdefault(choice.provider, []).append(choice)
-    thinking = seen.context.get("thinkingLevel")
-    if not isinstance(thinking, str) or thinking not in llm.THINKING_LEVELS:
-        thinking = llm.default_thinking_level(user)
     return {
         "resolved": resolved,
         "model": model,
         "current": current,
         "problem": problem,
-        "groups": sorted(groups.items()),
+        "groups": picker_groups(choices),
         "known_current": any(c.ref == current for c in choices),
+        **_thinking_context(seen, user, model),
+    }
+
+
+# The picker's first group when pi's settings.json names `enabledModels`: the models pi
+# cycles through with Ctrl+P come first, the rest (still allowed, as in pi's /model) after.
+SCOPED_GROUP = "enabledModels"
+
+
+def picker_groups(choices) -> list[tuple[str, list]]:
+    """(label, choices) groups of the model picker: the scoped models first when pi's
+    settings scope them, then every other model by provider."""
+    scoped = [c for c in choices if c.enabled] if llm.pi_settings().enabled_models else []
+    scoped_refs = {c.ref for c in scoped}
+    by_provider: dict[str, list] = {}
+    for choice in choices:
+        if choice.ref not in scoped_refs:
+            by_provider.setdefault(choice.provider, []).append(choice)
+    return ([(SCOPED_GROUP, scoped)] if scoped else []) + sorted(by_provider.items())
+
+
+def _thinking_context(seen, user, model) -> dict:
+    thinking = seen.context.get("thinkingLevel")
+    if not isinstance(thinking, str) or thinking not in llm.THINKING_LEVELS:
+        thinking = llm.default_thinking_level(user)
+    return {
         "thinking": llm.thinking_for(model, thinking) if model else thinking,
         "levels": llm.supported_thinking_levels(model) if model else ["off"],
         "reasoning": bool(model and model.get("reasoning")),
