@@ -231,9 +231,6 @@
       input.focus();
     });
 
-    document.addEventListener("piweb:queue_changed", refreshQueue);
-    document.addEventListener("piweb:ws-open", refreshQueue);
-
     if (form) {
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
@@ -250,7 +247,7 @@
         button.disabled = true;
         post(root.dataset.unqueueUrl, { item: button.dataset.item }).then(function (res) {
           showNotice(res.html);
-          refreshQueue();
+          window.piweb.dispatch("queue_changed"); // at once, before the socket's own
         });
       });
       input.addEventListener("keydown", function (ev) {
@@ -333,21 +330,12 @@
         return;
       }
       showNotice(res.html);
-      if (res.ok) refreshQueue();
+      if (res.ok) window.piweb.dispatch("queue_changed");
       else giveBack();
     }, function () {
       giveBack();
       notice.textContent = "Could not reach the server.";
     });
-  }
-
-  function refreshQueue() {
-    fetch(root.dataset.queuedUrl, { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.text() : null; })
-      .then(function (html) {
-        var box = document.getElementById("chat-queue");
-        if (html !== null && box) box.innerHTML = html; // server-rendered, escaped partial
-      });
   }
 
   // Live takeover: while pi writes the session (#pi-file[data-pi-writing], polled by
