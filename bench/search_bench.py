@@ -9,7 +9,7 @@ Each backend runs in a child process on a FRESH database (PostgreSQL: the databa
 named by --pg-db on PIWEB_BENCH_PG_URL's server, dropped and re-created; SQLite: a file
 under var/bench-search/), migrated, then bulk-loaded with raw SQL (COPY on PostgreSQL,
 executemany on SQLite; the full-text index is built once after the load). It then runs a
-mix of queries through `services.search.search` — the code the search page calls, with
+mix of queries through `selectors.search.search` — the code the search page calls, with
 its visibility filter and result loading — as two users: a team member who sees about a
 sixth of the sessions, and a lead who sees all of them. Prints p50 / p95 / max per
 backend and user. Target: p95 < 300 ms on PostgreSQL.
@@ -335,7 +335,7 @@ def _load(args, vendor: str) -> dict:
 
 
 def _queries(rng: random.Random, words: list[str], pool: list[str]) -> list[tuple[str, dict]]:
-    from sessions_app.services.search import SearchFilters
+    from sessions_app.selectors.search import SearchFilters
 
     out = []
     for _ in range(40):
@@ -363,7 +363,7 @@ def _queries(rng: random.Random, words: list[str], pool: list[str]) -> list[tupl
 
 
 def _measure(user, queries) -> dict:
-    from sessions_app.services import search
+    from sessions_app.selectors import search
 
     for q, kw in queries[:5]:  # warm caches
         search.search(user, q, kw.get("filters"))

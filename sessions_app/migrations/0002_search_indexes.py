@@ -47,7 +47,7 @@ def _run(statements_by_vendor):
     def run(apps, schema_editor):
         statements = statements_by_vendor.get(schema_editor.connection.vendor)
         if statements is None:
-            return  # other databases fall back to substring search (services/search.py)
+            return  # other databases fall back to substring search (selectors/search.py)
         for sql in statements:
             schema_editor.execute(sql)
 

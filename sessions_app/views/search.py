@@ -7,7 +7,7 @@ from django.shortcuts import render
 from sessions_app.core.errors import ServiceError
 from sessions_app.params import query
 from sessions_app.responses import piweb_view
-from sessions_app.services import search as search_service
+from sessions_app.selectors import search as search_selectors
 
 
 @piweb_view()
@@ -17,16 +17,16 @@ def search(request):
     context = {
         "query": text,
         "params": request.GET,
-        "roles": search_service.ROLE_CHOICES,
+        "roles": search_selectors.ROLE_CHOICES,
         "result": None,
         "error": "",
     }
     status = 200
     try:
-        filters = search_service.SearchFilters.from_params(request.GET)
+        filters = search_selectors.SearchFilters.from_params(request.GET)
         if text.strip() or filters.any():
             page = params.integer("page", 1) or 1
-            context["result"] = search_service.search(request.user, text, filters, page=page)
+            context["result"] = search_selectors.search(request.user, text, filters, page=page)
     except ServiceError as exc:  # bad filters or page: shown on the page, with the form
         context["error"] = str(exc)
         status = 400

@@ -16,8 +16,8 @@ import uuid
 import pytest
 
 from sessions_app.models import Entry, FollowedFile, Session
+from sessions_app.selectors import search
 from sessions_app.selectors.exporter import export_bytes
-from sessions_app.services import search
 from tests.support.pi_files import append, chain_lines, header, line, message
 from tests.support.processes import REPO, ManagedProcess, free_port
 

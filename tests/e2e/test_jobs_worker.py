@@ -13,8 +13,8 @@ from django.utils import timezone
 from sessions_app.core.offline_summary import OFFLINE_LABEL
 from sessions_app.core.summaries import BRANCH_SUMMARY_PREAMBLE, SPLIT_TURN_HEADING
 from sessions_app.models import Job, SearchDocument
-from sessions_app.selectors import paths
-from sessions_app.services import jobs, search, sessions
+from sessions_app.selectors import paths, search
+from sessions_app.services import jobs, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.search_index import request_index

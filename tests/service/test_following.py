@@ -20,8 +20,9 @@ from tqdm import tqdm
 
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.models import Activity, Entry, FollowedFile, SearchDocument, Session, UsageDaily
+from sessions_app.selectors import search
 from sessions_app.selectors.exporter import export_bytes
-from sessions_app.services import following, search
+from sessions_app.services import following
 from tests.conftest import REPO
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import append, chain_lines, header, line, message, session_file

@@ -22,8 +22,8 @@ from sessions_app.core.input_limits import MAX_CWD_CHARS, MAX_JSON_DEPTH
 from sessions_app.core.markdown_safe import escape_raw_html
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.exporter import export_bytes
+from sessions_app.selectors.search import search
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
-from sessions_app.services.search import search
 from tests.support import page_walk
 from tests.support.pi_files import header, jsonl_text, message
 from tests.support.web import client_for, post_import

@@ -436,7 +436,7 @@ def test_big_session_path_walk_matches_the_recursive_query(owner, monkeypatch):
 
 
 def test_imported_and_grown_entries_are_searchable(owner):
-    from sessions_app.services.search import search
+    from sessions_app.selectors.search import search
 
     entries = chain(4)
     entries[1]["message"]["content"][0]["text"] = "the zanzibarquux answer"
@@ -472,8 +472,8 @@ def test_id_blocks_run_out_mid_file_and_links_stay_right(owner, monkeypatch):
 
 def test_the_work_after_the_commit_can_be_left_to_the_caller(owner):
     from sessions_app.models import SearchDocument
+    from sessions_app.selectors.search import search
     from sessions_app.services.importer import finish_import
-    from sessions_app.services.search import search
 
     entries = chain(2) + [message("e0002", "e0001", text="a quetzalquux reply", ts=3)]
     report = do_import(jsonl_text(header(), entries), owner, after_commit="off")

@@ -86,7 +86,7 @@ def _searchable_session(word: str) -> tuple[str, bytes]:
 
 def test_an_uploaded_session_is_indexed_for_search_by_the_worker(worker, make_user):
     from sessions_app.models import SearchDocument
-    from sessions_app.services.search import search
+    from sessions_app.selectors.search import search
 
     owner = make_user()
     session_id, data = _searchable_session("the okapiquux answer")
@@ -98,7 +98,7 @@ def test_an_uploaded_session_is_indexed_for_search_by_the_worker(worker, make_us
 
 def test_an_upload_is_indexed_at_once_when_no_broker_answers(make_user, monkeypatch):
     from piweb.celery import app
-    from sessions_app.services.search import search
+    from sessions_app.selectors.search import search
 
     # A broker address where nothing listens, and no retries: sending fails fast.
     monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import Entry, FollowedFile, Job, SearchDocument
+from sessions_app.selectors import search as search_selectors
 from sessions_app.services import following, fork, search, sessions
 from sessions_app.services.importer import append_lines, import_jsonl_stream
 from sessions_app.services.jobs import lifecycle
@@ -41,7 +42,9 @@ def owner(make_user):
 
 def found(owner, words) -> list[tuple[str, str]]:
     """(session pi id, entry pi id) of every hit."""
-    return sorted((h.session_pi_id, h.entry_pi_id) for h in search.search(owner, words).hits)
+    return sorted(
+        (h.session_pi_id, h.entry_pi_id) for h in search_selectors.search(owner, words).hits
+    )
 
 
 def index_jobs() -> list[Job]:
