@@ -1,11 +1,11 @@
-// Chat panel: send / steer / follow up / stop, the queued messages, the live run (streamed text, tool calls, bash snapshots) and
-// the transcript, refreshed from the server when entries land. Server events arrive as
-// DOM events `piweb:<event>` from piweb.js (one websocket per page).
+// Chat panel: send / steer / follow up / stop and the live run (streamed text, tool calls,
+// bash snapshots). The transcript and the queue refresh themselves (their hx-trigger) on
+// the same events. Server events arrive as DOM events `piweb:<event>` from piweb.js (one
+// websocket per page).
 (function () {
   "use strict";
   var root, input, live, liveText, liveThinking, liveTools, statusEl, notice, form;
   var runId = null;
-  var refreshTimer = null;
 
   function csrfToken() {
     var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -58,33 +58,6 @@
     var box = document.getElementById("chat-transcript");
     if (box) box.scrollTop = box.scrollHeight;
     live.scrollIntoView({ block: "end" });
-  }
-
-  function refreshTranscript() {
-    if (refreshTimer) return;
-    refreshTimer = setTimeout(function () {
-      refreshTimer = null;
-      fetch(root.dataset.transcriptUrl, { credentials: "same-origin" })
-        .then(function (r) { return r.ok ? r.text() : null; })
-        .then(function (html) {
-          if (html === null) return;
-          var transcript = document.getElementById("chat-transcript");
-          // Diffs already opened under a "files changed" card stay open.
-          var opened = {};
-          transcript.querySelectorAll(".changes-card").forEach(function (card) {
-            var body = card.querySelector(".changes-card-body");
-            if (body && body.childElementCount) opened[card.dataset.entryId] = body.innerHTML;
-          });
-          transcript.innerHTML = html;
-          transcript.querySelectorAll(".changes-card").forEach(function (card) {
-            var body = card.querySelector(".changes-card-body");
-            if (body && opened[card.dataset.entryId]) body.innerHTML = opened[card.dataset.entryId];
-          });
-          // The cards load their diffs through htmx.
-          if (window.htmx) window.htmx.process(transcript);
-          scrollDown();
-        });
-    }, 80);
   }
 
   function toolBox(id, name, args) {
@@ -184,7 +157,7 @@
     });
     document.addEventListener("piweb:message_end", function (ev) {
       var d = ev.detail;
-      if (!d || d.run_id !== runId) { refreshTranscript(); return; }
+      if (!d || d.run_id !== runId) return;
       if (d.role === "assistant") {
         liveText.textContent = "";
         liveThinking.querySelector("pre").textContent = "";
@@ -195,7 +168,6 @@
       } else if (d.role === "bashExecution") {
         liveTools.innerHTML = "";
       }
-      refreshTranscript();
     });
     document.addEventListener("piweb:run_status", function (ev) {
       var d = ev.detail;
@@ -214,17 +186,16 @@
       runId = null;
       resetLive();
       setRunning(false);
-      refreshTranscript();
     });
     document.addEventListener("piweb:run_state", function (ev) {
       loadState(ev.detail && ev.detail.run);
       if (!(ev.detail && ev.detail.run)) setRunning(false);
     });
-    document.addEventListener("piweb:entry_appended", refreshTranscript);
-    document.addEventListener("piweb:files_changed", refreshTranscript);
     document.addEventListener("htmx:afterSettle", syncPiWriting);
-    document.addEventListener("piweb:leaf_moved", refreshTranscript);
-    document.addEventListener("piweb:ws-open", refreshTranscript);
+    // The transcript refreshes itself (its hx-trigger); after each swap, follow the end.
+    document.addEventListener("htmx:afterSwap", function (ev) {
+      if (ev.detail && ev.detail.target && ev.detail.target.id === "chat-transcript") scrollDown();
+    });
     document.addEventListener("piweb:prefill-input", function (ev) {
       if (!input) return;
       input.value = (ev.detail && ev.detail.text) || "";
@@ -306,7 +277,6 @@
       if (res.ok) {
         input.value = "";
         setRunning(true);
-        refreshTranscript();
       }
     }, function () {
       send.disabled = false;

@@ -49,6 +49,9 @@ def test_diff_views_and_restore(worker, page_for, make_user, workspace):
     expect(card.locator("tr.del")).to_contain_text("return 1")
 
     second = send(page, session, "!echo 'x = 3' > app.py && touch new.txt")
+    # The transcript refreshed for the new entries; the diffs opened above stay open.
+    expect(page.locator(f'.changes-card[data-entry-id="{second}"]')).to_be_visible()
+    expect(card.locator("tr.add")).to_contain_text("return 2")
 
     # The first node's pane: its diff, then "Restore files to this node".
     page.goto(f"/s/{session.pi_id}/?target={first}")
