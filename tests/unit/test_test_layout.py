@@ -45,7 +45,6 @@ NO_TEST_YET = {
     "selectors/changes.py": "service/test_changes.py",
     "services/bulk_entries.py": "service/test_importer.py",
     "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
-    "services/sandboxing.py": "service/test_sandbox.py, service/test_resources.py",
 }
 
 # Unit and service test modules that check one property across the whole app, so no single
