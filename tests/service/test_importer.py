@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 from django.conf import settings
-from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from sessions_app.core.jsonl import serialize_entry
@@ -28,7 +27,6 @@ from tests.support.pi_files import (
     jsonl_text,
     leaves,
     message,
-    write_fixture,
 )
 from tests.support.tree_data import import_branched
 from tests.support.web import client_for
@@ -390,37 +388,6 @@ def test_reimport_by_another_user_is_refused(owner, make_user):
     do_import(data + serialize_entry(message("x", "e0001")) + "\n", owner)
     with pytest.raises(SessionImportError, match="its id is already taken"):
         do_import(data, make_user("someone"))
-
-
-# --- the command ----------------------------------------------------------------------------
-
-
-def test_command_imports_a_pi_sessions_directory(tmp_path, make_user, capsys):
-    admin = make_user("admin", is_superuser=True, is_staff=True)
-    project = tmp_path / "sessions" / "--work-project--"
-    project.mkdir(parents=True)
-    for name in FIXTURES:
-        write_fixture(project, name)
-    (project / "broken.jsonl").write_text("not json\n")
-    (project / "notes.txt").write_text("ignored")
-    with pytest.raises(CommandError, match="1 file"):
-        call_command("import_pi_sessions", str(tmp_path / "sessions"))
-    out = capsys.readouterr()
-    assert "2 created" in out.out and "broken.jsonl" in out.out + out.err
-    assert Session.objects.filter(owner=admin).count() == 2
-    call_command("import_pi_sessions", str(project / FIXTURES[0]), "--owner", "admin")
-    assert "1 unchanged" in capsys.readouterr().out
-
-
-def test_command_needs_an_owner(tmp_path, make_user):
-    path = write_fixture(tmp_path, FIXTURES[1])
-    with pytest.raises(CommandError, match="--owner"):
-        call_command("import_pi_sessions", str(path))
-    with pytest.raises(CommandError, match="No user named"):
-        call_command("import_pi_sessions", str(path), "--owner", "ghost")
-    make_user("alice")
-    call_command("import_pi_sessions", str(path), "--owner", "alice")
-    assert Session.objects.get().owner.username == "alice"
 
 
 def test_big_session_path_walk_matches_the_recursive_query(owner, monkeypatch):
