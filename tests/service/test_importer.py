@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import pytest
-from django.conf import settings
 from django.urls import reverse
 
 from sessions_app.core.jsonl import serialize_entry
@@ -417,26 +415,6 @@ def test_imported_and_grown_entries_are_searchable(owner):
     assert len(search(owner, "zanzibarquux").hits) == 1  # not indexed twice
 
 
-def test_id_blocks_run_out_mid_file_and_links_stay_right(owner, monkeypatch):
-    """Primary keys are reserved a block at a time (on PostgreSQL each new block ends the
-    running COPY): tiny blocks make a 40-entry file cross many of them."""
-    from sessions_app.services import bulk_entries
-
-    monkeypatch.setattr(bulk_entries, "_FIRST_ID_BLOCK", 1)
-    monkeypatch.setattr(bulk_entries, "_MAX_ID_BLOCK", 3)
-    entries = chain(40)
-    entries.insert(5, entries.pop(20))  # a forward reference across blocks
-    report = do_import(jsonl_text(header(), entries), owner, batch_size=4)
-    assert report.entries_added == 40 and not report.warnings
-    stored = {e.pi_id: e for e in Entry.objects.filter(session=report.session)}
-    assert len({e.pk for e in stored.values()}) == 40
-    for e in entries:
-        parent = stored[e["id"]].parent
-        assert (parent.pi_id if parent else None) == e["parentId"]
-    assert export_bytes(report.session) == jsonl_text(header(), entries).encode()
-    assert_context_matches_core(report.session, entries, [entries[-1]["id"]])
-
-
 def test_the_work_after_the_commit_can_be_left_to_the_caller(owner):
     from sessions_app.models import SearchDocument
     from sessions_app.services.importer import finish_import
@@ -472,46 +450,6 @@ def test_an_overlong_line_is_skipped_without_holding_it(owner, monkeypatch):
         "e0001",
         "e0002",
     ]
-
-
-@pytest.mark.skipif(
-    "sqlite" not in settings.DATABASES["default"]["ENGINE"], reason="SQLite's write-ahead log"
-)
-@pytest.mark.django_db(transaction=True)
-def test_on_sqlite_the_import_commits_to_the_log_and_finish_import_checkpoints(owner):
-    """The import's commit leaves its pages in the write-ahead log (the checkpoint that
-    would copy them into the database file is finish_import's job), and the connection's
-    automatic checkpoints come back afterwards, after a failed import too."""
-    from django.db import connection
-
-    from sessions_app.services.importer import finish_import
-
-    def autocheckpoint() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_autocheckpoint")
-            return cursor.fetchone()[0]
-
-    database_file = connection.settings_dict["NAME"]
-    # Earlier tests leave free pages in the file; without them, what the checkpoint copies
-    # must grow the file.
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM")
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM's pages into the file
-    pages_before = autocheckpoint()
-    assert pages_before > 0
-    entries = chain(6000)
-    for entry in entries:
-        entry["message"]["content"] = "w" * 1000  # 6 MB: more than 1000 pages of log
-    size_before = os.path.getsize(database_file)
-    report = do_import(jsonl_text(header(), entries), owner, after_commit="off")
-    assert report.entries_added == 6000 and autocheckpoint() == pages_before
-    assert os.path.getsize(database_file) - size_before < 1_000_000
-    with pytest.raises(SessionImportError, match="duplicate entry id"):
-        do_import(jsonl_text(header("s-dup"), [*chain(2), chain(1)[0]]), owner)
-    assert autocheckpoint() == pages_before
-    finish_import(report.session.pk, 0)
-    assert os.path.getsize(database_file) - size_before > 6_000_000
-    assert paths.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000
 
 
 @pytest.mark.parametrize("bad", ["x/y", "..", ".", "a b", "x" * 65, "ü"])
