@@ -41,7 +41,6 @@ COVERED_BY_THEIR_PACKAGE = {
 NO_TEST_YET = {
     "management/commands/session_usage.py": "service/test_usage.py",
     "selectors/changes.py": "service/test_changes.py",
-    "services/jobs/session_import.py": "service/test_upload_handlers.py (the import job)",
 }
 
 # Unit and service test modules that check one property across the whole app, so no single
