@@ -39,7 +39,6 @@ COVERED_BY_THEIR_PACKAGE = {
 # Modules with logic that have no test module of their own yet: the modules whose cases
 # exercise them meanwhile (to be moved when those modules are next split).
 NO_TEST_YET = {
-    "management/commands/session_usage.py": "service/test_usage.py",
     "selectors/changes.py": "service/test_changes.py",
 }
 
