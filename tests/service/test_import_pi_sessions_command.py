@@ -120,7 +120,7 @@ def test_malformed_lines_are_reported_with_their_number_and_the_rest_imports(tmp
     out = run(path, owner=owner.username)
     assert "1 malformed line(s) skipped" in out
     [detail] = [line for line in out.splitlines() if "skipped line" in line]
-    assert detail.startswith("  skipped line 3: ")
+    assert detail.startswith("  skipped line 3: invalid JSON")
     assert "0 failed" in out
     assert Session.objects.get().entries.count() == 3
     quiet = run(path, owner=owner.username, quiet_details=True)
@@ -147,7 +147,8 @@ def test_a_file_that_cannot_be_imported_fails_alone_and_is_named(tmp_path, owner
         call_command("import_pi_sessions", str(tmp_path), owner=owner.username, stdout=out)
     printed = out.getvalue()
     [failure] = [line for line in printed.splitlines() if line.startswith("FAILED")]
-    assert "b-bad.jsonl" in failure, printed
+    assert "b-bad.jsonl: no line could be read" in failure, printed
+    assert "line 1: invalid JSON" in failure
     assert "1 created, 0 updated, 0 unchanged, 1 failed" in printed
     assert list(Session.objects.values_list("pi_id", flat=True)) == [SID]
 
