@@ -1,23 +1,20 @@
 """What the agent changed: workspace snapshots per node, branches, compare, rewind and
-undo, ignored and outside files, reconstructed changes of an imported session.
+undo, ignored and outside files (the reconstructed changes of an imported session are
+in test_changes_selectors.py).
 
 Runs go through the real chat service in-process (the scripted model server speaking
 the OpenAI wire, the real sandbox, real git), as in test_chat.py."""
 
-import io
-import json
 import os
 import subprocess
 
 import pytest
 
 from sessions_app.agent.snapshots import ShadowRepo
-from sessions_app.core.file_changes import apply_edits, edits_of
 from sessions_app.models import FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths
 from sessions_app.services import changes, sandboxing, sessions
-from sessions_app.services.importer import import_jsonl_stream
 from tests.support.agent_runs import run_here as run
 from tests.support.scripted_llm import text, tool_call, tool_calls
 
@@ -222,54 +219,6 @@ def test_the_users_own_git_repository_is_left_alone(session, owner, workspace):
     assert not any(p.startswith(".git/") for p in repo.files(snap.commit))
     assert (workspace / ".git" / "HEAD").read_bytes() == head
     assert sorted(os.listdir(workspace / ".git")) == listing
-
-
-def test_imported_edit_calls_are_reconstructed_and_equal_applying_them(owner):
-    content = "".join(f"row {n}\n" for n in range(30))
-    edit = {"path": "/proj/notes.md", "edits": [{"oldText": "row 10\n", "newText": "ten\n"}]}
-    lines = [
-        {"type": "session", "version": 3, "id": "imp-1", "timestamp": "2026-01-01T00:00:00.000Z",
-         "cwd": "/proj"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z",
-         "message": {"role": "user", "content": "go", "timestamp": 1}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-01-01T00:00:02.000Z",
-         "message": {"role": "assistant", "content": [
-             {"type": "toolCall", "id": "t1", "name": "write",
-              "arguments": {"path": "notes.md", "content": content}}],
-             "api": "x", "provider": "x", "model": "x", "stopReason": "toolUse", "timestamp": 2}},
-        {"type": "message", "id": "r1", "parentId": "a1", "timestamp": "2026-01-01T00:00:03.000Z",
-         "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "write",
-                     "content": [{"type": "text", "text": "ok"}], "isError": False, "timestamp": 3}},
-        {"type": "message", "id": "a2", "parentId": "r1", "timestamp": "2026-01-01T00:00:04.000Z",
-         "message": {"role": "assistant", "content": [
-             {"type": "toolCall", "id": "t2", "name": "edit", "arguments": edit}],
-             "api": "x", "provider": "x", "model": "x", "stopReason": "toolUse", "timestamp": 4}},
-        {"type": "message", "id": "r2", "parentId": "a2", "timestamp": "2026-01-01T00:00:05.000Z",
-         "message": {"role": "toolResult", "toolCallId": "t2", "toolName": "edit",
-                     "content": [{"type": "text", "text": "ok"}], "isError": False, "timestamp": 5}},
-    ]  # fmt: skip
-    data = "\n".join(json.dumps(line) for line in lines).encode() + b"\n"
-    report = import_jsonl_stream(io.BytesIO(data), owner=owner)
-    session = report.session
-    edited = changes_selectors.entry_changes(session, "a2")
-    assert edited.source == "reconstructed"
-    (change,) = edited.files
-    assert change.path == "notes.md" and change.reconstructed and not change.partial
-    after = apply_edits(content, edits_of(edit))
-    removed = [x[1:] for x in change.diff.splitlines() if x.startswith("-") and x[:3] != "---"]
-    added = [x[1:] for x in change.diff.splitlines() if x.startswith("+") and x[:3] != "+++"]
-    assert removed == ["row 10"] and added == ["ten"]
-    assert after.replace("ten\n", "row 10\n") == content
-    # The whole path: the write then the edit, merged per file.
-    listed = changes_selectors.path_changes(session, "r2")
-    assert [p["id"] for p, _ in listed] == ["a1", "a2"]
-    # The tree rows' counts, replayed over the whole tree.
-    from sessions_app.selectors.panels.tree import tree_index
-
-    counts = changes_selectors.reconstructed_counts(session, tree_index(session))
-    assert counts["a2"]["files"] == 1 and counts["a2"]["reconstructed"]
-    assert (counts["a2"]["added"], counts["a2"]["removed"]) == (1, 1)
-    assert counts["a1"]["added"] == 30
 
 
 def test_a_fork_keeps_the_snapshots_of_its_copied_entries(session, owner, workspace):

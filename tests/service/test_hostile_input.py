@@ -14,17 +14,15 @@ import json
 import pytest
 from django.test import Client
 from django.urls import reverse
-from markdown_it import MarkdownIt
 
-from sessions_app.core import markdown_safe
 from sessions_app.core.exports import branch_markdown
 from sessions_app.core.input_limits import MAX_CWD_CHARS, MAX_JSON_DEPTH
-from sessions_app.core.markdown_safe import escape_raw_html
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.exporter import export_bytes
 from sessions_app.selectors.search import search
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
 from tests.support import page_walk
+from tests.support.hostile_markdown import HOSTILE_MARKDOWN, rendered_tags
 from tests.support.pi_files import header, jsonl_text, message
 from tests.support.web import client_for, post_import
 
@@ -315,43 +313,6 @@ def test_search_and_the_sessions_list_answer_a_nul_byte_normally(owner, query):
 
 
 # --- the Markdown export ------------------------------------------------------------------------
-
-
-def rendered_tags(markdown: str) -> str:
-    """The HTML a Markdown viewer that allows raw HTML would produce."""
-    return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
-
-
-HOSTILE_MARKDOWN = [
-    "<script>alert(1)</script>",
-    "text <img src=x onerror=alert(1)> more",
-    "<div>\n<script>alert(2)</script>\n</div>",
-    "<script>\nx\n</script>\n    <img src=x onerror=alert(3)>",  # absorbed once escaped
-    "- item\n\n  ```\n<script>alert(4)</script>\n```",  # fence ends with the list item
-    "\\`<script>alert(5)</script>`",
-    "| a | b |\n|---|---|\n| <img src=x onerror=alert(6)> | c |",
-    "> <iframe src=//evil></iframe>",
-]
-
-
-@pytest.mark.parametrize("text", HOSTILE_MARKDOWN)
-def test_escaped_markdown_has_no_raw_html(text):
-    html = rendered_tags(escape_raw_html(text))
-    for tag in ("<script", "<img", "<iframe", "<div"):
-        assert tag not in html, html
-
-
-@pytest.mark.parametrize("text", HOSTILE_MARKDOWN)
-def test_markdown_too_long_to_parse_has_every_tag_escaped(text, monkeypatch):
-    monkeypatch.setattr(markdown_safe, "MAX_PARSED_CHARS", 10)
-    html = rendered_tags(escape_raw_html("```\n<b>\n```\n" + text))
-    for tag in ("<script", "<img", "<iframe", "<div", "<b>"):
-        assert tag not in html, html
-
-
-def test_escaped_markdown_keeps_code_blocks_as_code():
-    text = "Use `Vec<T>` here.\n\n```rust\nlet v: Vec<u8> = x << 2;\n```\n\n    <indented code>\n"
-    assert escape_raw_html(text) == text
 
 
 def test_the_markdown_export_escapes_raw_html_from_the_session(owner):

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import pytest
-from django.conf import settings
-from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from sessions_app.core.jsonl import serialize_entry
@@ -28,7 +25,6 @@ from tests.support.pi_files import (
     jsonl_text,
     leaves,
     message,
-    write_fixture,
 )
 from tests.support.tree_data import import_branched
 from tests.support.web import client_for
@@ -392,37 +388,6 @@ def test_reimport_by_another_user_is_refused(owner, make_user):
         do_import(data, make_user("someone"))
 
 
-# --- the command ----------------------------------------------------------------------------
-
-
-def test_command_imports_a_pi_sessions_directory(tmp_path, make_user, capsys):
-    admin = make_user("admin", is_superuser=True, is_staff=True)
-    project = tmp_path / "sessions" / "--work-project--"
-    project.mkdir(parents=True)
-    for name in FIXTURES:
-        write_fixture(project, name)
-    (project / "broken.jsonl").write_text("not json\n")
-    (project / "notes.txt").write_text("ignored")
-    with pytest.raises(CommandError, match="1 file"):
-        call_command("import_pi_sessions", str(tmp_path / "sessions"))
-    out = capsys.readouterr()
-    assert "2 created" in out.out and "broken.jsonl" in out.out + out.err
-    assert Session.objects.filter(owner=admin).count() == 2
-    call_command("import_pi_sessions", str(project / FIXTURES[0]), "--owner", "admin")
-    assert "1 unchanged" in capsys.readouterr().out
-
-
-def test_command_needs_an_owner(tmp_path, make_user):
-    path = write_fixture(tmp_path, FIXTURES[1])
-    with pytest.raises(CommandError, match="--owner"):
-        call_command("import_pi_sessions", str(path))
-    with pytest.raises(CommandError, match="No user named"):
-        call_command("import_pi_sessions", str(path), "--owner", "ghost")
-    make_user("alice")
-    call_command("import_pi_sessions", str(path), "--owner", "alice")
-    assert Session.objects.get().owner.username == "alice"
-
-
 def test_big_session_path_walk_matches_the_recursive_query(owner, monkeypatch):
     """Sessions above PATH_WALK_MIN entries walk parent links in Python: same results."""
     head, entries = fixture(FIXTURES[0])
@@ -448,26 +413,6 @@ def test_imported_and_grown_entries_are_searchable(owner):
     assert report.status == "updated" and report.after_commit_seconds > 0
     assert [h.entry_pi_id for h in search(owner, "flamingoquux").hits] == ["e0004"]
     assert len(search(owner, "zanzibarquux").hits) == 1  # not indexed twice
-
-
-def test_id_blocks_run_out_mid_file_and_links_stay_right(owner, monkeypatch):
-    """Primary keys are reserved a block at a time (on PostgreSQL each new block ends the
-    running COPY): tiny blocks make a 40-entry file cross many of them."""
-    from sessions_app.services import bulk_entries
-
-    monkeypatch.setattr(bulk_entries, "_FIRST_ID_BLOCK", 1)
-    monkeypatch.setattr(bulk_entries, "_MAX_ID_BLOCK", 3)
-    entries = chain(40)
-    entries.insert(5, entries.pop(20))  # a forward reference across blocks
-    report = do_import(jsonl_text(header(), entries), owner, batch_size=4)
-    assert report.entries_added == 40 and not report.warnings
-    stored = {e.pi_id: e for e in Entry.objects.filter(session=report.session)}
-    assert len({e.pk for e in stored.values()}) == 40
-    for e in entries:
-        parent = stored[e["id"]].parent
-        assert (parent.pi_id if parent else None) == e["parentId"]
-    assert export_bytes(report.session) == jsonl_text(header(), entries).encode()
-    assert_context_matches_core(report.session, entries, [entries[-1]["id"]])
 
 
 def test_the_work_after_the_commit_can_be_left_to_the_caller(owner):
@@ -505,46 +450,6 @@ def test_an_overlong_line_is_skipped_without_holding_it(owner, monkeypatch):
         "e0001",
         "e0002",
     ]
-
-
-@pytest.mark.skipif(
-    "sqlite" not in settings.DATABASES["default"]["ENGINE"], reason="SQLite's write-ahead log"
-)
-@pytest.mark.django_db(transaction=True)
-def test_on_sqlite_the_import_commits_to_the_log_and_finish_import_checkpoints(owner):
-    """The import's commit leaves its pages in the write-ahead log (the checkpoint that
-    would copy them into the database file is finish_import's job), and the connection's
-    automatic checkpoints come back afterwards, after a failed import too."""
-    from django.db import connection
-
-    from sessions_app.services.importer import finish_import
-
-    def autocheckpoint() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_autocheckpoint")
-            return cursor.fetchone()[0]
-
-    database_file = connection.settings_dict["NAME"]
-    # Earlier tests leave free pages in the file; without them, what the checkpoint copies
-    # must grow the file.
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM")
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM's pages into the file
-    pages_before = autocheckpoint()
-    assert pages_before > 0
-    entries = chain(6000)
-    for entry in entries:
-        entry["message"]["content"] = "w" * 1000  # 6 MB: more than 1000 pages of log
-    size_before = os.path.getsize(database_file)
-    report = do_import(jsonl_text(header(), entries), owner, after_commit="off")
-    assert report.entries_added == 6000 and autocheckpoint() == pages_before
-    assert os.path.getsize(database_file) - size_before < 1_000_000
-    with pytest.raises(SessionImportError, match="duplicate entry id"):
-        do_import(jsonl_text(header("s-dup"), [*chain(2), chain(1)[0]]), owner)
-    assert autocheckpoint() == pages_before
-    finish_import(report.session.pk, 0)
-    assert os.path.getsize(database_file) - size_before > 6_000_000
-    assert paths.load_context(report.session, "e5999")["messages"][-1]["content"] == "w" * 1000
 
 
 @pytest.mark.parametrize("bad", ["x/y", "..", ".", "a b", "x" * 65, "ü"])

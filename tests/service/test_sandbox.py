@@ -22,7 +22,7 @@ from django.core.management import call_command
 
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import execute_tool
-from sessions_app.services import chat, sandboxing, sessions
+from sessions_app.services import sandboxing, sessions
 from tests.support.agent_runs import host_processes_with
 from tests.support.sandboxed import sh, tool
 from tests.support.waiting import wait_until
@@ -521,36 +521,7 @@ def test_node_and_npm_run(session, ws):
     assert (ws / "package.json").stat().st_uid == commands_account[0]
 
 
-# --- refusing without bwrap, the chat, the management commands -----------------------------------
-
-
-def test_missing_bwrap_refuses_with_a_fix(session, settings, owner):
-    settings.PIWEB_SANDBOX_BWRAP = "/nonexistent/bwrap"
-    with pytest.raises(sandboxing.SandboxUnavailable, match="apt-get install bubblewrap"):
-        sh(session, "echo should-not-run")
-    result = tool(session, "bash", {"command": "echo should-not-run"})
-    assert result.is_error and "apt-get install bubblewrap" in result.text
-    with pytest.raises(chat.ChatError) as refused:
-        chat.send_message(session, owner, "!echo should-not-run")
-    assert refused.value.code == "sandbox"
-    assert "bwrap NOT FOUND" in sandboxing.status()
-
-
-def test_too_old_bwrap_refuses_with_a_reason(session, settings, tmp_path):
-    old = tmp_path / "old-bwrap"
-    old.write_text("#!/bin/sh\necho 'bubblewrap 0.6.1'\n")
-    old.chmod(0o755)
-    settings.PIWEB_SANDBOX_BWRAP = str(old)
-    with pytest.raises(sandboxing.SandboxUnavailable, match="bubblewrap 0.6.1, and piweb needs"):
-        sh(session, "echo should-not-run")
-    assert "UNUSABLE" in sandboxing.status()
-
-
-def test_sandbox_off_says_so_and_runs_unsandboxed(session, settings):
-    settings.PIWEB_SANDBOX = "off"
-    assert "single-user machine" in sandboxing.status()
-    outcome, text = sh(session, "id -u")
-    assert text.strip() == str(os.getuid())
+# --- the management commands (refusing without bwrap: test_sandboxing.py) ----------------------
 
 
 def run_management(*args):
