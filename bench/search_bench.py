@@ -391,7 +391,7 @@ def child(backend: str, args) -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from sessions_app.services.access import visible_sessions
+    from sessions_app.selectors.sessions import visible_sessions
 
     call_command("migrate", verbosity=0)
     if args.reuse:

@@ -187,8 +187,8 @@ def child(backend: str, args) -> None:
     from django.test import Client
 
     from sessions_app.models import Session
+    from sessions_app.selectors.sessions import visible_sessions
     from sessions_app.selectors.usage import dashboard
-    from sessions_app.services.access import visible_sessions
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()

@@ -36,11 +36,16 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / (1024 * 1024):.1f} MB" if nbytes >= 1024 * 1024 else f"{nbytes} bytes"
 
 
+def check_count(count: int, max_count: int) -> None:
+    """Too many images is refused first, before any of them is read."""
+    if count > max_count:
+        raise ImageError(f"{count} images attached: a message takes at most {max_count}.")
+
+
 def image_blocks(images: Sequence[bytes], *, max_bytes: int, max_count: int) -> list[dict]:
     """The content blocks of the attached images, checked: at most `max_count` images,
     each a non-empty PNG, JPEG, GIF or WebP file of at most `max_bytes`."""
-    if len(images) > max_count:
-        raise ImageError(f"{len(images)} images attached: a message takes at most {max_count}.")
+    check_count(len(images), max_count)
     blocks = []
     for number, data in enumerate(images, start=1):
         if not data:

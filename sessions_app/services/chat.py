@@ -36,7 +36,7 @@ from sessions_app.agent.paths import WorkspaceError
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.images import ImageError, image_blocks, takes_images
+from sessions_app.core.images import ImageError, check_count, image_blocks, takes_images
 from sessions_app.models import Job, QueuedMessage, Session
 from sessions_app.selectors import llm, workspaces
 from sessions_app.selectors.model_input import model_input
@@ -136,6 +136,14 @@ def _attached_images(images, parsed: Parsed, model: dict) -> list[dict]:
             max_bytes=settings.PIWEB_CHAT_IMAGE_MAX_BYTES,
             max_count=settings.PIWEB_CHAT_IMAGE_MAX_COUNT,
         )
+    except ImageError as exc:
+        raise ChatError(str(exc), "bad_image") from None
+
+
+def check_image_count(count: int) -> None:
+    """Refuse a message with too many images before the view reads any of them."""
+    try:
+        check_count(count, settings.PIWEB_CHAT_IMAGE_MAX_COUNT)
     except ImageError as exc:
         raise ChatError(str(exc), "bad_image") from None
 

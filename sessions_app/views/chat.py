@@ -23,8 +23,10 @@ chat_action = session_view(EDITOR, methods=("POST",), notice_errors=True)
 def send(request, access):
     """`text`, and any image files in `images` (multipart), each read up to one byte past
     the size limit so that the service can refuse it."""
+    uploads = request.FILES.getlist("images")
+    chat.check_image_count(len(uploads))  # before any file is read
     limit = settings.PIWEB_CHAT_IMAGE_MAX_BYTES + 1
-    images = [upload.read(limit) for upload in request.FILES.getlist("images")]
+    images = [upload.read(limit) for upload in uploads]
     job = chat.send_message(access.session, request.user, form(request).text("text"), images=images)
     if chat.is_held(job):
         message = "Sent, and queued behind your other runs: it starts when one of them ends."

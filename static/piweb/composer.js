@@ -469,6 +469,7 @@
         input.value = "";
         images = [];
         renderTray();
+        chat.dataset.running = "true"; // as chat.js marks a sent message: Stop, steering
       }
       return showResponse(resp);
     }, function () {

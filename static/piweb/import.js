@@ -47,7 +47,9 @@
       return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
     });
     files.forEach(function (item) {
-      if (!/\.jsonl$/i.test(item.file.name)) {
+      if (item.unreadable) {
+        addRow(item.path, "failed", "failed: the browser could not read it (" + item.unreadable + ")");
+      } else if (!/\.jsonl$/i.test(item.file.name)) {
         addRow(item.path, "skipped", "skipped: not a .jsonl file");
       } else if (limit && item.file.size > limit) {
         addRow(item.path, "failed",
@@ -118,23 +120,29 @@
   });
 
   // --- folders and files from a drop
-  function readAll(reader, into, finish) {
+  // An entry the browser cannot read still gets its row, with the browser's reason.
+  function unreadable(entry, out, finish) {
+    return function (error) {
+      var path = entry.fullPath.replace(/^\//, "") + (entry.isDirectory ? "/" : "");
+      out.push({ path: path, unreadable: (error && error.name) || "unknown error" });
+      finish();
+    };
+  }
+
+  function readAll(reader, into, finish, failed) {
     reader.readEntries(function (batch) {
       if (!batch.length) return finish();
       into.push.apply(into, batch);
-      readAll(reader, into, finish); // a directory answers in batches
-    }, finish);
+      readAll(reader, into, finish, failed); // a directory answers in batches
+    }, failed);
   }
 
   function walk(entry, out, finish) {
     if (entry.isFile) {
-      entry.file(
-        function (file) {
-          out.push({ file: file, path: entry.fullPath.replace(/^\//, "") });
-          finish();
-        },
-        finish
-      );
+      entry.file(function (file) {
+        out.push({ file: file, path: entry.fullPath.replace(/^\//, "") });
+        finish();
+      }, unreadable(entry, out, finish));
       return;
     }
     var children = [];
@@ -146,7 +154,7 @@
           if (--left === 0) finish();
         });
       });
-    });
+    }, unreadable(entry, out, finish));
   }
 
   function fromDrop(transfer) {

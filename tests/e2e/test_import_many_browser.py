@@ -149,10 +149,21 @@ DROP_FOLDER = """([sessionText]) => {
         isFile: false, isDirectory: true, fullPath: path,
         createReader: () => ({ readEntries: (ok) => ok(batches.shift() || []) }),
     });
+    const refused = (path) => ({  // what the browser gives for a file it may not read
+        isFile: true, isDirectory: false, fullPath: path,
+        file: (ok, fail) => fail(new DOMException("no access", "NotReadableError")),
+    });
+    const locked = (path) => ({
+        isFile: false, isDirectory: true, fullPath: path,
+        createReader: () => ({
+            readEntries: (ok, fail) => fail(new DOMException("no access", "SecurityError")),
+        }),
+    });
     const deeper = folder("/logs/2026/deeper", [[file("/logs/2026/deeper/s.jsonl", sessionText)]]);
     const year = folder("/logs/2026", [
         [file("/logs/2026/bad.jsonl", "{oops\\n"), deeper],
-        [file("/logs/2026/notes.md", "# notes")],
+        [file("/logs/2026/notes.md", "# notes"), refused("/logs/2026/locked.jsonl")],
+        [locked("/logs/2026/private")],
     ]);
     const root = folder("/logs", [[year]]);
     const dt = new DataTransfer();
@@ -172,8 +183,18 @@ def test_a_dropped_folder_is_walked_to_its_nested_files(page_for, worker, make_u
     transfer = page.evaluate_handle(DROP_FOLDER, [good])
     page.dispatch_event("#sessions-live", "drop", {"dataTransfer": transfer})
     expect(page.locator(".import-row .import-name")).to_have_text(
-        ["logs/2026/bad.jsonl", "logs/2026/deeper/s.jsonl", "logs/2026/notes.md"]
+        [
+            "logs/2026/bad.jsonl",
+            "logs/2026/deeper/s.jsonl",
+            "logs/2026/locked.jsonl",
+            "logs/2026/notes.md",
+            "logs/2026/private/",
+        ]
     )
+    # What the browser could not read is named, with its reason, and never sent.
+    expect(row(page, "logs/2026/locked.jsonl")).to_contain_text("NotReadableError")
+    expect(row(page, "logs/2026/private/")).to_contain_text("SecurityError")
+    expect(row(page, "logs/2026/private/")).to_have_attribute("data-state", "failed")
     expect(row(page, "logs/2026/notes.md")).to_have_attribute("data-state", "skipped")
     expect(row(page, "logs/2026/deeper/s.jsonl")).to_have_attribute(
         "data-state", "done", timeout=IMPORT_WAIT

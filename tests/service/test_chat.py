@@ -2,6 +2,7 @@
 and one agent turn executed here (real scripted server, real Redis, no worker)."""
 
 import base64
+import io
 import json
 import os
 import re
@@ -381,3 +382,25 @@ def test_the_send_view_takes_image_files(vision_session, owner, llm):
     )
     assert refused.status_code == 400
     assert "does not take images" in refused.content.decode()
+
+
+def test_too_many_image_files_are_refused_before_any_is_read(
+    vision_session, owner, settings, monkeypatch
+):
+    from django.core.files.uploadedfile import InMemoryUploadedFile
+
+    def never(*args, **kwargs):
+        raise AssertionError("an image was read although there were too many")
+
+    settings.PIWEB_CHAT_IMAGE_MAX_COUNT = 2
+    monkeypatch.setattr(InMemoryUploadedFile, "read", never)
+    uploads = []
+    for number in range(3):  # plain files here: the test client reads them to send them
+        upload = io.BytesIO(png())
+        upload.name = f"{number}.png"
+        uploads.append(upload)
+    url = reverse("sessions_app:chat_send", args=[vision_session.pi_id])
+    refused = client_for(owner).post(url, {"text": "see", "images": uploads})
+    assert refused.status_code == 400
+    assert "3 images attached: a message takes at most 2." in refused.content.decode()
+    assert paths.load_path(vision_session) == []
