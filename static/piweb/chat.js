@@ -7,22 +7,12 @@
   var root, input, live, liveText, liveThinking, liveTools, statusEl, notice, form;
   var runId = null;
 
-  function csrfToken() {
-    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    if (m) return decodeURIComponent(m[1]);
-    try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
   function post(url, data) {
     var body = new URLSearchParams(data || {});
     return fetch(url, {
       method: "POST",
       credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
+      headers: { "X-CSRFToken": window.piweb.csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
       body: body,
     }).then(function (resp) {
       return resp.text().then(function (html) {

@@ -16,16 +16,6 @@
   var images = [];
   var confirmedUnknown = null;
 
-  function csrfToken() {
-    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    if (m) return decodeURIComponent(m[1]);
-    try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
   function say(text, level) {
     var p = document.createElement("p");
     p.className = "notice " + (level || "info");
@@ -36,7 +26,7 @@
 
   function request(url, data, extra) {
     var body = data instanceof FormData ? data : new URLSearchParams(data || {});
-    var headers = { "X-CSRFToken": csrfToken() };
+    var headers = { "X-CSRFToken": window.piweb.csrfToken() };
     if (extra && extra.htmx) headers["HX-Request"] = "true";
     return fetch(url, {
       method: "POST",
@@ -292,7 +282,7 @@
       var f = document.createElement("form");
       f.method = "post";
       f.action = box.dataset.newUrl;
-      [["csrfmiddlewaretoken", csrfToken()], ["cwd", box.dataset.newCwd]].forEach(function (pair) {
+      [["csrfmiddlewaretoken", window.piweb.csrfToken()], ["cwd", box.dataset.newCwd]].forEach(function (pair) {
         var field = document.createElement("input");
         field.type = "hidden";
         field.name = pair[0];

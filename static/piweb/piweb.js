@@ -58,7 +58,19 @@
       },
     };
   }
+  // The CSRF token for the page's own fetch calls: the cookie, else the one base.html puts
+  // in htmx's headers (the cookie may be HttpOnly).
+  function csrfToken() {
+    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (m) return decodeURIComponent(m[1]);
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
   window.piweb = window.piweb || {};
+  window.piweb.csrfToken = csrfToken;
   window.piweb.connect = connect;
   window.piweb.dispatch = dispatch;
   // Read-only link boxes select all their text when focused or clicked, ready to copy.
