@@ -47,14 +47,25 @@ def test_database():
     import django
 
     django.setup()
+    from django.conf import settings
     from django.db import connection
     from django.test.utils import setup_test_environment
 
+    from piweb import embedded
+
     setup_test_environment()
+    # Events and the page's websocket need Redis: without REDIS_URL that is the embedded
+    # one, which `make run` starts and a bench must start itself (None: it already runs).
+    redis_process = (
+        embedded.start(settings.EMBEDDED_REDIS_SOCKET) if settings.USES_EMBEDDED_REDIS else None
+    )
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         yield connection
     finally:
+        if redis_process is not None:
+            redis_process.terminate()
+            redis_process.wait(10)
         from django.db import connections
         from django.db.utils import OperationalError
 

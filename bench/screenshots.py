@@ -39,11 +39,22 @@ def main() -> None:
         sharing.share_with_team(session, team.pk, "editor", actor=owner)
         link = sharing.create_link(session, actor=owner, leaf_pi_id=None)
         sid = session.pi_id
+
+        def open_chart(page):
+            page.click("#context-gauge")
+            page.wait_for_selector('[data-usage-chart="context"][data-ready]')
+
+        def slash_commands(page):
+            page.click("#chat-input")
+            page.keyboard.type("/")
+            page.wait_for_selector("#composer-complete:not([hidden])")
+
         shots = [
             ("sessions-list", "/", None),
             ("session-chat", f"/s/{sid}/", None),
             ("session-node-drawer", f"/s/{sid}/?target=e0000004", None),
-            ("session-context-chart", f"/s/{sid}/", "#context-gauge"),
+            ("session-context-chart", f"/s/{sid}/", open_chart),
+            ("session-slash-commands", f"/s/{sid}/", slash_commands),
             ("compare", f"/s/{sid}/compare/?a=e0000014&b=e0000010", None),
             ("sharing", f"/s/{sid}/sharing/?leaf=e0000014", None),
             ("share-page", f"/l/{link.token}/", None),
@@ -57,7 +68,7 @@ def main() -> None:
             ):
                 context = logged_in_context(browser, base, owner, viewport=viewport)
                 page = context.new_page()
-                for name, url, click in shots:
+                for name, url, prepare in shots:
                     if suffix and name not in (
                         "session-chat",
                         "sessions-list",
@@ -65,9 +76,8 @@ def main() -> None:
                     ):
                         continue
                     page.goto(url, wait_until="networkidle")
-                    if click:
-                        page.click(click)
-                        page.wait_for_selector('[data-usage-chart="context"][data-ready]')
+                    if prepare:
+                        prepare(page)
                     path = out / f"{name}{suffix}.png"
                     page.screenshot(path=str(path))
                     print(path.relative_to(REPO))
