@@ -20,11 +20,12 @@ from sessions_app.selectors import paths
 from sessions_app.selectors.exporter import export_bytes
 from sessions_app.services import bulk_entries
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels, set_parents
-from sessions_app.services.importer import SessionImportError, import_jsonl_stream
+from sessions_app.services.importer import SessionImportError
 from sessions_app.services.sessions import lock_session
 from tests.support.pi_files import (
-    as_file,
     assert_context_matches_core,
+    chain,
+    do_import,
     header,
     jsonl_text,
     message,
@@ -42,19 +43,6 @@ def new_session(owner, pi_id: str) -> Session:
     return Session.objects.create(
         owner=owner, pi_id=pi_id, cwd="/work/project", header_timestamp="2026-01-01T00:00:00Z"
     )
-
-
-def do_import(data, owner, **kwargs):
-    return import_jsonl_stream(as_file(data), owner, filename="test.jsonl", **kwargs)
-
-
-def chain(n: int, prefix: str = "e") -> list[dict]:
-    out, parent = [], None
-    for i in range(n):
-        eid = f"{prefix}{i:04d}"
-        out.append(message(eid, parent, "user" if i % 2 == 0 else "assistant", f"m{i}", i))
-        parent = eid
-    return out
 
 
 def add_all(writer: EntryWriter, entries: list[dict], pk_of: dict | None = None) -> dict:

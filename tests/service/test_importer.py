@@ -19,6 +19,8 @@ from tests.support.pi_files import (
     FIXTURES,
     as_file,
     assert_context_matches_core,
+    chain,
+    do_import,
     fixture,
     fixture_bytes,
     header,
@@ -35,19 +37,6 @@ pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 @pytest.fixture
 def owner(make_user):
     return make_user("importer")
-
-
-def do_import(data, owner, **kwargs):
-    return import_jsonl_stream(as_file(data), owner, filename="test.jsonl", **kwargs)
-
-
-def chain(n: int, prefix: str = "e") -> list[dict]:
-    out, parent = [], None
-    for i in range(n):
-        eid = f"{prefix}{i:04d}"
-        out.append(message(eid, parent, "user" if i % 2 == 0 else "assistant", f"m{i}", i))
-        parent = eid
-    return out
 
 
 # --- pi's own sessions ----------------------------------------------------------------

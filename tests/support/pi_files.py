@@ -70,6 +70,23 @@ def message(eid: str, parent: str | None, role: str = "user", text: str = "hi", 
     }
 
 
+def chain(n: int, prefix: str = "e") -> list[dict]:
+    """`n` messages in one line, user and assistant in turn (ids `<prefix>0000`, …)."""
+    out, parent = [], None
+    for i in range(n):
+        eid = f"{prefix}{i:04d}"
+        out.append(message(eid, parent, "user" if i % 2 == 0 else "assistant", f"m{i}", i))
+        parent = eid
+    return out
+
+
+def do_import(data, owner, **kwargs):
+    """Import `data` (bytes or text) as one uploaded file named test.jsonl."""
+    from sessions_app.services.importer import import_jsonl_stream
+
+    return import_jsonl_stream(as_file(data), owner, filename="test.jsonl", **kwargs)
+
+
 def leaves(entries: list[dict]) -> list[str]:
     parents = {e.get("parentId") for e in entries}
     return [e["id"] for e in entries if e["id"] not in parents]
