@@ -366,6 +366,14 @@ def client_for():
 
 
 @pytest.fixture
+def own_snapshot_dir(settings, tmp_path):
+    """Shadow repositories of this test alone, with snapshots on (services/changes.py)."""
+    settings.PIWEB_SNAPSHOT_DIR = tmp_path / "snapshots"
+    settings.PIWEB_SNAPSHOTS = True
+    return settings.PIWEB_SNAPSHOT_DIR
+
+
+@pytest.fixture
 def tasks_stay_in_process(monkeypatch):
     """For tests that run a job here: a worker started by another test module may still be
     alive, so tasks go to a queue nobody consumes and it cannot claim them first."""

@@ -17,19 +17,16 @@ from sessions_app.selectors import changes as changes_selectors
 from sessions_app.services import changes
 from sessions_app.services.importer import import_jsonl_stream
 
-pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+pytestmark = [
+    pytest.mark.embedded,
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("own_snapshot_dir"),
+]
 
 
 @pytest.fixture
 def owner(make_user):
     return make_user()
-
-
-@pytest.fixture(autouse=True)
-def snapshot_dir(settings, tmp_path):
-    settings.PIWEB_SNAPSHOT_DIR = tmp_path / "snapshots"
-    settings.PIWEB_SNAPSHOTS = True
-    return settings.PIWEB_SNAPSHOT_DIR
 
 
 def user(eid, parent, text="go"):

@@ -11,20 +11,13 @@ from tests.support.agent_runs import run_here as run
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("tasks_stay_in_process"),
+    pytest.mark.usefixtures("tasks_stay_in_process", "own_snapshot_dir"),
 ]
 
 
 @pytest.fixture
 def owner(make_user):
     return make_user()
-
-
-@pytest.fixture(autouse=True)
-def snapshot_dir(settings, tmp_path):
-    settings.PIWEB_SNAPSHOT_DIR = tmp_path / "snapshots"
-    settings.PIWEB_SNAPSHOTS = True
-    return settings.PIWEB_SNAPSHOT_DIR
 
 
 @pytest.fixture

@@ -10,18 +10,13 @@ from tests.support.web import client_for, share
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("tasks_stay_in_process"),
+    pytest.mark.usefixtures("tasks_stay_in_process", "own_snapshot_dir"),
 ]
 
 
 @pytest.fixture
 def owner(make_user):
     return make_user()
-
-
-@pytest.fixture(autouse=True)
-def snapshot_dir(settings, tmp_path):
-    settings.PIWEB_SNAPSHOT_DIR = tmp_path / "snapshots"
 
 
 @pytest.fixture
