@@ -2,7 +2,7 @@
 
 Everything comes from the environment so that the embedded default (SQLite plus an
 embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run the
-same code. See README "Configuration" for the full list.
+same code. See docs/configuration.md for the full list.
 """
 
 import os
@@ -170,7 +170,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Login throttling (django-axes; README "Security model"): after PIWEB_LOGIN_FAILURE_LIMIT
+# Login throttling (django-axes; docs/security.md): after PIWEB_LOGIN_FAILURE_LIMIT
 # failed log-ins for one username, or from one address (PIWEB_LOGIN_LOCKOUT_BY: a comma
 # list of "username", "ip_address", or "username+ip_address" for the pair), log-ins are
 # refused, even with the right password, for PIWEB_LOGIN_COOLOFF_MINUTES (0: until an
@@ -241,7 +241,7 @@ if env.boolean("PIWEB_SECURE_COOKIES"):
 PIWEB_WORKSPACE_ROOTS = [
     Path(p).resolve() for p in env.items("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
 ]
-# How workspaces are shared out (README "Workspaces"): "multi-user" (default) gives every
+# How workspaces are shared out (docs/workspaces.md): "multi-user" (default) gives every
 # user their own folder <root>/<user id>/ of each root, and a session's tools run only
 # there; "single-user" lets the roots themselves be used (e.g. PIWEB_WORKSPACE_ROOTS=~),
 # so a session imported from pi can continue in its own folder (~/code/proj).
@@ -252,7 +252,7 @@ PIWEB_WORKSPACE_MODE = env.choice(
 PIWEB_WORKSPACE_ARCHIVE_MAX_MB = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_MB", 100)
 PIWEB_WORKSPACE_UNPACKED_MAX_MB = env.integer("PIWEB_WORKSPACE_UNPACKED_MAX_MB", 1024)
 PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES", 50000)
-# Writing back to pi's file (README "Move a session between pi and the browser"): on by
+# Writing back to pi's file (docs/follow.md): on by
 # default for followed sessions on a single-user setup; per session either way.
 PIWEB_WRITE_BACK_DEFAULT = env.boolean(
     "PIWEB_WRITE_BACK_DEFAULT", PIWEB_WORKSPACE_MODE == "single-user"
@@ -262,7 +262,7 @@ PIWEB_WRITE_BACK_DEFAULT = env.boolean(
 PIWEB_PI_QUIET_SECONDS = env.decimal("PIWEB_PI_QUIET_SECONDS", 5)
 # Where full bash output files and other per-run artifacts go.
 PIWEB_ARTIFACT_DIR = env.path("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
-# Workspace snapshots (README "What the agent changed"): after every agent turn with tool
+# Workspace snapshots (docs/workspaces.md): after every agent turn with tool
 # calls and every `!cmd`, the workspace is committed to a shadow git repository under
 # PIWEB_SNAPSHOT_DIR (one per workspace; the user's own .git is never touched). Files
 # larger than PIWEB_SNAPSHOT_MAX_FILE_KB are left out, as are ignored files.
@@ -275,12 +275,12 @@ PIWEB_DIFF_MAX_TOTAL_BYTES = env.integer("PIWEB_DIFF_MAX_TOTAL_BYTES", 1000000)
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
 PIWEB_AGENT_DIR = env.path("PIWEB_AGENT_DIR", VAR_DIR / "agent")
 
-# The sandbox every command of a session runs in (README "Sandbox"): "bwrap" (default)
+# The sandbox every command of a session runs in (docs/security.md, "Sandbox"): "bwrap" (default)
 # or "off" (single-user machines only: commands then run as the worker's user).
 PIWEB_SANDBOX = env.choice("PIWEB_SANDBOX", "bwrap", ("bwrap", "off"))
 PIWEB_SANDBOX_BWRAP = env.text("PIWEB_SANDBOX_BWRAP", "bwrap")
 # Network inside the sandbox: off by default (loopback only). On, commands can reach the
-# internet and every service listening on the host (see the README for the risk).
+# internet and every service listening on the host (see docs/security.md for the risk).
 PIWEB_SANDBOX_NETWORK = env.boolean("PIWEB_SANDBOX_NETWORK", False)
 PIWEB_SANDBOX_CPU_SECONDS = env.integer("PIWEB_SANDBOX_CPU_SECONDS", 600)
 PIWEB_SANDBOX_MEMORY_MB = env.integer("PIWEB_SANDBOX_MEMORY_MB", 3072)
@@ -303,7 +303,7 @@ PIWEB_SANDBOX_TOTAL_MEMORY_MB = env.integer("PIWEB_SANDBOX_TOTAL_MEMORY_MB", 307
 # Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
 PIWEB_USER_BASH_TIMEOUT = env.decimal("PIWEB_USER_BASH_TIMEOUT", 3600.0)
 
-# Disk and memory a session may take (README "Security model"): the full-output file of a
+# Disk and memory a session may take (docs/security.md): the full-output file of a
 # command keeps its last part past this size; each user's workspace folders together
 # (measured in the background at most every PIWEB_WORKSPACE_MEASURE_SECONDS; 0 = no
 # quota); the free space kept on the var folder's disk (below it commands are refused and
@@ -314,7 +314,7 @@ PIWEB_WORKSPACE_MEASURE_SECONDS = env.decimal("PIWEB_WORKSPACE_MEASURE_SECONDS",
 PIWEB_DISK_RESERVE_MB = env.decimal("PIWEB_DISK_RESERVE_MB", 1024)
 PIWEB_TOOL_MAX_FILE_MB = env.decimal("PIWEB_TOOL_MAX_FILE_MB", 32)
 
-# Fairness (README "Queues and fairness"): how many runs (agent turns and `!cmd`) of one
+# Fairness (docs/security.md, "What a session may take"): how many runs (agent turns and `!cmd`) of one
 # user run at once (more wait, "queued behind your other runs"), and the worker slots of
 # each queue besides the agent runs' (PIWEB_WORKER_CONCURRENCY): short commands,
 # summaries (compaction, branch and compare summaries), imports and other small tasks.
@@ -381,7 +381,7 @@ PIWEB_LLM_RETRY_MAX_DELAY = env.decimal("PIWEB_LLM_RETRY_MAX_DELAY", 30.0)
 # live run state.
 PIWEB_JOB_WAIT_FOR_RUN_SECONDS = env.decimal("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800.0)
 PIWEB_CHAT_REDIS_PREFIX = env.text("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
-# Images attached to a chat message (README "Chat"): the biggest image file the server
+# Images attached to a chat message (docs/chat.md): the biggest image file the server
 # takes (pi keeps an image under 4.5 MB) and how many one message may carry. The page
 # scales an image larger than 2000 px down first, as pi does.
 PIWEB_CHAT_IMAGE_MAX_BYTES = env.integer("PIWEB_CHAT_IMAGE_MAX_BYTES", 4718592, minimum=1024)
@@ -401,7 +401,7 @@ PIWEB_PI_DEFAULT_SESSION_DIR = env.path(
     "PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions"
 )
 
-# Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
+# Page limits (docs/operations.md, "Limits of a page"): every page is bounded whatever a session holds.
 # Characters of one text block a page renders before "show more"; characters one "show
 # more" request returns; the biggest page/partial response (downloads stream instead);
 # characters the context inspector counts exactly with tiktoken per request (beyond:
@@ -413,7 +413,7 @@ PIWEB_EXACT_TOKEN_CHARS = env.integer("PIWEB_EXACT_TOKEN_CHARS", 2000000)
 # Seconds of Markdown rendering one request may spend; later blocks show as plain text.
 PIWEB_RENDER_SECONDS = env.decimal("PIWEB_RENDER_SECONDS", 5.0)
 
-# Uploads (README "Security model"): the biggest session file /import/ takes. The server
+# Uploads (docs/security.md): the biggest session file /import/ takes. The server
 # (piweb.server) refuses a bigger body before reading it; the upload handler writes the
 # file straight into PIWEB_IMPORT_DIR as it arrives and stops at the limit; an import job
 # in the worker reads it from there (so in a scale-out layout that folder is shared).
