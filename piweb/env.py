@@ -163,6 +163,8 @@ class Var:
             return "unset"
         if isinstance(self.default, str):
             return f"`{self.default}`"
+        if isinstance(self.default, float) and self.default.is_integer():
+            return str(int(self.default))  # 1024, not 1024.0
         return str(self.default)
 
 
