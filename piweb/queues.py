@@ -1,4 +1,4 @@
-"""The Celery queues and the workers that serve them (README "Queues and fairness").
+"""The Celery queues and the workers that serve them (docs/security.md, "What a session may take").
 
 Each kind of work has its own queue and its own worker slots, so a user's long agent runs
 never delay anyone's short command, summary or import:

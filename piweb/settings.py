@@ -2,9 +2,10 @@
 
 Everything comes from the environment so that the embedded default (SQLite plus an
 embedded Redis) and the scale-out layout (PostgreSQL, Redis, many processes) run the
-same code. See README "Configuration" for the full list.
+same code. See docs/configuration.md for the full list.
 """
 
+import json
 import os
 import secrets
 import time
@@ -16,7 +17,7 @@ import dj_database_url
 from piweb import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = env.path("PIWEB_VAR_DIR", BASE_DIR / "var")
+VAR_DIR = env.get("PIWEB_VAR_DIR", BASE_DIR / "var")
 # The database, the secret key, Redis's socket and the workspaces live here: this
 # account's alone (mode 0700), whatever the umask.
 VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -27,8 +28,8 @@ if VAR_DIR.stat().st_uid == os.geteuid() and VAR_DIR.stat().st_mode & 0o067:
 
 def _secret_key() -> str:
     """Use SECRET_KEY from the environment, else one generated once into var/."""
-    if env.raw("SECRET_KEY") is not None:
-        return env.text("SECRET_KEY")
+    if env.is_set("SECRET_KEY"):
+        return env.get("SECRET_KEY")
     key_file = VAR_DIR / "secret_key"
     try:
         # Created 0600 from the start, and only if nobody else created it first.
@@ -47,9 +48,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env.boolean("DEBUG")
-ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
-CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", "")
+DEBUG = env.get("DEBUG")
+ALLOWED_HOSTS = env.get("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env.get("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",
@@ -102,8 +103,8 @@ ASGI_APPLICATION = "piweb.asgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(
-        env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'piweb.sqlite3'}"),
-        conn_max_age=env.integer("DB_CONN_MAX_AGE", 0),
+        env.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'piweb.sqlite3'}"),
+        conn_max_age=env.get("DB_CONN_MAX_AGE"),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -123,8 +124,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Redis: the Celery broker and the channel layer. Unset means the embedded Redis that
 # `make run` (and the test suite) start on a unix socket under var/.
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
-REDIS_URL = env.text("REDIS_URL", f"unix://{EMBEDDED_REDIS_SOCKET}")
-USES_EMBEDDED_REDIS = env.raw("REDIS_URL") is None
+REDIS_URL = env.get("REDIS_URL", f"unix://{EMBEDDED_REDIS_SOCKET}")
+USES_EMBEDDED_REDIS = not env.is_set("REDIS_URL")
 
 
 def _celery_broker_url(redis_url: str) -> str:
@@ -140,7 +141,7 @@ CHANNEL_LAYERS = {
             # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
             # channels_redis's blocking-receive time: every idle websocket died after 5 s.
             "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-            "prefix": env.text("PIWEB_CHANNEL_PREFIX", "piweb"),
+            "prefix": env.get("PIWEB_CHANNEL_PREFIX"),
             "capacity": 1000,
             "expiry": 30,
         },
@@ -153,24 +154,24 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.integer("PIWEB_VISIBILITY_TIMEOUT", 3600),
-    "global_keyprefix": env.text("PIWEB_CELERY_PREFIX", ""),
+    "visibility_timeout": env.get("PIWEB_VISIBILITY_TIMEOUT"),
+    "global_keyprefix": env.get("PIWEB_CELERY_PREFIX"),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_TASK_DEFAULT_QUEUE = env.text("PIWEB_CELERY_QUEUE", "piweb")
+CELERY_TASK_DEFAULT_QUEUE = env.get("PIWEB_CELERY_QUEUE")
 CELERY_TASK_ALWAYS_EAGER = False
 
 # `make run` (manage.py runpiweb): where daphne listens and how many worker processes run.
-PIWEB_HOST = env.text("HOST", "127.0.0.1")
-PIWEB_PORT = env.integer("PORT", 8000)
-PIWEB_WORKER_CONCURRENCY = env.integer("PIWEB_WORKER_CONCURRENCY", 4)
+PIWEB_HOST = env.get("HOST")
+PIWEB_PORT = env.get("PORT")
+PIWEB_WORKER_CONCURRENCY = env.get("PIWEB_WORKER_CONCURRENCY")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Login throttling (django-axes; README "Security model"): after PIWEB_LOGIN_FAILURE_LIMIT
+# Login throttling (django-axes; docs/security.md): after PIWEB_LOGIN_FAILURE_LIMIT
 # failed log-ins for one username, or from one address (PIWEB_LOGIN_LOCKOUT_BY: a comma
 # list of "username", "ip_address", or "username+ip_address" for the pair), log-ins are
 # refused, even with the right password, for PIWEB_LOGIN_COOLOFF_MINUTES (0: until an
@@ -182,12 +183,12 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-PIWEB_LOGIN_FAILURE_LIMIT = env.integer("PIWEB_LOGIN_FAILURE_LIMIT", 10)
-PIWEB_LOGIN_COOLOFF_MINUTES = env.decimal("PIWEB_LOGIN_COOLOFF_MINUTES", 15)
-PIWEB_LOGIN_LOCKOUT_BY = env.items("PIWEB_LOGIN_LOCKOUT_BY", "username,ip_address")
-PIWEB_TRUSTED_PROXIES = env.items("PIWEB_TRUSTED_PROXIES", "")
-PIWEB_CLIENT_IP_HEADER = env.text("PIWEB_CLIENT_IP_HEADER", "X-Forwarded-For")
-AXES_ENABLED = env.boolean("PIWEB_LOGIN_THROTTLING", True)
+PIWEB_LOGIN_FAILURE_LIMIT = env.get("PIWEB_LOGIN_FAILURE_LIMIT")
+PIWEB_LOGIN_COOLOFF_MINUTES = env.get("PIWEB_LOGIN_COOLOFF_MINUTES")
+PIWEB_LOGIN_LOCKOUT_BY = env.get("PIWEB_LOGIN_LOCKOUT_BY")
+PIWEB_TRUSTED_PROXIES = env.get("PIWEB_TRUSTED_PROXIES")
+PIWEB_CLIENT_IP_HEADER = env.get("PIWEB_CLIENT_IP_HEADER")
+AXES_ENABLED = env.get("PIWEB_LOGIN_THROTTLING")
 AXES_FAILURE_LIMIT = PIWEB_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = (
     timedelta(minutes=PIWEB_LOGIN_COOLOFF_MINUTES) if PIWEB_LOGIN_COOLOFF_MINUTES > 0 else None
@@ -232,114 +233,112 @@ PIWEB_CSP = (
     "form-action 'self'; frame-ancestors 'none'"
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
-if env.boolean("PIWEB_SECURE_COOKIES"):
+if env.get("PIWEB_SECURE_COOKIES"):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
 # --- piweb ---------------------------------------------------------------------------
 # Directories under which session workspaces (cwd) may live; tools never leave them.
 PIWEB_WORKSPACE_ROOTS = [
-    Path(p).resolve() for p in env.items("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
+    Path(p).resolve() for p in env.get("PIWEB_WORKSPACE_ROOTS", str(VAR_DIR / "workspaces"))
 ]
-# How workspaces are shared out (README "Workspaces"): "multi-user" (default) gives every
+# How workspaces are shared out (docs/workspaces.md): "multi-user" (default) gives every
 # user their own folder <root>/<user id>/ of each root, and a session's tools run only
 # there; "single-user" lets the roots themselves be used (e.g. PIWEB_WORKSPACE_ROOTS=~),
 # so a session imported from pi can continue in its own folder (~/code/proj).
-PIWEB_WORKSPACE_MODE = env.choice(
-    "PIWEB_WORKSPACE_MODE", "multi-user", ("multi-user", "single-user")
-)
+PIWEB_WORKSPACE_MODE = env.get("PIWEB_WORKSPACE_MODE")
 # New workspaces from an uploaded archive: the upload's size, and what it may unpack to.
-PIWEB_WORKSPACE_ARCHIVE_MAX_MB = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_MB", 100)
-PIWEB_WORKSPACE_UNPACKED_MAX_MB = env.integer("PIWEB_WORKSPACE_UNPACKED_MAX_MB", 1024)
-PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = env.integer("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES", 50000)
-# Writing back to pi's file (README "Move a session between pi and the browser"): on by
+PIWEB_WORKSPACE_ARCHIVE_MAX_MB = env.get("PIWEB_WORKSPACE_ARCHIVE_MAX_MB")
+PIWEB_WORKSPACE_UNPACKED_MAX_MB = env.get("PIWEB_WORKSPACE_UNPACKED_MAX_MB")
+PIWEB_WORKSPACE_ARCHIVE_MAX_FILES = env.get("PIWEB_WORKSPACE_ARCHIVE_MAX_FILES")
+# Writing back to pi's file (docs/follow.md): on by
 # default for followed sessions on a single-user setup; per session either way.
-PIWEB_WRITE_BACK_DEFAULT = env.boolean(
+PIWEB_WRITE_BACK_DEFAULT = env.get(
     "PIWEB_WRITE_BACK_DEFAULT", PIWEB_WORKSPACE_MODE == "single-user"
 )
 # pi is taken to be writing a session whose file changed less than this many seconds ago:
 # the chat waits (and offers a fork) and the write-back waits until it is quiet.
-PIWEB_PI_QUIET_SECONDS = env.decimal("PIWEB_PI_QUIET_SECONDS", 5)
+PIWEB_PI_QUIET_SECONDS = env.get("PIWEB_PI_QUIET_SECONDS")
 # Where full bash output files and other per-run artifacts go.
-PIWEB_ARTIFACT_DIR = env.path("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
-# Workspace snapshots (README "What the agent changed"): after every agent turn with tool
+PIWEB_ARTIFACT_DIR = env.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
+# Workspace snapshots (docs/workspaces.md): after every agent turn with tool
 # calls and every `!cmd`, the workspace is committed to a shadow git repository under
 # PIWEB_SNAPSHOT_DIR (one per workspace; the user's own .git is never touched). Files
 # larger than PIWEB_SNAPSHOT_MAX_FILE_KB are left out, as are ignored files.
-PIWEB_SNAPSHOTS = env.boolean("PIWEB_SNAPSHOTS", True)
-PIWEB_SNAPSHOT_DIR = env.path("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots")
-PIWEB_SNAPSHOT_MAX_FILE_KB = env.integer("PIWEB_SNAPSHOT_MAX_FILE_KB", 1024)
+PIWEB_SNAPSHOTS = env.get("PIWEB_SNAPSHOTS")
+PIWEB_SNAPSHOT_DIR = env.get("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots")
+PIWEB_SNAPSHOT_MAX_FILE_KB = env.get("PIWEB_SNAPSHOT_MAX_FILE_KB")
 # The most diff text shown for one file (bytes) and for one page or export (bytes).
-PIWEB_DIFF_MAX_FILE_BYTES = env.integer("PIWEB_DIFF_MAX_FILE_BYTES", 200000)
-PIWEB_DIFF_MAX_TOTAL_BYTES = env.integer("PIWEB_DIFF_MAX_TOTAL_BYTES", 1000000)
+PIWEB_DIFF_MAX_FILE_BYTES = env.get("PIWEB_DIFF_MAX_FILE_BYTES")
+PIWEB_DIFF_MAX_TOTAL_BYTES = env.get("PIWEB_DIFF_MAX_TOTAL_BYTES")
+# The git binary the snapshots run.
+PIWEB_GIT = env.get("PIWEB_GIT")
 # Global agent directory (AGENTS.md and skills that apply to every workspace).
-PIWEB_AGENT_DIR = env.path("PIWEB_AGENT_DIR", VAR_DIR / "agent")
+PIWEB_AGENT_DIR = env.get("PIWEB_AGENT_DIR", VAR_DIR / "agent")
 
-# The sandbox every command of a session runs in (README "Sandbox"): "bwrap" (default)
+# The sandbox every command of a session runs in (docs/security.md, "Sandbox"): "bwrap" (default)
 # or "off" (single-user machines only: commands then run as the worker's user).
-PIWEB_SANDBOX = env.choice("PIWEB_SANDBOX", "bwrap", ("bwrap", "off"))
-PIWEB_SANDBOX_BWRAP = env.text("PIWEB_SANDBOX_BWRAP", "bwrap")
+PIWEB_SANDBOX = env.get("PIWEB_SANDBOX")
+PIWEB_SANDBOX_BWRAP = env.get("PIWEB_SANDBOX_BWRAP")
 # Network inside the sandbox: off by default (loopback only). On, commands can reach the
-# internet and every service listening on the host (see the README for the risk).
-PIWEB_SANDBOX_NETWORK = env.boolean("PIWEB_SANDBOX_NETWORK", False)
-PIWEB_SANDBOX_CPU_SECONDS = env.integer("PIWEB_SANDBOX_CPU_SECONDS", 600)
-PIWEB_SANDBOX_MEMORY_MB = env.integer("PIWEB_SANDBOX_MEMORY_MB", 3072)
-PIWEB_SANDBOX_MAX_PROCESSES = env.integer("PIWEB_SANDBOX_MAX_PROCESSES", 256)
-PIWEB_SANDBOX_FILE_SIZE_MB = env.integer("PIWEB_SANDBOX_FILE_SIZE_MB", 1024)
-PIWEB_SANDBOX_TMP_MB = env.integer("PIWEB_SANDBOX_TMP_MB", 512)
+# internet and every service listening on the host (see docs/security.md for the risk).
+PIWEB_SANDBOX_NETWORK = env.get("PIWEB_SANDBOX_NETWORK")
+PIWEB_SANDBOX_CPU_SECONDS = env.get("PIWEB_SANDBOX_CPU_SECONDS")
+PIWEB_SANDBOX_MEMORY_MB = env.get("PIWEB_SANDBOX_MEMORY_MB")
+PIWEB_SANDBOX_MAX_PROCESSES = env.get("PIWEB_SANDBOX_MAX_PROCESSES")
+PIWEB_SANDBOX_FILE_SIZE_MB = env.get("PIWEB_SANDBOX_FILE_SIZE_MB")
+PIWEB_SANDBOX_TMP_MB = env.get("PIWEB_SANDBOX_TMP_MB")
 # When the worker runs as root, commands run as this unprivileged host uid (and gid), so
 # nothing a session leaves in its workspace belongs to root. "off" keeps them root's on
 # the host (not recommended). Ignored when the worker is not root: then its own account.
-PIWEB_SANDBOX_HOST_UID = (
-    None
-    if env.text("PIWEB_SANDBOX_HOST_UID").strip().lower() == "off"
-    else env.integer("PIWEB_SANDBOX_HOST_UID", 64100)
-)
+PIWEB_SANDBOX_HOST_UID = env.get("PIWEB_SANDBOX_HOST_UID")
 if PIWEB_SANDBOX_HOST_UID is not None and not 0 < PIWEB_SANDBOX_HOST_UID < 2**32 - 1:
     raise env.EnvError("PIWEB_SANDBOX_HOST_UID must be 'off' or a uid other than 0.")
 # All processes of one command together (memory cgroup when the worker can make one,
 # else the worker watches their resident memory); the per-process figure above is RLIMIT_AS.
-PIWEB_SANDBOX_TOTAL_MEMORY_MB = env.integer("PIWEB_SANDBOX_TOTAL_MEMORY_MB", 3072)
+PIWEB_SANDBOX_TOTAL_MEMORY_MB = env.get("PIWEB_SANDBOX_TOTAL_MEMORY_MB")
 # Wall time of a user's `!cmd` (the agent's bash tool has its own timeout argument).
-PIWEB_USER_BASH_TIMEOUT = env.decimal("PIWEB_USER_BASH_TIMEOUT", 3600.0)
+PIWEB_USER_BASH_TIMEOUT = env.get("PIWEB_USER_BASH_TIMEOUT")
 
-# Disk and memory a session may take (README "Security model"): the full-output file of a
+# Disk and memory a session may take (docs/security.md): the full-output file of a
 # command keeps its last part past this size; each user's workspace folders together
 # (measured in the background at most every PIWEB_WORKSPACE_MEASURE_SECONDS; 0 = no
 # quota); the free space kept on the var folder's disk (below it commands are refused and
 # running ones stopped); the biggest file the agent's read and edit tools open.
-PIWEB_FULL_OUTPUT_MAX_MB = env.decimal("PIWEB_FULL_OUTPUT_MAX_MB", 50)
-PIWEB_WORKSPACE_QUOTA_MB = env.decimal("PIWEB_WORKSPACE_QUOTA_MB", 10240)
-PIWEB_WORKSPACE_MEASURE_SECONDS = env.decimal("PIWEB_WORKSPACE_MEASURE_SECONDS", 30)
-PIWEB_DISK_RESERVE_MB = env.decimal("PIWEB_DISK_RESERVE_MB", 1024)
-PIWEB_TOOL_MAX_FILE_MB = env.decimal("PIWEB_TOOL_MAX_FILE_MB", 32)
+PIWEB_FULL_OUTPUT_MAX_MB = env.get("PIWEB_FULL_OUTPUT_MAX_MB")
+PIWEB_WORKSPACE_QUOTA_MB = env.get("PIWEB_WORKSPACE_QUOTA_MB")
+PIWEB_WORKSPACE_MEASURE_SECONDS = env.get("PIWEB_WORKSPACE_MEASURE_SECONDS")
+PIWEB_DISK_RESERVE_MB = env.get("PIWEB_DISK_RESERVE_MB")
+PIWEB_TOOL_MAX_FILE_MB = env.get("PIWEB_TOOL_MAX_FILE_MB")
 
-# Fairness (README "Queues and fairness"): how many runs (agent turns and `!cmd`) of one
+# Fairness (docs/security.md, "What a session may take"): how many runs (agent turns and `!cmd`) of one
 # user run at once (more wait, "queued behind your other runs"), and the worker slots of
 # each queue besides the agent runs' (PIWEB_WORKER_CONCURRENCY): short commands,
 # summaries (compaction, branch and compare summaries), imports and other small tasks.
-PIWEB_USER_MAX_RUNS = env.integer("PIWEB_USER_MAX_RUNS", 2)
-PIWEB_COMMAND_CONCURRENCY = env.integer("PIWEB_COMMAND_CONCURRENCY", 3)
-PIWEB_SUMMARY_CONCURRENCY = env.integer("PIWEB_SUMMARY_CONCURRENCY", 2)
-PIWEB_IMPORT_CONCURRENCY = env.integer("PIWEB_IMPORT_CONCURRENCY", 1)
+PIWEB_USER_MAX_RUNS = env.get("PIWEB_USER_MAX_RUNS")
+PIWEB_COMMAND_CONCURRENCY = env.get("PIWEB_COMMAND_CONCURRENCY")
+PIWEB_SUMMARY_CONCURRENCY = env.get("PIWEB_SUMMARY_CONCURRENCY")
+PIWEB_IMPORT_CONCURRENCY = env.get("PIWEB_IMPORT_CONCURRENCY")
 
 # LLM model profiles. The default profile comes from PIWEB_LLM_* variables; more can be
 # given as JSON in PIWEB_MODEL_PROFILES ({"name": {"base_url": ..., "model": ...}}).
 # No model configured is a normal state: chat says how to configure one and summaries
 # fall back to the offline summarizer.
-PIWEB_LLM_BASE_URL = env.text("PIWEB_LLM_BASE_URL", "")
-PIWEB_LLM_API_KEY = env.text("PIWEB_LLM_API_KEY", "")
-PIWEB_LLM_MODEL = env.text("PIWEB_LLM_MODEL", "")
-PIWEB_LLM_CONTEXT_WINDOW = env.integer("PIWEB_LLM_CONTEXT_WINDOW", 128000)
-PIWEB_LLM_MAX_OUTPUT = env.integer("PIWEB_LLM_MAX_OUTPUT", 16384)
-PIWEB_LLM_TIMEOUT = env.decimal("PIWEB_LLM_TIMEOUT", 120.0)
-PIWEB_MODEL_PROFILES_JSON = env.text("PIWEB_MODEL_PROFILES")
-env.json_object("PIWEB_MODEL_PROFILES")  # (parsed by services.llm; checked here, at startup)
+PIWEB_LLM_BASE_URL = env.get("PIWEB_LLM_BASE_URL")
+PIWEB_LLM_API_KEY = env.get("PIWEB_LLM_API_KEY")
+PIWEB_LLM_MODEL = env.get("PIWEB_LLM_MODEL")
+PIWEB_LLM_CONTEXT_WINDOW = env.get("PIWEB_LLM_CONTEXT_WINDOW")
+PIWEB_LLM_MAX_OUTPUT = env.get("PIWEB_LLM_MAX_OUTPUT")
+PIWEB_LLM_TIMEOUT = env.get("PIWEB_LLM_TIMEOUT")
+# (checked here, at startup; selectors.llm reads the JSON text)
+PIWEB_MODEL_PROFILES_JSON = (
+    json.dumps(env.get("PIWEB_MODEL_PROFILES")) if env.is_set("PIWEB_MODEL_PROFILES") else ""
+)
 
 # pi's agent folder (models.json, auth.json, settings.json), read as pi reads it and
 # re-read when a file changes. Unset: ~/.pi/agent of the user running piweb when that
 # folder exists; "" (empty): none.
-_pi_agent_dir = env.set_value("PIWEB_PI_AGENT_DIR")  # (set but empty means "none")
+_pi_agent_dir = env.get("PIWEB_PI_AGENT_DIR")  # (set but empty means "none")
 if _pi_agent_dir is None:
     _default_agent_dir = Path.home() / ".pi" / "agent"
     _pi_agent_dir = str(_default_agent_dir) if _default_agent_dir.is_dir() else ""
@@ -347,78 +346,82 @@ PIWEB_PI_AGENT_DIR = _pi_agent_dir
 # Who may use the server's keys (environment variables, pi's auth.json and models.json):
 # "all" signed-in users (default; a single-user or trusted team setup) or "staff" only
 # (others bring their own key on the Models page).
-PIWEB_SERVER_KEYS = env.choice("PIWEB_SERVER_KEYS", "all", ("all", "staff"))
+PIWEB_SERVER_KEYS = env.get("PIWEB_SERVER_KEYS")
 # The key that encrypts users' own API keys (Fernet, urlsafe base64 of 32 bytes). Unset:
 # derived from SECRET_KEY with HKDF-SHA256 (rotating SECRET_KEY then loses stored keys).
-PIWEB_KEY_ENCRYPTION_KEY = env.text("PIWEB_KEY_ENCRYPTION_KEY")
+PIWEB_KEY_ENCRYPTION_KEY = env.get("PIWEB_KEY_ENCRYPTION_KEY")
+# pi's own variable: "long" asks the providers for long prompt caching, as pi does.
+PI_CACHE_RETENTION = env.get("PI_CACHE_RETENTION")
 
 # Compaction defaults (pi's); pi's settings.json, then a session's
 # own (Session.settings), override them.
 PIWEB_COMPACTION = {
-    "enabled": env.boolean("PIWEB_COMPACTION_ENABLED", True),
-    "reserve_tokens": env.integer("PIWEB_COMPACTION_RESERVE_TOKENS", 16384),
-    "keep_recent_tokens": env.integer("PIWEB_COMPACTION_KEEP_RECENT_TOKENS", 20000),
+    "enabled": env.get("PIWEB_COMPACTION_ENABLED"),
+    "reserve_tokens": env.get("PIWEB_COMPACTION_RESERVE_TOKENS"),
+    "keep_recent_tokens": env.get("PIWEB_COMPACTION_KEEP_RECENT_TOKENS"),
 }
 # Context windows by model for the session page's context chart, as JSON
 # ({"claude-sonnet-4-5": 200000, "openai/gpt-5.1-codex": 400000}: a model id or a
 # provider/model key); other models use their session's profile window, else
 # PIWEB_LLM_CONTEXT_WINDOW.
-PIWEB_MODEL_CONTEXT_WINDOWS = env.json_object("PIWEB_MODEL_CONTEXT_WINDOWS")
+PIWEB_MODEL_CONTEXT_WINDOWS = env.get("PIWEB_MODEL_CONTEXT_WINDOWS")
 # A job whose worker has not reported for this long is treated as dead.
-PIWEB_JOB_STALE_SECONDS = env.integer("PIWEB_JOB_STALE_SECONDS", 120)
+PIWEB_JOB_STALE_SECONDS = env.get("PIWEB_JOB_STALE_SECONDS")
 # Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a
 # job gets before it is failed, and the capped exponential backoff for provider errors.
-PIWEB_JOB_HEARTBEAT_SECONDS = env.decimal("PIWEB_JOB_HEARTBEAT_SECONDS", 0.0) or None
-PIWEB_JOB_MAX_ATTEMPTS = env.integer("PIWEB_JOB_MAX_ATTEMPTS", 3)
+PIWEB_JOB_HEARTBEAT_SECONDS = env.get("PIWEB_JOB_HEARTBEAT_SECONDS") or None
+PIWEB_JOB_MAX_ATTEMPTS = env.get("PIWEB_JOB_MAX_ATTEMPTS")
 # Queue for compaction / branch-summary tasks ("" = CELERY_TASK_DEFAULT_QUEUE).
-PIWEB_JOBS_QUEUE = env.text("PIWEB_JOBS_QUEUE", "")
+PIWEB_JOBS_QUEUE = env.get("PIWEB_JOBS_QUEUE")
 # The one retry policy of model calls (agent runs and summaries; agent/retry.py): how many
 # retries, and the capped exponential backoff between them (seconds).
-PIWEB_LLM_RETRIES = env.integer("PIWEB_LLM_RETRIES", 4)
-PIWEB_LLM_RETRY_BASE_DELAY = env.decimal("PIWEB_LLM_RETRY_BASE_DELAY", 1.0)
-PIWEB_LLM_RETRY_MAX_DELAY = env.decimal("PIWEB_LLM_RETRY_MAX_DELAY", 30.0)
+PIWEB_LLM_RETRIES = env.get("PIWEB_LLM_RETRIES")
+PIWEB_LLM_RETRY_BASE_DELAY = env.get("PIWEB_LLM_RETRY_BASE_DELAY")
+PIWEB_LLM_RETRY_MAX_DELAY = env.get("PIWEB_LLM_RETRY_MAX_DELAY")
 # How long a job waits for the session's agent run to end, and the Redis key prefix of
 # live run state.
-PIWEB_JOB_WAIT_FOR_RUN_SECONDS = env.decimal("PIWEB_JOB_WAIT_FOR_RUN_SECONDS", 1800.0)
-PIWEB_CHAT_REDIS_PREFIX = env.text("PIWEB_CHAT_REDIS_PREFIX", "piweb:chat")
-# Images attached to a chat message (README "Chat"): the biggest image file the server
+PIWEB_JOB_WAIT_FOR_RUN_SECONDS = env.get("PIWEB_JOB_WAIT_FOR_RUN_SECONDS")
+PIWEB_CHAT_REDIS_PREFIX = env.get("PIWEB_CHAT_REDIS_PREFIX")
+# Images attached to a chat message (docs/chat.md): the biggest image file the server
 # takes (pi keeps an image under 4.5 MB) and how many one message may carry. The page
 # scales an image larger than 2000 px down first, as pi does.
-PIWEB_CHAT_IMAGE_MAX_BYTES = env.integer("PIWEB_CHAT_IMAGE_MAX_BYTES", 4718592, minimum=1024)
-PIWEB_CHAT_IMAGE_MAX_COUNT = env.integer("PIWEB_CHAT_IMAGE_MAX_COUNT", 8, minimum=1)
+PIWEB_CHAT_IMAGE_MAX_BYTES = env.get("PIWEB_CHAT_IMAGE_MAX_BYTES")
+PIWEB_CHAT_IMAGE_MAX_COUNT = env.get("PIWEB_CHAT_IMAGE_MAX_COUNT")
 
 # Following pi's session folders (`watch_pi_sessions`): the folders `runpiweb` follows
 # beside its worker (comma list; none by default), the user who owns the sessions (default:
 # the only superuser), and how often a full rescan catches what change events missed.
-PIWEB_PI_SESSION_DIRS = env.items("PIWEB_PI_SESSION_DIRS", "")
-PIWEB_PI_SESSION_OWNER = env.text("PIWEB_PI_SESSION_OWNER", "")
-PIWEB_PI_SESSION_RESCAN_SECONDS = env.decimal("PIWEB_PI_SESSION_RESCAN_SECONDS", 60.0)
+PIWEB_PI_SESSION_DIRS = env.get("PIWEB_PI_SESSION_DIRS")
+PIWEB_PI_SESSION_OWNER = env.get("PIWEB_PI_SESSION_OWNER")
+PIWEB_PI_SESSION_RESCAN_SECONDS = env.get("PIWEB_PI_SESSION_RESCAN_SECONDS")
 # Whether a scan prepares new files in a second process while it writes (auto: when this
 # process may run on more than one CPU; on; off).
-PIWEB_FOLLOW_READ_AHEAD = env.choice("PIWEB_FOLLOW_READ_AHEAD", "auto", ("auto", "on", "off"))
+PIWEB_FOLLOW_READ_AHEAD = env.get("PIWEB_FOLLOW_READ_AHEAD")
 # pi's own session folder, named in the startup banner when it exists and is not followed.
-PIWEB_PI_DEFAULT_SESSION_DIR = env.path(
+PIWEB_PI_DEFAULT_SESSION_DIR = env.get(
     "PIWEB_PI_DEFAULT_SESSION_DIR", Path.home() / ".pi" / "agent" / "sessions"
 )
 
-# Page limits (README "Limits of a page"): every page is bounded whatever a session holds.
+# Page limits (docs/operations.md, "Limits of a page"): every page is bounded whatever a session holds.
 # Characters of one text block a page renders before "show more"; characters one "show
 # more" request returns; the biggest page/partial response (downloads stream instead);
 # characters the context inspector counts exactly with tiktoken per request (beyond:
 # pi's chars/4 estimate, marked ≈).
-PIWEB_PREVIEW_CHARS = env.integer("PIWEB_PREVIEW_CHARS", 20000)
-PIWEB_SHOW_MORE_CHARS = env.integer("PIWEB_SHOW_MORE_CHARS", 200000)
-PIWEB_MAX_RESPONSE_BYTES = env.integer("PIWEB_MAX_RESPONSE_BYTES", 8 * 1024 * 1024)
-PIWEB_EXACT_TOKEN_CHARS = env.integer("PIWEB_EXACT_TOKEN_CHARS", 2000000)
+PIWEB_PREVIEW_CHARS = env.get("PIWEB_PREVIEW_CHARS")
+PIWEB_SHOW_MORE_CHARS = env.get("PIWEB_SHOW_MORE_CHARS")
+PIWEB_MAX_RESPONSE_BYTES = env.get("PIWEB_MAX_RESPONSE_BYTES")
+PIWEB_EXACT_TOKEN_CHARS = env.get("PIWEB_EXACT_TOKEN_CHARS")
+# Where the tokenizer unpacks its bundled encodings (unset: core/tokenizer.py's own choice).
+PIWEB_TIKTOKEN_CACHE = env.get("PIWEB_TIKTOKEN_CACHE")
 # Seconds of Markdown rendering one request may spend; later blocks show as plain text.
-PIWEB_RENDER_SECONDS = env.decimal("PIWEB_RENDER_SECONDS", 5.0)
+PIWEB_RENDER_SECONDS = env.get("PIWEB_RENDER_SECONDS")
 
-# Uploads (README "Security model"): the biggest session file /import/ takes. The server
+# Uploads (docs/security.md): the biggest session file /import/ takes. The server
 # (piweb.server) refuses a bigger body before reading it; the upload handler writes the
 # file straight into PIWEB_IMPORT_DIR as it arrives and stops at the limit; an import job
 # in the worker reads it from there (so in a scale-out layout that folder is shared).
-PIWEB_MAX_UPLOAD_BYTES = env.integer("PIWEB_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
-PIWEB_IMPORT_DIR = env.path("PIWEB_IMPORT_DIR", VAR_DIR / "imports")
+PIWEB_MAX_UPLOAD_BYTES = env.get("PIWEB_MAX_UPLOAD_BYTES")
+PIWEB_IMPORT_DIR = env.get("PIWEB_IMPORT_DIR", VAR_DIR / "imports")
 # Django keeps at most this much of a request body in memory (the rest goes to disk).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
@@ -426,7 +429,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.get("LOG_LEVEL")},
     "loggers": {
         "httpx": {"level": "WARNING"},
         "openai": {"level": "WARNING"},

@@ -93,7 +93,7 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    """How commands are isolated (see README "Sandbox")."""
+    """How commands are isolated (see docs/security.md, "Sandbox")."""
 
     mode: str = "bwrap"  # "bwrap" or "off" (single-user machines only)
     bwrap: str = "bwrap"
@@ -171,7 +171,7 @@ def require(config: SandboxConfig) -> str | None:
         raise SandboxUnavailable(
             f"Commands are refused: the worker runs as root and needs {SETPRIV} (util-linux) "
             "to run them as PIWEB_SANDBOX_HOST_UID. Install util-linux, or run the worker "
-            'as an unprivileged account (README, "Running as a non-root account").'
+            'as an unprivileged account (docs/security.md, "Running as a non-root account").'
         )
     try:
         seccomp.host_filter()

@@ -29,9 +29,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from . import safefs
 
-GIT = os.environ.get("PIWEB_GIT", "git")
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "piweb",
     "GIT_AUTHOR_EMAIL": "piweb@localhost",
@@ -101,7 +102,7 @@ class ShadowRepo:
         """Run git; with ``root_fd`` its working directory is that descriptor's directory."""
         cwd = f"/proc/{os.getpid()}/fd/{root_fd}" if root_fd is not None else self.git_dir
         proc = subprocess.run(
-            [GIT, *_CONFIG, *args],
+            [settings.PIWEB_GIT, *_CONFIG, *args],
             input=input,
             cwd=cwd,
             env=self._env(),
@@ -119,7 +120,7 @@ class ShadowRepo:
         os.makedirs(self.git_dir, mode=0o700, exist_ok=True)
         env = {k: v for k, v in self._env().items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
         proc = subprocess.run(
-            [GIT, *_CONFIG, "init", "--bare", "-q", self.git_dir],
+            [settings.PIWEB_GIT, *_CONFIG, "init", "--bare", "-q", self.git_dir],
             env=env,
             cwd=self.git_dir,
             capture_output=True,

@@ -16,7 +16,8 @@ download anything:
 
 Cache directory, first usable one wins:
 
-1. ``$PIWEB_TIKTOKEN_CACHE``
+1. the ``cache`` the caller passes (piweb's ``PIWEB_TIKTOKEN_CACHE`` setting: this module
+   reads no setting of its own)
 2. ``$XDG_CACHE_HOME/piweb/tiktoken`` (or ``~/.cache/piweb/tiktoken``)
 3. ``<tempdir>/piweb-tiktoken-<uid>``
 
@@ -113,9 +114,9 @@ def encoding_name_for_model(model_name: str | None) -> str:
     return DEFAULT_ENCODING
 
 
-def encoding_for_model(model_name: str | None) -> tiktoken.Encoding:
+def encoding_for_model(model_name: str | None, cache: str | None = None) -> tiktoken.Encoding:
     """The tiktoken ``Encoding`` for ``model_name`` (built offline, cached)."""
-    return get_encoding(encoding_name_for_model(model_name))
+    return get_encoding(encoding_name_for_model(model_name), cache)
 
 
 # --------------------------------------------------------------------------
@@ -123,11 +124,10 @@ def encoding_for_model(model_name: str | None) -> tiktoken.Encoding:
 # --------------------------------------------------------------------------
 
 
-def _candidate_cache_dirs() -> list[str]:
+def _candidate_cache_dirs(cache: str | None) -> list[str]:
     dirs: list[str] = []
-    explicit = os.environ.get("PIWEB_TIKTOKEN_CACHE")
-    if explicit:
-        dirs.append(explicit)
+    if cache:
+        dirs.append(cache)
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     dirs.append(os.path.join(xdg, "piweb", "tiktoken"))
     uid = os.getuid() if hasattr(os, "getuid") else "user"
@@ -176,10 +176,10 @@ def _populate(directory: str, encoding_name: str, data: bytes) -> None:
             os.remove(tmp)
 
 
-def _prepared_dir(encoding_name: str) -> str:
+def _prepared_dir(encoding_name: str, cache: str | None = None) -> str:
     data = _bundled_bytes(encoding_name)
     errors: list[str] = []
-    for directory in _candidate_cache_dirs():
+    for directory in _candidate_cache_dirs(cache):
         try:
             _populate(directory, encoding_name, data)
             return directory
@@ -188,11 +188,11 @@ def _prepared_dir(encoding_name: str) -> str:
     raise TokenizerUnavailable("no writable tiktoken cache directory: " + "; ".join(errors))
 
 
-def cache_dir(encoding_name: str = DEFAULT_ENCODING) -> str:
+def cache_dir(encoding_name: str = DEFAULT_ENCODING, cache: str | None = None) -> str:
     """Directory holding the prepared BPE file for ``encoding_name``."""
     if encoding_name not in SUPPORTED_ENCODINGS:
         raise ValueError(f"unsupported encoding {encoding_name!r}")
-    return _prepared_dir(encoding_name)
+    return _prepared_dir(encoding_name, cache)
 
 
 def prime_tiktoken_cache(directory: str | None = None) -> str:
@@ -218,7 +218,9 @@ def prime_tiktoken_cache(directory: str | None = None) -> str:
 
 
 @lru_cache(maxsize=8)
-def get_encoding(encoding_name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+def get_encoding(
+    encoding_name: str = DEFAULT_ENCODING, cache: str | None = None
+) -> tiktoken.Encoding:
     """Build ``encoding_name`` from bundled data, verified by tiktoken's hash check."""
     if encoding_name not in SUPPORTED_ENCODINGS:
         raise ValueError(
@@ -226,7 +228,7 @@ def get_encoding(encoding_name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         )
     from tiktoken_ext import openai_public
 
-    directory = _prepared_dir(encoding_name)
+    directory = _prepared_dir(encoding_name, cache)
     constructor = openai_public.ENCODING_CONSTRUCTORS[encoding_name]
     # tiktoken reads TIKTOKEN_CACHE_DIR at call time; point it at our directory
     # only for the duration of the constructor call and restore it afterwards.
@@ -252,11 +254,11 @@ def get_encoding(encoding_name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 # --------------------------------------------------------------------------
 
 
-def count_tokens(text: str, model: str | None = None) -> int:
+def count_tokens(text: str, model: str | None = None, cache: str | None = None) -> int:
     """Number of tokens in ``text`` for ``model`` (special-token text counts as plain text)."""
     if not text:
         return 0
-    return len(encoding_for_model(model).encode_ordinary(text))
+    return len(encoding_for_model(model, cache).encode_ordinary(text))
 
 
 def _json_compact(value: Any) -> str:
@@ -294,7 +296,9 @@ def _blocks_tokens(content: Any, enc: tiktoken.Encoding) -> int:
     return total
 
 
-def count_message_tokens(llm_message: dict[str, Any], model: str | None = None) -> int:
+def count_message_tokens(
+    llm_message: dict[str, Any], model: str | None = None, cache: str | None = None
+) -> int:
     """Tokens in one pi-shaped message.
 
     Counts user/custom content (string or blocks), assistant text, thinking and
@@ -304,7 +308,7 @@ def count_message_tokens(llm_message: dict[str, Any], model: str | None = None) 
     """
     if not isinstance(llm_message, dict):
         return 0
-    enc = encoding_for_model(model)
+    enc = encoding_for_model(model, cache)
     role = llm_message.get("role")
     if role == "bashExecution":
         text = (llm_message.get("command") or "") + (llm_message.get("output") or "")

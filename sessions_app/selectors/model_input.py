@@ -77,7 +77,7 @@ class _TokenBudget:
     def text(self, text: str) -> tuple[int, bool]:
         if len(text) <= self.left:
             self.left -= len(text)
-            return count_tokens(text, self.model), False
+            return count_tokens(text, self.model, settings.PIWEB_TIKTOKEN_CACHE or None), False
         return estimate_text_tokens(text), True
 
     def message(self, message: dict) -> tuple[int, bool]:
@@ -85,7 +85,10 @@ class _TokenBudget:
         size = estimate * 4  # (about the characters tiktoken would read)
         if size <= self.left:
             self.left -= size
-            return count_message_tokens(message, self.model), False
+            return (
+                count_message_tokens(message, self.model, settings.PIWEB_TIKTOKEN_CACHE or None),
+                False,
+            )
         return estimate, True
 
 

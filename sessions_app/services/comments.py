@@ -3,7 +3,7 @@
 Comments are not entries: they live in their own table and never reach the model's
 context (build_session_context only ever sees Entry payloads).
 
-Who may resolve or reopen a thread (README "Comments"): the person who started it, and
+Who may resolve or reopen a thread (docs/review.md, "Team review"): the person who started it, and
 anyone who may edit the session (editors, the owner). A viewer can resolve only their
 own threads: a reviewer must not be able to close someone else's open question. Anyone
 who may comment can still reply, and a reply reopens a resolved thread.

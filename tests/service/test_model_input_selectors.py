@@ -19,6 +19,7 @@ from sessions_app.selectors.llm import resolve_profile
 from sessions_app.selectors.model_input import model_input
 from sessions_app.services import chat, jobs, sessions
 from tests.support.scripted_llm import text, tool_call
+from tests.support.tree_data import import_branched
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -159,3 +160,13 @@ def test_the_inspector_shows_exactly_what_the_run_sends(
     report = inspect_context(session, path[-1]["id"])
     assert report.context_tokens == model_input(session).context_tokens >= 30_005
     assert report.over_threshold and _threshold_compactions(session) == 1
+
+
+def test_token_counts_unpack_the_tokenizer_where_the_setting_says(
+    make_user, settings, tmp_path, fresh_workspace_root
+):
+    session = import_branched(make_user("tk-owner"), str(fresh_workspace_root))
+    settings.PIWEB_TIKTOKEN_CACHE = str(tmp_path / "tiktoken")
+    counts = model_input(session).count()
+    assert counts.system > 0 and not counts.system_estimated
+    assert os.listdir(tmp_path / "tiktoken")  # the encoding file, under tiktoken's name

@@ -1,4 +1,4 @@
-"""Every page stays bounded whatever the session holds (README "Limits of a page").
+"""Every page stays bounded whatever the session holds (docs/operations.md, "Limits of a page").
 
 Small limits are set through the settings so that modest data shows the behaviour:
 previews cut to PIWEB_PREVIEW_CHARS with a lazy "show more" and a raw download, the

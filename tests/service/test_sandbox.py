@@ -590,7 +590,7 @@ def test_runpiweb_banner_prints_the_sandbox_status(child_env, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
 def test_unprivileged_worker_gets_its_own_files_and_the_process_limit():
-    """The README's production layout: bwrap started by an unprivileged worker user (here
+    """The production layout of docs/security.md: bwrap started by an unprivileged worker user (here
     uid 65534). Files land owned by that user, and RLIMIT_NPROC (enforced for non-root)
     stops a fork bomb even without a pids cgroup."""
     import subprocess

@@ -2,6 +2,7 @@
 the variable's name (a typo is not read as False)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,69 @@ def test_choices_lists_paths_and_json(monkeypatch):
 def test_settings_reads_every_variable_through_the_reader():
     source = (ROOT / "piweb" / "settings.py").read_text()
     assert "os.environ" not in source and "getenv" not in source
+
+
+def test_settings_reads_every_declared_variable_and_only_through_its_declaration():
+    source = (ROOT / "piweb" / "settings.py").read_text()
+    used = set(re.findall(r"env\.(\w+)\(", source))
+    assert used <= {"get", "is_set", "EnvError"}, (
+        "settings.py reads the environment past the declarations"
+    )
+    read = set(re.findall(r'env\.(?:get|is_set)\(\s*"([A-Z][A-Z0-9_]*)"', source))
+    assert sorted(set(env.DECLARED) - read) == []  # no declaration settings.py ignores
+    assert sorted(read - set(env.DECLARED)) == []
+
+
+def test_no_app_module_reads_a_piweb_value_from_the_environment_itself():
+    reading = re.compile(r"""(environ\.get\(|environ\[|getenv\()\s*["'](PIWEB_|PI_)""")
+    found = [
+        str(path.relative_to(ROOT))
+        for folder in ("piweb", "sessions_app")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "env.py" and reading.search(path.read_text())
+    ]
+    assert found == []
+
+
+def test_get_reads_a_declared_variable_by_its_type_and_default(monkeypatch):
+    monkeypatch.delenv("PIWEB_USER_MAX_RUNS", raising=False)
+    assert env.get("PIWEB_USER_MAX_RUNS") == env.DECLARED["PIWEB_USER_MAX_RUNS"].default == 2
+    monkeypatch.setenv("PIWEB_USER_MAX_RUNS", " 5 ")
+    assert env.get("PIWEB_USER_MAX_RUNS") == 5 and env.is_set("PIWEB_USER_MAX_RUNS")
+    monkeypatch.setenv("PIWEB_SANDBOX", "firejail")
+    with pytest.raises(env.EnvError, match="PIWEB_SANDBOX must be one of bwrap, off"):
+        env.get("PIWEB_SANDBOX")
+    monkeypatch.setenv("PIWEB_CHAT_IMAGE_MAX_COUNT", "0")
+    with pytest.raises(env.EnvError, match="below its minimum"):
+        env.get("PIWEB_CHAT_IMAGE_MAX_COUNT")
+    monkeypatch.setenv("PIWEB_SANDBOX_HOST_UID", "Off")
+    assert env.get("PIWEB_SANDBOX_HOST_UID") is None
+    monkeypatch.delenv("PIWEB_ARTIFACT_DIR", raising=False)
+    assert env.get("PIWEB_ARTIFACT_DIR", "/srv/a") == Path("/srv/a")  # settings' own default
+    monkeypatch.setenv("PIWEB_PI_AGENT_DIR", "")
+    assert env.get("PIWEB_PI_AGENT_DIR") == ""  # set but empty: none, not the default
+    with pytest.raises(env.EnvError, match="PIWEB_NO_SUCH is not declared"):
+        env.get("PIWEB_NO_SUCH")
+
+
+def test_every_declaration_has_a_known_type_help_and_a_row_in_the_table():
+    table = env.configuration_table()
+    for var in env.DECLARED.values():
+        assert var.type in env._READERS and var.help and "\n" not in var.help, var.name
+        assert f"| `{var.name}` | {var.type}" in table
+    assert sum(len(group) for group in env.GROUPS.values()) == len(env.DECLARED)  # no twice
+
+
+def test_the_table_goes_between_its_markers_and_nothing_else_changes():
+    document = f"intro\n\n{env.TABLE_START}\nold rows\n{env.TABLE_END}\n\nafter\n"
+    written = env.with_current_table(document)
+    assert written.startswith(f"intro\n\n{env.TABLE_START}\n") and written.endswith(
+        f"{env.TABLE_END}\n\nafter\n"
+    )
+    assert "old rows" not in written and env.configuration_table() in written
+    assert env.with_current_table(written) == written
+    with pytest.raises(ValueError, match="no configuration table markers"):
+        env.with_current_table("no markers here")
 
 
 def _check(tmp_path, **values) -> subprocess.CompletedProcess:

@@ -611,3 +611,17 @@ def test_the_api_key_is_not_in_the_models_repr():
     )
     assert "sk-very-secret" not in repr(resolved)
     assert resolved.api_key == "sk-very-secret"
+
+
+def test_long_cache_retention_follows_the_setting(fake, settings):
+    settings.PI_CACHE_RETENTION = "long"  # pi's PI_CACHE_RETENTION, read through settings
+    fake.push(Turn(text="ok"))
+    run(model(fake, "anthropic-messages"), request(user("hi")))
+    system = fake.requests[-1].body["system"]
+    assert system == [
+        {
+            "type": "text",
+            "text": "You are a test.",
+            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        }
+    ]

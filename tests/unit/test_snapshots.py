@@ -87,3 +87,14 @@ def test_big_ignored_and_nested_repository_files_are_left_out_and_links_stay_lin
     assert "link" in files
     assert repo.git("cat-file", "-p", f"{repo.head()}:link").decode() == str(secret)
     assert (ws / "own" / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+
+
+def test_git_is_the_binary_the_setting_names(repo, ws, tmp_path, settings):
+    log = tmp_path / "git-calls"
+    wrapper = tmp_path / "logging-git"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec git "$@"\n')
+    wrapper.chmod(0o755)
+    settings.PIWEB_GIT = str(wrapper)
+    (ws / "a.txt").write_text("one\n")
+    assert repo.has(repo.snapshot("first"))
+    assert "init --bare" in log.read_text() and "commit" in log.read_text()

@@ -45,6 +45,7 @@ ACROSS_THE_APP = {
     "unit/test_layers.py": "the import rules of docs/ARCHITECTURE.md, for every module",
     "unit/test_test_layout.py": "this check",
     "unit/test_model_catalog.py": "the committed catalog is what bin/generate-model-catalog writes",
+    "unit/test_docs.py": "README.md and docs/: a short front door, no paragraph twice, live links",
     "service/test_permissions_matrix.py": "every route for every persona",
     "service/test_page_limits.py": "every page stays small on big sessions",
     "service/test_no_reflected_markup.py": "no page reflects markup it was sent",

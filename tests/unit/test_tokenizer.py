@@ -47,12 +47,14 @@ def _run_offline(script: str, cache_dir: Path) -> dict:
         for k, v in os.environ.items()
         if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "PIWEB_TIKTOKEN_CACHE")
     }
-    env["PIWEB_TIKTOKEN_CACHE"] = str(cache_dir)
+    # The cache folder reaches the tokenizer as the scripts' CACHE argument, as the
+    # PIWEB_TIKTOKEN_CACHE setting does (the core reads no environment value of its own).
+    script = f"CACHE = {str(cache_dir)!r}\n" + textwrap.dedent(script)
     env["PYTHONPATH"] = str(REPO_ROOT)
     # Point the default tiktoken cache (tempdir/data-gym-cache) somewhere empty too.
     env["TMPDIR"] = str(cache_dir.parent)
     proc = subprocess.run(
-        [sys.executable, "-c", _NO_NETWORK_PRELUDE + textwrap.dedent(script)],
+        [sys.executable, "-c", _NO_NETWORK_PRELUDE + script],
         cwd=str(REPO_ROOT),
         env=env,
         capture_output=True,
@@ -70,14 +72,16 @@ def test_counts_offline_with_empty_cache(tmp_path):
         import json, os
         from sessions_app.core import tokenizer as t
         out = {
-            "o200k_ids": t.get_encoding("o200k_base").encode("hello world"),
-            "cl100k_ids": t.get_encoding("cl100k_base").encode("hello world"),
-            "o200k_hello": t.count_tokens("hello world", model="gpt-4o"),
-            "cl100k_hello": t.count_tokens("hello world", model="gpt-4"),
-            "cl100k_cookbook": t.count_tokens("tiktoken is great!", model="gpt-3.5-turbo"),
-            "default_model": t.count_tokens("hello world"),
+            "o200k_ids": t.get_encoding("o200k_base", CACHE).encode("hello world"),
+            "cl100k_ids": t.get_encoding("cl100k_base", CACHE).encode("hello world"),
+            "o200k_hello": t.count_tokens("hello world", model="gpt-4o", cache=CACHE),
+            "cl100k_hello": t.count_tokens("hello world", model="gpt-4", cache=CACHE),
+            "cl100k_cookbook": t.count_tokens(
+                "tiktoken is great!", model="gpt-3.5-turbo", cache=CACHE
+            ),
+            "default_model": t.count_tokens("hello world", cache=CACHE),
             "env_after": os.environ.get("TIKTOKEN_CACHE_DIR"),
-            "files": sorted(os.listdir(t.cache_dir("o200k_base"))),
+            "files": sorted(os.listdir(t.cache_dir("o200k_base", CACHE))),
         }
         print(json.dumps(out))
         """,
@@ -129,7 +133,7 @@ def test_corrupted_cache_file_is_repaired_offline(tmp_path):
         """
         import json
         from sessions_app.core import tokenizer as t
-        print(json.dumps({"n": t.count_tokens("hello world", model="gpt-4o")}))
+        print(json.dumps({"n": t.count_tokens("hello world", model="gpt-4o", cache=CACHE)}))
         """,
         cache,
     )
@@ -144,7 +148,7 @@ def test_tiktoken_hash_check_rejects_wrong_data_offline(tmp_path):
         from sessions_app.core import tokenizer as t
         t._bundled_bytes = lambda name: b"aGVsbG8= 0\\n"  # valid format, wrong hash
         try:
-            t.get_encoding("o200k_base")
+            t.get_encoding("o200k_base", CACHE)
         except t.TokenizerUnavailable as exc:
             print(json.dumps({"error": str(exc)}))
         else:

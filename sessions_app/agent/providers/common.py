@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.conf import settings
+
 from .base import THINKING_LEVELS, ModelRequest, ProviderError, ResolvedModel
 
 NO_RESULT_TEXT = "No result provided"
@@ -304,7 +306,7 @@ def base_max_tokens(request: ModelRequest) -> int | None:
 
 def cache_retention() -> str:
     """pi reads PI_CACHE_RETENTION=long; anything else is the default short retention."""
-    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+    return "long" if settings.PI_CACHE_RETENTION == "long" else "short"
 
 
 # --------------------------------------------------------------------------- headers

@@ -98,7 +98,7 @@ class Command(BaseCommand):
             )
         if not settings.PIWEB_LLM_BASE_URL and not settings.PIWEB_MODEL_PROFILES_JSON:
             self.stdout.write(
-                "No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see README)."
+                "No model configured: set PIWEB_LLM_BASE_URL / PIWEB_LLM_MODEL (see docs/models.md)."
             )
         self._follow_banner(follower)
         self.stdout.flush()
@@ -139,7 +139,7 @@ class Command(BaseCommand):
         if not settings.PIWEB_PI_SESSION_DIRS and single_user and pi_dir.is_dir():
             self.stdout.write(
                 f"pi sessions found in {pi_dir}: to see them here as pi writes them, start "
-                f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see README, Following pi's folders)."
+                f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see docs/follow.md)."
             )
 
 
