@@ -100,7 +100,7 @@ def test_the_check_fails_on_a_deliberate_break_and_names_it():
         ("sessions_app/services/fork.py", "from sessions_app.tasks import run_job"),
         ("sessions_app/services/fork.py", "from django.shortcuts import render"),
         ("sessions_app/services/fork.py", "from sessions_app.presentation import exports"),
-        ("sessions_app/agent/tools.py", "from sessions_app.models import Session"),
+        ("sessions_app/agent/tools/read.py", "from sessions_app.models import Session"),
         ("sessions_app/tasks.py", "from sessions_app.models import Job"),
         ("sessions_app/rendering.py", "from sessions_app.selectors import entries"),
         ("sessions_app/templatetags/tree_tags.py", "from sessions_app.models import Entry"),
