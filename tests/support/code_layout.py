@@ -39,6 +39,8 @@ LAYOUT: dict[str, tuple[tuple[str, ...], str]] = {
     "services/jobs": (("service",), "test_job_{}.py"),
     "selectors": (("service",), "test_{}_selectors.py"),
     "selectors/panels": (("service",), "test_{}_panel.py"),
+    # The model selectors (selectors/llm/keys.py -> test_llm_keys_selectors.py).
+    "selectors/llm": (("service",), "test_llm_{}_selectors.py"),
     "presentation": (("service",), "test_{}_presentation.py"),
     "templatetags": (("service",), "test_{}.py"),
     "management/commands": (("service",), "test_{}_command.py"),

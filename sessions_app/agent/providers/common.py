@@ -18,7 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .base import THINKING_LEVELS, ModelRequest, ProviderError, ResolvedModel
+from sessions_app.core.pi_config import THINKING_LEVELS
+
+from .base import ModelRequest, ProviderError, ResolvedModel
 
 NO_RESULT_TEXT = "No result provided"
 ABORTED_TEXT = "Request was aborted"
