@@ -105,7 +105,7 @@ def test_the_check_fails_on_a_deliberate_break_and_names_it():
         ("sessions_app/rendering.py", "from sessions_app.selectors import entries"),
         ("sessions_app/templatetags/tree_tags.py", "from sessions_app.models import Entry"),
         ("sessions_app/selectors/panels/tree.py", "from sessions_app.views import tree"),
-        ("sessions_app/selectors/sessions.py", "from sessions_app.services.access import x"),
+        ("sessions_app/selectors/sessions.py", "from sessions_app.services.sessions import x"),
         ("sessions_app/selectors/changes.py", "from sessions_app.services.changes import x"),
         ("sessions_app/selectors/panels/chat.py", "from sessions_app.services import chat"),
         ("sessions_app/presentation/models_page.py", "from sessions_app.services import llm"),
