@@ -20,13 +20,12 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.models import ShareLink
+from sessions_app.selectors.access import check_access
 from sessions_app.selectors.panels.chat import run_context
 from sessions_app.services import sharing
-from sessions_app.services.access import check_access
 from sessions_app.services.events import session_group, sessions_list_group
 
 ACCESS_RECHECK_SECONDS = 60
@@ -53,7 +52,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             access = await database_sync_to_async(check_access)(
                 user or AnonymousUser(), session_id, share_token=share_token
             )
-        except (Http404, PermissionDenied):
+        except ServiceError:  # NotFound or Forbidden
             await self.close(code=4404)
             return
         # Kept for the re-checks: the same user and token as at connect.
@@ -87,7 +86,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             access = await database_sync_to_async(check_access)(
                 self.user, self.session_id, share_token=self.share_token
             )
-        except (Http404, PermissionDenied):
+        except ServiceError:  # NotFound or Forbidden
             self.closing = True
             await self.close(code=4403)
             return False

@@ -20,11 +20,11 @@ from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
-from sessions_app.core.errors import ServiceError
+from sessions_app.core.errors import Forbidden, ServiceError
 from sessions_app.params import query
 from sessions_app.presentation import exports
+from sessions_app.selectors.access import EDITOR, OWNER, VIEWER, check_access
 from sessions_app.services import sessions
-from sessions_app.services.access import EDITOR, OWNER, VIEWER, check_access
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
 LEVELS = ("info", "ok", "error")
@@ -177,7 +177,7 @@ def session_view(
                     request.user, session_id, VIEWER if need == COMMENTER else need
                 )
                 if need == COMMENTER and not access.can_comment:
-                    raise PermissionDenied("Share-link visitors cannot comment.")
+                    raise Forbidden("Share-link visitors cannot comment.")
                 return view(request, access, **kwargs)
             except (ServiceError, Http404, PermissionDenied) as exc:
                 return error_response(request, exc, as_notice=notice_errors, target=error_target)

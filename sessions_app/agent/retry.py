@@ -1,6 +1,6 @@
 """The one retry policy for model calls: the agent's streamed turns and the summaries.
 
-``selectors.llm.retry_policy()`` builds it from the settings (``PIWEB_LLM_RETRIES``,
+``selectors.llm.resolution.retry_policy()`` builds it from the settings (``PIWEB_LLM_RETRIES``,
 ``PIWEB_LLM_RETRY_BASE_DELAY``, ``PIWEB_LLM_RETRY_MAX_DELAY``); both callers ask
 :meth:`RetryPolicy.delay` whether to try again and how long to wait first. Pure of Django.
 """

@@ -27,3 +27,18 @@ class ServiceError(Exception):
             self.status = status
         if code is not None:
             self.code = code
+
+
+class NotFound(ServiceError):
+    """What was asked for does not exist, or not for this caller: a 404, so that the ids of
+    sessions and entries one may not see never leak."""
+
+    status = 404
+    code = "not_found"
+
+
+class Forbidden(ServiceError):
+    """The caller's role is too weak for this: a 403."""
+
+    status = 403
+    code = "forbidden"

@@ -3,12 +3,20 @@ the models they can call, and their default (never a key)."""
 
 from __future__ import annotations
 
+from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import ModelPreference
-from sessions_app.selectors import llm, provider_keys
+from sessions_app.selectors import provider_keys
+from sessions_app.selectors.llm.catalog import (
+    agent_dir,
+    catalog,
+    default_model_ref,
+    default_thinking_level,
+)
+from sessions_app.selectors.llm.resolution import all_models, available_models
 
 
 def models_page_context(user) -> dict:
-    everything = llm.all_models(user)
+    everything = all_models(user)
     providers: dict[str, dict] = {}
     for choice in everything:
         row = providers.setdefault(
@@ -20,10 +28,10 @@ def models_page_context(user) -> dict:
         providers.setdefault(provider, {"provider": provider, "key": None, "count": 0})
         providers[provider]["hint"] = hint
     groups: dict[str, list] = {}
-    for choice in llm.available_models(user):
+    for choice in available_models(user):
         groups.setdefault(choice.provider, []).append(choice)
     pref = ModelPreference.objects.filter(user=user).first()
-    default = llm.default_model_ref(user)
+    default = default_model_ref(user)
     return {
         "providers": sorted(providers.values(), key=lambda r: r["provider"]),
         "groups": sorted(groups.items()),
@@ -31,8 +39,8 @@ def models_page_context(user) -> dict:
         "pref_ref": f"{pref.provider}/{pref.model_id}" if pref and pref.model_id else "",
         "pref_thinking": pref.thinking_level if pref else "",
         "default_ref": "/".join(default) if default else "",
-        "default_thinking": llm.default_thinking_level(user),
-        "levels": llm.THINKING_LEVELS,
-        "catalog_error": llm.catalog().error,
-        "agent_dir": llm.agent_dir().path,
+        "default_thinking": default_thinking_level(user),
+        "levels": THINKING_LEVELS,
+        "catalog_error": catalog().error,
+        "agent_dir": agent_dir().path,
     }

@@ -4,8 +4,8 @@ need without loading payloads."""
 from __future__ import annotations
 
 from django.db.models.functions import Length
-from django.http import Http404
 
+from sessions_app.core.errors import NotFound
 from sessions_app.core.preview import entry_text
 from sessions_app.models import Entry, Session
 
@@ -26,17 +26,17 @@ def find_entry(session: Session, pi_id: str | None, *fields: str) -> Entry | Non
 
 
 def get_entry(session: Session, pi_id: str, *fields: str) -> Entry:
-    """The session's entry with this pi id; Entry.DoesNotExist when there is none."""
+    """The session's entry with this pi id; `NotFound` (a 404) when there is none."""
     entry = find_entry(session, pi_id, *fields)
     if entry is None:
-        raise Entry.DoesNotExist(f"No entry {pi_id!r} in this session.")
+        raise NotFound(f"No entry {pi_id!r} in this session.")
     return entry
 
 
 def get_entry_or_404(session: Session, pi_id: str | None, *fields: str) -> Entry:
     entry = find_entry(session, pi_id, *fields)
     if entry is None:
-        raise Http404("No such entry in this session.")
+        raise NotFound("No such entry in this session.")
     return entry
 
 

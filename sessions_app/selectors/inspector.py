@@ -26,7 +26,7 @@ from sessions_app.core.pi1_entries import (
 )
 from sessions_app.core.preview import entry_preview
 from sessions_app.selectors import paths
-from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.selectors.model_input import ModelInput, TokenCounts, model_input
 
 log = logging.getLogger(__name__)

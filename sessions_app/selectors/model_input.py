@@ -14,7 +14,7 @@
 - the messages: the core's `build_session_context` over the stored path
   (`selectors.paths.load_context_path` + `context_from_path`) and `convert_to_llm`;
 - the model and its context window: the window of the model the path records, from the
-  model catalog (`selectors.llm.session_window`); the model a run uses, with the key of
+  model catalog (`selectors.llm.windows.session_window`); the model a run uses, with the key of
   the user who sends (`resolved(user)`);
 - token counts: `context_tokens`, pi's estimate that the compaction threshold check
   uses (the last reply's usage plus chars/4 of what follows), and `count()`, tiktoken
@@ -38,6 +38,7 @@ from functools import cached_property
 from django.conf import settings
 
 from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
@@ -56,7 +57,11 @@ from sessions_app.core.tokens import (
     estimate_tokens,
 )
 from sessions_app.models import Session
-from sessions_app.selectors import llm, paths, workspaces
+from sessions_app.selectors import paths, workspaces
+from sessions_app.selectors.llm.catalog import ModelProfile, catalog, resolve_profile
+from sessions_app.selectors.llm.keys import ModelUnavailable
+from sessions_app.selectors.llm.resolution import resolve_for_session
+from sessions_app.selectors.llm.windows import session_window
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ def session_tools(session: Session, profile=None) -> tuple[Tool, ...]:
     chosen = (session.settings or {}).get("tools")
     if not chosen:
         if profile is None:
-            profile = llm.resolve_profile(session.model_profile)
+            profile = resolve_profile(session.model_profile)
         chosen = getattr(profile, "tools", None) if profile is not None else None
     return select_tools(chosen)
 
@@ -199,8 +204,8 @@ class ModelInput:
         return convert_to_llm(self.context["messages"])
 
     @cached_property
-    def profile(self) -> llm.ModelProfile | None:
-        return llm.resolve_profile(self.session.model_profile)
+    def profile(self) -> ModelProfile | None:
+        return resolve_profile(self.session.model_profile)
 
     @property
     def recorded_model(self) -> dict | None:
@@ -219,14 +224,14 @@ class ModelInput:
     @cached_property
     def window(self) -> int:
         """The context window at the leaf: the recorded model's catalog window, else the
-        window of the model a run would use (`selectors.llm.session_window`)."""
-        return llm.session_window(self.session, self.recorded_model)
+        window of the model a run would use (`selectors.llm.windows.session_window`)."""
+        return session_window(self.session, self.recorded_model)
 
     def resolved(self, user=None):
         """The model a run at this leaf uses for `user` (default: the session's owner),
         with that user's key; None when no model is configured. Raises
-        `llm.ModelUnavailable`."""
-        return llm.resolve_for_session(
+        `ModelUnavailable`."""
+        return resolve_for_session(
             self.session, user if user is not None else self.session.owner, self.recorded_model
         )
 
@@ -257,3 +262,32 @@ def model_input(
     if leaf is paths.UNSET:
         leaf = session.leaf_pi_id
     return ModelInput(session, leaf, path)
+
+
+def summary_profile(session, user=None) -> ModelProfile | ResolvedModel | None:
+    """The model a summary job of this session calls (compaction, branch summary,
+    comparison): the model the session's leaf uses, with the key of `user` (default: the
+    owner); the environment profile itself when that is the one. None: the offline
+    summarizer (no model or no key)."""
+    try:
+        resolved = model_input(session).resolved(user)
+    except ModelUnavailable:
+        return None
+    if resolved is None:
+        return None
+    cat = catalog()
+    profile = cat.env_profiles.get((resolved.provider, resolved.model_id))
+    if profile is not None and resolved.key_source == "env":
+        return profile
+    if resolved.api != "openai-completions":
+        return resolved
+    return ModelProfile(
+        name=resolved.provider,
+        base_url=resolved.model["baseUrl"],
+        model=resolved.model_id,
+        api_key=resolved.api_key,
+        context_window=resolved.context_window,
+        max_output=resolved.max_tokens or settings.PIWEB_LLM_MAX_OUTPUT,
+        timeout=resolved.timeout,
+        provider=resolved.provider,
+    )

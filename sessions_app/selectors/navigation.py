@@ -25,7 +25,7 @@ class Target:
 
 def resolve_target(session: Session, target: Entry | str) -> Target:
     """Where the leaf goes for a click on `target` (an Entry of the session or its pi id).
-    Raises Entry.DoesNotExist for an id the session does not hold."""
+    Raises `NotFound` for an id the session does not hold."""
     if not isinstance(target, Entry):
         target = get_entry(session, target, "pi_id", "line")
     rule = SessionTree([target.payload]).navigate_target(target.pi_id)

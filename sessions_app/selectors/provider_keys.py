@@ -8,7 +8,7 @@ secret makes the stored keys unreadable: they are then treated as absent (each u
 adds theirs again) and never raise.
 
 Keys never leave this module except to the one caller that makes a request
-(`selectors.llm.resolve_model`); they are not logged, not shown back (only the last four
+(`selectors.llm.resolution.resolve_model`); they are not logged, not shown back (only the last four
 characters, as a hint) and not part of any export.
 """
 

@@ -37,8 +37,12 @@ from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.images import ImageError, check_count, image_blocks, takes_images
+from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import Job, QueuedMessage, Session
-from sessions_app.selectors import llm, workspaces
+from sessions_app.selectors import workspaces
+from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model, model_profiles
+from sessions_app.selectors.llm.keys import ModelUnavailable
+from sessions_app.selectors.llm.resolution import thinking_for
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.pi_file import pi_writing_since
 from sessions_app.selectors.runs import active_run
@@ -166,10 +170,10 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
         # The run uses the model the leaf records, with the key of the person sending.
         try:
             resolved = model_input(session).resolved(user)
-        except llm.ModelUnavailable as exc:
+        except ModelUnavailable as exc:
             raise ChatError(str(exc), "no_key") from None
         if resolved is None:
-            raise ChatError(llm.HOW_TO_CONFIGURE, "no_model")
+            raise ChatError(HOW_TO_CONFIGURE, "no_model")
     attached = _attached_images(images, parsed, resolved.model if resolved else {})
     try:
         workspaces.session_cwd(session)
@@ -315,13 +319,13 @@ def switch_model(session: Session, user, choice: str):
     """Use another model from now on: a pi `model_change` entry ({provider, modelId}) at
     the leaf. `choice` is `provider/model-id` from the catalog, or the name of an
     environment profile (which the session then keeps as its profile)."""
-    profiles = llm.model_profiles()
+    profiles = model_profiles()
     profile = profiles.get(choice)
     if profile is not None:
         provider, model_id = profile.provider, profile.model
     else:
         provider, _, model_id = (choice or "").partition("/")
-        if not model_id or llm.find_model(provider, model_id) is None:
+        if not model_id or find_model(provider, model_id) is None:
             raise ChatError(f"Unknown model: {choice!r}.", "unknown_model")
         # An environment model picked by its catalog name: the session keeps its profile.
         profile = next(
@@ -344,18 +348,18 @@ def switch_model(session: Session, user, choice: str):
 def set_thinking_level(session: Session, user, level: str):
     """Think at another level from now on: a pi `thinking_level_change` entry at the leaf
     (clamped to what the leaf's model supports, as pi clamps it)."""
-    if level not in llm.THINKING_LEVELS:
+    if level not in THINKING_LEVELS:
         raise ChatError(f"Unknown thinking level: {level!r}.", "unknown_level")
     recorded = model_input(session).recorded_model
-    model = llm.find_model(recorded.get("provider"), recorded.get("modelId")) if recorded else None
+    model = find_model(recorded.get("provider"), recorded.get("modelId")) if recorded else None
     if model is None:
         try:
             resolved = model_input(session).resolved(user)
-        except llm.ModelUnavailable:
+        except ModelUnavailable:
             resolved = None
         model = resolved.model if resolved is not None else None
     if model is not None:
-        level = llm.thinking_for(model, level)
+        level = thinking_for(model, level)
     with transaction.atomic():
         entry = sessions.append_entry(
             session, {"type": "thinking_level_change", "thinkingLevel": level}, actor=user

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Comment, Session
+from sessions_app.selectors.access import EDITOR, OWNER, role_for
 from sessions_app.selectors.entries import find_entry
-from sessions_app.services.access import EDITOR, OWNER, role_for
 from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_BODY_CHARS = 10_000

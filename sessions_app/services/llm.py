@@ -11,16 +11,13 @@ import time
 from django.db import transaction
 
 from sessions_app.agent import providers
-from sessions_app.agent.providers.base import THINKING_LEVELS, ModelRequest, ResolvedModel
+from sessions_app.agent.providers.base import ModelRequest, ResolvedModel
 from sessions_app.core.errors import ServiceError
+from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import ModelPreference
-from sessions_app.selectors.llm import (
-    HOW_TO_CONFIGURE,
-    KEY_SOURCE_LABELS,
-    ModelUnavailable,
-    find_model,
-    resolve_model,
-)
+from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model
+from sessions_app.selectors.llm.keys import KEY_SOURCE_LABELS, ModelUnavailable
+from sessions_app.selectors.llm.resolution import resolve_model
 
 
 class ChoiceError(ServiceError):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from sessions_app.core.errors import NotFound
 from sessions_app.models import Entry, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.navigation import resolve_target
@@ -55,7 +56,7 @@ def set_label(session: Session, target_pi_id: str, label: str | None, *, actor=N
             .first()
         )
         if current is None:
-            raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
+            raise NotFound(f"No entry {target_pi_id} in this session.")
         if current == label:
             return None
         return label_entry(session, target_pi_id, label, actor=actor)

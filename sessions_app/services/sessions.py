@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from django.db import transaction
 
+from sessions_app.core.errors import NotFound
 from sessions_app.core.preview import entry_row_columns
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Activity, Entry, Session
@@ -183,7 +184,7 @@ def set_leaf(session: Session, leaf_pi_id: str | None, *, actor=None) -> Session
 def label_entry(session: Session, target_pi_id: str, label: str | None, *, actor=None) -> Entry:
     """Set (or with a blank label, remove) a label, as a pi `label` entry at the leaf."""
     if not entry_exists(session, target_pi_id):
-        raise Entry.DoesNotExist(f"No entry {target_pi_id} in this session.")
+        raise NotFound(f"No entry {target_pi_id} in this session.")
     payload = {"type": "label", "targetId": target_pi_id}
     label = (label or "").strip()
     if label:

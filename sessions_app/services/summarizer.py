@@ -6,7 +6,7 @@ summary request: streamed like an agent turn, without tools, with the request's 
 as max tokens (capped by the model's max tokens) and, for a reasoning model, the
 session's thinking level (`request["thinking_level"]`, if the caller gives one). Provider
 errors that are worth another try (429, 408, 5xx, timeouts, dropped connections) are
-retried as the one retry policy says (`selectors.llm.retry_policy()`, shared with the
+retried as the one retry policy says (`selectors.llm.resolution.retry_policy()`, shared with the
 agent run); anything else fails at once with a `SummaryError` whose text is safe to
 show (no keys, no request bodies).
 """
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from sessions_app.agent.providers import stream_for
 from sessions_app.agent.providers.base import ModelRequest, ProviderError, ResolvedModel
 from sessions_app.core.errors import ServiceError
-from sessions_app.selectors.llm import ModelProfile, retry_policy
+from sessions_app.selectors.llm.catalog import ModelProfile
+from sessions_app.selectors.llm.resolution import retry_policy
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from sessions_app.diff_rendering import render_changes
 from sessions_app.params import query
 from sessions_app.responses import notice, session_view
 from sessions_app.selectors import changes as selectors
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404
 from sessions_app.services import changes as service
-from sessions_app.services.access import EDITOR
 
 
 def _context(access, change_set, **extra) -> dict:

@@ -9,10 +9,10 @@ from django.shortcuts import render
 
 from sessions_app.params import form
 from sessions_app.responses import notice, session_view
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.panels.chat import run_context, transcript_context
 from sessions_app.services import chat
-from sessions_app.services.access import EDITOR
 
 # A POST that needs editor rights, answered with the notice partial (the chat panel's
 # fetch calls read it); a ChatError becomes the error notice, with its status and code.

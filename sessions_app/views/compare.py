@@ -15,9 +15,9 @@ from sessions_app.models import Job
 from sessions_app.params import form, query
 from sessions_app.presentation.compare import rendered_comparison
 from sessions_app.responses import session_view
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.compare import CompareError
 from sessions_app.selectors.jobs import latest_job, session_job
-from sessions_app.services.access import EDITOR
 from sessions_app.services.jobs import compare_summary as compare_jobs
 
 

@@ -10,9 +10,9 @@ from django.shortcuts import redirect, render
 
 from sessions_app.params import form
 from sessions_app.responses import session_view
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.panels.jobs import jobs_list_context, settings_context
 from sessions_app.services import jobs
-from sessions_app.services.access import EDITOR
 
 
 def _back(access):

@@ -11,8 +11,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from sessions_app.params import form
 from sessions_app.responses import session_view
+from sessions_app.selectors.access import EDITOR, OWNER
 from sessions_app.services import manage
-from sessions_app.services.access import EDITOR, OWNER
 
 
 def _back(request, session_id: str):

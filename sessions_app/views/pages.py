@@ -20,7 +20,7 @@ from sessions_app.params import form, query
 from sessions_app.responses import piweb_view, session_view
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.jobs import import_job
-from sessions_app.selectors.llm import model_profiles
+from sessions_app.selectors.llm.catalog import model_profiles
 from sessions_app.selectors.panels.head import context_gauge, head_context
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state

@@ -17,16 +17,16 @@ from sessions_app.params import form, query
 from sessions_app.presentation import exports
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, piweb_view, plain_text, session_view
-from sessions_app.selectors.share_preview import share_preview
-from sessions_app.selectors.sharing import session_link, session_links, session_shares
-from sessions_app.selectors.teams import teams_with_shares
-from sessions_app.services import sharing
-from sessions_app.services.access import (
+from sessions_app.selectors.access import (
     OWNER,
     VIEWER,
     check_access,
     share_link_session_id,
 )
+from sessions_app.selectors.share_preview import share_preview
+from sessions_app.selectors.sharing import session_link, session_links, session_shares
+from sessions_app.selectors.teams import teams_with_shares
+from sessions_app.services import sharing
 from sessions_app.services.sessions import UNSET
 
 # --- sharing ----------------------------------------------------------------------------

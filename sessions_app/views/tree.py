@@ -17,6 +17,7 @@ from sessions_app.params import form, query
 from sessions_app.rendering import encodable, full_output_path
 from sessions_app.responses import download, notice, session_view
 from sessions_app.selectors import workspaces
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.entries import entry_exists, get_entry_or_404
 from sessions_app.selectors.entries import plain_text as plain_entry_text
 from sessions_app.selectors.jobs import latest_job
@@ -31,7 +32,6 @@ from sessions_app.selectors.panels.tree import (
 )
 from sessions_app.services import changes as file_changes
 from sessions_app.services import jobs, navigation
-from sessions_app.services.access import EDITOR
 from sessions_app.services.fork import fork_session
 
 

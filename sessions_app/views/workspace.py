@@ -8,9 +8,9 @@ from django_htmx.http import HttpResponseClientRefresh
 from sessions_app.core.errors import ServiceError
 from sessions_app.params import form
 from sessions_app.responses import notice, session_view
+from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.panels.pi_file import pi_file_context
 from sessions_app.services import workspace_choice, write_back
-from sessions_app.services.access import EDITOR
 
 # Both actions answer with the notice partial (htmx or not), their errors too.
 workspace_action = session_view(EDITOR, methods=("POST",), notice_errors=True)

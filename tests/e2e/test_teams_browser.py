@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from sessions_app.models import Team, TeamMembership
+from sessions_app.selectors.access import role_for
 from sessions_app.services import sharing
-from sessions_app.services.access import role_for
 from tests.support.browser import collect_errors
 from tests.support.tree_data import import_branched
 

@@ -14,7 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.agent.tools import BASH, GREP
+from sessions_app.agent.tools.bash import BASH
+from sessions_app.agent.tools.grep import GREP
 from sessions_app.core.system_prompt import EXPLORE_WITH_BASH
 from sessions_app.models import Job
 from sessions_app.selectors import paths

@@ -3,8 +3,8 @@
 import uuid
 
 import pytest
-from django.http import Http404
 
+from sessions_app.core.errors import NotFound
 from sessions_app.selectors import entries
 from sessions_app.services import sessions as sessions_service
 from tests.support.tree_data import import_branched
@@ -22,7 +22,7 @@ def test_entry_lookups_stay_inside_their_session(branched, make_user):
     other = sessions_service.create_session(owner=make_user("other"), cwd="/tmp")
     entry = entries.get_entry_or_404(branched, "e0000014")
     assert entry.session_id == branched.pk and entry.pi_id == "e0000014"
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         entries.get_entry_or_404(other, "e0000014")
     assert entries.find_entry(branched, "") is None
     assert entries.find_entry(branched, "nope") is None

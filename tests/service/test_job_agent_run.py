@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sessions_app.selectors import paths
-from sessions_app.selectors.llm import resolve_profile
+from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.services import chat, jobs, sessions, summarizer
 from tests.support.fake_providers import Call, FakeProviders, Turn
 

@@ -4,7 +4,7 @@ tested in test_job_compaction.py and test_job_branch_summary.py.)"""
 
 import pytest
 
-from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.services import jobs, sessions
 
 pytestmark = [

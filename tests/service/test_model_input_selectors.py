@@ -15,7 +15,7 @@ from sessions_app.agent.providers.openai_completions import build_params
 from sessions_app.models import Job
 from sessions_app.selectors import paths
 from sessions_app.selectors.inspector import inspect_context
-from sessions_app.selectors.llm import resolve_profile
+from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.selectors.model_input import model_input
 from sessions_app.services import chat, jobs, sessions
 from tests.support.scripted_llm import text, tool_call

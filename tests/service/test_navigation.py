@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sessions_app.models import Entry
+from sessions_app.core.errors import NotFound
 from sessions_app.selectors.navigation import Target, resolve_target
 from sessions_app.services import jobs, navigation
 from sessions_app.services.importer import import_jsonl_stream
@@ -77,5 +77,5 @@ def test_navigation_summary_and_entry_pane_agree(session, client, target, leaf, 
 
 def test_an_unknown_target_is_refused(session):
     session, _ = session
-    with pytest.raises(Entry.DoesNotExist):
+    with pytest.raises(NotFound):
         resolve_target(session, "nope")

@@ -8,6 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
+from sessions_app.core.errors import NotFound
 from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
 from sessions_app.core.tree import SessionTree
@@ -62,7 +63,7 @@ def test_append_set_leaf_label_rename_follow_pi(make_user):
     assert Entry.objects.get(pk=b.pk).label == "better"
     sessions.label_entry(session, b.pi_id, "", actor=owner)
     assert Entry.objects.get(pk=b.pk).label == ""
-    with pytest.raises(Entry.DoesNotExist):
+    with pytest.raises(NotFound):
         sessions.label_entry(session, "nope", "x")
     sessions.rename_session(session, "  Named  ", actor=owner)
     session.refresh_from_db()

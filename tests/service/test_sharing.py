@@ -5,9 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from sessions_app.core.errors import NotFound
 from sessions_app.models import Activity, SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.selectors.access import EDITOR, VIEWER, check_access
 from sessions_app.services import sessions, sharing
-from sessions_app.services.access import EDITOR, VIEWER, check_access
 from sessions_app.services.sharing import SharingError
 from tests.support.branchy_session import assistant, build_branchy_session
 
@@ -28,9 +29,7 @@ def setup(make_user):
 def test_share_with_team_change_role_and_revoke(setup):
     owner, member, team, data = setup
     session = data.session
-    from django.http import Http404
-
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(member, session.pi_id)
     share = sharing.share_with_team(session, team.pk, "viewer", actor=owner)
     assert check_access(member, session.pi_id).role == VIEWER
@@ -38,7 +37,7 @@ def test_share_with_team_change_role_and_revoke(setup):
     assert check_access(member, session.pi_id, EDITOR).role == EDITOR
     assert SessionShare.objects.filter(session=session).count() == 1
     sharing.unshare_team(session, share.pk, actor=owner)
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(member, session.pi_id)
     verbs = list(Activity.objects.filter(session=session).values_list("verb", flat=True))
     assert verbs.count("shared") == 2 and "unshared" in verbs

@@ -4,7 +4,7 @@ text back, transient errors retried and counted, anything else refused with a sa
 
 import pytest
 
-from sessions_app.selectors.llm import resolve_profile
+from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.services import summarizer
 from sessions_app.services.summarizer import SummaryError
 from tests.support.scripted_llm import error, text, user_text

@@ -32,10 +32,15 @@ LAYOUT: dict[str, tuple[tuple[str, ...], str]] = {
     "core": (("unit", "service"), "test_{}.py"),
     "agent": (("unit", "service"), "test_{}.py"),
     "agent/providers": (("unit",), "test_{}.py"),
+    # One module per tool (agent/tools/read.py -> test_tool_read.py); the registry, the
+    # package's __init__, is test_tools.py.
+    "agent/tools": (("unit", "service"), "test_tool_{}.py"),
     "services": (("service",), "test_{}.py"),
     "services/jobs": (("service",), "test_job_{}.py"),
     "selectors": (("service",), "test_{}_selectors.py"),
     "selectors/panels": (("service",), "test_{}_panel.py"),
+    # The model selectors (selectors/llm/keys.py -> test_llm_keys_selectors.py).
+    "selectors/llm": (("service",), "test_llm_{}_selectors.py"),
     "presentation": (("service",), "test_{}_presentation.py"),
     "templatetags": (("service",), "test_{}.py"),
     "management/commands": (("service",), "test_{}_command.py"),

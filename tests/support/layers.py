@@ -6,7 +6,7 @@ holds, paths are relative to `sessions_app/` unless they start with `sessions_ap
 `piweb/`), and its "may import" cell lists, separated by commas or semicolons:
 
 - layer names (the table's first column), with remarks in parentheses;
-- code spans naming modules of the app (`services/access`, `rendering.py`, `piweb.celery`);
+- code spans naming modules of the app (`selectors/access`, `rendering.py`, `piweb.celery`);
 - from an item that starts with `never` to the end of the cell: code spans naming modules (of the app,
   or of any package: `django`, `django.template`) that the layer may never import,
   whatever else allows it;
@@ -114,7 +114,7 @@ def _spans(text: str) -> list[str]:
 
 
 def module_name(span: str, root: Path = ROOT) -> str:
-    """A path (`services/access`, `rendering.py`, `sessions_app/core/`) or a dotted name
+    """A path (`selectors/access`, `rendering.py`, `sessions_app/core/`) or a dotted name
     (`piweb.celery`, `django.template`) as a dotted module name."""
     if "/" not in span and not span.endswith(".py"):
         return span

@@ -125,36 +125,6 @@ def test_a_loose_match_keeps_the_other_lines_bytes(ctx, ws):
     assert (ws / "q.txt").read_text() == 'keep   \nsay "bye"\nalso keep\t\n'
 
 
-def test_the_legacy_single_pair_and_edits_as_a_json_string_are_accepted(ctx, ws):
-    # pi accepts both (models send them); the schema offered is edits[] only.
-    (ws / "f.py").write_text(ORIGINAL)
-    legacy = execute_tool(
-        "edit", {"path": "f.py", "oldText": "alpha = 1", "newText": "alpha = 0"}, ctx
-    )
-    assert not legacy.is_error and legacy.text == "Successfully replaced 1 block(s) in f.py."
-    as_string = execute_tool(
-        "edit", {"path": "f.py", "edits": '[{"oldText": "beta = 2", "newText": "beta = 0"}]'}, ctx
-    )
-    assert not as_string.is_error, as_string.text
-    assert (ws / "f.py").read_text() == "alpha = 0\nbeta = 0\ngamma = 3\ndelta = 4\n"
-
-
-def test_the_schema_refuses_unknown_keys(ctx, ws):
-    (ws / "f.py").write_text(ORIGINAL)
-    extra = edit(ctx, "f.py", ("alpha", "A"), replace_all=True)
-    assert extra.is_error and "Validation failed" in extra.text
-    bad_item = execute_tool(
-        "edit", {"path": "f.py", "edits": [{"oldText": "alpha", "newText": "A", "x": 1}]}, ctx
-    )
-    assert bad_item.is_error and "Validation failed" in bad_item.text
-    assert (ws / "f.py").read_text() == ORIGINAL
-
-
-def test_a_missing_file_is_an_error_result(ctx):
-    result = edit(ctx, "nope.txt", ("a", "b"))
-    assert result.is_error and "nope.txt" in result.text and "ENOENT" in result.text
-
-
 def test_display_diff_skips_long_unchanged_stretches():
     old = "\n".join(f"line {i}" for i in range(1, 21)) + "\n"
     new = old.replace("line 2\n", "LINE 2\n").replace("line 19\n", "LINE 19\n")

@@ -106,6 +106,10 @@ def test_the_rule_counts_function_statements_and_names_the_layer(tmp_path):
     assert code_layout.expected_test("services/jobs/lifecycle.py").tests == (
         "service/test_job_lifecycle.py",
     )
+    assert code_layout.expected_test("agent/tools/read.py").tests == (
+        "unit/test_tool_read.py",
+        "service/test_tool_read.py",
+    )
     assert code_layout.expected_test("views/chat.py").tests == ("service/views/test_chat_views.py",)
     absent = code_layout.Expected("core/absent.py", ("unit/test_no_such_module.py",))
     assert not absent.found()

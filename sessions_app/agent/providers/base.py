@@ -6,7 +6,7 @@ The agent loop and the summarizers build a :class:`ModelRequest` and call
 ``google-generative-ai``). Each module shapes the request as pi 0.80.2 shapes it for its
 API, streams the reply through the API's official SDK and returns one assistant message
 in pi's shape. Which model and which key a request uses is decided in the service layer
-(``selectors/llm.py``), which hands over a :class:`ResolvedModel`.
+(``selectors/llm/``), which hands over a :class:`ResolvedModel`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ from typing import Any
 
 from django.conf import settings
 
-from .base import THINKING_LEVELS, ModelRequest, ProviderError, ResolvedModel
+from sessions_app.core.pi_config import THINKING_LEVELS
+
+from .base import ModelRequest, ProviderError, ResolvedModel
 
 NO_RESULT_TEXT = "No result provided"
 ABORTED_TEXT = "Request was aborted"

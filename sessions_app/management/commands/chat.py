@@ -7,9 +7,10 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.models import Job, Session
-from sessions_app.services import access, chat, jobs, sessions
-from sessions_app.services.chat import ChatError
+from sessions_app.selectors import access
+from sessions_app.services import chat, jobs, sessions
 
 WAIT_SECONDS = 3600
 
@@ -72,12 +73,8 @@ def _start_turn(session: Session, user, message: str, options: dict) -> Job:
         if options["thinking"]:
             chat.set_thinking_level(session, user, options["thinking"])
         return chat.send_message(session, user, message)
-    except (ChatError, ValueError) as exc:
+    except (ServiceError, ValueError) as exc:  # an unknown --leaf is a NotFound
         raise CommandError(str(exc)) from None
-    except Exception as exc:  # an unknown --leaf and the like
-        if exc.__class__.__name__ == "DoesNotExist":
-            raise CommandError(f"No entry {options['leaf']!r} in this session.") from None
-        raise
 
 
 def _wait_for_end(job: Job) -> None:

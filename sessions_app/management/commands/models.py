@@ -5,7 +5,8 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.selectors import llm
+from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, catalog
+from sessions_app.selectors.llm.resolution import all_models, available_models
 
 
 def _price(value: float) -> str:
@@ -34,15 +35,15 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"No user named {options['user']!r}.")
-        choices = llm.all_models(user) if options["all"] else llm.available_models(user)
-        error = llm.catalog().error
+        choices = all_models(user) if options["all"] else available_models(user)
+        error = catalog().error
         if error:
             self.stderr.write(f"pi models.json ignored: {error}")
         if options["json"]:
             self.stdout.write(json.dumps([c.as_json() for c in choices], indent=2))
             return
         if not choices:
-            self.stdout.write("No model has a key. " + llm.HOW_TO_CONFIGURE)
+            self.stdout.write("No model has a key. " + HOW_TO_CONFIGURE)
             return
         header = (
             "PROVIDER/ID",

@@ -6,7 +6,8 @@ import sys
 from django.core.management.base import BaseCommand
 
 from sessions_app.agent.sandbox import SandboxUnavailable
-from sessions_app.agent.tools import ToolError, run_bash
+from sessions_app.agent.tools import ToolError
+from sessions_app.agent.tools.bash import run_bash
 from sessions_app.management.commands._tool_context import tool_context_for
 
 TIMED_OUT_STATUS = 124

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
+from sessions_app.core.pi_config import THINKING_LEVELS, supported_thinking_levels
 from sessions_app.rendering import page_budget, render_entries_within
-from sessions_app.selectors import llm, paths
+from sessions_app.selectors import paths
 from sessions_app.selectors.changes import change_counts
 from sessions_app.selectors.jobs import queued_messages
+from sessions_app.selectors.llm.catalog import (
+    HOW_TO_CONFIGURE,
+    default_thinking_level,
+    find_model,
+    pi_settings,
+    resolve_profile,
+)
+from sessions_app.selectors.llm.keys import ModelUnavailable
+from sessions_app.selectors.llm.resolution import available_models, thinking_for
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.selectors.runs import active_run, run_state
@@ -60,13 +70,13 @@ def model_context(session, user) -> dict:
     problem = ""
     try:
         resolved = seen.resolved(user)
-    except llm.ModelUnavailable as exc:
+    except ModelUnavailable as exc:
         resolved, problem = None, str(exc)
     model = resolved.model if resolved is not None else None
     if model is None and recorded:
-        model = llm.find_model(recorded.get("provider"), recorded.get("modelId"))
+        model = find_model(recorded.get("provider"), recorded.get("modelId"))
     current = f"{model['provider']}/{model['id']}" if model else ""
-    choices = llm.available_models(user)
+    choices = available_models(user)
     return {
         "resolved": resolved,
         "model": model,
@@ -86,7 +96,7 @@ SCOPED_GROUP = "enabledModels"
 def picker_groups(choices) -> list[tuple[str, list]]:
     """(label, choices) groups of the model picker: the scoped models first when pi's
     settings scope them, then every other model by provider."""
-    scoped = [c for c in choices if c.enabled] if llm.pi_settings().enabled_models else []
+    scoped = [c for c in choices if c.enabled] if pi_settings().enabled_models else []
     scoped_refs = {c.ref for c in scoped}
     by_provider: dict[str, list] = {}
     for choice in choices:
@@ -97,11 +107,11 @@ def picker_groups(choices) -> list[tuple[str, list]]:
 
 def _thinking_context(seen, user, model) -> dict:
     thinking = seen.context.get("thinkingLevel")
-    if not isinstance(thinking, str) or thinking not in llm.THINKING_LEVELS:
-        thinking = llm.default_thinking_level(user)
+    if not isinstance(thinking, str) or thinking not in THINKING_LEVELS:
+        thinking = default_thinking_level(user)
     return {
-        "thinking": llm.thinking_for(model, thinking) if model else thinking,
-        "levels": llm.supported_thinking_levels(model) if model else ["off"],
+        "thinking": thinking_for(model, thinking) if model else thinking,
+        "levels": supported_thinking_levels(model) if model else ["off"],
         "reasoning": bool(model and model.get("reasoning")),
     }
 
@@ -109,14 +119,14 @@ def _thinking_context(seen, user, model) -> dict:
 def chat_context(access, user=None) -> dict:
     """The whole chat panel of the session page (`chat` in its template)."""
     session = access.session
-    profile = llm.resolve_profile(session.model_profile)
+    profile = resolve_profile(session.model_profile)
     job = active_run(session)
     models = model_context(session, user if user is not None else session.owner)
     return {
         "profile": profile,
         "models": models,
         "configured": models["resolved"] is not None,
-        "how_to_configure": models["problem"] or llm.HOW_TO_CONFIGURE,
+        "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
         "can_edit": access.can_edit,
         "composer": composer_context(access, models),
         "active_job": job,

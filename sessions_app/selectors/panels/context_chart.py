@@ -6,7 +6,7 @@ from django.conf import settings
 
 from sessions_app.core.context_chart import context_timeline
 from sessions_app.models import Session
-from sessions_app.selectors.llm import compaction_settings, session_window, window_of
+from sessions_app.selectors.llm.windows import compaction_settings, session_window, window_of
 from sessions_app.selectors.paths import load_path
 
 

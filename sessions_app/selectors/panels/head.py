@@ -7,7 +7,8 @@ moved), so it never lags the tree.
 
 from __future__ import annotations
 
-from sessions_app.selectors.llm import context_window, resolve_profile
+from sessions_app.selectors.llm.catalog import resolve_profile
+from sessions_app.selectors.llm.windows import context_window
 from sessions_app.selectors.panels.context_chart import context_chart, context_window_for
 from sessions_app.selectors.panels.page import usage_context
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sessions_app.models import Job
 from sessions_app.selectors.jobs import recent_jobs
-from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.llm.windows import compaction_settings
 
 RECENT_JOBS = 10
 PHASES = {

@@ -38,7 +38,10 @@ from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
-from sessions_app.selectors import llm, workspaces
+from sessions_app.selectors import workspaces
+from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
+from sessions_app.selectors.llm.keys import ModelUnavailable
+from sessions_app.selectors.llm.resolution import retry_policy
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import changes, events, sandboxing, sessions
@@ -296,7 +299,7 @@ class _Hooks:
         return model_input(self.session, self.parent).messages
 
     def persist(self, message: dict) -> None:
-        llm.price_message(message)
+        price_message(message)
         self.last_entry = append_on_branch(
             self.session, {"type": "message", "message": message}, self.parent
         )
@@ -422,7 +425,7 @@ def start_queued_run(session: Session) -> Job | None:
         user = item.created_by or locked.owner
         try:
             resolved = model_input(locked).resolved(user)
-        except llm.ModelUnavailable:
+        except ModelUnavailable:
             resolved = None
         if resolved is None:
             return None  # it stays queued, visible and cancellable
@@ -505,8 +508,8 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
     seen = model_input(job.session, hooks.parent)
     try:
         config = seen.resolved(job.created_by)
-        problem = llm.HOW_TO_CONFIGURE
-    except llm.ModelUnavailable as exc:
+        problem = HOW_TO_CONFIGURE
+    except ModelUnavailable as exc:
         config, problem = None, str(exc)
     if config is None:
         hooks.persist(
@@ -526,7 +529,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         hooks=hooks,
         abort=abort,
         run_id=str(job.pk),
-        retry=llm.retry_policy(),
+        retry=retry_policy(),
         # pi's request keys: the session id (caches, session headers) and the thinking
         # level of the path (its last thinking_level_change, clamped to the model's levels)
         session_id=job.session.pi_id,

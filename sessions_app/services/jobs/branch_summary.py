@@ -24,7 +24,11 @@ from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_exists, find_entry
-from sessions_app.selectors.llm import branch_summary_reserve, compaction_settings, session_window
+from sessions_app.selectors.llm.windows import (
+    branch_summary_reserve,
+    compaction_settings,
+    session_window,
+)
 from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle

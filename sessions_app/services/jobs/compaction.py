@@ -29,7 +29,7 @@ from sessions_app.core.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import find_entry
-from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.selectors.model_input import model_input
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle

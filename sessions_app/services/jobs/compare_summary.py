@@ -13,7 +13,7 @@ from sessions_app.core.messages import convert_to_llm, message_from_entry
 from sessions_app.core.summaries import serialize_conversation
 from sessions_app.models import Job, Session
 from sessions_app.selectors import compare
-from sessions_app.selectors.llm import summary_profile
+from sessions_app.selectors.model_input import summary_profile
 from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 

@@ -12,7 +12,8 @@ from sessions_app.core.compaction import CompactionSettings
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.selectors.llm import compaction_settings, summary_profile
+from sessions_app.selectors.llm.windows import compaction_settings
+from sessions_app.selectors.model_input import summary_profile
 from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import Job, SessionShare, Team
-from sessions_app.selectors.llm import compaction_settings
+from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.services import jobs
 from tests.support.access import Call, each, login_redirects, post, statuses
 from tests.support.job_sessions import SMALL, make_session

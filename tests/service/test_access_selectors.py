@@ -1,18 +1,15 @@
-"""services/access.py: who may read or change a session (the owner, team shares with their
+"""selectors/access.py: who may read or change a session (the owner, team shares with their
 roles, a live share link) and the refusals everyone else gets."""
 
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.utils import timezone
 
+from sessions_app.core.errors import Forbidden, NotFound
 from sessions_app.models import SessionShare, ShareLink, Team, TeamMembership
-from sessions_app.selectors.sessions import visible_sessions
-from sessions_app.services import sessions
-from sessions_app.services.access import (
+from sessions_app.selectors.access import (
     EDITOR,
     OWNER,
     VIEWER,
@@ -20,6 +17,8 @@ from sessions_app.services.access import (
     role_for,
     share_link_session_id,
 )
+from sessions_app.selectors.sessions import visible_sessions
+from sessions_app.services import sessions
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
@@ -66,11 +65,11 @@ def test_check_access_refuses_strangers_as_not_found_and_viewers_with_the_reason
     assert granted.is_owner and granted.can_edit and granted.can_comment
     seen = check_access(viewer, session.pi_id)
     assert seen.role == VIEWER and not seen.can_edit and seen.can_comment
-    with pytest.raises(PermissionDenied, match="needs editor rights on the session; you are a"):
+    with pytest.raises(Forbidden, match="needs editor rights on the session; you are a"):
         check_access(viewer, session.pi_id, EDITOR)
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(stranger, session.pi_id)
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(owner, "no-such-session")
 
 
@@ -81,21 +80,21 @@ def test_a_live_link_lets_anyone_read_and_nothing_more(make_user):
     access = check_access(AnonymousUser(), session.pi_id, share_token="t-live")
     assert access.role == VIEWER and access.via_link and not access.can_comment
     assert access.share_link == link
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         check_access(visitor, session.pi_id, EDITOR, share_token="t-live")
     assert share_link_session_id("t-live") == session.pi_id
     assert share_link_session_id("") is None and share_link_session_id("nope") is None
 
     ShareLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(visitor, session.pi_id, share_token="t-live")
     ShareLink.objects.filter(pk=link.pk).update(expires_at=None, revoked_at=timezone.now())
-    with pytest.raises(Http404):
+    with pytest.raises(NotFound):
         check_access(visitor, session.pi_id, share_token="t-live")
     # A revoked link still says which session it was for (the page explains the refusal).
     assert share_link_session_id("t-live") == session.pi_id
     ShareLink.objects.filter(pk=link.pk).update(revoked_at=None)
     other = sessions.create_session(owner=owner, cwd="/w")
-    with pytest.raises(Http404):  # a token opens only its own session
+    with pytest.raises(NotFound):  # a token opens only its own session
         check_access(visitor, other.pi_id, share_token="t-live")
     assert check_access(visitor, session.pi_id, share_token="t-live").via_link

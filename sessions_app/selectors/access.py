@@ -2,16 +2,16 @@
 
 Roles, weakest first: viewer (read, comment, export), editor (also chat, navigate,
 fork, compact, label), owner (also share, rename, delete). A share link grants viewer
-rights on one session without login. Someone with no role at all gets 404, so session
-ids never leak; someone with too weak a role gets 403.
+rights on one session without login. Someone with no role at all gets a `NotFound` (404),
+so session ids never leak; someone with too weak a role a `Forbidden` (403): both are
+`ServiceError`s, answered by the view gate like every other refusal.
 """
 
 from dataclasses import dataclass
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.utils import timezone
 
+from sessions_app.core.errors import Forbidden, NotFound
 from sessions_app.models import Session, SessionShare, ShareLink
 
 VIEWER, EDITOR, OWNER = "viewer", "editor", "owner"
@@ -83,17 +83,17 @@ def share_link_session_id(token: str | None) -> str | None:
 def check_access(
     user, session_pi_id: str, need: str = VIEWER, share_token: str | None = None
 ) -> Access:
-    """Return the caller's Access to the session or raise Http404 / PermissionDenied."""
+    """Return the caller's Access to the session or raise NotFound / Forbidden."""
     session = Session.objects.filter(pi_id=session_pi_id).first()
     if session is None:
-        raise Http404("No such session.")
+        raise NotFound("No such session.")
     role = role_for(user, session)
     link = None
     if role is None:
         link = active_share_link(share_token, session)
         if link is None:
-            raise Http404("No such session.")
+            raise NotFound("No such session.")
         role = VIEWER
     if _RANK[role] < _RANK[need]:
-        raise PermissionDenied(f"This needs {need} rights on the session; you are a {role}.")
+        raise Forbidden(f"This needs {need} rights on the session; you are a {role}.")
     return Access(session=session, role=role, share_link=link)
