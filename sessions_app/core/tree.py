@@ -32,6 +32,8 @@ from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
+from .jsutil import iso_to_ms
+
 __all__ = [
     "UNSET",
     "SessionTree",
@@ -464,8 +466,6 @@ def validate_entries(entries: list[Entry]) -> list[TreeProblem]:
 
 
 def _ts_ms(entry: Entry) -> float:
-    from .messages import iso_to_ms
-
     ms = iso_to_ms(entry.get("timestamp"))
     return float("nan") if ms is None else ms
 
