@@ -38,6 +38,7 @@ from .providers import stream_for
 from .providers.base import ModelRequest, ProviderError, ResolvedModel
 from .providers.common import ARGS_PROBLEM, empty_usage
 from .retry import RetryPolicy
+from .shell import snapshot_event
 from .signals import AbortSignal
 from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result
 
@@ -220,8 +221,6 @@ class AgentRun:
         call_id = block["id"]
 
         def on_snapshot(snap) -> None:
-            from .shell import snapshot_event
-
             self.hooks.emit(
                 "bash_snapshot",
                 {"run_id": self.run_id, "tool_call_id": call_id, **snapshot_event(snap)},
