@@ -27,7 +27,6 @@ tool calls and no steer waits, starting another turn of the same run.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -324,7 +323,3 @@ class AgentRun:
     def _close_open_calls(self, message: dict) -> None:
         """Tool calls of an aborted message never run; nothing to persist (pi drops them)."""
         return None
-
-
-def tool_call_args_json(block: dict) -> str:
-    return json.dumps(block.get("arguments") or {}, ensure_ascii=False)
