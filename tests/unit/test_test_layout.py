@@ -7,7 +7,11 @@ The rule counts statements, so it does not drift; the lists below are the only w
 each says why.
 """
 
+import pytest
+
 from tests.support import code_layout
+
+pytestmark = pytest.mark.embedded  # needs no database: it runs in both passes
 
 # Modules whose behaviour shows only through a running server, worker or browser: the
 # tests/e2e/ modules that cover each (the first path names the main one).
