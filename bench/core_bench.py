@@ -455,6 +455,55 @@ def bench_context() -> list[list[str]]:
     return rows
 
 
+def bench_tree() -> list[list[str]]:
+    """Tree walks on big inputs (the figures tests/unit/test_tree.py and test_tree_layout.py
+    once asserted with a clock; they now count the work): a 100,000-entry cycle found, a
+    50,000-entry chain validated, the rows drawn for a root with 100,000 children."""
+    from sessions_app.core.messages import build_session_context
+    from sessions_app.core.tree import TreeCycleError, validate_entries
+    from sessions_app.core.tree_layout import Layout, TreeIndex
+
+    def message(eid: str, parent: str | None) -> dict:
+        return {
+            "type": "message",
+            "id": eid,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "hi", "timestamp": 1},
+        }
+
+    n = 100_000
+    ring = [message(f"n{i}", f"n{(i + 1) % n}") for i in range(n)]
+
+    def find_cycle():
+        try:
+            build_session_context(ring)
+        except TreeCycleError:
+            return
+        raise AssertionError("no cycle found")
+
+    chain = [message(f"e{i}", f"e{i - 1}" if i else None) for i in range(50_000)]
+    wide = [(1, "r", None, "message", "user", "", "root", "", 1, 0)]
+    wide += [(i + 2, f"c{i}", 1, "message", "assistant", "", f"child {i}", "", 1, i + 2)
+             for i in range(100_000)]  # fmt: skip
+    index = TreeIndex(wide)
+    rows = [
+        ["cycle found (build_session_context)", "100,000", f"{_best_of(find_cycle):.3f} s"],
+        [
+            "chain validated (validate_entries)",
+            "50,000",
+            f"{_best_of(lambda: validate_entries(chain)):.3f} s",
+        ],
+        [
+            "rows of a root with 100,000 children (Layout)",
+            "100,001",
+            f"{_best_of(lambda: Layout(index, view_leaf='c0', session_leaf='c0').rows()):.3f} s",
+        ],
+    ]
+    _print_table("Tree walks (best of 3)", ["walk", "entries", "wall"], rows)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run every ``bench_*`` function, or only those named: ``core_bench.py context``."""
     wanted = set(sys.argv[1:] if argv is None else argv)

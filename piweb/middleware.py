@@ -2,6 +2,8 @@
 
 from django.conf import settings
 
+from sessions_app.rendering import render_time_budget
+
 
 def content_security_policy(get_response):
     """Adds the Content-Security-Policy header (settings.PIWEB_CSP) to every response
@@ -59,7 +61,6 @@ def response_size_cap(get_response):
 def markdown_time_budget(get_response):
     """Each request spends at most settings.PIWEB_RENDER_SECONDS rendering Markdown (see
     sessions_app.rendering): hostile text cannot make a page take minutes."""
-    from sessions_app.rendering import render_time_budget
 
     def middleware(request):
         with render_time_budget(settings.PIWEB_RENDER_SECONDS):

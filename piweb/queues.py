@@ -18,6 +18,8 @@ test suite's worker consumes :func:`all_queues`.
 
 from __future__ import annotations
 
+from piweb.celery import app
+
 RUNS = "runs"
 COMMANDS = "commands"
 SUMMARIES = "summaries"
@@ -26,8 +28,6 @@ KINDS = (RUNS, COMMANDS, SUMMARIES, IMPORTS)
 
 
 def base() -> str:
-    from piweb.celery import app
-
     return app.conf.task_default_queue
 
 

@@ -11,7 +11,21 @@ class SessionsAppConfig(AppConfig):
         from piweb import db_files
 
         # access_changed on deletes of team shares, links and team memberships: see
-        # services/sharing.py. (Search indexing is no signal: writers call it.)
-        from sessions_app.services import sharing  # noqa: F401
+        # services/sharing.py.
+        # The job kinds register themselves when their modules are imported, and so do
+        # the subscribers to the entry-written event (services/entry_written.py): search,
+        # usage, the live events and the write-back job. Importing them here gives every
+        # process all of them before it writes.
+        from sessions_app.services import events, search, sharing, usage  # noqa: F401
+        from sessions_app.services.jobs import (  # noqa: F401
+            agent_run,
+            branch_summary,
+            compaction,
+            compare_summary,
+            search_index,
+            session_import,
+            workspace_measure,
+            write_back,
+        )
 
         db_files.connect()

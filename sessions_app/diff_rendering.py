@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_for_filename
@@ -85,7 +85,3 @@ def render_changes(changes: list[FileChange]) -> list[dict]:
         }
         for change in changes
     ]
-
-
-def pygments_css() -> SafeString:
-    return mark_safe(HtmlFormatter(classprefix="hl-").get_style_defs(".diff"))

@@ -244,7 +244,8 @@ class Job(models.Model):
 
     An import job has no session until it has imported one (then it points at it); a
     search indexing job has none (its sessions are in ``params``); a workspace measure
-    has none either: ``created_by`` is the user whose folders it measures."""
+    has none either: ``created_by`` is the user whose folders it measures; nor has a
+    write-back (``params["session"]`` names the session whose pi file it writes)."""
 
     class Kind(models.TextChoices):
         COMPACTION = "compaction", "Compaction"
@@ -254,6 +255,7 @@ class Job(models.Model):
         IMPORT = "import", "Session import"
         SEARCH_INDEX = "search_index", "Search indexing"
         WORKSPACE_MEASURE = "workspace_measure", "Workspace measure"
+        WRITE_BACK = "write_back", "Write-back to pi's file"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -5,13 +5,17 @@ theirs in ``services/jobs``' registry), so the names here are part of that contr
 """
 
 from celery import shared_task
+from celery.signals import worker_ready
+
+from sessions_app.services import jobs
+from sessions_app.services.health import record_ping
+from sessions_app.services.jobs.search_index import request_index
+from sessions_app.services.jobs.workspace_measure import request_measure
 
 
 @shared_task(name="piweb.ping")
 def ping(value: str) -> str:
     """A round-trip probe used by health checks and tests."""
-    from sessions_app.services.health import record_ping
-
     return record_ping(value)
 
 
@@ -22,9 +26,7 @@ def ping(value: str) -> str:
 def run_job(job_id: str) -> str | None:
     """Run a queued Job of any kind with a `run` (idempotent: see services/jobs/lifecycle):
     summaries, imports, search indexing, workspace measures."""
-    from sessions_app.services.jobs import run_job as run
-
-    return run(job_id)
+    return jobs.run_job(job_id)
 
 
 # The names earlier versions queued summary jobs and agent runs under: kept so that their
@@ -36,14 +38,10 @@ agent_run = shared_task(name="piweb.agent_run", acks_late=True)(run_job.run)
 
 def _start_job_sweeper(sender=None, **kwargs):
     """Each worker sweeps stale jobs of every kind itself: no Celery beat needed."""
-    from sessions_app.services.jobs import start_sweeper
-
-    start_sweeper()
+    jobs.start_sweeper()
 
 
 def _connect_job_sweeper():
-    from celery.signals import worker_ready
-
     worker_ready.connect(_start_job_sweeper, weak=False, dispatch_uid="piweb-job-sweeper")
 
 
@@ -57,20 +55,14 @@ _connect_job_sweeper()
 
 @shared_task(name="piweb.finish_import", acks_late=True)
 def finish_import(session_pk: int, from_seq: int) -> None:
-    from sessions_app.services.jobs.search_index import request_index
-
     request_index([(session_pk, from_seq)], tidy=True)
 
 
 @shared_task(name="piweb.finish_imports", acks_late=True)
 def finish_imports(work: list[list[int]]) -> None:
-    from sessions_app.services.jobs.search_index import request_index
-
     request_index([(session_pk, from_seq) for session_pk, from_seq in work], tidy=True)
 
 
 @shared_task(name="piweb.measure_workspace", acks_late=True)
 def measure_workspace(user_pk: int) -> None:
-    from sessions_app.services.jobs.workspace_measure import request_measure
-
     request_measure(user_pk)

@@ -27,7 +27,6 @@ tool calls and no steer waits, starting another turn of the same run.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from .providers import stream_for
 from .providers.base import ModelRequest, ProviderError, ResolvedModel
 from .providers.common import ARGS_PROBLEM, empty_usage
 from .retry import RetryPolicy
+from .shell import snapshot_event
 from .signals import AbortSignal
 from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result
 
@@ -220,8 +220,6 @@ class AgentRun:
         call_id = block["id"]
 
         def on_snapshot(snap) -> None:
-            from .shell import snapshot_event
-
             self.hooks.emit(
                 "bash_snapshot",
                 {"run_id": self.run_id, "tool_call_id": call_id, **snapshot_event(snap)},
@@ -325,7 +323,3 @@ class AgentRun:
     def _close_open_calls(self, message: dict) -> None:
         """Tool calls of an aborted message never run; nothing to persist (pi drops them)."""
         return None
-
-
-def tool_call_args_json(block: dict) -> str:
-    return json.dumps(block.get("arguments") or {}, ensure_ascii=False)

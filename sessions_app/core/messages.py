@@ -24,13 +24,11 @@ Messages in the returned context are the *same* dict objects as in the entries
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
-from datetime import UTC, datetime
-from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
+from .jsutil import iso_to_ms
 from .tree import UNSET, branch_of_list, index_with_ids, path_to_root
 
 __all__ = [
@@ -61,97 +59,6 @@ BRANCH_SUMMARY_SUFFIX = "</summary>"
 
 Entry = dict[str, Any]
 Message = dict[str, Any]
-
-# ---------------------------------------------------------------------------
-# Timestamps: JS ``new Date(isoString).getTime()``
-# ---------------------------------------------------------------------------
-
-_ISO_RE = re.compile(
-    r"^(?P<year>[+-]\d{6}|\d{4})"
-    r"(?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?"
-    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?"
-    r"(?P<tz>Z|[+-]\d{2}:\d{2})?)?$"
-)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@lru_cache(maxsize=65536)
-def _iso_to_ms_cached(value: str) -> int | None:
-    m = _ISO_RE.match(value)
-    if not m:
-        return None
-    year_s = m.group("year")
-    if year_s == "-000000":
-        return None
-    year = int(year_s)
-    month = int(m.group("month") or 1)
-    day = int(m.group("day") or 1)
-    hour = int(m.group("hour") or 0)
-    minute = int(m.group("minute") or 0)
-    second = int(m.group("second") or 0)
-    frac = m.group("frac") or ""
-    millis = int((frac + "00")[:3]) if frac else 0
-    if not (1 <= month <= 12 and 1 <= day <= 31 and minute <= 59 and second <= 59):
-        return None
-    extra_day = 0
-    if hour == 24:
-        if minute or second or millis:
-            return None
-        hour = 0
-        extra_day = 1
-    elif hour > 23:
-        return None
-    # Days-from-civil, valid for any proleptic Gregorian year (datetime only covers 1..9999).
-    y = year - (1 if month <= 2 else 0)
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    mp = (month + 9) % 12
-    doy = (153 * mp + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    days = era * 146097 + doe - 719468
-    # Reject impossible days of month (JS returns NaN for e.g. 2025-02-30).
-    if day > _days_in_month(year, month):
-        return None
-    days += extra_day
-    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
-    tz = m.group("tz")
-    if tz and tz != "Z":
-        sign = 1 if tz[0] == "+" else -1
-        tzh, tzm = int(tz[1:3]), int(tz[4:6])
-        if tzh > 23 or tzm > 59:
-            return None
-        ms -= sign * (tzh * 60 + tzm) * 60_000
-    # Date-time forms without an offset are local time in JS; we run in UTC.
-    if abs(ms) > 8.64e15:
-        return None
-    return ms
-
-
-def _days_in_month(year: int, month: int) -> int:
-    if month == 2:
-        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        return 29 if leap else 28
-    return 30 if month in (4, 6, 9, 11) else 31
-
-
-def iso_to_ms(value: Any) -> int | None:
-    """JS ``new Date(value).getTime()`` for ISO-8601 strings; ``None`` stands for NaN.
-
-    Date-time strings without an offset are read as UTC (JS would use local time;
-    the server runs in UTC).  Non-ISO strings give ``None``.
-    """
-    if isinstance(value, str):
-        return _iso_to_ms_cached(value)
-    if isinstance(value, bool) or value is None:
-        return None if value is None else int(value)
-    if isinstance(value, int):
-        return value if abs(value) <= 8.64e15 else None
-    if isinstance(value, float):
-        if value != value or abs(value) > 8.64e15:
-            return None
-        return int(value)
-    return None
-
 
 # ---------------------------------------------------------------------------
 # Agent-message constructors (entry -> message)

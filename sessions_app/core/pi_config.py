@@ -556,17 +556,6 @@ def _custom_model(
     return model
 
 
-def merge_headers(*layers: dict[str, str] | None) -> dict[str, str]:
-    """Header dicts merged left to right, names compared case-insensitively."""
-    out: dict[str, str] = {}
-    for layer in layers:
-        for name, value in (layer or {}).items():
-            for existing in [k for k in out if k.lower() == name.lower()]:
-                del out[existing]
-            out[name] = value
-    return out
-
-
 def supported_thinking_levels(model: dict[str, Any]) -> list[str]:
     """pi's getSupportedThinkingLevels: "off" only for a non-reasoning model; otherwise
     every level the model's thinkingLevelMap does not set to null, xhigh and max only

@@ -100,11 +100,6 @@ def entry_role(entry: dict) -> str:
     return entry_digest(entry)[0]
 
 
-def entry_tool_name(entry: dict) -> str:
-    """The tool a toolResult answers, or the first tool an assistant calls."""
-    return entry_digest(entry)[1]
-
-
 def entry_text(entry: dict) -> str:
     """All the human-readable text of an entry (for search and token estimates)."""
     kind = entry.get("type")
@@ -173,11 +168,6 @@ def _folded_prefix(text: str, limit: int) -> str:
             return folded[:limit]
         size *= 4
     return " ".join(text.split())[:limit]
-
-
-def rough_token_count(entry: dict) -> int:
-    """A cheap per-entry token figure for the tree (chars / 4, like pi's estimate)."""
-    return entry_digest(entry)[3]
 
 
 def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int, int]:

@@ -32,6 +32,8 @@ from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
+from .jsutil import iso_to_ms
+
 __all__ = [
     "UNSET",
     "SessionTree",
@@ -319,21 +321,6 @@ def _run_start(entries: list[Entry], ids: list[Any], i: int) -> int:
     return 0
 
 
-def root_path_of_list(
-    entries: list[Entry], by_id: dict[str, Entry] | None = None, ids: list[Any] | None = None
-) -> list[Entry]:
-    """Root-first path to the last entry of ``entries`` (no walk when it is a chain)."""
-    if not entries:
-        return []
-    if by_id is None:
-        if chain_ids(entries) is not None:
-            return entries
-        by_id, ids = index_with_ids(entries)
-    if is_root_first_chain(entries, by_id, ids):
-        return entries
-    return path_to_root(by_id, entries[-1])
-
-
 def _find_cycle(by_id: dict[str, Entry], leaf: Entry) -> list[Any]:
     seen: dict[Any, int] = {}
     order: list[Any] = []
@@ -464,8 +451,6 @@ def validate_entries(entries: list[Entry]) -> list[TreeProblem]:
 
 
 def _ts_ms(entry: Entry) -> float:
-    from .messages import iso_to_ms
-
     ms = iso_to_ms(entry.get("timestamp"))
     return float("nan") if ms is None else ms
 

@@ -26,6 +26,7 @@ from sessions_app.models import Entry, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.changes import path_changes
 from sessions_app.selectors.entries import entry_exists
+from sessions_app.selectors.exporter import iter_session_chunks
 from sessions_app.selectors.panels.context_chart import context_chart
 from sessions_app.selectors.paths import UNSET
 from sessions_app.selectors.provenance import pi_session_file_name
@@ -214,8 +215,6 @@ def export_session(
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
     if fmt == "jsonl":
-        from sessions_app.selectors.exporter import iter_session_chunks
-
         content = iter_session_chunks(session)
     elif fmt == "html":
         content = export_html(session, leaf_pi_id, visible)

@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 from django.db import connection
 
+from sessions_app.core.messages import context_from_path
 from sessions_app.models import CONTEXT_MARKER_TYPES, Entry, Session
 
 UNSET = object()
@@ -269,8 +270,6 @@ def load_context_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
 def load_context(session: Session, leaf_pi_id=UNSET) -> dict:
     """What the model sees at the leaf (pi's buildSessionContext), read from the database
     as little as possible (see load_context_path)."""
-    from sessions_app.core.messages import context_from_path
-
     return context_from_path(load_context_path(session, leaf_pi_id))
 
 

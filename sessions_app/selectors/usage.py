@@ -80,10 +80,6 @@ def counted_rows(sessions):
     return rows
 
 
-def _totals(row) -> UsageTotals:
-    return UsageTotals(row["i"], row["o"], row["cr"], row["cw"], row["c"])
-
-
 _SUMS = {
     "i": Sum("input"),
     "o": Sum("output"),

@@ -18,13 +18,16 @@ else can run during a COPY.
 
 from __future__ import annotations
 
+import logging
 from contextlib import ExitStack, contextmanager
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from sessions_app.core.preview import clean_text
 from sessions_app.models import Entry, Session
 from sessions_app.services.usage import USAGE_COLUMNS, UsageRecorder
+
+log = logging.getLogger(__name__)
 
 _KNOWN_COLUMNS = (
     "id",
@@ -160,7 +163,7 @@ class EntryWriter:
         """Queue one row; written when the batch is full (and by close()). `columns` is
         `entry_row_columns(payload)`, `usage` is `core.usage.usage_with_day(payload)`;
         `copied` marks an entry a fork copied from its source session. The writer does
-        not index search: its caller does (`search.index_new_entries`)."""
+        not index search: its caller does (`jobs.search_index.index_new_entries`)."""
         etype, stamp, role, tool, preview, tokens, pi_tokens = columns
         self.usage.add(seq, stamp, usage, copied)
         counted = usage[0] if usage is not None else None
@@ -301,3 +304,18 @@ def deferred_wal_checkpoint():
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
+
+def tidy_entries() -> None:
+    """VACUUM the entries table (PostgreSQL) or checkpoint the write-ahead log (SQLite)
+    after an import's commit; nothing inside a transaction, where neither can run."""
+    if connection.in_atomic_block:
+        return
+    try:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
+            elif connection.vendor == "sqlite":
+                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
+        log.warning("could not tidy the entries table after an import: %s", exc)

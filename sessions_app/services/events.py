@@ -10,6 +10,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from sessions_app.selectors.sessions import session_audience
+from sessions_app.services import entry_written
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,23 @@ def publish_now(session_pk: int, event: str, data: dict) -> None:
 def publish(session_pk: int, event: str, data: dict) -> None:
     """Publish after the current transaction commits (at once outside one)."""
     transaction.on_commit(lambda: publish_now(session_pk, event, data))
+
+
+def announce_entry(written: entry_written.EntryWritten) -> None:
+    """After an appended entry's commit: `entry_appended` to the session's pages and
+    `sessions_changed` to the lists of everyone who sees it."""
+    entry, session = written.entry, written.session
+    data = {
+        "id": entry.pi_id,
+        "parentId": entry.parent_pi_id,
+        "type": entry.type,
+        "leaf": session.leaf_pi_id,
+    }
+    publish_now(session.pk, "entry_appended", data)
+    _tell_audience([session.pk])
+
+
+entry_written.subscribe(entry_written.Subscriber("live_events", after_commit=announce_entry))
 
 
 def publish_sessions_changed(session_pks) -> None:

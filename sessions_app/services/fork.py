@@ -32,8 +32,9 @@ from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.services import changes, events, search, sessions, workspace_choice
+from sessions_app.services import changes, events, sessions, workspace_choice
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
+from sessions_app.services.jobs.search_index import index_new_entries
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
 
@@ -223,7 +224,7 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         new.next_seq = len(entries)
         new.entry_count = len(entries)
         new.save()
-        search.index_new_entries(new.pk, 0, len(entries))
+        index_new_entries(new.pk, 0, len(entries))
         workspace_choice.copy_choices(source, new, pk_of.keys(), only_by=actor.pk)
         details = {"target": target_pi_id, "scope": scope, "entries": len(entries)}
         sessions.record_activity(source, actor, "forked", to=new.pi_id, **details)

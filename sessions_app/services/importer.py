@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
@@ -75,8 +75,10 @@ from sessions_app.services.bulk_entries import (
     apply_labels,
     deferred_wal_checkpoint,
     set_parents,
+    tidy_entries,
 )
-from sessions_app.services.search import index_new_entries, index_stored_entries
+from sessions_app.services.jobs.search_index import index_new_entries, request_index
+from sessions_app.services.search import index_stored_entries
 from sessions_app.services.usage import NEW_SESSION_FIELDS, apply_to_new_sessions, mark_fork_copies
 
 log = logging.getLogger(__name__)
@@ -725,8 +727,6 @@ def finish_imports(work: list[tuple[int, int]], *, where: str = "inline") -> Non
     if not work:
         return
     if where == "worker":
-        from sessions_app.services.jobs.search_index import request_index  # (jobs build on us)
-
         request_index(work, tidy=True)
         return
     finish_import(*work[0])
@@ -806,7 +806,8 @@ def append_lines(
     stored exactly as an upload would store it. One transaction (the caller may wrap it
     in its own, to commit its read position with the entries); open pages get an
     `entry_appended` event, and the new entries are indexed for search
-    (`search.index_new_entries`: a few at once, many by a job after the commit).
+    (`jobs.search_index.index_new_entries`: a few at once, many by a job after the
+    commit).
     """
     started = time.perf_counter()
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "append")
@@ -858,21 +859,6 @@ def finish_import(session_pk: int, from_seq: int) -> int:
     the number of entries indexed."""
     tidy_entries()
     return index_stored_entries(session_pk, from_seq)
-
-
-def tidy_entries() -> None:
-    """VACUUM the entries table (PostgreSQL) or checkpoint the write-ahead log (SQLite)
-    after an import's commit; nothing inside a transaction, where neither can run."""
-    if connection.in_atomic_block:
-        return
-    try:
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(f"VACUUM (SKIP_LOCKED) {Entry._meta.db_table}")
-            elif connection.vendor == "sqlite":
-                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
-    except DatabaseError as exc:  # not the table's owner, say: autovacuum will do it
-        log.warning("could not tidy the entries table after an import: %s", exc)
 
 
 def _run(

@@ -2,8 +2,8 @@
 
 - **Workspace quota** (``PIWEB_WORKSPACE_QUOTA_MB``, 0 = none): the disk a user's folders
   in every workspace root take together. It is measured in the background
-  (:func:`measure_workspace`, run by a ``workspace_measure`` job, asked for after each
-  command at most every ``PIWEB_WORKSPACE_MEASURE_SECONDS``) and stored in
+  (``jobs.workspace_measure.measure_workspace``, run by a ``workspace_measure`` job,
+  asked for here after each command at most every ``PIWEB_WORKSPACE_MEASURE_SECONDS``) and stored in
   :class:`~sessions_app.models.WorkspaceUsage`; before each command (the agent's bash
   tool, a user's ``!cmd``) the stored figure is compared with the quota, and a user over
   it is refused with how much to delete. The measure also removes setuid/setgid bits
@@ -21,22 +21,20 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.agent.paths import user_areas
 from sessions_app.agent.shell import CommandGuard
 from sessions_app.core.truncate import format_size
 from sessions_app.models import Session, WorkspaceUsage
+from sessions_app.selectors.shared_state import redis_client, redis_key
+from sessions_app.services.jobs import workspace_measure
 
 log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
-SETID = stat.S_ISUID | stat.S_ISGID
 
 
 def _mb(value: float) -> int:
@@ -142,81 +140,10 @@ def quota_problem(user_id: int, command: str = "") -> str | None:
     )
 
 
-def user_folders(user_id: int) -> list[str]:
-    return user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(user_id))
-
-
-def _strip_setid(name: str, dir_fd: int) -> bool:
-    """Remove setuid/setgid from ``name`` (in ``dir_fd``) if it is still a regular file
-    with them: through an O_PATH descriptor, so a symlink swapped in is never followed."""
-    try:
-        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return False
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or not info.st_mode & SETID:
-            return False
-        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) & ~SETID)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def scan_folder(folder: str) -> tuple[int, int, int]:
-    """(bytes on disk, files, setuid/setgid files fixed) of one folder tree. Symlinks are
-    never followed; a file linked twice counts once."""
-    total = files = stripped = 0
-    seen: set[tuple[int, int]] = set()
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        return 0, 0, 0
-    for _top, dirs, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
-        for name in [*dirs, *names]:
-            try:
-                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except OSError:
-                continue
-            key = (info.st_dev, info.st_ino)
-            if info.st_nlink > 1:
-                if key in seen:
-                    continue
-                seen.add(key)
-            total += info.st_blocks * 512
-            if stat.S_ISREG(info.st_mode):
-                files += 1
-                if info.st_mode & SETID and _strip_setid(name, dir_fd):
-                    stripped += 1
-    return total, files, stripped
-
-
-def measure_workspace(user_id: int) -> WorkspaceUsage:
-    """Measure one user's workspace folders now and store the figure (idempotent)."""
-    total = files = stripped = 0
-    for folder in user_folders(user_id):
-        size, count, fixed = scan_folder(folder)
-        total, files, stripped = total + size, files + count, stripped + fixed
-    if stripped:
-        log.warning("removed setuid/setgid bits from %d file(s) of user %s", stripped, user_id)
-    with transaction.atomic():
-        usage, _ = WorkspaceUsage.objects.select_for_update().get_or_create(
-            user_id=user_id, defaults={"measured_at": timezone.now()}
-        )
-        usage.bytes, usage.files = total, files
-        usage.stripped += stripped
-        usage.measured_at = timezone.now()
-        usage.save()
-    return usage
-
-
 def request_measure(user_id: int, *, force: bool = False) -> bool:
     """Ask a worker to measure the user's workspaces (at most once every
     ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``): a ``workspace_measure`` job,
     unless one is queued already. True when a job was queued."""
-    from sessions_app.selectors.shared_state import redis_client, redis_key
-    from sessions_app.services.jobs import workspace_measure  # (jobs build on us)
-
     every = max(1, int(settings.PIWEB_WORKSPACE_MEASURE_SECONDS))
     try:
         if not force and not redis_client().set(

@@ -4,12 +4,14 @@ Each entry with text to search has one `SearchDocument` row; PostgreSQL keeps it
 tsvector in a generated column, SQLite's FTS5 table follows it through triggers (both made
 by migration 0002_search_indexes).
 
-Index maintenance is explicit, never a signal: every writer of entries calls
-`index_new_entries` in its transaction (`sessions.append_entry`, the follower's
-`importer.append_lines`, a fork), which indexes a few entries at once and leaves more to a
-`search_index` job after the commit; an import's entries are indexed by its post-import
-work (`importer.finish_import`, inline or as that job). `manage.py reindex_search`
-rebuilds everything.
+Index maintenance is explicit, never a Django signal: an appended entry is indexed in its
+writer's transaction by this module's subscriber to the entry-written event
+(`index_written`); the bulk writers (the follower's `importer.append_lines`, a fork) call
+`jobs.search_index.index_new_entries` in their transaction, which indexes a few entries at
+once and leaves more to a `search_index` job after the commit; an import's entries are
+indexed by its post-import work (`importer.finish_import`, inline or as that job).
+`manage.py reindex_search` rebuilds everything. This module writes the index and imports
+no job: the job builds on it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from django.db import connection, transaction
 from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import clean_text, entry_text
 from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.services import entry_written
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
 # Types with text to search; entry types newer than piweb are indexed too (their strings).
@@ -132,7 +135,7 @@ def _write(batch: list[tuple]) -> int:
 def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2000) -> int:
     """Index a session's entries with seq >= from_seq, batch by batch; idempotent.
 
-    `index_new_entries` calls this in a writer's transaction; imports, after their
+    `jobs.search_index.index_new_entries` calls this in a writer's transaction; imports, after their
     commit (inline, or in a `search_index` job): the index is derived data, so the import
     does not wait for it. Returns the number of entries read (0 for a session now gone).
     """
@@ -161,20 +164,10 @@ def index_session(session: Session) -> int:
     return index_entries(session.entries.order_by("seq").iterator(chunk_size=2000))
 
 
-INLINE_INDEX_LIMIT = 500  # more new entries than this are indexed by a job
+def index_written(written: entry_written.EntryWritten) -> None:
+    """Index one appended entry in its writer's transaction, so search finds it when the
+    write commits (the entry-written event)."""
+    index_entries([written.entry])
 
 
-def index_new_entries(session_pk: int, from_seq: int, count: int) -> None:
-    """Index the `count` entries a writer has just added to a session (seq >= from_seq),
-    in the writer's transaction: the call every writer of entries makes (an import
-    indexes after its commit instead: `importer.finish_import`). Up to INLINE_INDEX_LIMIT are
-    indexed here and now, so search finds them when the write commits; more are left to
-    a `search_index` job, sent after the commit."""
-    if count <= 0:
-        return
-    if count <= INLINE_INDEX_LIMIT:
-        index_stored_entries(session_pk, from_seq)
-        return
-    from sessions_app.services.jobs.search_index import request_index  # (jobs build on us)
-
-    request_index([(session_pk, from_seq)])
+entry_written.subscribe(entry_written.Subscriber("search", in_transaction=index_written))

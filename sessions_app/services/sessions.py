@@ -17,8 +17,9 @@ from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.selectors.entries import entry_exists, get_entry
 from sessions_app.selectors.paths import UNSET
-from sessions_app.services import events, search
-from sessions_app.services.usage import UsageRecorder, usage_columns
+from sessions_app.services import events
+from sessions_app.services.entry_written import EntryWritten, emit
+from sessions_app.services.usage import usage_columns
 
 
 def now_iso() -> str:
@@ -104,7 +105,8 @@ def append_entry(
 ) -> Entry:
     """Append one pi entry (without id/parentId/timestamp, which are filled in).
 
-    `parent_pi_id` defaults to the current leaf; None makes a new root.
+    `parent_pi_id` defaults to the current leaf; None makes a new root. A plain write:
+    what reacts to a new entry subscribes to the entry-written event (`entry_written`).
     """
     with transaction.atomic():
         locked = lock_session(session.pk)
@@ -139,31 +141,14 @@ def append_entry(
             **entry_columns(full),
             **usage_columns(usage[0] if usage else None),
         )
-        search.index_new_entries(locked.pk, entry.seq, 1)
-        recorder = UsageRecorder()
-        recorder.add(entry.seq, entry.timestamp, usage, copied=False)
-        recorder.apply(locked)
         locked.next_seq += 1
         locked.entry_count += 1
         if move_leaf:
             locked.leaf = entry
         _apply_side_effects(locked, entry)
-        if locked.source_path:  # a session from a pi file: maybe written back to it
-            from sessions_app.services import write_back  # (it builds on this module)
-
-            write_back.note_appended(locked, pi_id)
         locked.save()
-        events.publish(
-            locked.pk,
-            "entry_appended",
-            {
-                "id": pi_id,
-                "parentId": full["parentId"],
-                "type": entry.type,
-                "leaf": locked.leaf_pi_id,
-            },
-        )
-        events.publish_sessions_changed([locked.pk])
+        # Search, usage, write-back and the live events subscribe (entry_written.py).
+        emit(EntryWritten(locked, entry, actor))
     session.refresh_from_db()
     return entry
 

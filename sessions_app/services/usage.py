@@ -2,7 +2,8 @@
 
 Every path that writes entries (append, import, fork) hands each entry's usage (from the
 pure core, `core.usage.entry_usage`) to a `UsageRecorder`, then calls `apply()` in the
-same transaction, under the session's row lock. The pages then read sums, never entries.
+same transaction, under the session's row lock (an appended entry through the
+entry-written event: `record_written`). The pages then read sums, never entries.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from sessions_app.core.usage import (
     entry_day,
     order_buckets,
     parse_timestamp,
+    usage_with_day,
 )
 from sessions_app.models import Entry, Session, UsageDaily
 from sessions_app.selectors.usage import session_breakdown, totals_by_key_per_session
+from sessions_app.services import entry_written
 
 MODELS_SEPARATOR = "\n"
 # The Entry columns that hold an entry's usage (see usage_columns), in this order.
@@ -100,6 +103,17 @@ class UsageRecorder:
         moments = [session.started_at, session.last_activity_at, parse_timestamp(self._last_stamp)]
         session.last_activity_at = max(m for m in moments if m is not None)
         return {"started_at": session.started_at, "last_activity_at": session.last_activity_at}
+
+
+def record_written(written: entry_written.EntryWritten) -> None:
+    """The usage of one appended entry, in its writer's transaction."""
+    entry = written.entry
+    recorder = UsageRecorder()
+    recorder.add(entry.seq, entry.timestamp, usage_with_day(entry.payload), copied=False)
+    recorder.apply(written.session)
+
+
+entry_written.subscribe(entry_written.Subscriber("usage", in_transaction=record_written))
 
 
 NEW_SESSION_FIELDS = (

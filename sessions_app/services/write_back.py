@@ -74,31 +74,29 @@ class Result:
     path: str = ""
 
 
-# --- reads -----------------------------------------------------------------------------
+# --- the entry-written event ------------------------------------------------------------
 
 
-# --- the hook in sessions.append_entry -------------------------------------------------------
-
-
-def note_appended(session: Session, pi_id: str) -> None:
-    """Called by `sessions.append_entry` with the session row locked (and saved by it): an
-    entry piweb added; written back after the commit when the session writes back."""
+def note_appended(session: Session, pi_id: str) -> bool:
+    """An entry piweb added to `session` (whose row the caller has locked): noted as
+    pending when the file's missing entries are already known; True when it is to be
+    written back (the session writes back, and the write-back itself did not add it).
+    The write-back job's subscriber calls this (`jobs/write_back.py`)."""
     if not session.source_path:
-        return
+        return False
     state = file_state(session)
     if not state.get("write_back", settings.PIWEB_WRITE_BACK_DEFAULT):
-        return
+        return False
     if "pending" in state:
         state["pending"] = [*state["pending"], pi_id]
-        session.settings = {**(session.settings or {}), "pi_file": state}
-    if not state.get("quiet_hook"):
-        pk = session.pk
-        transaction.on_commit(lambda: write_back_quietly(pk))
+        _savefile_state(session, state)
+    return not state.get("quiet_hook")
 
 
 def write_back_quietly(session_pk: int) -> None:
-    """A write-back after a commit: waiting for pi or failing only marks it due (the
-    follower tries again), never fails the change that caused it."""
+    """A write-back after an entry was added (the write-back job runs it): waiting for pi
+    or failing only marks it due (the follower tries again), never fails the change that
+    caused it."""
     try:
         write_back(Session.objects.get(pk=session_pk))
     except WriteBackError as exc:

@@ -112,6 +112,9 @@
       if (pending) return;
       pending = setTimeout(function () {
         pending = null;
+        // What the last poll did, on <body data-sessions-refresh>: "asked" or "missed"
+        // (hidden). Tests wait for it instead of for a clock.
+        document.body.dataset.sessionsRefresh = document.hidden ? "missed" : "asked";
         if (document.hidden) {
           missed = true;
           return;

@@ -15,6 +15,19 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
 
+# Counts the chat transcript's htmx swaps, and notes the count when a run ends.
+COUNT_TRANSCRIPT_REFRESHES = """() => {
+  window.transcriptRefreshes = 0;
+  window.refreshesAtRunEnd = Infinity;
+  document.body.addEventListener("htmx:afterSettle", (ev) => {
+    if (ev.detail.elt && ev.detail.elt.id === "chat-transcript") window.transcriptRefreshes++;
+  });
+  document.body.addEventListener("piweb:run_end", () => {
+    window.refreshesAtRunEnd = window.transcriptRefreshes;
+  });
+}"""
+
+
 def send(page, session, command):
     """Send a `!cmd` and wait for its run to finish; the entry it made."""
     count = session.entries.count()
@@ -38,12 +51,15 @@ def test_diff_views_and_restore(worker, page_for, make_user, workspace):
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    page.evaluate(COUNT_TRANSCRIPT_REFRESHES)
 
     first = send(page, session, "!sed -i 's/return 1/return 2/' app.py")
     card = page.locator(f'.changes-card[data-entry-id="{first}"]')
     expect(card).to_contain_text("1 file changed", timeout=20000)
     expect(page.locator("#chat")).to_have_attribute("data-running", "false")
-    page.wait_for_timeout(300)  # (the transcript's last refresh after the run)
+    # The transcript's refresh for the run's end has been swapped in (a click before it
+    # could land on the card it replaces).
+    page.wait_for_function("() => window.transcriptRefreshes > window.refreshesAtRunEnd")
     card.get_by_role("button", name="Show the diffs").click()
     expect(card.locator("tr.add")).to_contain_text("return 2")
     expect(card.locator("tr.del")).to_contain_text("return 1")

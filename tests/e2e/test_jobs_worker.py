@@ -18,6 +18,7 @@ from sessions_app.services import jobs, sessions
 from sessions_app.services.importer import import_jsonl_stream
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.search_index import request_index
+from sessions_app.tasks import run_summary_job
 from tests.support.job_sessions import (
     SMALL,
     add_turn,
@@ -31,6 +32,7 @@ from tests.support.job_sessions import (
 )
 from tests.support.pi_files import as_file, header, jsonl_text, message
 from tests.support.scripted_llm import error, last_text, text
+from tests.support.waiting import wait_until
 from tests.support.web import session_cookie_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -242,14 +244,23 @@ def test_worker_killed_mid_job_completes_once(worker, make_user, llm):
     assert job.attempts == 2
     assert len(entries_of_type(session, "compaction")) == 1
     check_compacted_context(session, job, before, ["AFTER RESTART"])
-    # A late redelivery of the original message finds the job done and writes nothing.
-    from sessions_app.tasks import run_summary_job
-
-    run_summary_job.delay(str(job.pk))
-    import time
-
-    time.sleep(1.5)
+    # A late redelivery of the original message finds the job done and writes nothing:
+    # the worker reports the task finished, with nothing done (None).
+    sent = run_summary_job.delay(str(job.pk))
+    finished = f"Task piweb.run_summary_job[{sent.id}] succeeded in "
+    line = wait_until(lambda: _log_line(worker, finished), timeout=30)
+    assert line and line.endswith(": None"), line
     assert len(entries_of_type(session, "compaction")) == 1
+    job.refresh_from_db()
+    assert job.status == "done" and job.attempts == 2
+
+
+def _log_line(process, start: str) -> str | None:
+    """The line of the process's log that contains `start` (None before it is written)."""
+    for line in process.log.read_text(errors="replace").splitlines():
+        if start in line:
+            return line.rstrip()
+    return None
 
 
 def test_job_progress_reaches_the_websocket(worker, asgi_server, make_user, llm):

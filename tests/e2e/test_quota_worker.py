@@ -10,7 +10,6 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import Job, WorkspaceUsage
-from sessions_app.services import resources
 from sessions_app.services.jobs import lifecycle, workspace_measure
 from tests.support.agent_runs import messages, new_session, send, wait_run
 from tests.support.job_sessions import wait_for_job
@@ -55,7 +54,7 @@ def test_the_worker_measures_once_the_same_again_and_after_a_dead_worker(
     worker, make_user, settings
 ):
     user = make_user()
-    folder = Path(resources.user_folders(user.pk)[0]) / "proj"
+    folder = Path(workspace_measure.user_folders(user.pk)[0]) / "proj"
     folder.mkdir(parents=True)
     (folder / "data.bin").write_bytes(b"x" * 2 * MB)
     first = wait_for_job(workspace_measure.request_measure(user.pk), 30)

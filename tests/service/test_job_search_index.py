@@ -1,5 +1,6 @@
-"""Search indexing is an explicit call of every writer (`search.index_new_entries`, and an
-import's post-import work), never a signal: each path that writes entries leaves them
+"""Search indexing is explicit, never a Django signal (an appended entry through the
+entry-written event, the bulk writers through `jobs.search_index.index_new_entries`, an
+import through its post-import work): each path that writes entries leaves them
 searchable, a few at once and many through the `search_index` job
 (services/jobs/search_index.py), which is idempotent and is run again when its worker
 dies. Jobs run here through the lifecycle's `run_job` (what the worker's task calls); their
@@ -12,9 +13,9 @@ from django.utils import timezone
 
 from sessions_app.models import Entry, FollowedFile, Job, SearchDocument
 from sessions_app.selectors import search as search_selectors
-from sessions_app.services import following, fork, search, sessions
+from sessions_app.services import following, fork, sessions
 from sessions_app.services.importer import append_lines, import_jsonl_stream
-from sessions_app.services.jobs import lifecycle
+from sessions_app.services.jobs import lifecycle, search_index
 from sessions_app.services.jobs.search_index import request_index
 from tests.support.branchy_session import build_branchy_session, user
 from tests.support.pi_files import (
@@ -105,7 +106,7 @@ def test_a_small_fork_is_searchable_at_once(owner):
 
 
 def test_a_big_fork_is_indexed_by_a_job(owner, monkeypatch):
-    monkeypatch.setattr(search, "INLINE_INDEX_LIMIT", 3)
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
     data = build_branchy_session(owner)
     copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
     assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id}
@@ -173,7 +174,7 @@ def test_appended_lines_are_indexed_in_the_append_s_transaction_or_by_a_job(
     assert report.entries_added == 2 and index_jobs() == []
     assert found(owner, '"number 3"') == [(FOLLOWED_SID, f"{3:08x}")]
 
-    monkeypatch.setattr(search, "INLINE_INDEX_LIMIT", 2)
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 2)
     more = append_lines(
         state.session_id, owner, as_file(b"".join(chain_lines(3, start=4))), lines_before=5
     )
@@ -242,7 +243,7 @@ def test_with_no_broker_the_job_runs_at_once_where_it_was_asked_for(tmp_path, ow
     path = session_file(tmp_path, 2)
     following.sync_file(str(path), owner)
     state = FollowedFile.objects.get(path=str(path))
-    monkeypatch.setattr(search, "INLINE_INDEX_LIMIT", 2)
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 2)
     monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")
     monkeypatch.setitem(app.conf, "task_publish_retry", False)
     monkeypatch.setattr(app, "_pool", None)

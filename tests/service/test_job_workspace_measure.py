@@ -1,8 +1,9 @@
 """The workspace measure job (services/jobs/workspace_measure.py): asked for after a user's
 commands (`resources.request_measure`), at most one queued per user, idempotent, and run
-again when its worker dies. Jobs run here through the lifecycle's `run_job` (what the
+again when its worker dies; measuring strips setuid/setgid bits and follows no link. Jobs run here through the lifecycle's `run_job` (what the
 worker's task calls); their messages go to a queue no worker consumes."""
 
+import stat
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from sessions_app.models import Job, WorkspaceUsage
 from sessions_app.services import resources
-from sessions_app.services.jobs import lifecycle
+from sessions_app.services.jobs import lifecycle, workspace_measure
 from sessions_app.services.jobs.workspace_measure import request_measure
 
 pytestmark = [
@@ -107,7 +108,24 @@ def test_a_dead_measure_with_a_newer_one_waiting_is_superseded_not_queued_twice(
 
 def test_a_measure_of_a_deleted_user_ends_without_measuring(owner):
     job = request_measure(owner.pk)
-    folder = Path(resources.user_folders(owner.pk)[0])
+    folder = Path(workspace_measure.user_folders(owner.pk)[0])
     owner.delete()
     assert lifecycle.run_job(job.pk) == Status.CANCELLED
     assert not WorkspaceUsage.objects.exists() and folder.exists()
+
+
+def test_measuring_strips_setuid_and_setgid_but_never_follows_links(owner, tmp_path):
+    ws = Path(workspace_measure.user_folders(owner.pk)[0]) / "proj"
+    planted = ws / "sub" / "p"
+    planted.parent.mkdir()
+    planted.write_bytes(b"#!/bin/sh\nid\n")
+    planted.chmod(0o6755)
+    outside = tmp_path / "outside-suid"
+    outside.write_bytes(b"x")
+    outside.chmod(0o4755)
+    (ws / "link").symlink_to(outside)
+    usage = workspace_measure.measure_workspace(owner.pk)
+    assert stat.S_IMODE(planted.stat().st_mode) == 0o755
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o4755  # not ours: untouched
+    assert usage.stripped == 1 and usage.files == 2  # (and the owner fixture's data.bin)
+    assert workspace_measure.measure_workspace(owner.pk).stripped == 1  # nothing more the 2nd time

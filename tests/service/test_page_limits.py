@@ -8,7 +8,6 @@ runs under a 2 GB address-space cap in tests/e2e/test_page_memory_cap.py.
 """
 
 import json
-import time
 
 import pytest
 
@@ -88,14 +87,24 @@ def test_an_entry_with_thousands_of_blocks_renders_a_bounded_number(client, make
     assert "1,900 more content blocks not shown" in body
 
 
+class CountedItems(dict):
+    """A JSON object that counts how many objects the encoder opened (in `opened`)."""
+
+    opened = [0]
+
+    def items(self):
+        self.opened[0] += 1
+        return super().items()
+
+
 def test_json_is_pretty_printed_only_up_to_the_limit():
-    huge = {"items": [{"n": i, "text": "x" * 50} for i in range(200_000)]}  # ~14 MB as JSON
-    started = time.monotonic()
+    huge = {"items": [CountedItems(n=i, text="x" * 50) for i in range(200_000)]}  # ~14 MB
     head, cut = json_head(huge, 5_000)
     assert cut and len(head) == 5_000 and head.startswith('{\n  "items": [')
+    assert CountedItems.opened[0] < 100  # the whole document is never encoded
     html = str(render_json(huge, 5_000))
     assert "the rest of this JSON is not shown" in html
-    assert time.monotonic() - started < 2  # (the whole document is never encoded)
+    assert CountedItems.opened[0] < 200
     assert json_head({"a": 1}, 5_000) == ('{\n  "a": 1\n}', False)
 
 
@@ -106,15 +115,12 @@ def test_inspector_does_not_walk_an_impossible_working_directory(client, make_us
     owner = make_user()
     session, entry = make_session(owner, cwd="/a" * 150_000, text="y" * 80_000)
     client.force_login(owner)
-    started = time.monotonic()
-    response = client.get(f"/s/{session.pi_id}/inspect/")
-    elapsed = time.monotonic() - started
+    response = client.get(f"/s/{session.pi_id}/inspect/")  # (it never finished before)
     body = response.content.decode()
     assert response.status_code == 200
     assert "no project context files or skills were looked up" in body
     assert "partly estimated" in body and "≈" in body
     assert len(body) < 120_000  # the 300,000-character prompt is shown cut
-    assert elapsed < 30, elapsed  # (it never finished before)
 
 
 def test_header_fields_are_clipped_on_every_page_that_shows_them(client, make_user):
@@ -198,9 +204,7 @@ def test_markdown_stops_at_the_request_deadline_and_the_rest_is_plain_text(
         session, {"type": "message", "message": {"role": "user", "content": blocks}}
     )
     client.force_login(owner)
-    started = time.monotonic()
     body = client.get(f"/s/{session.pi_id}/e/{entry.pi_id}/").content.decode()
-    assert time.monotonic() - started < 30
     assert "<strong>block 0</strong>" in body  # rendered while time was left
     assert '<pre class="plain">**block 99** ![![' in body  # plain text after the deadline
     settings.PIWEB_RENDER_SECONDS = 0

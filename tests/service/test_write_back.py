@@ -16,12 +16,19 @@ from sessions_app.selectors.exporter import export_bytes
 from sessions_app.selectors.pi_file import pi_writing_since
 from sessions_app.services import chat, following, sessions, write_back
 from tests.support.pi_files import FOLLOWED_SID as SID
-from tests.support.pi_files import append, chain_lines, line, message, session_file
+from tests.support.pi_files import (
+    append,
+    chain_lines,
+    line,
+    message,
+    run_write_backs,
+    session_file,
+)
 
 pytestmark = [
     pytest.mark.embedded,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("redis_ready"),
+    pytest.mark.usefixtures("redis_ready", "tasks_stay_in_process"),
 ]
 
 
@@ -61,6 +68,8 @@ def test_what_piweb_adds_goes_to_the_file_exactly_as_stored(tmp_path, owner):
          "text": "from the browser ✓"}], "timestamp": 5}},
     )  # fmt: skip
     sessions.label_entry(session, "00000000", "start")
+    assert len(file_entries(path)) == 2  # the write-back is a job, not the append's
+    assert run_write_backs() == 1  # one queued job writes both
     last = file_entries(path)[-2:]
     assert [e["id"] for e in last] == [
         entry.pi_id,
@@ -80,6 +89,7 @@ def test_pis_lines_are_read_first_and_both_sides_end_equal(tmp_path, owner):
     path, session = followed(tmp_path, owner)
     append(path, chain_lines(1, start=2)[0])  # pi wrote; the follower has not read it yet
     sessions.append_entry(session, {"type": "session_info", "name": "renamed in piweb"})
+    run_write_backs()
     # pi's line was imported before piweb's went out: the file has it first.
     ids = [e["id"] for e in file_entries(path)]
     assert ids[:3] == ["00000000", "00000001", "00000002"] and len(ids) == 4
@@ -128,6 +138,7 @@ def test_while_pi_writes_piweb_waits_and_the_chat_offers_a_fork(tmp_path, owner,
     assert refused.value.code == "pi_writing"
     # An entry added meanwhile (a label, say) waits: the write-back is due.
     sessions.label_entry(session, "00000000", "later")
+    run_write_backs()
     session.refresh_from_db()
     assert session.settings["pi_file"]["due"] is True
     assert "label" not in open(path).read()
@@ -148,6 +159,7 @@ def test_a_rewrite_by_pi_is_read_again_before_writing(tmp_path, owner):
     with open(path, "wb") as fh:  # another inode, same content plus a line
         fh.write(data + chain_lines(1, start=2)[0])
     sessions.append_entry(session, {"type": "session_info", "name": "after the rewrite"})
+    run_write_backs()
     assert sorted(db_ids(session)) == sorted(e["id"] for e in file_entries(path))
     assert len(file_entries(path)) == 4
     assert following.sync_file(path, owner).action == "unchanged"
@@ -170,6 +182,7 @@ def test_off_writes_nothing_and_on_writes_what_is_missing(tmp_path, owner):
     write_back.set_enabled(session, False)
     session.refresh_from_db()
     sessions.append_entry(session, {"type": "session_info", "name": "kept here"})
+    assert run_write_backs() == 0  # off: no job was queued
     assert len(file_entries(path)) == 2
     session.refresh_from_db()
     assert write_back.set_enabled(session, True).lines == 1
@@ -211,7 +224,8 @@ def test_pi_appends_while_piweb_writes_back_hundreds_of_times(tmp_path, owner):
                 parent_pi_id="00000000",
             )
             written += 1
-            following.sync_file(path, owner)  # the follower runs beside them
+            run_write_backs()  # the worker runs beside them
+            following.sync_file(path, owner)  # and the follower
     finally:
         stop.set()
         appender.join()
@@ -245,6 +259,7 @@ def test_a_line_pi_appends_between_the_check_and_the_write_is_imported(
 
     monkeypatch.setattr(write_back, "_append", pi_first)
     entry = sessions.append_entry(session, {"type": "session_info", "name": "raced"})
+    run_write_backs()
     ids = [e["id"] for e in file_entries(path)]
     assert ids == ["00000000", "00000001", "00000002", entry.pi_id]
     assert sorted(db_ids(session)) == sorted(ids)

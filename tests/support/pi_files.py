@@ -150,3 +150,13 @@ def usage_line(eid: str, parent: str, **usage) -> dict:
         stopReason="stop",
     )
     return entry
+
+
+def run_write_backs() -> int:
+    """Run the queued write-back jobs in this process, as the worker would (the test asks
+    for ``tasks_stay_in_process``, so no worker takes them first); how many ran."""
+    from sessions_app.models import Job
+    from sessions_app.services.jobs import lifecycle
+
+    queued = Job.objects.filter(kind=Job.Kind.WRITE_BACK, status=Job.Status.QUEUED)
+    return sum(lifecycle.run_job(pk) is not None for pk in queued.values_list("pk", flat=True))

@@ -7,8 +7,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from sessions_app.core import event_names
 from sessions_app.templatetags.event_tags import event_names as event_names_tag
+
+pytestmark = pytest.mark.embedded  # needs no database: it runs in both passes
 
 ROOT = Path(__file__).resolve().parents[2]
 DOM_NAME = re.compile(r"piweb:([a-z][a-z_-]*)")

@@ -13,6 +13,8 @@ import pytest
 
 from tests.support import layers
 
+pytestmark = pytest.mark.embedded  # needs no database: it runs in both passes
+
 APP = Path(__file__).resolve().parents[2] / "sessions_app"
 TABLE = layers.DOC.read_text()
 

@@ -7,7 +7,11 @@ The rule counts statements, so it does not drift; the lists below are the only w
 each says why.
 """
 
+import pytest
+
 from tests.support import code_layout
+
+pytestmark = pytest.mark.embedded  # needs no database: it runs in both passes
 
 # Modules whose behaviour shows only through a running server, worker or browser: the
 # tests/e2e/ modules that cover each (the first path names the main one).
@@ -43,6 +47,7 @@ NO_TEST_YET: dict[str, str] = {}
 # module owns them.
 ACROSS_THE_APP = {
     "unit/test_layers.py": "the import rules of docs/ARCHITECTURE.md, for every module",
+    "unit/test_import_cycles.py": "no import cycle among the app's modules",
     "unit/test_test_layout.py": "this check",
     "unit/test_model_catalog.py": "the committed catalog is what bin/generate-model-catalog writes",
     "unit/test_docs.py": "README.md and docs/: a short front door, no paragraph twice, live links",

@@ -1,7 +1,5 @@
 """core/tree_layout.py: the drawn shape of a session tree (pure, no database)."""
 
-import time
-
 from sessions_app.core import tree_layout
 from sessions_app.core.tree_layout import (
     CHILDREN_PAGE,
@@ -166,11 +164,10 @@ def balanced(rows) -> bool:
 
 
 def test_a_root_with_100000_children_draws_a_bounded_number_of_rows_quickly():
+    """Bounded by the rows drawn (bench/core_bench.py tree prints how long it takes)."""
     index = wide(100_000)
-    started = time.perf_counter()
     rows = Layout(index, view_leaf="c0", session_leaf="c0").rows()
-    elapsed = time.perf_counter() - started
-    assert len(rows) < 3 * FANOUT_SHOWN and elapsed < 2
+    assert len(rows) < 3 * FANOUT_SHOWN
     [more] = [r for r in rows if r.kind == "children"]
     shown = set(drawn(rows)) - {"r"}
     assert len(shown) == FANOUT_SHOWN and more.count == 100_000 - FANOUT_SHOWN

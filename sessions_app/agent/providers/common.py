@@ -229,10 +229,6 @@ def tool_text(content: list[dict]) -> str:
     return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
-def has_images(content: list[dict]) -> bool:
-    return any(b.get("type") == "image" for b in content)
-
-
 # --------------------------------------------------------------------------- thinking
 
 

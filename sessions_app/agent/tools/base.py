@@ -78,16 +78,6 @@ class Tool:
     # prepareArguments: forms that models send and pi accepts).
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
-    def openai_spec(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
 
 def param(kind: str, description: str) -> dict[str, str]:
     """One parameter of a tool's schema."""

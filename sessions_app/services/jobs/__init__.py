@@ -5,27 +5,23 @@
 - ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``,
   ``session_import`` (an upload to ``/import/``, imported in the worker),
   ``search_index`` (entries written in bulk, indexed for search after their commit),
-  ``workspace_measure`` (a user's workspace folders, for the quota): one kind each;
-  each registers a ``lifecycle.JobKind`` when imported (this package imports them all).
+  ``workspace_measure`` (a user's workspace folders, for the quota), ``write_back``
+  (what piweb added to a followed session, appended to pi's file): one kind each;
+  each registers a ``lifecycle.JobKind`` when imported; the app config imports them all
+  (``apps.SessionsAppConfig.ready``), this package only those of its public API below,
+  so that importing one kind (``search_index`` from the importer, say) does not import
+  every other with it.
 - ``summaries``: what the two summary kinds share (compaction settings, model calls,
   attaching the entry).
 
 A new kind: write its module (request function, ``run(job, attempt)``, a
-``lifecycle.register(JobKind(...))``) and import it below; the generic task
+``lifecycle.register(JobKind(...))``) and import it in ``apps.py``; the generic task
 ``piweb.run_job`` runs it.
 
 The names below are the package's public API (views, tasks and tests use them).
 """
 
-from sessions_app.services.jobs import (
-    agent_run,
-    branch_summary,
-    compaction,
-    compare_summary,
-    search_index,
-    session_import,
-    workspace_measure,
-)
+from sessions_app.services.jobs import branch_summary, compaction
 from sessions_app.services.jobs.branch_summary import request_branch_summary
 from sessions_app.services.jobs.compaction import (
     compact_for_overflow,
@@ -47,11 +43,9 @@ from sessions_app.services.jobs.summaries import update_compaction_settings
 __all__ = [
     "Heartbeat",
     "JobError",
-    "agent_run",
     "branch_summary",
     "compact_for_overflow",
     "compaction",
-    "compare_summary",
     "context_tokens_at_leaf",
     "job_event_data",
     "maybe_compact_after_run",
@@ -59,10 +53,7 @@ __all__ = [
     "request_branch_summary",
     "request_compaction",
     "run_job",
-    "search_index",
     "start_sweeper",
-    "session_import",
     "sweep_stale_jobs",
     "update_compaction_settings",
-    "workspace_measure",
 ]

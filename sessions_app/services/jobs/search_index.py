@@ -3,7 +3,7 @@ commit, in a worker, so the writer (an import, a follower's big append, a fork) 
 session's page do not wait for it.
 
 ``params["work"]`` lists ``[session pk, first new seq]`` pairs; ``params["tidy"]`` says
-the entries follow an import, whose table is tidied first (``importer.tidy_entries``:
+the entries follow an import, whose table is tidied first (``bulk_entries.tidy_entries``:
 VACUUM on PostgreSQL, the write-ahead log checkpoint on SQLite). The job has no session
 (it may cover many, and no page shows it).
 
@@ -18,7 +18,9 @@ from __future__ import annotations
 from django.db import transaction
 
 from sessions_app.models import Job
+from sessions_app.services.bulk_entries import tidy_entries
 from sessions_app.services.jobs import lifecycle
+from sessions_app.services.search import index_stored_entries
 
 Status = Job.Status
 
@@ -44,10 +46,25 @@ def _run_here_if_unsent(job_pk) -> None:
         lifecycle.run_job(job_pk)
 
 
-def run(job: Job, attempt: int) -> str | None:
-    from sessions_app.services.importer import tidy_entries
-    from sessions_app.services.search import index_stored_entries
+INLINE_INDEX_LIMIT = 500  # more new entries than this are indexed by a job
 
+
+def index_new_entries(session_pk: int, from_seq: int, count: int) -> None:
+    """Index the `count` entries a bulk writer has just added to a session (seq >=
+    from_seq), in the writer's transaction: the call the follower's appends and a fork make
+    (an import indexes after its commit instead: `importer.finish_import`; an appended entry
+    is indexed by `search.index_written`). Up to INLINE_INDEX_LIMIT are indexed here and
+    now, so search finds them when the write commits; more are left to a `search_index`
+    job, sent after the commit."""
+    if count <= 0:
+        return
+    if count <= INLINE_INDEX_LIMIT:
+        index_stored_entries(session_pk, from_seq)
+        return
+    request_index([(session_pk, from_seq)])
+
+
+def run(job: Job, attempt: int) -> str | None:
     params = job.params or {}
     if params.get("tidy"):
         tidy_entries()

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 
 from piweb import queues
 from sessions_app.models import Job
+from sessions_app.services.importer import SessionImportError, import_jsonl_stream
 from sessions_app.services.jobs import lifecycle
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,6 @@ def report_data(report) -> dict:
 
 
 def run(job: Job, attempt: int) -> str | None:
-    from sessions_app.services.importer import SessionImportError, import_jsonl_stream
-
     params = job.params or {}
     path = Path(params.get("path", ""))
     owner = job.created_by

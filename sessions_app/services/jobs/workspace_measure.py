@@ -1,7 +1,7 @@
 """The workspace measure job: the disk a user's workspace folders take, measured in a
 worker after the user's commands (``resources.request_measure`` decides when) and stored
-for the quota check (``resources.measure_workspace``, which also strips setuid/setgid
-bits).
+for the quota check (``measure_workspace``, which also strips setuid/setgid bits; the
+check itself is ``resources.quota_problem``).
 
 ``created_by`` is the user measured. At most one measure per user waits in the queue
 (a database constraint): it measures what is there when it runs, so a second queued one
@@ -10,12 +10,22 @@ would find the same. Measuring is idempotent, so a run whose worker died is run 
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+import logging
+import os
+import stat
 
-from sessions_app.models import Job
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from sessions_app.agent.paths import user_areas
+from sessions_app.models import Job, WorkspaceUsage
 from sessions_app.services.jobs import lifecycle
 
+log = logging.getLogger(__name__)
+
 Status = Job.Status
+SETID = stat.S_ISUID | stat.S_ISGID
 
 
 def request_measure(user_id: int) -> Job | None:
@@ -34,9 +44,75 @@ def request_measure(user_id: int) -> Job | None:
     return job
 
 
-def run(job: Job, attempt: int) -> str | None:
-    from sessions_app.services.resources import measure_workspace
+def user_folders(user_id: int) -> list[str]:
+    return user_areas(settings.PIWEB_WORKSPACE_ROOTS, str(user_id))
 
+
+def _strip_setid(name: str, dir_fd: int) -> bool:
+    """Remove setuid/setgid from ``name`` (in ``dir_fd``) if it is still a regular file
+    with them: through an O_PATH descriptor, so a symlink swapped in is never followed."""
+    try:
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not info.st_mode & SETID:
+            return False
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) & ~SETID)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def scan_folder(folder: str) -> tuple[int, int, int]:
+    """(bytes on disk, files, setuid/setgid files fixed) of one folder tree. Symlinks are
+    never followed; a file linked twice counts once."""
+    total = files = stripped = 0
+    seen: set[tuple[int, int]] = set()
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return 0, 0, 0
+    for _top, dirs, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in [*dirs, *names]:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if info.st_nlink > 1:
+                if key in seen:
+                    continue
+                seen.add(key)
+            total += info.st_blocks * 512
+            if stat.S_ISREG(info.st_mode):
+                files += 1
+                if info.st_mode & SETID and _strip_setid(name, dir_fd):
+                    stripped += 1
+    return total, files, stripped
+
+
+def measure_workspace(user_id: int) -> WorkspaceUsage:
+    """Measure one user's workspace folders now and store the figure (idempotent)."""
+    total = files = stripped = 0
+    for folder in user_folders(user_id):
+        size, count, fixed = scan_folder(folder)
+        total, files, stripped = total + size, files + count, stripped + fixed
+    if stripped:
+        log.warning("removed setuid/setgid bits from %d file(s) of user %s", stripped, user_id)
+    with transaction.atomic():
+        usage, _ = WorkspaceUsage.objects.select_for_update().get_or_create(
+            user_id=user_id, defaults={"measured_at": timezone.now()}
+        )
+        usage.bytes, usage.files = total, files
+        usage.stripped += stripped
+        usage.measured_at = timezone.now()
+        usage.save()
+    return usage
+
+
+def run(job: Job, attempt: int) -> str | None:
     if job.created_by_id is None:  # the user is gone, and their folders with them
         return lifecycle.finish_own(job, attempt, Status.CANCELLED, phase="done")
     usage = measure_workspace(job.created_by_id)
