@@ -236,3 +236,36 @@ def expanded_text(session, user, text: str, leaf=paths.UNSET) -> str:
     return expand_message(
         text, choices.templates, choices.skills, lambda s: read_skill(s, choices.project_dir)
     )
+
+
+def templates_page(user) -> dict:
+    """The Templates page: the user's own templates (with their text, for editing) and
+    the shared ones of the agent folder, each as pi reads it."""
+    rows = []
+    for row in StoredTemplate.objects.filter(user=user).order_by("name"):
+        parsed = parse_template(row.name, row.text)
+        rows.append(
+            {
+                "name": row.name,
+                "text": row.text,
+                "description": parsed.description if parsed else "",
+                "hint": parsed.argument_hint if parsed else "",
+            }
+        )
+    mine = {row["name"] for row in rows}
+    shared = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "hint": t.argument_hint,
+            "hidden": t.name in mine,
+        }
+        for t in agent_templates()
+    ]
+    return {"templates": rows, "shared": shared}
+
+
+def stored_template_text(user, name: str) -> str | None:
+    return (
+        StoredTemplate.objects.filter(user=user, name=name).values_list("text", flat=True).first()
+    )
