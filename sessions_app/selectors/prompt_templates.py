@@ -81,17 +81,15 @@ def _read_beneath(root: str, root_fd: int, rel: str) -> str | None:
         os.close(fd)
 
 
-def read_file_beneath(root: str, path: str) -> str | None:
-    """The text of the file `path` (absolute, under the real directory `root`), opened
-    beneath `root`; None when it cannot be, or leads outside."""
-    if not is_within(os.path.normpath(path), root):
-        return None
+def read_file_beneath(root: str, rel: str) -> str | None:
+    """The text of the file `rel` (relative) beneath the real directory `root`; None
+    when it cannot be read, or leads outside."""
     try:
         root_fd = safefs.open_root(root)
     except OSError:
         return None
     try:
-        return _read_beneath(root, root_fd, os.path.relpath(os.path.normpath(path), root))
+        return _read_beneath(root, root_fd, rel)
     finally:
         os.close(root_fd)
 
@@ -188,10 +186,6 @@ def user_templates(user) -> list[PromptTemplate]:
 # --------------------------------------------------------------------------- skills
 
 
-def _agent_skills_root() -> str:
-    return os.path.realpath(workspaces.agent_skills_dir())
-
-
 def session_skills(cwd: str | None) -> list[Skill]:
     """The skills of the system prompt's roots for `cwd` (the agent folder's alone when
     None)."""
@@ -206,9 +200,10 @@ def read_skill(skill: Skill, cwd: str | None) -> str | None:
     """A skill file's text, opened beneath the working directory or the agent skills
     folder (whichever holds it); None otherwise."""
     path = os.path.normpath(skill.file_path)
-    for root in [r for r in (cwd, _agent_skills_root()) if r]:
-        if is_within(path, root):
-            return read_file_beneath(root, path)
+    agent = workspaces.agent_skills_dir()
+    for named, real in ((cwd, cwd), (os.path.normpath(agent), os.path.realpath(agent))):
+        if named and is_within(path, named):
+            return read_file_beneath(real, os.path.relpath(path, named))
     return None
 
 

@@ -1,7 +1,9 @@
 // The chat box: slash commands with completion, and images to send with a message.
 // The command list comes from the server (#composer-config, rendered from
 // selectors/panels/composer.py); each command calls the endpoint the rest of the page
-// uses for that action. Runs before chat.js's handlers (capture listeners on window):
+// uses for that action; the user's prompt templates and /skill: commands (marked
+// "sends") are sent as typed, and the server expands them as pi does. Runs before
+// chat.js's handlers (capture listeners on window):
 // a command or a message with images is handled here, anything else goes on to chat.js.
 (function () {
   "use strict";

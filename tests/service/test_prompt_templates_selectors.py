@@ -164,3 +164,17 @@ def test_a_skill_file_swapped_for_a_link_outside_is_not_read(owner, workspace, t
     os.unlink(skill / "SKILL.md")
     (skill / "SKILL.md").symlink_to(secret)
     assert prompt_templates.read_skill(found, os.path.realpath(workspace)) is None
+
+
+def test_the_agent_folders_skills_are_read_even_where_the_project_is_refused(
+    owner, settings, tmp_path
+):
+    agent = tmp_path / "piweb-agent"
+    skill = agent / "skills" / "lint"
+    write(skill, "SKILL.md", "---\nname: lint\ndescription: Lint.\n---\nRun ruff.\n")
+    settings.PIWEB_AGENT_DIR = agent
+    session = sessions.create_session(owner=owner, cwd=str(tmp_path / "imported"))
+    choices = prompt_templates.slash_choices(session, owner)
+    assert choices.project_dir is None and [s.name for s in choices.skills] == ["lint"]
+    expanded = prompt_templates.expanded_text(session, owner, "/skill:lint")
+    assert expanded.startswith('<skill name="lint"') and "\n\nRun ruff.\n</skill>" in expanded
