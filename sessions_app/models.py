@@ -580,3 +580,27 @@ class ModelPreference(models.Model):
     model_id = models.CharField(max_length=200, blank=True)
     thinking_level = models.CharField(max_length=10, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class PromptTemplate(models.Model):
+    """A user's own pi prompt template, kept in piweb (the Templates page): the text of a
+    ``<name>.md`` file, front matter included (core/prompt_templates.py reads it)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompt_templates"
+    )
+    name = models.CharField(max_length=100)
+    text = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="unique_prompt_template")
+        ]
+
+    def __repr__(self):
+        return f"<PromptTemplate {self.user_id}:{self.name}>"
+
+    __str__ = __repr__

@@ -39,7 +39,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.core.images import ImageError, check_count, image_blocks, takes_images
 from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import Job, QueuedMessage, Session
-from sessions_app.selectors import workspaces
+from sessions_app.selectors import prompt_templates, workspaces
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model, model_profiles
 from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import thinking_for
@@ -116,6 +116,25 @@ def parse_input(text: str) -> Parsed:
     return Parsed("agent", text)
 
 
+def _expanded(session: Session, user, parsed: Parsed) -> Parsed:
+    """A message to the model as pi sends it: a ``/skill:name`` command or a prompt
+    template expanded (selectors/prompt_templates.py); anything else as typed."""
+    if parsed.mode != "agent" or not parsed.text.startswith("/"):
+        return parsed
+    text = prompt_templates.expanded_text(session, user, parsed.text)
+    if text == parsed.text:
+        return parsed
+    if not text.strip():
+        raise ChatError(
+            f"{parsed.text.split()[0]} expands to nothing: its template is empty.", "empty"
+        )
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ChatError(
+            f"{parsed.text.split()[0]} expands to over {MAX_MESSAGE_CHARS} characters.", "too_long"
+        )
+    return Parsed("agent", text)
+
+
 def _check_command(command: str) -> None:
     problem = command_problem(command)
     if problem:
@@ -159,6 +178,7 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
     the text block); with images the text may be empty."""
     images = list(images or ())
     parsed = Parsed("agent", "") if images and not (text or "").strip() else parse_input(text)
+    parsed = _expanded(session, user, parsed)
     if pi_writing_since(session) is not None:
         raise ChatError(
             "pi is writing this session right now: the chat waits until pi has been quiet "
@@ -253,6 +273,7 @@ def queue_message(session: Session, user, text: str, mode: str) -> QueuedMessage
     parsed = parse_input(text)
     if parsed.mode != "agent":
         raise ChatError("A !command cannot be queued: run it once the agent is done.", "bash")
+    parsed = _expanded(session, user, parsed)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
         if active_run(locked) is None:

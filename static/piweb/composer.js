@@ -1,7 +1,9 @@
 // The chat box: slash commands with completion, and images to send with a message.
 // The command list comes from the server (#composer-config, rendered from
 // selectors/panels/composer.py); each command calls the endpoint the rest of the page
-// uses for that action. Runs before chat.js's handlers (capture listeners on window):
+// uses for that action; the user's prompt templates and /skill: commands (marked
+// "sends") are sent as typed, and the server expands them as pi does. Runs before
+// chat.js's handlers (capture listeners on window):
 // a command or a message with images is handled here, anything else goes on to chat.js.
 (function () {
   "use strict";
@@ -11,6 +13,7 @@
 
   var chat, box, input, form, popup, tray, notice, config;
   var commands = {};
+  var sent = {}; // templates and skills: sent as typed, expanded by the server as pi does
   var items = [];
   var active = 0;
   var images = [];
@@ -96,13 +99,15 @@
   // --- the completion list ---------------------------------------------------------
 
   function suggestions(text) {
-    var m = text.match(/^\/([\w-]*)$/);
+    var m = text.match(/^\/(\S*)$/);
     if (m) {
       var typed = m[1].toLowerCase();
-      return config.commands.filter(function (c) { return c.name.indexOf(typed) === 0; })
+      return config.commands.filter(function (c) { return c.name.toLowerCase().indexOf(typed) === 0; })
         .map(function (c) {
-          return { label: "/" + c.name, hint: (c.argument ? c.argument + " \u00b7 " : "") + c.description,
-            text: "/" + c.name + (c.argument ? " " : ""), runs: !c.argument };
+          var hint = (c.argument ? c.argument + " \u00b7 " : "") + c.description;
+          if (c.source) hint += " \u00b7 " + c.source;
+          return { label: "/" + c.name, hint: hint,
+            text: "/" + c.name + (c.argument || c.sends ? " " : ""), runs: !c.argument && !c.sends };
         });
     }
     m = text.match(/^\/([\w-]+) (\S*)$/);
@@ -314,6 +319,8 @@
   // A command: run it and keep chat.js from sending it. Anything else goes on.
   function handleCommand(ev) {
     var text = input.value.trim();
+    var word = text.match(/^\/(\S+)/);
+    if (word && sent[word[1]]) return false; // the server expands it, as pi does
     var m = text.match(NAME);
     if (!m) return false;
     var command = commands[m[1].toLowerCase()];
@@ -564,7 +571,10 @@
     if (!chat || !box || !raw || box.dataset.bound) return;
     box.dataset.bound = "1";
     config = JSON.parse(raw.textContent);
-    config.commands.forEach(function (c) { commands[c.name] = c; });
+    config.commands.forEach(function (c) {
+      if (c.sends) sent[c.name] = c;
+      else commands[c.name] = c;
+    });
     input = document.getElementById("chat-input");
     form = document.getElementById("chat-form");
     popup = document.getElementById("composer-complete");

@@ -315,3 +315,46 @@ def test_a_text_only_model_cannot_take_images(page_for, make_user, workspace):
     page.evaluate(PASTE, [base64.b64encode(png()).decode(), "dot.png", "#chat-input", "paste"])
     expect(page.locator("#chat-notice")).to_contain_text("does not take images")
     expect(page.locator("#composer-images .composer-thumb")).to_have_count(0)
+
+
+@pytest.mark.worker
+def test_a_project_template_is_listed_with_its_hint_and_the_expansion_is_sent(
+    worker, page_for, make_user, llm, workspace
+):
+    owner = make_user()
+    session = new_session(owner, workspace)
+    folder = workspace / ".pi" / "prompts"
+    folder.mkdir(parents=True)
+    (folder / "review.md").write_text(
+        "---\ndescription: Review one file\nargument-hint: <file> [speed]\n---\n"
+        "Review $1 ${2:-slowly}.\n"
+    )
+    (folder / "model.md").write_text("A template piweb's /model keeps its name from.\n")
+    skill = workspace / ".pi" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it.\n---\nGo.\n")
+    page = open_page(page_for, owner, session)
+    page.type("#chat-input", "/")
+    listed = options(page)
+    assert listed == [f"/{c.name}" for c in SLASH_COMMANDS] + ["/review", "/skill:deploy"]
+    popup = page.locator("#composer-complete")
+    expect(popup.locator(".composer-option", has_text="/model")).to_contain_text(
+        "your template /model is not used"
+    )
+    page.type("#chat-input", "rev")
+    assert options(page) == ["/review"]
+    expect(popup.locator(".composer-option.active")).to_contain_text(
+        "<file> [speed] \u00b7 Review one file"
+    )
+    page.press("#chat-input", "Tab")
+    expect(page.locator("#chat-input")).to_have_value("/review ")
+    llm.push(text("Reviewed."))
+    page.type("#chat-input", '"src/app.py" fast')
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-transcript")).to_contain_text("Reviewed.", timeout=30000)
+    assert wait_run(session).status == "done"
+    users = [e for e in path_of(session) if e.get("message", {}).get("role") == "user"]
+    assert users[-1]["message"]["content"] == [{"type": "text", "text": "Review src/app.py fast."}]
+    expect(page.locator("#chat-transcript")).to_contain_text("Review src/app.py fast.")
+    assert "Review src/app.py fast." in str(llm.requests[-1]["messages"][-1]["content"])
+    assert page.csp_violations == []

@@ -41,6 +41,9 @@ ACTIONS = {
     "models_key_remove",
     "models_test",
     "models_default",
+    "templates_save",
+    "templates_delete",
+    "templates_import",
     "session_rename",
     "session_pin",
     "session_archive",
@@ -213,6 +216,18 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     ):
         crawl.visit(path)
 
+    # The Templates page: a template saved through its htmx form, then opened for editing.
+    crawl.visit("/templates/")
+    page.fill("#templates-name", "crawl")
+    page.fill("#templates-text", "---\nargument-hint: <what>\n---\nCrawl $1")
+    page.click("#templates-form button[type=submit]")
+    expect(page.locator('#templates-list tr[data-template="crawl"]')).to_be_visible()
+    page.locator('#templates-list tr[data-template="crawl"] button', has_text="Edit").click()
+    expect(page.locator("#templates-text")).to_have_value(
+        "---\nargument-hint: <what>\n---\nCrawl $1"
+    )
+    crawl.settle()
+
     # A page the user may not open (a viewer on the sharing page), and one that is not there.
     crawl.visit("/s/no-such-session/", status=404)
     crawl.visit("/no/such/page/", status=404)
@@ -260,6 +275,7 @@ def test_the_main_pages_at_phone_width_load_without_a_failed_request_or_console_
         "/search/?q=flaky",
         "/usage/",
         "/models/",
+        "/templates/",
         "/teams/",
     ):
         crawl.visit(path)

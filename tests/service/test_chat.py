@@ -405,3 +405,50 @@ def test_too_many_image_files_are_refused_before_any_is_read(
     assert refused.status_code == 400
     assert "3 images attached: a message takes at most 2." in refused.content.decode()
     assert paths.load_path(vision_session) == []
+
+
+def _project_template(workspace: Path, name: str, text: str) -> None:
+    folder = workspace / ".pi" / "prompts"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(text)
+
+
+def test_a_template_is_expanded_and_the_expansion_is_stored_and_sent(
+    session, owner, llm, workspace
+):
+    _project_template(
+        workspace, "review", "---\nargument-hint: <file>\n---\nReview $1 ${2:-slowly}."
+    )
+    llm.push(text("Reviewed."))
+    job = chat.send_message(session, owner, '/review "src/app.py" fast')
+    session.refresh_from_db()
+    [user_entry] = [e for e in paths.load_path(session) if e["message"]["role"] == "user"]
+    assert user_entry["message"]["content"] == [{"type": "text", "text": "Review src/app.py fast."}]
+    assert jobs.run_job(str(job.pk)) == "done"
+    [request] = llm.requests
+    assert request["messages"][-1]["content"] in (
+        "Review src/app.py fast.",
+        [{"type": "text", "text": "Review src/app.py fast."}],
+    )
+
+
+def test_an_unknown_slash_word_is_sent_as_typed(session, owner):
+    chat.send_message(session, owner, "/nothing-here at all")
+    [entry] = paths.load_path(session)
+    assert entry["message"]["content"][0]["text"] == "/nothing-here at all"
+
+
+def test_an_empty_template_is_refused_and_nothing_is_stored(session, owner, workspace):
+    _project_template(workspace, "blank", "---\ndescription: nothing\n---\n")
+    with pytest.raises(chat.ChatError, match="expands to nothing"):
+        chat.send_message(session, owner, "/blank")
+    assert paths.load_path(session) == []
+
+
+def test_steering_and_follow_up_messages_are_expanded_too(session, owner, workspace):
+    _project_template(workspace, "again", "Once more, on $@.")
+    job = chat.send_message(session, owner, "start")
+    assert job.status == "queued"
+    steer = chat.queue_message(session, owner, "/again a b", "steer")
+    follow = chat.queue_message(session, owner, "/again 'c d'", "follow_up")
+    assert (steer.text, follow.text) == ("Once more, on a b.", "Once more, on c d.")

@@ -39,3 +39,31 @@ def test_images_follow_the_models_input(settings):
 
 def test_the_export_formats_are_the_exporters():
     assert sorted(EXPORT_FORMATS) == sorted(FORMATS) and EXPORT_FORMATS[0] == "html"
+
+
+def test_templates_and_skills_follow_piwebs_commands_and_a_clash_is_named():
+    from sessions_app.core.prompt_templates import PromptTemplate
+    from sessions_app.core.skills import Skill
+    from sessions_app.selectors.prompt_templates import SlashChoices
+
+    choices = SlashChoices(
+        templates=[PromptTemplate("review", "Review a file", "Review $1", "<file>", "project")],
+        skills=[Skill("deploy", "Deploy the app.", "/w/.pi/skills/deploy/SKILL.md", "/w")],
+        shadowed=["model"],
+    )
+    config = composer_context(SimpleNamespace(is_owner=True), {"model": VISION}, choices)["config"]
+    commands = config["commands"]
+    assert [c["name"] for c in commands] == [c.name for c in SLASH_COMMANDS] + [
+        "review",
+        "skill:deploy",
+    ]
+    review, deploy = commands[-2:]
+    assert (review["argument"], review["description"], review["sends"]) == (
+        "<file>",
+        "Review a file",
+        True,
+    )
+    assert deploy["sends"] and deploy["description"] == "Deploy the app."
+    model = next(c for c in commands if c["name"] == "model")
+    assert "your template /model is not used" in model["description"]
+    assert not any(c.get("sends") for c in commands[: len(SLASH_COMMANDS)])

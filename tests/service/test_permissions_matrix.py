@@ -159,6 +159,12 @@ ROUTES: dict[str, Route] = {
     "models_key_remove": Route("login", "POST", ok=302, data={"provider": "openai"}),
     "models_test": Route("login", "POST", ok=302, data={"model": "nope/nothing"}),
     "models_default": Route("login", "POST", ok=302, data={"model": "", "thinking": ""}),
+    # prompt templates: each user's own
+    "templates_page": Route("login"),
+    "templates_edit": Route("login", ok=404, query={"name": "nope"}),
+    "templates_save": Route("login", "POST", ok=400, data={"name": "", "text": ""}),
+    "templates_delete": Route("login", "POST", ok=404, data={"name": "nope"}),
+    "templates_import": Route("login", "POST"),
 }
 
 

@@ -6,7 +6,7 @@ from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.core.pi_config import THINKING_LEVELS, supported_thinking_levels
 from sessions_app.rendering import page_budget, render_entries_within
-from sessions_app.selectors import paths
+from sessions_app.selectors import paths, prompt_templates
 from sessions_app.selectors.changes import change_counts
 from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.llm.catalog import (
@@ -128,7 +128,11 @@ def chat_context(access, user=None) -> dict:
         "configured": models["resolved"] is not None,
         "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
         "can_edit": access.can_edit,
-        "composer": composer_context(access, models),
+        "composer": composer_context(
+            access,
+            models,
+            prompt_templates.slash_choices(session, user) if access.can_edit and user else None,
+        ),
         "active_job": job,
         "run_state": (run_state(session) if job else None) or None,
         "queue": queued_messages(session),

@@ -2,52 +2,69 @@
 
 `SLASH_COMMANDS` is the one list of the commands: the page renders it as JSON
 (`json_script`) and composer.js completes and runs what it names, each through the
-endpoint the rest of the page uses for that action. A message that starts with `/` but
-names no command is sent to the model as text, as pi sends it, once the user has
-confirmed it (composer.js).
+endpoint the rest of the page uses for that action. Beside them come the user's prompt
+templates and ``/skill:`` commands (`selectors/prompt_templates.py`), which are sent as
+the message and expanded by the server as pi expands them; a template named like one of
+piweb's commands is left out, and that command's line says so. A message that starts
+with `/` but names nothing listed is sent to the model as text, as pi sends it, once the
+user has confirmed it (composer.js).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from django.conf import settings
 
 from sessions_app.core.images import takes_images
+from sessions_app.core.slash_commands import SLASH_COMMANDS
 
 EXPORT_FORMATS = ("html", "md", "jsonl")  # presentation/exports.FORMATS, HTML first as pi
 
 
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    description: str
-    argument: str = ""  # the argument's hint, shown in the completion list
-    completes: str = ""  # what the argument completes from: models, thinking, formats
-    argument_required: bool = False
-    owner_only: bool = False
+def _command(command, shadowed) -> dict:
+    item = asdict(command)
+    if command.name in shadowed:
+        item["description"] += f" (piweb's own: your template /{command.name} is not used)"
+    return item
 
 
-SLASH_COMMANDS = (
-    SlashCommand("model", "Switch the model", "<provider/model>", "models", True),
-    SlashCommand("thinking", "Set the thinking level", "<level>", "thinking", True),
-    SlashCommand("compact", "Compact the context now", "[instructions]"),
-    SlashCommand("name", "Rename the session", "<name>", argument_required=True),
-    SlashCommand("fork", "Fork the session at the end of this branch"),
-    SlashCommand("tree", "Go to the session tree"),
-    SlashCommand(
-        "export", "Download this branch (HTML, Markdown or pi JSONL)", "[format]", "formats"
-    ),
-    SlashCommand("share", "Share the session", owner_only=True),
-    SlashCommand("copy", "Copy the last answer"),
-    SlashCommand("new", "Start a new session in this workspace"),
-)
+def template_items(choices) -> list[dict]:
+    """The templates and skills of `choices` (a `prompt_templates.SlashChoices`) as
+    completion items: sent as the message, expanded by the server."""
+    items = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "argument": t.argument_hint,
+            "source": t.source,
+            "sends": True,
+        }
+        for t in choices.templates
+    ]
+    items += [
+        {
+            "name": f"skill:{s.name}",
+            "description": s.description,
+            "argument": "[message]",
+            "source": "skill",
+            "sends": True,
+        }
+        for s in choices.skills
+    ]
+    return items
 
 
-def composer_context(access, models: dict) -> dict:
-    """`chat.composer`: the commands this user may run, the export formats, and whether
-    the model at the leaf takes images (with the limits the server applies)."""
-    commands = [asdict(c) for c in SLASH_COMMANDS if access.is_owner or not c.owner_only]
+def composer_context(access, models: dict, choices=None) -> dict:
+    """`chat.composer`: the commands this user may run (piweb's, then their templates
+    and skills from `choices`), the export formats, and whether the model at the leaf
+    takes images (with the limits the server applies)."""
+    shadowed = set(choices.shadowed) if choices else set()
+    commands = [
+        _command(c, shadowed) for c in SLASH_COMMANDS if access.is_owner or not c.owner_only
+    ]
+    if choices is not None:
+        commands += template_items(choices)
     model = models.get("model")
     images = takes_images(model)
     reason = ""
