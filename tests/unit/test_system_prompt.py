@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from functools import partial
 
 import pytest
 
@@ -20,8 +21,12 @@ from sessions_app.core.system_prompt import (
     build_guidelines,
     build_system_prompt,
     format_project_context,
-    load_context_files,
 )
+from sessions_app.core.system_prompt import load_context_files as load_with
+from tests.support.plain_files import PLAIN_FILES
+
+# The loader reads through a file source; these tests give it the whole disk.
+load_context_files = partial(load_with, files=PLAIN_FILES)
 
 DEFAULT_TOOLS = [
     ToolInfo("read", "Read a file"),
@@ -413,7 +418,9 @@ def test_build_discovers_context_files_when_not_given(tree):
     (agent / "AGENTS.md").write_text("global rules")
     (cwd.parent / "AGENTS.md").mkdir()  # unreadable candidate -> warning
     (cwd.parent / "CLAUDE.md").write_text("app rules")
-    result = build_system_prompt(str(cwd), DEFAULT_TOOLS, "2026-01-01", agent_dir=str(agent))
+    result = build_system_prompt(
+        str(cwd), DEFAULT_TOOLS, "2026-01-01", agent_dir=str(agent), source=PLAIN_FILES
+    )
     section = result.section("project_context")
     assert section is not None
     assert section.files[0] == str(agent / "AGENTS.md")
