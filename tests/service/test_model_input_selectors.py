@@ -193,6 +193,7 @@ def _run_in_page(client, session, text_: str) -> None:
     assert jobs.run_job(str(job.pk)) == "done"
 
 
+@pytest.mark.usefixtures("fresh_workspace_root")
 def test_links_a_command_makes_never_make_the_server_read_outside_the_workspace(
     owner, workspace, server_files, settings, tmp_path, llm, client_for
 ):
@@ -241,6 +242,7 @@ def test_links_a_command_makes_never_make_the_server_read_outside_the_workspace(
     assert "Rules kept in notes." in system
 
 
+@pytest.mark.usefixtures("fresh_workspace_root")
 def test_a_cwd_in_another_users_folder_loads_nothing_from_it(make_user, settings, client_for):
     """A2: bob imports a session whose header cwd is alice's workspace. The cwd is refused
     for him, and neither alice's context files nor her skills reach his inspector."""
@@ -272,6 +274,7 @@ def test_a_cwd_in_another_users_folder_loads_nothing_from_it(make_user, settings
     assert "ALICE-PROJECT-RULES" in mine.prompt and "ALICE-AREA-RULES" in mine.prompt
 
 
+@pytest.mark.usefixtures("fresh_workspace_root")
 def test_the_inspector_of_a_huge_imported_cwd_walks_nothing(owner, client_for):
     """Item 9: a 10 MB header cwd (kept cut to PATH_MAX) used to make the skill roots walk
     every ancestor through realpath (12-14 s); a refused cwd is not walked at all."""
