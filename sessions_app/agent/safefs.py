@@ -10,6 +10,9 @@ and follow no symlink at all for directories (``RESOLVE_NO_SYMLINKS``).
 
 Kernels without openat2 (before 5.6) get a component-by-component walk with
 ``O_NOFOLLOW`` that refuses every symlink and every ``..``.
+
+:class:`BeneathFiles` is the core's file source (``core/skills.FileSource``) for context
+files and skills: it reads only beneath the roots it is given, the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import ctypes
 import errno
 import os
 import stat
+from collections.abc import Hashable, Iterable
 
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
@@ -175,3 +179,107 @@ def chown_tree(dir_fd: int, uid: int, gid: int) -> None:
                     continue  # gone or replaced meanwhile: nothing of ours to hand over
         finally:
             os.close(current)
+
+
+class BeneathFiles:
+    """The core's file source (``core/skills.FileSource``: ``kind``, ``read``,
+    ``list_dir``, ``identity``) that reaches nothing outside ``roots`` (real paths of
+    directories).
+
+    A path is opened beneath the longest root it lies in, with :func:`open_beneath_real`:
+    a link that stays inside is followed, one leading out is reported as ``"outside"``
+    and never opened. A path in no root is "not there". Only regular files are read
+    (opened non-blocking, so a FIFO cannot hang the reader), and at most ``max_bytes``
+    of them.
+    """
+
+    def __init__(self, roots: Iterable[str], max_bytes: int = 16 << 20):
+        self.roots = sorted({os.path.abspath(r) for r in roots}, key=len, reverse=True)
+        self.max_bytes = max_bytes
+
+    def _locate(self, path: str) -> tuple[str, str] | None:
+        path = os.path.abspath(path)
+        for root in self.roots:
+            if path == root:
+                return root, "."
+            prefix = root if root.endswith("/") else root + "/"
+            if path.startswith(prefix):
+                return root, path[len(prefix) :]
+        return None
+
+    def _open(self, path: str, flags: int) -> int:
+        located = self._locate(path)
+        if located is None:
+            raise PermissionError(errno.EACCES, "outside the folders this session may read", path)
+        root, rel = located
+        root_fd = open_root(root)
+        try:
+            return open_beneath_real(root, root_fd, rel, flags)
+        finally:
+            os.close(root_fd)
+
+    def kind(self, path: str) -> str | None:
+        if self._locate(path) is None:
+            return None
+        try:
+            fd = self._open(path, os.O_PATH)
+        except EscapeError:
+            return "outside"
+        except FileNotFoundError:
+            return "broken_link" if self._is_link(path) else None
+        except NotADirectoryError:
+            return None
+        except OSError:
+            return "other"
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        if stat.S_ISDIR(mode):
+            return "dir"
+        if stat.S_ISREG(mode):
+            return "file"
+        return "outside" if stat.S_ISLNK(mode) else "other"
+
+    def _is_link(self, path: str) -> bool:
+        try:
+            fd = self._open(path, os.O_PATH | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            return stat.S_ISLNK(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+
+    def read(self, path: str) -> bytes:
+        fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            chunks, total = [], 0
+            while chunk := os.read(fd, min(1 << 20, self.max_bytes + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise OSError(errno.EFBIG, f"larger than {self.max_bytes:,} bytes", path)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def list_dir(self, path: str) -> list[str]:
+        fd = self._open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
+
+    def identity(self, path: str) -> Hashable:
+        fd = self._open(path, os.O_PATH)
+        try:
+            st = os.fstat(fd)
+            return (st.st_dev, st.st_ino)
+        finally:
+            os.close(fd)

@@ -7,7 +7,9 @@ Behaviour follows pi's skills (Agent Skills standard, lenient):
   ``.md`` files directly inside the scanned root are skills of their own, and
   sub-directories are searched (recursively) for ``SKILL.md``.  Entries whose
   name starts with ``.`` and ``node_modules`` are skipped; symlinks are
-  followed, dangling ones ignored.
+  followed as far as the file source allows (the server's never leaves the
+  checked folders), dangling ones and ones leading out are ignored, and a
+  directory reached twice (a link to an ancestor) is scanned once.
 * Each file starts with YAML front matter: ``name`` (defaults to the parent
   directory's name), ``description`` (required), optional
   ``disable-model-invocation`` (hides the skill from the prompt listing when
@@ -27,13 +29,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 __all__ = [
+    "BROKEN_LINK",
+    "DIR",
+    "FILE",
+    "OUTSIDE",
+    "FileSource",
     "MAX_DESCRIPTION_LENGTH",
     "MAX_NAME_LENGTH",
     "LoadSkillsResult",
@@ -54,6 +61,34 @@ MAX_DESCRIPTION_LENGTH = 1024
 SKILL_FILE_NAME = "SKILL.md"
 
 _NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
+
+# What :meth:`FileSource.kind` says a path is (None: nothing there, or out of reach).
+FILE = "file"
+DIR = "dir"
+BROKEN_LINK = "broken_link"  # a symlink to nothing
+OUTSIDE = "outside"  # a link leading out of the folders the source may read
+OTHER = "other"  # a device, a FIFO, a socket
+
+
+class FileSource(Protocol):
+    """How the core reads files: the core never opens a path itself.
+
+    The server passes one that opens beneath checked roots without leaving them
+    (``agent/safefs.BeneathFiles``), so a user's link cannot make a root process read
+    the server's files; the tests of pi's own fixtures pass one rooted at ``/``.
+    """
+
+    def kind(self, path: str) -> str | None:
+        """FILE, DIR, BROKEN_LINK, OUTSIDE, OTHER, or None when nothing is there."""
+
+    def read(self, path: str) -> bytes:
+        """The bytes of a regular file (OSError otherwise)."""
+
+    def list_dir(self, path: str) -> list[str]:
+        """The names in a directory (OSError when it cannot be listed)."""
+
+    def identity(self, path: str) -> Hashable:
+        """What tells two paths of one file apart from two files (device, inode)."""
 
 
 @dataclass(frozen=True)
@@ -231,9 +266,10 @@ def _js_length(text: str) -> int:
 
 
 def load_skill_file(
-    file_path: str, source: str = "path"
+    file_path: str, source: str = "path", *, files: FileSource
 ) -> tuple[Skill | None, list[SkillDiagnostic]]:
-    """Load one skill file.  Never raises; problems come back as diagnostics."""
+    """Load one skill file, read through ``files``.  Never raises; problems come back
+    as diagnostics."""
     diagnostics: list[SkillDiagnostic] = []
 
     def diag(code: str, message: str, severity: str = "warning") -> None:
@@ -242,8 +278,7 @@ def load_skill_file(
         )
 
     try:
-        with open(file_path, "rb") as fh:
-            raw = fh.read()
+        raw = files.read(file_path)
     except OSError as exc:
         diag("unreadable", f"cannot read skill file: {exc.strerror or exc}", "error")
         return None, diagnostics
@@ -298,22 +333,16 @@ def load_skill_file(
     )
 
 
-def _entry_kind(path: str) -> str | None:
-    """'dir', 'file' or None (dangling symlink / other)."""
-    try:
-        if os.path.isdir(path):
-            return "dir"
-        if os.path.isfile(path):
-            return "file"
-    except OSError:
-        return None
-    return None
-
-
-def _scan(directory: str, source: str, is_root: bool) -> LoadSkillsResult:
+def _scan(
+    directory: str, source: str, is_root: bool, files: FileSource, visited: set[Hashable]
+) -> LoadSkillsResult:
     result = LoadSkillsResult()
     try:
-        names = sorted(os.listdir(directory))
+        key = files.identity(directory)
+        if key in visited:
+            return result
+        visited.add(key)
+        names = sorted(files.list_dir(directory))
     except OSError as exc:
         if is_root:
             result.diagnostics.append(
@@ -327,8 +356,8 @@ def _scan(directory: str, source: str, is_root: bool) -> LoadSkillsResult:
         return result
 
     skill_md = os.path.join(directory, SKILL_FILE_NAME)
-    if SKILL_FILE_NAME in names and _entry_kind(skill_md) == "file":
-        skill, diagnostics = load_skill_file(skill_md, source)
+    if SKILL_FILE_NAME in names and files.kind(skill_md) == FILE:
+        skill, diagnostics = load_skill_file(skill_md, source, files=files)
         if skill:
             result.skills.append(skill)
         result.diagnostics.extend(diagnostics)
@@ -338,26 +367,29 @@ def _scan(directory: str, source: str, is_root: bool) -> LoadSkillsResult:
         if name.startswith(".") or name == "node_modules":
             continue
         full = os.path.join(directory, name)
-        kind = _entry_kind(full)
-        if kind == "dir":
-            result.extend(_scan(full, source, is_root=False))
-        elif kind == "file" and is_root and name.endswith(".md"):
-            skill, diagnostics = load_skill_file(full, source)
+        kind = files.kind(full)
+        if kind == DIR:
+            result.extend(_scan(full, source, False, files, visited))
+        elif kind == FILE and is_root and name.endswith(".md"):
+            skill, diagnostics = load_skill_file(full, source, files=files)
             if skill:
                 result.skills.append(skill)
             result.diagnostics.extend(diagnostics)
     return result
 
 
-def load_skills_from_dir(directory: str, source: str = "path") -> LoadSkillsResult:
+def load_skills_from_dir(
+    directory: str, source: str = "path", *, files: FileSource
+) -> LoadSkillsResult:
     """Scan one skills root (no de-duplication).  A missing directory yields nothing."""
-    if not os.path.isdir(directory):
+    if files.kind(directory) != DIR:
         return LoadSkillsResult()
-    return _scan(os.path.abspath(directory), source, is_root=True)
+    return _scan(os.path.abspath(directory), source, True, files, set())
 
 
-def load_skills(roots: Iterable[str | tuple[str, str]]) -> LoadSkillsResult:
-    """Load skills from several roots, in order, de-duplicating.
+def load_skills(roots: Iterable[str | tuple[str, str]], *, files: FileSource) -> LoadSkillsResult:
+    """Load skills from several roots, in order, de-duplicating; everything is read
+    through ``files``.
 
     ``roots`` items are a directory (source ``"path"``), a ``(directory,
     source)`` pair, or a path to a single ``.md`` skill file.  Missing roots
@@ -367,20 +399,23 @@ def load_skills(roots: Iterable[str | tuple[str, str]]) -> LoadSkillsResult:
     collected = LoadSkillsResult()
     collisions: list[SkillDiagnostic] = []
     by_name: dict[str, Skill] = {}
-    seen_real: set[str] = set()
+    seen: set[Hashable] = set()
 
     for root in roots:
         directory, source = (root, "path") if isinstance(root, str) else (root[0], root[1])
         directory = os.path.abspath(os.path.expanduser(directory))
-        if os.path.isfile(directory) and directory.endswith(".md"):
-            skill, diagnostics = load_skill_file(directory, source)
+        if directory.endswith(".md") and files.kind(directory) == FILE:
+            skill, diagnostics = load_skill_file(directory, source, files=files)
             found = LoadSkillsResult([skill] if skill else [], diagnostics)
         else:
-            found = load_skills_from_dir(directory, source)
+            found = load_skills_from_dir(directory, source, files=files)
         collected.diagnostics.extend(found.diagnostics)
         for skill in found.skills:
-            real = os.path.realpath(skill.file_path)
-            if real in seen_real:
+            try:
+                key = files.identity(skill.file_path)
+            except OSError:
+                key = skill.file_path
+            if key in seen:
                 continue
             existing = by_name.get(skill.name)
             if existing is not None:
@@ -395,14 +430,21 @@ def load_skills(roots: Iterable[str | tuple[str, str]]) -> LoadSkillsResult:
                 )
                 continue
             by_name[skill.name] = skill
-            seen_real.add(real)
+            seen.add(key)
             collected.skills.append(skill)
 
     collected.diagnostics.extend(collisions)
     return collected
 
 
-def default_skill_roots(cwd: str, agent_dir: str, home: str | None = None) -> list[tuple[str, str]]:
+def default_skill_roots(
+    cwd: str,
+    agent_dir: str,
+    home: str | None = None,
+    *,
+    files: FileSource,
+    top: str | None = None,
+) -> list[tuple[str, str]]:
     """pi's default skill locations, in priority order (the first skill of a name wins).
 
     As pi 0.80.2's resource loader ranks them (its package manager sorts project
@@ -410,6 +452,8 @@ def default_skill_roots(cwd: str, agent_dir: str, home: str | None = None) -> li
     ``.agents/skills`` in cwd and its ancestors up to the git repository root (or the
     filesystem root outside a repository), leaving out the user's own
     ``~/.agents/skills``; then user, ``<agent_dir>/skills`` and ``~/.agents/skills``.
+    The walk up stops at ``top`` when given (the outermost directory the caller may
+    read), and ``.git`` is looked for through ``files``.
     """
     home = home or os.path.expanduser("~")
     user_agents = os.path.join(home, ".agents", "skills")
@@ -421,10 +465,10 @@ def default_skill_roots(cwd: str, agent_dir: str, home: str | None = None) -> li
         candidate = os.path.join(current, ".agents", "skills")
         if os.path.abspath(candidate) != os.path.abspath(user_agents):
             roots.append((candidate, "project"))
-        if os.path.exists(os.path.join(current, ".git")):
+        if files.kind(os.path.join(current, ".git")) is not None:
             break
         parent = os.path.dirname(current)
-        if parent == current:
+        if parent == current or current == top:
             break
         current = parent
     roots.append((os.path.join(agent_dir, "skills"), "user"))

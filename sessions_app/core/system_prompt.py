@@ -38,17 +38,27 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .skills import SKILLS_INTRO, LoadSkillsResult, Skill, format_skills_for_prompt
+from .skills import (
+    BROKEN_LINK,
+    DIR,
+    OUTSIDE,
+    SKILLS_INTRO,
+    FileSource,
+    LoadSkillsResult,
+    Skill,
+    format_skills_for_prompt,
+)
 
 __all__ = [
     "CONTEXT_FILE_CANDIDATES",
     "ContextFile",
     "ContextFilesResult",
+    "FileSource",
     "PIWEB_WORDING",
     "PromptSection",
     "PromptWording",
@@ -61,6 +71,7 @@ __all__ = [
     "default_docs_pointer",
     "format_project_context",
     "load_context_files",
+    "project_directories",
 ]
 
 #: Looked for in every directory, in this order; the first readable one wins.
@@ -177,36 +188,30 @@ def default_agent_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".pi", "agent")
 
 
-def _read_candidate(path: str) -> tuple[str | None, PromptWarning | None, PromptWarning | None]:
-    """(content, fatal warning, soft warning) for one candidate path.
+def _read_candidate(
+    path: str, files: FileSource
+) -> tuple[str | None, PromptWarning | None, PromptWarning | None]:
+    """(content, fatal warning, soft warning) for one candidate path, read through ``files``.
 
     Absent files give (None, None, None).  A candidate that exists but cannot
-    be read (a directory, a dangling symlink, permission or I/O error) gives a
-    fatal warning so the caller tries the next candidate.  Invalid UTF-8 is not
-    fatal: like pi (Node's utf-8 decoding), bad bytes become U+FFFD, and we add
-    a soft warning so the inspector can show it.
+    be read (a directory, a dangling symlink, a link leading out of the folders
+    ``files`` may read, permission or I/O error) gives a fatal warning so the
+    caller tries the next candidate.  Invalid UTF-8 is not fatal: like pi
+    (Node's utf-8 decoding), bad bytes become U+FFFD, and we add a soft warning
+    so the inspector can show it.
     """
-    if not os.path.lexists(path):
+    kind = files.kind(path)
+    if kind is None:
         return None, None, None
 
     def warn(code: str, message: str) -> PromptWarning:
         return PromptWarning(source="context_files", path=path, message=message, code=code)
 
-    if os.path.islink(path) and not os.path.exists(path):
-        return (
-            None,
-            warn("broken_symlink", "is a symlink to a missing file; trying the next candidate"),
-            None,
-        )
-    if os.path.isdir(path):
-        return (
-            None,
-            warn("is_directory", "is a directory, not a file; trying the next candidate"),
-            None,
-        )
+    refused = _REFUSED_KINDS.get(kind)
+    if refused is not None:
+        return None, warn(*refused), None
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = files.read(path)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         return (
@@ -225,10 +230,23 @@ def _read_candidate(path: str) -> tuple[str | None, PromptWarning | None, Prompt
         )
 
 
-def _context_file_in(directory: str, warnings: list[PromptWarning]) -> ContextFile | None:
+_REFUSED_KINDS = {
+    BROKEN_LINK: ("broken_symlink", "is a symlink to a missing file; trying the next candidate"),
+    DIR: ("is_directory", "is a directory, not a file; trying the next candidate"),
+    OUTSIDE: (
+        "outside",
+        "leads outside the folders this session may read (a link out of the workspace); "
+        "it was not read; trying the next candidate",
+    ),
+}
+
+
+def _context_file_in(
+    directory: str, files: FileSource, warnings: list[PromptWarning]
+) -> ContextFile | None:
     for name in CONTEXT_FILE_CANDIDATES:
         path = os.path.join(directory, name)
-        content, fatal, soft = _read_candidate(path)
+        content, fatal, soft = _read_candidate(path, files)
         if fatal is not None:
             warnings.append(fatal)
             continue
@@ -240,40 +258,60 @@ def _context_file_in(directory: str, warnings: list[PromptWarning]) -> ContextFi
     return None
 
 
-def load_context_files(cwd: str, agent_dir: str | None = None) -> ContextFilesResult:
-    """Discover project context files.
+def project_directories(cwd: str, top: str | None = None) -> list[str]:
+    """The directories context files are looked for in, outermost first: every one from
+    ``top`` (default: the filesystem root) down to ``cwd``; just ``cwd`` when ``top`` is
+    not one of its ancestors."""
+    chain: list[str] = []
+    current = os.path.abspath(cwd)
+    stop = os.path.abspath(top) if top is not None else None
+    while True:
+        chain.append(current)
+        parent = os.path.dirname(current)
+        if parent == current or current == stop:
+            break
+        current = parent
+    if stop is not None and chain[-1] != stop:
+        chain = chain[:1]
+    return list(reversed(chain))
 
-    The global agent directory comes first, then every directory from the
-    filesystem root down to ``cwd`` (outermost first, ``cwd`` last).  At most
-    one file per directory; a file (by real path) is never included twice,
+
+def load_context_files(
+    cwd: str | None,
+    agent_dir: str | None = None,
+    *,
+    files: FileSource,
+    top: str | None = None,
+) -> ContextFilesResult:
+    """Discover project context files through ``files`` (the core opens nothing itself).
+
+    The global agent directory comes first, then every directory from ``top``
+    (default: the filesystem root) down to ``cwd`` (outermost first, ``cwd``
+    last; none when ``cwd`` is None).  At most one file per directory; a file
+    (by its identity in ``files``: device and inode) is never included twice,
     e.g. when ``cwd`` is the agent directory.
     """
     result = ContextFilesResult()
-    seen: set[str] = set()
+    seen: set[Hashable] = set()
 
     def add(found: ContextFile | None) -> None:
         if found is None:
             return
-        key = os.path.realpath(found.path)
+        try:
+            key = files.identity(found.path)
+        except OSError:
+            key = found.path
         if key in seen:
             return
         seen.add(key)
         result.files.append(found)
 
     agent = os.path.abspath(agent_dir) if agent_dir is not None else default_agent_dir()
-    if os.path.isdir(agent):
-        add(_context_file_in(agent, result.warnings))
-
-    chain: list[str] = []
-    current = os.path.abspath(cwd)
-    while True:
-        chain.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for directory in reversed(chain):
-        add(_context_file_in(directory, result.warnings))
+    if files.kind(agent) == DIR:
+        add(_context_file_in(agent, files, result.warnings))
+    if cwd is not None:
+        for directory in project_directories(cwd, top):
+            add(_context_file_in(directory, files, result.warnings))
     return result
 
 
@@ -401,13 +439,14 @@ def build_system_prompt(
     docs_pointer: str | None = None,
     *,
     agent_dir: str | None = None,
+    source: FileSource | None = None,
     extra_guidelines: Sequence[str] = (),
     wording: PromptWording = PIWEB_WORDING,
 ) -> SystemPromptResult:
     """Assemble the system prompt.
 
     ``context_files``: ``None`` discovers them with :func:`load_context_files`
-    (using ``agent_dir``); pass a list (or a :class:`ContextFilesResult`) to use
+    (using ``agent_dir``, reading through ``source``); pass a list (or a :class:`ContextFilesResult`) to use
     pre-loaded ones, ``[]`` for none.  ``skills``: a list of skills, or a
     :class:`LoadSkillsResult` whose diagnostics become warnings.  They are only
     listed when a tool named ``read`` exists.  ``docs_pointer``: ``None`` for
@@ -422,7 +461,9 @@ def build_system_prompt(
     warnings: list[PromptWarning] = []
 
     if context_files is None:
-        discovered = load_context_files(cwd, agent_dir)
+        if source is None:
+            raise TypeError("build_system_prompt: pass context_files, or a source to read them")
+        discovered = load_context_files(cwd, agent_dir, files=source)
         files, context_warnings = discovered.files, discovered.warnings
     elif isinstance(context_files, ContextFilesResult):
         files, context_warnings = list(context_files.files), list(context_files.warnings)

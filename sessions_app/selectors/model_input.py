@@ -4,8 +4,8 @@
 
 - the system prompt: the core's `build_system_prompt` for the session's working
   directory (its real path, as the run's tools see it), with the agent's tools, the
-  project context files (the agent directory's, then every directory from the root down
-  to the cwd) and the skills of pi's default roots in pi's order
+  project context files (the agent directory's, then every directory from the user's
+  own area down to the cwd; none above it: those are the server's) and the skills of pi's default roots in pi's order
   (`core.skills.default_skill_roots`: the project's before the user's) that the
   agent's read tool can open; its named sections concatenate to the prompt;
 - the tools, whose OpenAI specs the run sends: pi's default set (read, bash, edit,
@@ -25,8 +25,9 @@ the compaction check do not walk the filesystem and only the inspector counts to
 
 A working directory longer than MAX_CWD_CHARS is not walked (walking its ancestors costs
 the square of its length; no real directory has such a path) and one the agent could not
-run in (outside the owner's workspace area, imported from elsewhere) is used as stored;
-both are reported as prompt warnings.
+run in (outside the owner's workspace area, imported from elsewhere) is used as stored,
+and nothing is read from it nor from its ancestors; both are reported as prompt
+warnings.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from django.conf import settings
 
 from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.providers.base import ResolvedModel
+from sessions_app.agent.safefs import BeneathFiles
 from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
@@ -49,6 +51,7 @@ from sessions_app.core.system_prompt import (
     SystemPromptResult,
     ToolInfo,
     build_system_prompt,
+    load_context_files,
 )
 from sessions_app.core.tokenizer import count_message_tokens, count_tokens
 from sessions_app.core.tokens import (
@@ -97,16 +100,33 @@ class _TokenBudget:
         return estimate, True
 
 
-def _working_directory(session: Session, leaf) -> tuple[str, PromptWarning | None]:
-    """(the cwd the prompt names, a warning when the agent could not run there)."""
+@dataclass(frozen=True)
+class _WorkingDirectory:
+    """The cwd the prompt names; the user's area it lies in (None: the agent could not
+    run there, so nothing is read from it); the warning that says why."""
+
+    cwd: str
+    area: str | None = None
+    warning: PromptWarning | None = None
+
+
+def _working_directory(session: Session, leaf) -> _WorkingDirectory:
     where = workspaces.session_workspace(session, leaf)
     cwd = where.cwd or "/"
     try:
-        return workspaces.check_session_cwd(cwd, where.user_pk), None
+        real = workspaces.check_session_cwd(cwd, where.user_pk)
     except WorkspaceError as exc:
-        return cwd, PromptWarning(
-            source="context_files", path="(working directory)", message=str(exc), code="cwd"
+        return _WorkingDirectory(
+            cwd,
+            warning=PromptWarning(
+                source="context_files",
+                path="(working directory)",
+                message=f"{exc} No project context files or skills were read from it.",
+                code="cwd",
+            ),
         )
+    areas = [os.fspath(a) for a in workspaces.user_areas_of(where.user_pk)]
+    return _WorkingDirectory(real, next(a for a in areas if is_within(real, a)))
 
 
 def _prompt_tools(tools) -> list[ToolInfo]:
@@ -126,25 +146,33 @@ def session_tools(session: Session, profile=None) -> tuple[Tool, ...]:
     return select_tools(chosen)
 
 
-def skill_roots(cwd: str) -> list[tuple[str, str]]:
+def skill_roots(cwd: str | None, agent_dir: str, files: BeneathFiles) -> list[tuple[str, str]]:
     """pi's default skill roots, in pi's order, less those the agent's read tool cannot
     open: a listed skill is read on demand, so one under an ancestor of the cwd or in the
     server account's ~/.agents/skills would be listed to a model that cannot read it (and
-    it is the server's, not the session owner's)."""
-    agent_skills = workspaces.agent_skills_dir()
-    readable = [os.path.realpath(cwd), os.path.realpath(agent_skills)]
+    it is the server's, not the session owner's). ``cwd`` None (refused): only the
+    agent directory's. Paths are compared as written: ``cwd`` is real already, and what
+    lies beneath it is read through ``files``, which follows no link out of it."""
+    agent_skills = os.path.join(agent_dir, "skills")
+    if cwd is None:
+        return [(agent_skills, "user")]
     return [
         (directory, source)
-        for directory, source in default_skill_roots(cwd, os.path.dirname(agent_skills))
-        if any(is_within(os.path.realpath(directory), root) for root in readable)
+        for directory, source in default_skill_roots(cwd, agent_dir, files=files, top=cwd)
+        if is_within(directory, cwd) or is_within(directory, agent_skills)
     ]
 
 
 def system_prompt(session: Session, tools=None, leaf=paths.UNSET) -> SystemPromptResult:
-    """The session's system prompt with its sections, context files, skills and warnings."""
+    """The session's system prompt with its sections, context files, skills and warnings.
+
+    Context files and skills are read through `safefs.BeneathFiles`, beneath the agent
+    directory and the user's own area only (never by path, never following a link out):
+    the working directory and its ancestors up to that area, nothing when the cwd was
+    refused."""
     if tools is None:
         tools = session_tools(session)
-    agent_dir = str(settings.PIWEB_AGENT_DIR)
+    agent_dir = os.path.realpath(settings.PIWEB_AGENT_DIR)
     if len(session.cwd or "") > MAX_CWD_CHARS:
         found = ContextFilesResult()
         found.warnings.append(
@@ -160,11 +188,16 @@ def system_prompt(session: Session, tools=None, leaf=paths.UNSET) -> SystemPromp
         return build_system_prompt(
             session.cwd, _prompt_tools(tools), context_files=found, skills=[]
         )
-    cwd, warning = _working_directory(session, leaf)
-    skills = load_skills(skill_roots(cwd))
-    result = build_system_prompt(cwd, _prompt_tools(tools), agent_dir=agent_dir, skills=skills)
-    if warning is not None:
-        result.warnings.insert(0, warning)
+    where = _working_directory(session, leaf)
+    files = BeneathFiles([agent_dir, *([where.area] if where.area else [])])
+    project = where.cwd if where.area else None
+    context = load_context_files(project, agent_dir, files=files, top=where.area)
+    skills = load_skills(skill_roots(project, agent_dir, files), files=files)
+    result = build_system_prompt(
+        where.cwd, _prompt_tools(tools), context_files=context, skills=skills
+    )
+    if where.warning is not None:
+        result.warnings.insert(0, where.warning)
     return result
 
 

@@ -33,6 +33,7 @@ from django.conf import settings
 
 from sessions_app.agent import safefs
 from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.safefs import BeneathFiles
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.prompt_templates import (
     PromptTemplate,
@@ -188,12 +189,10 @@ def user_templates(user) -> list[PromptTemplate]:
 
 def session_skills(cwd: str | None) -> list[Skill]:
     """The skills of the system prompt's roots for `cwd` (the agent folder's alone when
-    None)."""
-    if cwd is None:
-        roots = [(workspaces.agent_skills_dir(), "user")]
-    else:
-        roots = skill_roots(cwd)
-    return load_skills(roots).skills
+    None), read through safefs beneath those folders as the system prompt reads them."""
+    agent_dir = os.path.realpath(settings.PIWEB_AGENT_DIR)
+    files = BeneathFiles([agent_dir, *([cwd] if cwd else [])])
+    return load_skills(skill_roots(cwd, agent_dir, files), files=files).skills
 
 
 def read_skill(skill: Skill, cwd: str | None) -> str | None:

@@ -140,6 +140,30 @@ def quota_problem(user_id: int, command: str = "") -> str | None:
     )
 
 
+def unpack_allowance(user_id: int, folder: str) -> tuple[int, str]:
+    """(bytes, why): how much an archive unpacked into ``folder`` may write for this user
+    now, and the words naming the bound: the smaller of ``PIWEB_WORKSPACE_UNPACKED_MAX_MB``,
+    what is left of the quota (measured now, so archives unpacked one after another add
+    up) and the free space above the reserve on the folder's disk."""
+    limit = _mb(settings.PIWEB_WORKSPACE_UNPACKED_MAX_MB)
+    why = f"at most {format_size(limit)} per archive (PIWEB_WORKSPACE_UNPACKED_MAX_MB)"
+    quota = quota_bytes()
+    if quota:
+        used = workspace_measure.measure_workspace(user_id).bytes
+        if quota - used < limit:
+            limit = max(0, quota - used)
+            why = (
+                f"what is left of your workspace quota of {format_size(quota)} "
+                f"({format_size(used)} used)"
+            )
+    reserve = max(0, _mb(settings.PIWEB_DISK_RESERVE_MB))
+    free = free_bytes(folder)
+    if free is not None and free - reserve < limit:
+        limit = max(0, free - reserve)
+        why = f"the free disk space above the {format_size(reserve)} kept in reserve"
+    return limit, why
+
+
 def request_measure(user_id: int, *, force: bool = False) -> bool:
     """Ask a worker to measure the user's workspaces (at most once every
     ``PIWEB_WORKSPACE_MEASURE_SECONDS`` unless ``force``): a ``workspace_measure`` job,

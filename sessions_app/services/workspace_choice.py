@@ -33,7 +33,7 @@ from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Session
 from sessions_app.selectors import workspaces
-from sessions_app.services import sessions
+from sessions_app.services import resources, sessions
 from sessions_app.services.workspaces import make_session_cwd, user_workspace
 
 KINDS = ("own", "existing", "empty", "archive", "git")
@@ -92,7 +92,7 @@ def prepare(
     folder = _new_folder(user, name)
     try:
         if kind == "archive":
-            _unpack_upload(upload, folder)
+            _unpack_upload(upload, folder, user)
         elif kind == "git":
             _clone(git_source, folder, user)
     except BaseException:
@@ -110,7 +110,7 @@ def _checked(path: str, user, *, create: bool = False) -> str:
         raise ChoiceError(str(exc)) from None
 
 
-def _unpack_upload(upload, folder: str) -> None:
+def _unpack_upload(upload, folder: str, user) -> None:
     if upload is None:
         raise ChoiceError("Choose a .tar.gz or .zip file to unpack.")
     limit = settings.PIWEB_WORKSPACE_ARCHIVE_MAX_MB << 20
@@ -119,6 +119,7 @@ def _unpack_upload(upload, folder: str) -> None:
             f"The archive is {upload.size:,} bytes; at most {limit:,} may be uploaded "
             "(PIWEB_WORKSPACE_ARCHIVE_MAX_MB)."
         )
+    allowed, why = resources.unpack_allowance(user.pk, folder)
     with tempfile.NamedTemporaryFile(dir=settings.VAR_DIR, suffix=".upload") as temp:
         for chunk in upload.chunks():
             temp.write(chunk)
@@ -127,11 +128,13 @@ def _unpack_upload(upload, folder: str) -> None:
             archives.unpack(
                 temp.name,
                 folder,
-                max_bytes=settings.PIWEB_WORKSPACE_UNPACKED_MAX_MB << 20,
+                max_bytes=allowed,
                 max_files=settings.PIWEB_WORKSPACE_ARCHIVE_MAX_FILES,
             )
         except archives.ArchiveError as exc:
-            raise ChoiceError(f"The archive was refused: {exc}.") from None
+            raise ChoiceError(f"The archive was refused: {exc}. The limit is {why}.") from None
+    if resources.quota_bytes():
+        resources.request_measure(user.pk, force=True)  # commands see the new figure
 
 
 def _clone(source: str, folder: str, user) -> None:

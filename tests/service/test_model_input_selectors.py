@@ -7,19 +7,25 @@ database); the scripted server records every request body, which is the ground t
 
 import json
 import os
+import time
+import uuid
+from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from sessions_app.agent.providers.base import ModelRequest
 from sessions_app.agent.providers.openai_completions import build_params
-from sessions_app.models import Job
+from sessions_app.models import Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.selectors.model_input import model_input
 from sessions_app.services import chat, jobs, sessions
+from tests.support.pi_files import header, jsonl_text, message
 from tests.support.scripted_llm import text, tool_call
 from tests.support.tree_data import import_branched
+from tests.support.web import upload
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -170,3 +176,126 @@ def test_token_counts_unpack_the_tokenizer_where_the_setting_says(
     counts = model_input(session).count()
     assert counts.system > 0 and not counts.system_estimated
     assert os.listdir(tmp_path / "tiktoken")  # the encoding file, under tiktoken's name
+
+
+# --- links and folders that are not the session's: nothing is read through them -----------
+
+SECRET = "SERVER-SECRET-7f3a"
+SECRET_SKILL = "SERVER-SKILL-9c1d"
+
+
+@pytest.fixture
+def server_files(tmp_path):
+    """A root-only file of the server (the secret key's stand-in) and a skill folder of the
+    server's, both outside every workspace."""
+    secret = tmp_path / "server" / "secret_key"
+    secret.parent.mkdir()
+    secret.write_text(f"{SECRET}\n")
+    secret.chmod(0o600)
+    _skill(tmp_path / "server" / "skills" / "leak", "leak", SECRET_SKILL)
+    return secret, tmp_path / "server" / "skills"
+
+
+def _run_in_page(client, session, text_: str) -> None:
+    """Send `text_` through the chat box as the page does and run the job it queued."""
+    response = client.post(reverse("sessions_app:chat_send", args=[session.pi_id]), {"text": text_})
+    assert response.status_code == 200, response.content
+    job = Job.objects.filter(session=session, status=Job.Status.QUEUED).get()
+    assert jobs.run_job(str(job.pk)) == "done"
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_links_a_command_makes_never_make_the_server_read_outside_the_workspace(
+    owner, workspace, server_files, settings, tmp_path, llm, client_for
+):
+    """The attack of issue 33 (A1): `!!ln -s <server file> AGENTS.md`, then the inspector
+    and the agent's next request. The links are made in the sandbox, as a user makes them;
+    the server (root here) could read every target."""
+    secret, server_skills = server_files
+    settings.PIWEB_AGENT_DIR = tmp_path / "agent"
+    real = os.path.realpath(workspace)
+    _skill(workspace / ".pi" / "skills" / "mine", "mine", "My own skill.")
+    (workspace / "notes").mkdir()
+    (workspace / "notes" / "rules.md").write_text("Rules kept in notes.\n")
+    session = sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    client = client_for(owner)
+    links = " && ".join(
+        [
+            f"ln -s {secret} AGENTS.md",  # absolute
+            f"ln -s {os.path.relpath(secret, real)} AGENTS.MD",  # relative, through ..
+            f"ln -s {secret} CLAUDE.md",
+            "ln -s notes/rules.md CLAUDE.MD",  # inside: followed
+            f"ln -s {server_skills}/leak .pi/skills/dir-link",
+            "mkdir .pi/skills/file-link",
+            f"ln -s {server_skills}/leak/SKILL.md .pi/skills/file-link/SKILL.md",
+            f"ln -s {server_skills}/leak/SKILL.md .pi/skills/root-link.md",
+            f"mkdir .agents && ln -s {server_skills} .agents/skills",
+            "echo linked",
+        ]
+    )
+    _run_in_page(client, session, f"!!{links}")
+    assert os.path.islink(os.path.join(real, "AGENTS.md"))  # the sandbox made them
+
+    html = client.get(reverse("sessions_app:inspector", args=[session.pi_id])).content.decode()
+    assert SECRET not in html and SECRET_SKILL not in html
+    assert "Rules kept in notes." in html and "My own skill." in html
+    session.refresh_from_db()
+    report = model_input(session).prompt
+    assert [os.path.basename(f.path) for f in report.context_files] == ["CLAUDE.MD"]
+    outside = {os.path.basename(w.path) for w in report.warnings if w.code == "outside"}
+    assert outside == {"AGENTS.md", "AGENTS.MD", "CLAUDE.md"}, report.warnings
+    assert [s.name for s in report.skills] == ["mine"]
+
+    llm.push(text("Done."))
+    _run_in_page(client, session, "what are the rules?")
+    system = llm.requests[-1]["messages"][0]["content"]
+    assert SECRET not in system and SECRET_SKILL not in system
+    assert "Rules kept in notes." in system
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_a_cwd_in_another_users_folder_loads_nothing_from_it(make_user, settings, client_for):
+    """A2: bob imports a session whose header cwd is alice's workspace. The cwd is refused
+    for him, and neither alice's context files nor her skills reach his inspector."""
+    alice, bob = make_user("alice"), make_user("bob")
+    area = Path(os.path.realpath(settings.PIWEB_WORKSPACE_ROOTS[0])) / str(alice.pk)
+    project = area / f"project-{uuid.uuid4().hex[:8]}"
+    (project / "sub").mkdir(parents=True, exist_ok=True)
+    (area / "AGENTS.md").write_text("ALICE-AREA-RULES\n")
+    (project / "AGENTS.md").write_text("ALICE-PROJECT-RULES\n")
+    _skill(project / ".pi" / "skills" / "hers", "hers", "ALICE-SKILL")
+    _skill(project / ".agents" / "skills" / "also", "also", "ALICE-AGENTS-SKILL")
+    data = jsonl_text(header(cwd=str(project / "sub")), [message("a1", None, text="hi")])
+    page = upload(client_for(bob), data.encode()).content.decode()
+    assert "Import" in page
+    session = Session.objects.get(owner=bob)
+
+    html = client_for(bob).get(reverse("sessions_app:inspector", args=[session.pi_id]))
+    body = html.content.decode()
+    assert html.status_code == 200
+    for hers in ("ALICE-AREA-RULES", "ALICE-PROJECT-RULES", "ALICE-SKILL", "ALICE-AGENTS-SKILL"):
+        assert hers not in body
+    report = model_input(session).prompt
+    assert not any(f.path.startswith(str(area)) for f in report.context_files)
+    assert not any(s.file_path.startswith(str(area)) for s in report.skills)
+    assert report.warnings[0].code == "cwd"
+    # The same folder, hers: all of it is read.
+    own = sessions.create_session(owner=alice, cwd=str(project / "sub"))
+    mine = model_input(own).prompt
+    assert "ALICE-PROJECT-RULES" in mine.prompt and "ALICE-AREA-RULES" in mine.prompt
+
+
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_the_inspector_of_a_huge_imported_cwd_walks_nothing(owner, client_for):
+    """Item 9: a 10 MB header cwd (kept cut to PATH_MAX) used to make the skill roots walk
+    every ancestor through realpath (12-14 s); a refused cwd is not walked at all."""
+    cwd = "/w" + "/d" * 5_000_000
+    data = jsonl_text(header(cwd=cwd), [message("a1", None, text="hello")])
+    upload(client_for(owner), data.encode())
+    session = Session.objects.get(owner=owner)
+    started = time.monotonic()
+    response = client_for(owner).get(reverse("sessions_app:inspector", args=[session.pi_id]))
+    elapsed = time.monotonic() - started
+    assert response.status_code == 200
+    assert elapsed < 3, f"the inspector took {elapsed:.1f} s"
+    assert [w.code for w in model_input(session).prompt.warnings][:1] == ["cwd"]

@@ -8,18 +8,23 @@ session's name, text or ids.
 
 Personas
 - owner; editor / viewer: members of teams the session is shared with at that role;
+- team_viewer: a member with the team role "viewer" of the team that holds the editor
+  share: a viewer, whatever the share says;
 - link: a logged-out visitor who holds a valid share link token (it rides along as
   ?share=TOKEN on every request: it must not open anything but the link pages);
+- expired_link: the same with a link that has expired: not even the link pages open;
 - stranger: logged in, no rights; anonymous: logged out, no token.
 """
 
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
 from sessions_app.models import Comment, Job, SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.services import comments, sharing
@@ -27,8 +32,18 @@ from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
 SECRET_CWD = "/work/secret-project-91b2"
-PERSONAS = ("anonymous", "link", "stranger", "viewer", "editor", "owner")
-RANK = {"viewer": 1, "editor": 2, "owner": 3}
+PERSONAS = (
+    "anonymous",
+    "link",
+    "expired_link",
+    "stranger",
+    "viewer",
+    "team_viewer",
+    "editor",
+    "owner",
+)
+LOGGED_OUT = ("anonymous", "link", "expired_link")
+RANK = {"viewer": 1, "team_viewer": 1, "editor": 2, "owner": 3}
 
 
 @dataclass
@@ -203,11 +218,14 @@ class World:
         User = get_user_model()
         self.users = {
             name: User.objects.create(username=f"{name}-{uuid.uuid4().hex[:6]}")
-            for name in ("owner", "editor", "viewer", "stranger")
+            for name in ("owner", "editor", "viewer", "team_viewer", "stranger")
         }
         owner = self.users["owner"]
         editors, viewers = Team.objects.create(name="editors"), Team.objects.create(name="viewers")
         TeamMembership.objects.create(team=editors, user=self.users["editor"])
+        TeamMembership.objects.create(
+            team=editors, user=self.users["team_viewer"], role=TeamMembership.Role.VIEWER
+        )
         TeamMembership.objects.create(team=viewers, user=self.users["viewer"])
         TeamMembership.objects.create(team=viewers, user=owner)
         data = build_branchy_session(owner, cwd=SECRET_CWD, name=SECRET_NAME)
@@ -226,6 +244,11 @@ class World:
         self.link = sharing.create_link(self.session, actor=owner, leaf_pi_id=self.entry)
         self.token = self.link.token
         self.spare_link_pk = sharing.create_link(self.session, actor=owner, leaf_pi_id=None).pk
+        expired = sharing.create_link(self.session, actor=owner, leaf_pi_id=self.entry)
+        ShareLink.objects.filter(pk=expired.pk).update(
+            expires_at=timezone.now() - timedelta(minutes=1)
+        )
+        self.expired_token = expired.token
         self.job_pk = Job.objects.create(
             session=self.session,
             kind=Job.Kind.COMPARE_SUMMARY,
@@ -248,9 +271,9 @@ class World:
 
 
 def expected_status(route: Route, persona: str) -> int:
-    if route.need == "link":
-        return route.ok  # the token is in the URL: whoever holds it reads
-    if persona in ("anonymous", "link"):
+    if route.need == "link":  # the token is in the URL: whoever holds a live one reads
+        return 404 if persona == "expired_link" else route.ok
+    if persona in LOGGED_OUT:
         return 302  # to the login page; a share token opens nothing but the link pages
     if route.need == "login":
         return route.ok
@@ -265,10 +288,12 @@ def call(world: World, name: str, route: Route, persona: str):
     from django.urls import reverse
 
     kwargs = {k: str(world.resolve(v)) for k, v in route.kwargs.items()}
+    if persona == "expired_link" and "token" in kwargs:
+        kwargs["token"] = world.expired_token
     url = reverse(f"sessions_app:{name}", kwargs=kwargs)
     query = {k: world.resolve(v) for k, v in route.query.items()}
-    if persona == "link":
-        query["share"] = world.token
+    if persona in ("link", "expired_link"):
+        query["share"] = world.token if persona == "link" else world.expired_token
     data = {k: world.resolve(v) for k, v in route.data.items()}
     headers = {"HTTP_HX_REQUEST": "true"} if route.htmx else {}
     client = world.client(persona)
@@ -293,9 +318,9 @@ def test_route_matrix(name, make_user, settings):
         assert response.status_code == want, (
             f"{name} as {persona}: got {response.status_code}, expected {want}"
         )
-        if want == 302 and persona in ("anonymous", "link") and route.need != "link":
+        if want == 302 and persona in LOGGED_OUT and route.need != "link":
             assert "/login/" in response["Location"], f"{name} as {persona}: {response['Location']}"
-        if want in (403, 404) or (want == 302 and persona in ("anonymous", "link")):
+        if want in (403, 404) or (want == 302 and persona in LOGGED_OUT):
             body = response.content.decode(errors="replace")
             leaked = [s for s in world.secrets if s in body]
             assert not leaked, f"{name} as {persona} ({want}) leaks {leaked}"
@@ -328,7 +353,7 @@ def test_search_matrix(make_user):
     world = World(make_user)
     for persona in PERSONAS:
         response = world.client(persona).get("/search/", {"q": "zebrafish", "share": world.token})
-        if persona in ("anonymous", "link"):
+        if persona in LOGGED_OUT:
             assert response.status_code == 302
             continue
         assert response.status_code == 200
@@ -417,13 +442,15 @@ def test_websocket_matrix(make_user, redis_ready):
     expected = {
         "anonymous": ("closed", 4401),
         "link": ("open", "viewer"),
+        "expired_link": ("closed", 4404),
         "stranger": ("closed", 4404),
         "viewer": ("open", "viewer"),
+        "team_viewer": ("open", "viewer"),
         "editor": ("open", "editor"),
         "owner": ("open", "owner"),
     }
     for persona, want in expected.items():
-        token = world.token if persona == "link" else None
+        token = {"link": world.token, "expired_link": world.expired_token}.get(persona)
         assert _ws_outcome(world, persona, token) == want, persona
     # a stranger holding a valid link is a link visitor (read-only)
     assert _ws_outcome(world, "stranger", world.token) == ("open", "viewer")

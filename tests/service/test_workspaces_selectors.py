@@ -69,3 +69,24 @@ def test_only_files_inside_the_sessions_artifact_folder_are_handed_out(
     for raw in (None, "", "relative.txt", str(outside), str(folder), str(folder / "link"),
                 str(output) + "\x00", str(folder / "missing.txt"), str(folder / ".." / "x")):  # fmt: skip
         assert workspace_reads.session_artifact_file(session, raw) is None, raw
+
+
+def test_users_whose_ids_are_prefixes_of_each_other_never_share_an_area(
+    fresh_workspace_root, make_user
+):
+    """The ids of users made one after another are never prefixes of each other; these
+    are (`<root>/7001` and `<root>/70012`), and neither may work in the other's folder."""
+    short, long = make_user(id=7001), make_user(id=70012)
+    theirs = workspaces.user_workspace(long) / "proj"
+    theirs.mkdir()
+    mine = workspaces.user_workspace(short) / "proj"
+    mine.mkdir()
+    assert str(theirs).startswith(str(workspaces.user_workspace(short)))  # as text
+    with pytest.raises(WorkspaceError, match="outside your workspace area"):
+        workspace_reads.check_session_cwd(str(theirs), short)
+    with pytest.raises(WorkspaceError, match="outside your workspace area"):
+        workspace_reads.check_session_cwd(str(mine), long)
+    assert workspace_reads.check_session_cwd(str(mine), short) == str(mine)
+    # Nor can a session be made there, nor an imported one run there.
+    with pytest.raises(WorkspaceError):
+        workspace_reads.session_cwd(sessions.create_session(owner=short, cwd=str(theirs)))

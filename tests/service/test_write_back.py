@@ -277,3 +277,43 @@ def test_a_due_write_back_is_dropped_when_write_back_is_turned_off(tmp_path, own
     assert write_back.flush_due() == 0
     session.refresh_from_db()
     assert "due" not in session.settings["pi_file"]
+
+
+def _changed_between_read_and_write(tmp_path, owner, change) -> tuple[str, bytes, object]:
+    """piweb has a line to write; the follower reads the file (the check), then `change`
+    alters it, then the write under the lock runs (the window made certain by running the
+    two halves of `write_back` in turn). Returns the path, the file as `change` left it
+    and what the locked write answered."""
+    path, session = followed(tmp_path, owner)
+    write_back.set_enabled(session, False)
+    sessions.append_entry(session, {"type": "session_info", "name": "to write"})
+    row = FollowedFile.objects.get(path=path)
+    following.sync_file(path, owner)  # the check: the follower's read
+    change(path)
+    left = open(path, "rb").read()
+    return path, left, write_back._write_locked(session.pk, row.pk, False, None)
+
+
+def test_a_same_size_rewrite_between_the_check_and_the_write_stops_the_write(tmp_path, owner):
+    def rewrite_in_place(path):
+        data = open(path, "rb").read()
+        changed = data[:-12] + data[-12:].replace(b"stop", b"halt")  # last line, same length
+        assert len(changed) == len(data) and changed != data
+        with open(path, "r+b") as fh:  # the same inode, the same size
+            fh.write(changed)
+
+    path, left, outcome = _changed_between_read_and_write(tmp_path, owner, rewrite_in_place)
+    assert outcome is None  # read again first: nothing written after lines it never read
+    assert open(path, "rb").read() == left
+
+
+def test_an_inode_swap_between_the_check_and_the_write_stops_the_write(tmp_path, owner):
+    def swap(path):
+        data = open(path, "rb").read()
+        with open(f"{path}.new", "wb") as fh:  # the same bytes in another file
+            fh.write(data)
+        os.replace(f"{path}.new", path)
+
+    path, left, outcome = _changed_between_read_and_write(tmp_path, owner, swap)
+    assert outcome is None
+    assert open(path, "rb").read() == left

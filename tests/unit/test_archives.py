@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import stat
+import subprocess
+import sys
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from sessions_app.agent.archives import ArchiveError, unpack
+from tests.support.hostile_archives import link_chain_tar, link_chain_zip, pax_bomb
 
 LIMITS = {"max_bytes": 1 << 20, "max_files": 100}
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _tar(path, members):
@@ -32,7 +38,7 @@ def _tar(path, members):
 
 def _dest(tmp_path):
     dest = tmp_path / "dest"
-    dest.mkdir()
+    dest.mkdir(parents=True)
     return dest
 
 
@@ -181,3 +187,125 @@ def test_a_file_that_is_no_archive_is_refused(tmp_path):
     path.write_bytes(b"not an archive at all")
     with pytest.raises(ArchiveError):
         unpack(str(path), str(_dest(tmp_path)), **LIMITS)
+
+
+# --- extended headers are bounded before tarfile reads them (issue 33, F) ---------------
+
+
+MEASURE = """
+import resource, sys
+from sessions_app.agent.archives import ArchiveError, unpack
+from tests.support.hostile_archives import link_chain_tar, link_chain_zip, pax_bomb
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    unpack(sys.argv[1], sys.argv[2], max_bytes=1 << 30, max_files=100)
+    print("unpacked")
+except ArchiveError as exc:
+    print(exc)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_a_pax_header_memory_bomb_is_refused_in_bounded_memory(tmp_path):
+    field = 200 << 20
+    archive = str(tmp_path / "pax.tgz")
+    declared = pax_bomb(archive, field)
+    assert os.path.getsize(archive) < 2 << 20  # small to upload
+    dest = _dest(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", MEASURE, archive, str(dest)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    message, grown_kb = run.stdout.strip().splitlines()
+    assert f"a PAX header of {declared:,} bytes" in message and "at most 65,536" in message
+    assert int(grown_kb) < 20_000, f"the process grew by {int(grown_kb) // 1024} MB"
+    assert os.listdir(dest) == []
+
+
+@pytest.mark.parametrize(
+    "kind", [tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XGLTYPE]
+)
+def test_every_extended_header_is_bounded(tmp_path, kind):
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = kind, 10 << 20
+    path = tmp_path / "long.tgz"
+    with gzip.open(path, "wb") as out:
+        out.write(header.tobuf(tarfile.USTAR_FORMAT) + bytes(10 << 20) + bytes(1024))
+    with pytest.raises(ArchiveError, match="header of 10,485,760 bytes"):
+        unpack(str(path), str(_dest(tmp_path)), **LIMITS)
+
+
+def test_long_names_within_the_bound_still_unpack(tmp_path):
+    name = "/".join(["d" * 100] * 30) + "/file.txt"  # 3 KB: PAX and GNU long names
+    for fmt in (tarfile.PAX_FORMAT, tarfile.GNU_FORMAT):
+        path = tmp_path / f"long-{fmt}.tgz"
+        with tarfile.open(path, "w:gz", format=fmt) as tar:
+            info = tarfile.TarInfo(name)
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"ok"))
+        dest = tmp_path / f"dest-{fmt}"
+        dest.mkdir()
+        unpack(str(path), str(dest), **LIMITS)
+        assert (dest / name).read_bytes() == b"ok"
+
+
+def test_a_run_of_extended_headers_and_sparse_members_are_refused(tmp_path):
+    pax = tarfile.TarInfo("x")
+    pax.type, pax.size = tarfile.XHDTYPE, 512
+    record = b"12 path=abc\n".ljust(512, b"\0")
+    path = tmp_path / "run.tgz"
+    with gzip.open(path, "wb") as out:
+        out.write((pax.tobuf(tarfile.USTAR_FORMAT) + record) * 50 + bytes(1024))
+    dest = _dest(tmp_path)
+    with pytest.raises(ArchiveError, match="extended headers in a row"):
+        unpack(str(path), str(dest), **LIMITS)
+    sparse = tarfile.TarInfo("holes")
+    sparse.type = tarfile.GNUTYPE_SPARSE
+    path = tmp_path / "sparse.tgz"
+    with gzip.open(path, "wb") as out:
+        out.write(sparse.tobuf(tarfile.GNU_FORMAT) + bytes(1024))
+    with pytest.raises(ArchiveError, match="sparse"):
+        unpack(str(path), str(dest), **LIMITS)
+
+
+# --- links are followed through the archive's other links (issue 33, G) ------------------
+
+
+def test_a_chain_of_links_that_climbs_out_is_refused(tmp_path):
+    # Each link alone looks inside: only following the others shows where it goes.
+    for name, data in (("chain.tgz", link_chain_tar()), ("chain.zip", link_chain_zip())):
+        (tmp_path / name).write_bytes(data)
+        dest = _dest(tmp_path / name.split(".")[1])
+        with pytest.raises(ArchiveError, match="s1: a link that leads outside through other"):
+            unpack(str(tmp_path / name), str(dest), **LIMITS)
+        assert os.listdir(dest) == []
+
+
+def test_links_through_links_that_stay_inside_are_kept(tmp_path):
+    archive = _tar(
+        tmp_path / "inside.tgz",
+        [
+            ({"name": "a/b/file.txt"}, b"deep"),
+            ({"name": "up", "type": tarfile.SYMTYPE, "linkname": "a/b/.."}, None),
+            ({"name": "a/b/back", "type": tarfile.SYMTYPE, "linkname": "../../up/b"}, None),
+            ({"name": "file", "type": tarfile.SYMTYPE, "linkname": "a/b/back/file.txt"}, None),
+        ],
+    )
+    dest = _dest(tmp_path)
+    unpack(archive, str(dest), **LIMITS)
+    assert (dest / "file").read_bytes() == b"deep"
+
+
+def test_a_loop_of_links_is_refused(tmp_path):
+    archive = _tar(
+        tmp_path / "loop.tgz",
+        [
+            ({"name": "a", "type": tarfile.SYMTYPE, "linkname": "b/x"}, None),
+            ({"name": "b", "type": tarfile.SYMTYPE, "linkname": "a/y"}, None),
+        ],
+    )
+    with pytest.raises(ArchiveError, match="a chain of links that cannot be followed"):
+        unpack(archive, str(_dest(tmp_path)), **LIMITS)

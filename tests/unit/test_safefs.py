@@ -69,3 +69,43 @@ def test_open_root_refuses_a_path_through_a_symlink(tmp_path):
     os.symlink(tmp_path / "real", tmp_path / "link")
     with pytest.raises(safefs.EscapeError):
         safefs.open_root(str(tmp_path / "link"))
+
+
+# --- BeneathFiles: the core's file source for context files and skills -------------------
+
+
+def test_beneath_files_reads_inside_and_names_what_leads_out(tree, tmp_path):
+    root, _fd = tree
+    os.symlink(root / "nowhere", root / "dangling")
+    files = safefs.BeneathFiles([str(root)])
+    assert files.read(str(root / "rel-in")) == b"inside"
+    assert files.kind(str(root / "rel-in")) == "file"
+    assert files.kind(str(root / "sub")) == "dir"
+    for name in ("abs-out", "rel-out", "dir-out"):
+        assert files.kind(str(root / name)) == "outside"
+        with pytest.raises(safefs.EscapeError):
+            files.read(str(root / name))
+    with pytest.raises(safefs.EscapeError):
+        files.list_dir(str(root / "dir-out"))
+    assert files.kind(str(root / "dangling")) == "broken_link"
+    assert files.kind(str(root / "missing")) is None
+    # A path in no root is not there at all, and is never opened.
+    assert files.kind(str(tmp_path / "secret.txt")) is None
+    with pytest.raises(PermissionError):
+        files.read(str(tmp_path / "secret.txt"))
+    assert files.identity(str(root / "rel-in")) == files.identity(str(root / "sub" / "file.txt"))
+    assert sorted(files.list_dir(str(root / "sub"))) == ["file.txt"]
+
+
+def test_beneath_files_reads_only_regular_files_of_bounded_size(tree):
+    root, _fd = tree
+    os.mkfifo(root / "fifo")  # opened without blocking, refused
+    (root / "big").write_bytes(b"x" * 101)
+    (root / "fits").write_bytes(b"x" * 100)
+    files = safefs.BeneathFiles([str(root)], max_bytes=100)
+    assert files.kind(str(root / "fifo")) == "other"
+    with pytest.raises(OSError, match="not a regular file"):
+        files.read(str(root / "fifo"))
+    with pytest.raises(OSError, match="larger than 100 bytes"):
+        files.read(str(root / "big"))
+    assert files.read(str(root / "fits")) == b"x" * 100

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import pytest
 
+from sessions_app.core import skills as core
 from sessions_app.core.skills import (
     SKILLS_INTRO,
     FrontMatterError,
     Skill,
-    default_skill_roots,
     format_skills_for_prompt,
-    load_skill_file,
-    load_skills,
-    load_skills_from_dir,
     parse_front_matter,
 )
+from tests.support.plain_files import PLAIN_FILES
+
+# The loaders read through a file source; these tests give them the whole disk.
+load_skill_file = partial(core.load_skill_file, files=PLAIN_FILES)
+load_skills = partial(core.load_skills, files=PLAIN_FILES)
+load_skills_from_dir = partial(core.load_skills_from_dir, files=PLAIN_FILES)
+default_skill_roots = partial(core.default_skill_roots, files=PLAIN_FILES)
 
 
 def write_skill(root, dirname, front, body="Body text.\n", filename="SKILL.md"):

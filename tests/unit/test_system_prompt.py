@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +25,13 @@ from sessions_app.core.system_prompt import (
     build_guidelines,
     build_system_prompt,
     format_project_context,
-    load_context_files,
 )
+from sessions_app.core.system_prompt import load_context_files as load_with
+from tests.support.plain_files import PLAIN_FILES
+
+# The loader reads through a file source; these tests give it the whole disk.
+load_context_files = partial(load_with, files=PLAIN_FILES)
+REPO = Path(__file__).resolve().parents[2]
 
 DEFAULT_TOOLS = [
     ToolInfo("read", "Read a file"),
@@ -332,9 +342,32 @@ def test_broken_symlink_candidate_warns_and_next_is_tried(tree):
     assert [w.code for w in result.warnings] == ["broken_symlink"]
 
 
-@pytest.mark.skipif(
-    hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions"
-)
+LOAD_AND_PRINT = """
+import json, sys
+from sessions_app.core.system_prompt import load_context_files
+from tests.support.plain_files import PLAIN_FILES
+result = load_context_files(sys.argv[1], agent_dir=sys.argv[2], files=PLAIN_FILES)
+print(json.dumps([[[f.path, f.content] for f in result.files], [w.code for w in result.warnings]]))
+"""
+
+
+def _load_without_file_permission_override(cwd, agent) -> tuple[list, list]:
+    """load_context_files as a process that file permissions apply to. CI runs as root,
+    which reads every file: there the load runs through setpriv without the capabilities
+    that override permissions (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH)."""
+    if os.geteuid() != 0:
+        result = load_context_files(str(cwd), agent_dir=str(agent))
+        return [[f.path, f.content] for f in result.files], [w.code for w in result.warnings]
+    drop = "-dac_override,-dac_read_search"
+    run = subprocess.run(
+        ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", "--",
+         sys.executable, "-c", LOAD_AND_PRINT, str(cwd), str(agent)],
+        capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
+    )  # fmt: skip
+    files, codes = json.loads(run.stdout)
+    return files, codes
+
+
 def test_permission_denied_candidate_warns_and_next_is_tried(tree):
     root, agent, cwd = tree
     blocked = cwd / "AGENTS.md"
@@ -342,11 +375,11 @@ def test_permission_denied_candidate_warns_and_next_is_tried(tree):
     blocked.chmod(0)
     (cwd / "CLAUDE.md").write_text("open")
     try:
-        result = load_context_files(str(cwd), agent_dir=str(agent))
+        files, codes = _load_without_file_permission_override(cwd, agent)
     finally:
         blocked.chmod(0o644)
-    assert [f.content for f in _under(result.files, root)] == ["open"]
-    assert [w.code for w in result.warnings] == ["unreadable"]
+    assert [content for path, content in files if path.startswith(str(root))] == ["open"]
+    assert codes == ["unreadable"]
 
 
 def test_invalid_utf8_is_readable_with_replacement_and_warning(tree):
@@ -413,7 +446,9 @@ def test_build_discovers_context_files_when_not_given(tree):
     (agent / "AGENTS.md").write_text("global rules")
     (cwd.parent / "AGENTS.md").mkdir()  # unreadable candidate -> warning
     (cwd.parent / "CLAUDE.md").write_text("app rules")
-    result = build_system_prompt(str(cwd), DEFAULT_TOOLS, "2026-01-01", agent_dir=str(agent))
+    result = build_system_prompt(
+        str(cwd), DEFAULT_TOOLS, "2026-01-01", agent_dir=str(agent), source=PLAIN_FILES
+    )
     section = result.section("project_context")
     assert section is not None
     assert section.files[0] == str(agent / "AGENTS.md")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import tarfile
 
 import pytest
@@ -13,6 +14,7 @@ from django.urls import reverse
 from sessions_app.models import Entry, Session
 from sessions_app.services import following
 from tests.support.access import Call, each, login_redirects, post, statuses
+from tests.support.hostile_archives import link_chain_tar, link_chain_zip, pax_bomb
 from tests.support.pi_files import FOLLOWED_SID, append, chain_lines, session_file
 from tests.support.web import client_for
 from tests.support.workspaces import area_of
@@ -115,3 +117,70 @@ def test_only_the_owner_turns_write_back_on_or_off(make_user, tmp_path, settings
     assert path.stat().st_size == size  # nothing was missing from the file
     # An editor may write back now once it is on.
     assert client_for(editor).post(url, {"action": "now"}).status_code == 200
+
+
+# --- archives an attacker uploads through the page (issue 33, E, F, G) -------------------
+
+
+def _upload_archive(user, session, name: str, data: bytes, filename: str = "a.tar.gz"):
+    fileobj = io.BytesIO(data)
+    fileobj.name = filename
+    url = reverse("sessions_app:workspace_continue", args=[session.pi_id])
+    return client_for(user).post(
+        url, {"kind": "archive", "name": name, "archive": fileobj}, HTTP_HX_REQUEST="true"
+    )
+
+
+def _zeros_tar(size: int) -> bytes:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        info = tarfile.TarInfo("zeros.bin")
+        info.size = size
+        tar.addfile(info, io.BytesIO(bytes(size)))
+    return data.getvalue()
+
+
+def test_small_archives_that_add_up_past_the_quota_are_refused_once_it_is_reached(shared, settings):
+    """Six 46 KB archives unpacked to 282 MB against a 200 MB quota; here, 1 MB: the
+    third 400 KB archive no longer fits what is left."""
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 1
+    archive = _zeros_tar(400 << 10)
+    assert len(archive) < 2_000
+    area = area_of(settings, shared.owner)
+    for name in ("one", "two"):
+        assert _upload_archive(shared.owner, shared.session, name, archive).status_code == 200
+        assert (area / name / "zeros.bin").stat().st_size == 400 << 10
+    refused = _upload_archive(shared.owner, shared.session, "three", archive)
+    assert refused.status_code == 400
+    text = refused.content.decode()
+    assert "what is left of your workspace quota of 1.0MB" in text, text
+    assert not (area / "three").exists()
+    # Deleting makes room again.
+    shutil.rmtree(area / "one")
+    assert _upload_archive(shared.owner, shared.session, "four", archive).status_code == 200
+
+
+def test_an_archive_is_bounded_by_the_unpacked_limit_without_a_quota(shared, settings):
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 0
+    settings.PIWEB_WORKSPACE_UNPACKED_MAX_MB = 1
+    refused = _upload_archive(shared.owner, shared.session, "big", _zeros_tar(2 << 20))
+    assert refused.status_code == 400
+    assert "PIWEB_WORKSPACE_UNPACKED_MAX_MB" in refused.content.decode()
+
+
+def test_a_pax_header_bomb_and_a_link_chain_are_refused_through_the_page(
+    shared, settings, tmp_path
+):
+    bomb = tmp_path / "pax.tgz"
+    declared = pax_bomb(bomb, 64 << 20)
+    response = _upload_archive(shared.owner, shared.session, "pax", bomb.read_bytes())
+    assert response.status_code == 400
+    assert f"a PAX header of {declared:,} bytes" in response.content.decode()
+    for name, data, filename in (
+        ("chain", link_chain_tar(), "c.tar.gz"),
+        ("zchain", link_chain_zip(), "c.zip"),
+    ):
+        response = _upload_archive(shared.owner, shared.session, name, data, filename)
+        assert response.status_code == 400
+        assert "leads outside through other links" in response.content.decode()
+        assert not (area_of(settings, shared.owner) / name).exists()
