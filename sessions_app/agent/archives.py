@@ -38,6 +38,7 @@ import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -160,6 +161,8 @@ def _tar_header(stream: BinaryIO, offset: int) -> tuple[bytes, int] | None:
     except (tarfile.HeaderError, ValueError, IndexError):
         valid = False
     if not valid or size < 0:
+        if offset == 0:
+            raise ArchiveError("not a .tar.gz or .zip archive (no tar header at its start)")
         raise ArchiveError(f"a damaged tar header at byte {offset:,}")
     return block[156:157], size
 
@@ -382,7 +385,7 @@ def unpack(path: str, dest: str, *, max_bytes: int, max_files: int) -> Unpacked:
                 return _run(members, lambda m: tar.extractfile(by_name[m.name]), dest, max_bytes)
         except tarfile.TarError as exc:
             raise ArchiveError(f"not a .tar.gz or .zip archive ({exc})") from None
-    except (ArchiveError, OSError, zipfile.BadZipFile, EOFError) as exc:
+    except (ArchiveError, OSError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
         _empty(dest)
         if isinstance(exc, ArchiveError):
             raise

@@ -22,7 +22,8 @@ Behaviour follows pi's skills (Agent Skills standard, lenient):
   a ``duplicate_name`` collision.  The same file reached twice (e.g. through a
   symlink) is silently loaded once.
 
-No Django imports: this is part of the pure context core.
+No Django imports, and no file opened here: everything is read through the
+:class:`FileSource` the caller passes.  This is part of the pure context core.
 """
 
 from __future__ import annotations

@@ -31,7 +31,10 @@ remaining differences are listed in ``docs/PI_COMPATIBILITY.md``.  Besides the p
 concatenate to the exact prompt, the context files and skills used, and any
 warnings) for the UI's context inspector.
 
-No Django imports: this is part of the pure context core.
+No Django imports, and no file opened here: context files are read through the file
+source the caller passes (``core/skills.FileSource``; the server's reads only beneath
+the folders the session may use, see docs/SANDBOX.md).  This is part of the pure
+context core.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import os
 import stat
 import subprocess
@@ -185,8 +187,26 @@ def test_a_hostile_zip_is_refused(tmp_path, name, mode, data):
 def test_a_file_that_is_no_archive_is_refused(tmp_path):
     path = tmp_path / "x.tar.gz"
     path.write_bytes(b"not an archive at all")
-    with pytest.raises(ArchiveError):
+    with pytest.raises(ArchiveError, match="not a .tar.gz or .zip archive"):
         unpack(str(path), str(_dest(tmp_path)), **LIMITS)
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_damaged_compressed_data_is_refused_with_a_clear_error(tmp_path, compress):
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        text = b"".join(b"line %d of the file\n" % i for i in range(20_000))
+        info = tarfile.TarInfo("a.txt")
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    packed = bytearray(compress(data.getvalue()))
+    packed[len(packed) // 2 : len(packed) // 2 + 64] = bytes(64)  # damaged in the middle
+    path = tmp_path / "damaged"
+    path.write_bytes(bytes(packed))
+    dest = _dest(tmp_path)
+    with pytest.raises(ArchiveError):
+        unpack(str(path), str(dest), **LIMITS)
+    assert os.listdir(dest) == []
 
 
 # --- extended headers are bounded before tarfile reads them (issue 33, F) ---------------

@@ -25,6 +25,7 @@ from sessions_app.core.system_prompt import (
     build_guidelines,
     build_system_prompt,
     format_project_context,
+    project_directories,
 )
 from sessions_app.core.system_prompt import load_context_files as load_with
 from tests.support.plain_files import PLAIN_FILES
@@ -466,3 +467,55 @@ def test_context_files_result_passes_warnings_through():
     result = _build(context_files=pre)
     assert result.context_files == [FILES[0]]
     assert result.warnings == []
+
+
+class MemoryFiles:
+    """A file source with no disk behind it: what the core reads comes only from here."""
+
+    def __init__(self, files: dict[str, bytes], links: dict[str, str] | None = None):
+        self.files, self.links = files, links or {}
+        self.read_paths: list[str] = []
+
+    def kind(self, path):
+        if path in self.links:
+            return self.links[path]
+        if path in self.files:
+            return "file"
+        return "dir" if any(p.startswith(path + "/") for p in self.files) else None
+
+    def read(self, path):
+        self.read_paths.append(path)
+        return self.files[path]
+
+    def list_dir(self, path):
+        return sorted(
+            {p[len(path) + 1 :].split("/")[0] for p in self.files if p.startswith(path + "/")}
+        )
+
+    def identity(self, path):
+        return path
+
+
+def test_the_core_reads_context_files_only_through_its_source():
+    """Paths that exist nowhere on disk: the core opens nothing itself, and a candidate
+    the source reports as leading outside is never read."""
+    source = MemoryFiles(
+        {"/nowhere/agent/AGENTS.md": b"global", "/nowhere/area/p/CLAUDE.md": b"project"},
+        links={"/nowhere/area/p/AGENTS.md": "outside"},
+    )
+    result = load_with("/nowhere/area/p", "/nowhere/agent", files=source, top="/nowhere/area")
+    assert [(f.path, f.content) for f in result.files] == [
+        ("/nowhere/agent/AGENTS.md", "global"),
+        ("/nowhere/area/p/CLAUDE.md", "project"),
+    ]
+    assert [(w.path, w.code) for w in result.warnings] == [("/nowhere/area/p/AGENTS.md", "outside")]
+    assert "/nowhere/area/p/AGENTS.md" not in source.read_paths
+    # No cwd (a refused one): the agent directory only, nothing walked.
+    result = load_with(None, "/nowhere/agent", files=source)
+    assert [f.content for f in result.files] == ["global"]
+
+
+def test_project_directories_stop_at_the_top():
+    assert project_directories("/a/b/c", "/a") == ["/a", "/a/b", "/a/b/c"]
+    assert project_directories("/a/b/c") == ["/", "/a", "/a/b", "/a/b/c"]
+    assert project_directories("/a/b/c", "/x") == ["/a/b/c"]  # not an ancestor: cwd alone
