@@ -16,6 +16,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sessions_app.core.pi_config import THINKING_LEVELS
@@ -643,14 +644,26 @@ def usage_of(
     }
 
 
+@dataclass
+class Connection:
+    """What opens one request's stream, and how to end it: ``close(stream)`` ends it at
+    once (on abort; default: the stream's own ``close``), ``release()`` runs after the
+    request whatever happened (a client made for this request alone)."""
+
+    open: Callable[[], Iterable[Any]]
+    close: Callable[[Any], None] | None = None
+    release: Callable[[], None] = lambda: None
+
+
 def api_stream(
     assembly: type[StreamAssembly],
-    opener: Callable[[ResolvedModel, ModelRequest], Callable[[], Iterable[Any]]],
+    opener: Callable[[ResolvedModel, ModelRequest], Connection | Callable[[], Iterable[Any]]],
     to_error: Callable[[BaseException, ResolvedModel], ProviderError],
 ) -> Callable[..., dict[str, Any]]:
-    """An API module's ``stream(resolved, request, *, abort, on_delta, on_idle)``:
-    ``assembly`` reads the API's events, ``opener`` checks the request and returns what
-    opens its stream, ``to_error`` classifies the SDK's errors."""
+    """An API module's ``stream(resolved, request, *, abort, on_delta, on_idle)``, the one
+    every API uses: ``assembly`` reads the API's events, ``opener`` checks the request and
+    returns what opens its stream (a :class:`Connection`, or just its ``open``),
+    ``to_error`` classifies the SDK's errors."""
 
     def stream(
         resolved: ResolvedModel,
@@ -736,25 +749,27 @@ class StreamAssembly:
 
     def run(
         self,
-        prepare: Callable[[], Callable[[], Iterable[Any]]],
+        prepare: Callable[[], Connection | Callable[[], Iterable[Any]]],
         *,
         abort: Any | None,
         on_idle: Callable[[], None] | None,
         to_error: Callable[[BaseException], ProviderError],
-        close: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Stream one assistant message: ``prepare`` checks the request and returns what
         opens the stream; errors carry the partial message (``.partial``)."""
         pump = Pump(abort, on_idle)
         try:
-            open_stream = prepare()
+            prepared = prepare()
         except ProviderError as exc:
             raise fail(self.message, exc, False) from None
+        connection = prepared if isinstance(prepared, Connection) else Connection(prepared)
         try:
-            status = pump.run(open_stream, self.feed, close)
+            status = pump.run(connection.open, self.feed, connection.close)
         except BaseException as exc:  # SDK and transport errors
             self.finalize()
             raise fail(self.message, to_error(exc), pump.received) from None
+        finally:
+            connection.release()
         self.finalize()
         return self.outcome(status)
 
