@@ -36,7 +36,8 @@ from typing import Any, Protocol
 
 from .providers import stream_for
 from .providers.base import ModelRequest, ProviderError, ResolvedModel
-from .providers.common import ARGS_PROBLEM, empty_usage
+from .providers.conversion import empty_usage
+from .providers.streaming import ARGS_PROBLEM
 from .retry import RetryPolicy, RetryWaitInterrupted, with_retries
 from .signals import AbortSignal
 from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result

@@ -109,8 +109,8 @@ DeltaSink = Callable[[str, str], None]
 class Provider(Protocol):
     """What each API module of this package is (``providers.provider_for(api)`` gives
     the module): its API's name, the request body it would send, and the one way to
-    call it. Every module builds ``stream`` with ``common.api_stream`` from its own event
-    reader (a ``common.StreamAssembly``), the opener of its SDK's stream and its error
+    call it. Every module builds ``stream`` with ``streaming.api_stream`` from its own event
+    reader (a ``streaming.StreamAssembly``), the opener of its SDK's stream and its error
     classifier, so that deltas, tool-call arguments, usage and the outcome are assembled
     the same way for every API."""
 

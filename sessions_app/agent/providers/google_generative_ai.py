@@ -26,23 +26,11 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from .base import ModelRequest, ProviderError, ResolvedModel
-from .common import (
-    Connection,
-    StreamAssembly,
-    api_stream,
-    base_max_tokens,
-    classify,
-    clean,
-    content_list,
-    header_retry_after,
-    reasoning_level,
-    request_headers,
-    require_key,
-    ssl_context,
-    transform_messages,
-    usage_of,
-    user_blocks,
-)
+from .conversion import clean, content_list, transform_messages, user_blocks
+from .errors import classify, header_retry_after
+from .streaming import Connection, StreamAssembly, api_stream, usage_of
+from .thinking import base_max_tokens, reasoning_level
+from .transport import request_headers, require_key, ssl_context
 
 API = "google-generative-ai"
 _counter = itertools.count(1)

@@ -20,24 +20,11 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .base import ModelRequest, ResolvedModel
-from .common import (
-    StreamAssembly,
-    api_stream,
-    base_max_tokens,
-    cache_retention,
-    clamp_level,
-    clean,
-    content_list,
-    endpoint_client,
-    post_stream,
-    reasoning_level,
-    request_headers,
-    require_key,
-    transform_messages,
-    usage_of,
-    user_blocks,
-)
+from .conversion import clean, content_list, transform_messages, user_blocks
 from .openai_errors import from_sdk
+from .streaming import StreamAssembly, api_stream, usage_of
+from .thinking import base_max_tokens, clamp_level, reasoning_level
+from .transport import cache_retention, endpoint_client, post_stream, request_headers, require_key
 
 API = "openai-completions"
 
