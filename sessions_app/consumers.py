@@ -25,7 +25,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.models import ShareLink
 from sessions_app.selectors.access import check_access
 from sessions_app.selectors.panels.chat import run_context
-from sessions_app.services import sharing
+from sessions_app.selectors.sharing import link_covers_new_entry
 from sessions_app.services.events import session_group, sessions_list_group
 
 ACCESS_RECHECK_SECONDS = 60
@@ -99,7 +99,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return None
         pi_id, parent = data.get("id"), data.get("parentId")
         if parent not in self.link_branch and not await database_sync_to_async(
-            sharing.link_covers_new_entry
+            link_covers_new_entry
         )(self.access.share_link, pi_id):
             return None  # appended on another branch
         self.link_branch.add(pi_id)

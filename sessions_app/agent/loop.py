@@ -35,8 +35,9 @@ from typing import Any, Protocol
 
 from .providers import stream_for
 from .providers.base import ModelRequest, ProviderError, ResolvedModel
-from .providers.common import ARGS_PROBLEM, empty_usage
-from .retry import RetryPolicy
+from .providers.conversion import empty_usage
+from .providers.streaming import ARGS_PROBLEM
+from .retry import RetryPolicy, RetryWaitInterrupted, with_retries
 from .shell import snapshot_event
 from .signals import AbortSignal
 from .tools import Tool, ToolContext, ToolResult, execute_tool, text_result
@@ -181,35 +182,38 @@ class AgentRun:
             call = stream_for(self.llm.api)
         except ProviderError as exc:  # an API piweb does not speak
             return self._assistant([], "error", error=str(exc)), None
-        attempt = 0
-        while True:
+
+        def once() -> dict[str, Any]:
             batcher = _TextBatcher(self.hooks.emit, self.run_id)
             try:
-                message = call(
+                return call(
                     self.llm, request, abort=self.abort, on_delta=batcher.add,
                     on_idle=batcher.flush,
                 )  # fmt: skip
-            except ProviderError as exc:
+            finally:
                 batcher.flush()
-                partial = exc.partial or self._assistant([], "error", error=str(exc))
-                if exc.kind == "overflow" and not exc.received:
-                    return self._assistant([], "error", error=str(exc)), exc
-                delay = None if exc.received else self.retry.delay(attempt, exc, streaming=True)
-                if delay is not None:
-                    attempt += 1
-                    self.hooks.emit(
-                        "run_status",
-                        {"run_id": self.run_id, "status": "retrying", "attempt": attempt,
-                         "delay": delay, "error": str(exc)},
-                    )  # fmt: skip
-                    if self.abort.wait(delay):
-                        return self._assistant([], "aborted", error="Request was aborted"), None
-                    continue
-                self._take_problems(partial)
-                return partial, None
-            batcher.flush()
-            self._take_problems(message)
-            return message, None
+
+        def announce(attempt: int, delay: float, exc: ProviderError) -> None:
+            self.hooks.emit(
+                "run_status",
+                {"run_id": self.run_id, "status": "retrying", "attempt": attempt,
+                 "delay": delay, "error": str(exc)},
+            )  # fmt: skip
+
+        try:
+            message = with_retries(
+                once, self.retry, streaming=True, on_retry=announce, wait=self.abort.wait
+            )
+        except RetryWaitInterrupted:
+            return self._assistant([], "aborted", error="Request was aborted"), None
+        except ProviderError as exc:
+            if exc.kind == "overflow" and not exc.received:
+                return self._assistant([], "error", error=str(exc)), exc
+            partial = exc.partial or self._assistant([], "error", error=str(exc))
+            self._take_problems(partial)
+            return partial, None
+        self._take_problems(message)
+        return message, None
 
     # ------------------------------------------------------------------ tools
 

@@ -1,14 +1,19 @@
 """The one retry policy for model calls: the agent's streamed turns and the summaries.
 
 ``selectors.llm.resolution.retry_policy()`` builds it from the settings (``PIWEB_LLM_RETRIES``,
-``PIWEB_LLM_RETRY_BASE_DELAY``, ``PIWEB_LLM_RETRY_MAX_DELAY``); both callers ask
+``PIWEB_LLM_RETRY_BASE_DELAY``, ``PIWEB_LLM_RETRY_MAX_DELAY``), and
+:func:`with_retries` is the one loop both callers run a model call in (the agent's turn in
+``agent/loop.py``, the summary in ``services/summarizer.py``): it asks
 :meth:`RetryPolicy.delay` whether to try again and how long to wait first. Pure of Django.
 """
 
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import openai
 
@@ -71,3 +76,42 @@ class RetryPolicy:
         if asked is not None:
             delay = min(self.max_delay, max(delay, asked))
         return delay * (1 + random.random() * 0.1)
+
+
+T = TypeVar("T")
+
+
+class RetryWaitInterrupted(Exception):
+    """The wait before another try was cut short (the run was stopped)."""
+
+
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
+
+
+def with_retries(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    streaming: bool = False,
+    on_retry: Callable[[int, float, ProviderError], None] | None = None,
+    wait: Callable[[float], bool] = _sleep,
+) -> T:
+    """``call()``, tried again on a :class:`ProviderError` while the policy says so; a
+    call that had already received part of its answer is never repeated. The last error
+    is raised. ``on_retry(attempt, delay, error)`` runs before each wait; ``wait(delay)``
+    returns True when it was interrupted, which raises :class:`RetryWaitInterrupted`."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except ProviderError as exc:
+            delay = None if exc.received else policy.delay(attempt, exc, streaming=streaming)
+            if delay is None:
+                raise
+            attempt += 1
+            if on_retry is not None:
+                on_retry(attempt, delay, exc)
+            if wait(delay):
+                raise RetryWaitInterrupted() from exc

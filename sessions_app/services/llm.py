@@ -1,7 +1,7 @@
 """Changes to a user's model choice, and the Models page's test request.
 
 The catalog, the keys and the resolution of a request's model are reads:
-`selectors/llm.py`.
+`selectors/llm/`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Only the owner shares (views check OWNER through access.check_access). Links are
 random 256-bit tokens, revocable, with an optional expiry; a link always shows the
 session as it is now (nothing is copied).
 
-What a link shows (`link_visible_entry_ids`) depends on its scope, chosen when it is made:
+What a link shows (`selectors.sharing.link_visible_entry_ids`) depends on its scope, chosen
+when it is made:
 - "path" (the default): exactly the path root → the link's node, nothing below it;
 - "subtree": that path plus every entry below the node, including what is appended
   there later (the branch growing).
@@ -18,16 +19,17 @@ open websockets re-run check_access and close (4403) when their access is gone.
 import secrets
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models.signals import post_save, pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.share_scope import visible_ids
-from sessions_app.models import Entry, Session, SessionShare, ShareLink, Team, TeamMembership
+from sessions_app.models import Session, SessionShare, ShareLink, TeamMembership
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
+from sessions_app.selectors.sharing import parent_pairs, teams_for_sharing
 from sessions_app.services import events
 from sessions_app.services.sessions import lock_session, record_activity
 
@@ -58,13 +60,6 @@ def parse_expiry_days(raw) -> int | None:
     if not 1 <= days <= MAX_LINK_DAYS:
         raise SharingError(EXPIRY_MESSAGE)
     return days
-
-
-def teams_for_sharing(user):
-    """Teams the owner can share with: the ones they belong to (superusers: all)."""
-    if user.is_superuser:
-        return Team.objects.order_by("name")
-    return Team.objects.filter(members=user).order_by("name")
 
 
 @transaction.atomic
@@ -125,7 +120,7 @@ def create_link(
         if not _entry_exists(locked, pi_id):
             raise SharingError(f"No entry {pi_id!r} in this session.")
     if target_pi_id != leaf_pi_id and target_pi_id not in visible_ids(
-        _parent_pairs(locked.pk), leaf_pi_id
+        parent_pairs(locked.pk), leaf_pi_id
     ):
         raise SharingError("The focused entry must be on the shared branch.")
     expires_at = None
@@ -164,68 +159,6 @@ def revoke_link(session: Session, link_pk: int, *, actor) -> ShareLink:
         record_activity(locked, actor, "revoked share link", link=link.pk)
         publish_access_changed(locked.pk, "share link revoked")
     return link
-
-
-def link_state(link: ShareLink) -> str:
-    if link.revoked_at:
-        return "revoked"
-    if link.expires_at and link.expires_at <= timezone.now():
-        return "expired"
-    return "active"
-
-
-# --- what a link shows -------------------------------------------------------------------
-
-
-def _parent_pairs(session_pk: int):
-    return (
-        Entry.objects.filter(session_id=session_pk)
-        .values_list("pi_id", "parent_pi_id")
-        .iterator(chunk_size=5000)
-    )
-
-
-def link_visible_entry_ids(link: ShareLink) -> set[str]:
-    """Every entry id the link's page, exports and websocket may show (one light query)."""
-    return visible_ids(
-        _parent_pairs(link.session_id),
-        link.leaf_pi_id,
-        subtree=link.scope == ShareLink.Scope.SUBTREE,
-    )
-
-
-def link_covers_new_entry(link: ShareLink, pi_id: str) -> bool:
-    """Whether `pi_id` is the link's leaf or below it: the part of a link's branch that grows.
-
-    For the websocket's check of an appended entry. One query that walks up the parent
-    links only while entries are newer than the link's leaf (a child is always appended
-    after its parent), so an entry on another branch costs a short walk too. A "path"
-    link never covers a new entry: nothing below its node shows.
-    """
-    if link.scope != ShareLink.Scope.SUBTREE:
-        return False
-    if link.leaf_pi_id is None:
-        return Entry.objects.filter(session_id=link.session_id, pi_id=pi_id).exists()
-    leaf = (
-        Entry.objects.filter(session_id=link.session_id, pi_id=link.leaf_pi_id)
-        .values_list("pk", "seq")
-        .first()
-    )
-    if leaf is None:
-        return False
-    table = Entry._meta.db_table
-    sql = f"""
-        WITH RECURSIVE up(id, parent_id, seq) AS (
-            SELECT id, parent_id, seq FROM {table} WHERE session_id = %s AND pi_id = %s
-            UNION
-            SELECT e.id, e.parent_id, e.seq FROM {table} e JOIN up ON e.id = up.parent_id
-            WHERE up.seq > %s
-        )
-        SELECT 1 FROM up WHERE id = %s
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [link.session_id, pi_id, leaf[1], leaf[0]])
-        return cursor.fetchone() is not None
 
 
 # --- telling open websockets that access changed ---------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sessions_app.agent.providers import stream_for
 from sessions_app.agent.providers.base import ModelRequest, ProviderError, ResolvedModel
+from sessions_app.agent.retry import with_retries
 from sessions_app.core.errors import ServiceError
 from sessions_app.selectors.llm.catalog import ModelProfile
 from sessions_app.selectors.llm.resolution import retry_policy
@@ -60,7 +61,6 @@ def complete(profile: ModelProfile | ResolvedModel, request: dict, *, on_retry=N
 
     `on_retry(attempt, delay, message)` is called before each wait (for job progress).
     """
-    policy = retry_policy()
     resolved = profile.resolved() if isinstance(profile, ModelProfile) else profile
     budget = int(request["max_tokens"])
     if resolved.max_tokens > 0:
@@ -74,28 +74,27 @@ def complete(profile: ModelProfile | ResolvedModel, request: dict, *, on_retry=N
     call = stream_for(resolved.api)
     spent = 0.0
     calls = 0
-    attempt = 0
-    while True:
+
+    def once() -> dict:
+        nonlocal spent, calls
         started = time.monotonic()
         calls += 1
         try:
-            message = call(resolved, model_request, abort=None, on_delta=None)
-        except ProviderError as exc:  # classified by the API module; never holds the key
+            return call(resolved, model_request, abort=None, on_delta=None)
+        finally:
             spent += time.monotonic() - started
-            delay = None if exc.received else policy.delay(attempt, exc)
-            if delay is None:
-                suffix = f" (after {calls} calls)" if calls > 1 else ""
-                raise SummaryError(_describe(exc) + suffix) from exc
-            log.warning(
-                "summary call failed (%s); retry %d in %.1fs", _describe(exc), attempt + 1, delay
-            )
-            if on_retry is not None:
-                on_retry(attempt + 1, delay, _describe(exc))
-            time.sleep(delay)
-            attempt += 1
-            continue
-        spent += time.monotonic() - started
-        text = "\n".join(b["text"] for b in message["content"] if b.get("type") == "text")
-        if not text.strip():
-            raise SummaryError("the model returned an empty summary")
-        return Completion(text=text, model_seconds=spent, calls=calls)
+
+    def announce(attempt: int, delay: float, exc: ProviderError) -> None:
+        log.warning("summary call failed (%s); retry %d in %.1fs", _describe(exc), attempt, delay)
+        if on_retry is not None:
+            on_retry(attempt, delay, _describe(exc))
+
+    try:
+        message = with_retries(once, retry_policy(), on_retry=announce)
+    except ProviderError as exc:  # classified by the API module; never holds the key
+        suffix = f" (after {calls} calls)" if calls > 1 else ""
+        raise SummaryError(_describe(exc) + suffix) from exc
+    text = "\n".join(b["text"] for b in message["content"] if b.get("type") == "text")
+    if not text.strip():
+        raise SummaryError("the model returned an empty summary")
+    return Completion(text=text, model_seconds=spent, calls=calls)

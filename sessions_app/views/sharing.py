@@ -24,7 +24,14 @@ from sessions_app.selectors.access import (
     share_link_session_id,
 )
 from sessions_app.selectors.share_preview import share_preview
-from sessions_app.selectors.sharing import session_link, session_links, session_shares
+from sessions_app.selectors.sharing import (
+    link_state,
+    link_visible_entry_ids,
+    session_link,
+    session_links,
+    session_shares,
+    teams_for_sharing,
+)
 from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import sharing
 from sessions_app.services.sessions import UNSET
@@ -39,7 +46,7 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
     target = params.text("target")
     links = session_links(session)
     for link in links:
-        link.state = sharing.link_state(link)
+        link.state = link_state(link)
         link.url = request.build_absolute_uri(reverse("sessions_app:share_link", args=[link.token]))
     return render(
         request,
@@ -48,7 +55,7 @@ def _sharing_page(request, access, error: str = "", new_link: ShareLink | None =
             "access": access,
             "session": session,
             "shares": session_shares(session),
-            "teams": sharing.teams_for_sharing(request.user),
+            "teams": teams_for_sharing(request.user),
             "roles": SessionShare.Role.choices,
             "links": links,
             "new_link": new_link,
@@ -125,7 +132,7 @@ def _link_access(request, token: str):
         raise Http404("No such link.")
     access = check_access(request.user, session_id, VIEWER, share_token=token)
     link = access.share_link or session_link(access.session, token)
-    if link is None or sharing.link_state(link) != "active":
+    if link is None or link_state(link) != "active":
         # A member opening a dead link: the link is gone, whatever their own rights.
         raise Http404("This link was revoked or has expired.")
     return access, link
@@ -141,7 +148,7 @@ def _link_entry(request, name: str, visible: set[str]) -> str | None:
 
 def _link_branch(request, link: ShareLink) -> tuple[set[str], str | None]:
     """The entries the link shows, and the leaf asked for (`?leaf=`, else the link's)."""
-    visible = sharing.link_visible_entry_ids(link)
+    visible = link_visible_entry_ids(link)
     return visible, _link_entry(request, "leaf", visible) or link.leaf_pi_id
 
 

@@ -80,27 +80,6 @@ def test_visible_ids_is_the_path_or_the_path_plus_the_subtree():
     assert visible_ids([("c", "d"), ("d", "c")], "c", subtree=True) == {"c", "d"}
 
 
-@pytest.mark.embedded  # (raw recursive SQL: PostgreSQL and SQLite)
-def test_a_path_link_never_grows_and_a_subtree_link_grows_below_its_node(data):
-    ids = data.ids
-    path_link, subtree_link = link_at(data), link_at(data, scope=ShareLink.Scope.SUBTREE)
-    path = {ids[k] for k in PATH_KEYS}
-    assert sharing.link_visible_entry_ids(path_link) == path
-    assert sharing.link_visible_entry_ids(subtree_link) == path | {ids[k] for k in BELOW_KEYS}
-    below = sessions.append_entry(data.session, assistant("Later."), parent_pi_id=ids["a3"]).pi_id
-    elsewhere = sessions.append_entry(data.session, assistant("B again."), parent_pi_id=ids["b3"])
-    fork = sessions.append_entry(data.session, assistant("Fork."), parent_pi_id=ids["a1"]).pi_id
-    assert sharing.link_visible_entry_ids(path_link) == path
-    assert below in sharing.link_visible_entry_ids(subtree_link)
-    assert not sharing.link_covers_new_entry(path_link, below)
-    assert sharing.link_covers_new_entry(subtree_link, below)
-    assert sharing.link_covers_new_entry(subtree_link, ids["a3"])
-    for link in (path_link, subtree_link):
-        assert not sharing.link_covers_new_entry(link, elsewhere.pi_id)
-        assert not sharing.link_covers_new_entry(link, fork)  # forked above the node
-        assert fork not in sharing.link_visible_entry_ids(link)
-
-
 def test_existing_links_and_links_made_without_a_choice_show_the_path_only(data):
     assert link_at(data).scope == ShareLink.Scope.PATH
     assert ShareLink._meta.get_field("scope").default == ShareLink.Scope.PATH

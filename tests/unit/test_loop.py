@@ -121,12 +121,12 @@ def test_an_api_piweb_does_not_speak_is_an_error_message(server):
 
 
 def test_clients_are_reused_and_bounded():
-    from sessions_app.agent.providers import common
+    from sessions_app.agent.providers import transport
 
     made = []
-    for n in range(common.MAX_CLIENTS + 10):
-        common.cached_client(("bench", n), lambda n=n: made.append(n) or object())
-    first = common.cached_client(("bench", common.MAX_CLIENTS + 9), object)
-    assert common.cached_client(("bench", common.MAX_CLIENTS + 9), object) is first
-    assert len(made) == common.MAX_CLIENTS + 10
-    assert len(common._clients) <= common.MAX_CLIENTS
+    for n in range(transport.MAX_CLIENTS + 10):
+        transport.cached_client(("bench", n), lambda n=n: made.append(n) or object())
+    first = transport.cached_client(("bench", transport.MAX_CLIENTS + 9), object)
+    assert transport.cached_client(("bench", transport.MAX_CLIENTS + 9), object) is first
+    assert len(made) == transport.MAX_CLIENTS + 10
+    assert len(transport._clients) <= transport.MAX_CLIENTS

@@ -4,7 +4,8 @@ import httpx
 import openai
 import pytest
 
-from sessions_app.agent.retry import RetryPolicy, retryable
+from sessions_app.agent.providers.base import ProviderError
+from sessions_app.agent.retry import RetryPolicy, RetryWaitInterrupted, retryable, with_retries
 
 REQUEST = httpx.Request("POST", "http://model.invalid/v1/chat/completions")
 
@@ -50,3 +51,62 @@ def test_retry_after_lengthens_the_wait_within_the_cap():
 
 def test_no_retry_for_what_is_not_retryable_even_with_retries_left():
     assert RetryPolicy(retries=9).delay(0, status_error(401)) is None
+
+
+# The one loop both callers run a model call in (with_retries).
+
+FAST = RetryPolicy(retries=2, base_delay=0.01, max_delay=0.02)
+
+
+def scripted(*outcomes):
+    """A call that raises or returns each outcome in turn, counting its calls."""
+    calls = []
+
+    def call():
+        outcome = outcomes[len(calls)]
+        calls.append(outcome)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    return call, calls
+
+
+def overloaded(**kwargs):
+    return ProviderError("503 overloaded", kind="retryable", status=503, **kwargs)
+
+
+def test_the_loop_tries_again_within_the_budget_and_reports_each_retry():
+    call, calls = scripted(overloaded(), overloaded(), "answer")
+    seen, waits = [], []
+    result = with_retries(
+        call,
+        FAST,
+        on_retry=lambda attempt, delay, exc: seen.append((attempt, str(exc))),
+        wait=lambda delay: waits.append(delay) and False,
+    )
+    assert result == "answer" and len(calls) == 3
+    assert seen == [(1, "503 overloaded"), (2, "503 overloaded")]
+    assert len(waits) == 2 and all(0.01 <= w <= 0.022 for w in waits)
+
+
+def test_the_last_error_is_raised_when_the_budget_is_spent():
+    call, calls = scripted(overloaded(), overloaded(), overloaded(), "never")
+    with pytest.raises(ProviderError, match="503"):
+        with_retries(call, FAST, wait=lambda delay: False)
+    assert len(calls) == 3  # the first call and two retries
+
+
+def test_a_call_that_received_part_of_its_answer_or_is_not_retryable_is_not_repeated():
+    for error in (overloaded(received=True), ProviderError("bad key", kind="auth", status=401)):
+        call, calls = scripted(error, "never")
+        with pytest.raises(ProviderError):
+            with_retries(call, FAST, wait=lambda delay: False)
+        assert len(calls) == 1
+
+
+def test_an_interrupted_wait_stops_the_loop():
+    call, calls = scripted(overloaded(), "never")
+    with pytest.raises(RetryWaitInterrupted):
+        with_retries(call, FAST, wait=lambda delay: True)
+    assert len(calls) == 1

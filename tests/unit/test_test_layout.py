@@ -33,10 +33,14 @@ COVERED_END_TO_END = {
 # runs the same cases on each API's module against a fake server speaking its protocol.
 COVERED_BY_THEIR_PACKAGE = {
     "agent/providers/anthropic_messages.py": "unit/test_providers.py",
-    "agent/providers/common.py": "unit/test_providers.py",
+    "agent/providers/conversion.py": "unit/test_providers.py",
+    "agent/providers/errors.py": "unit/test_providers.py",
     "agent/providers/google_generative_ai.py": "unit/test_providers.py",
     "agent/providers/openai_completions.py": "unit/test_providers.py",
     "agent/providers/openai_responses.py": "unit/test_providers.py",
+    "agent/providers/streaming.py": "unit/test_providers.py",
+    "agent/providers/thinking.py": "unit/test_providers.py",
+    "agent/providers/transport.py": "unit/test_providers.py",
 }
 
 # Modules with logic that have no test module of their own yet: the modules whose cases

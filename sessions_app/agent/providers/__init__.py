@@ -1,7 +1,7 @@
-"""Model APIs: one module per API pi 0.80.2 speaks, behind the interface of ``base``.
+"""Model APIs: one module per API pi 0.80.2 speaks, each a ``base.Provider``.
 
-``stream_for(api)`` gives the ``stream(resolved, request, *, abort, on_delta, on_idle)``
-function of that API. It returns one assistant message in pi's shape (stopReason
+``provider_for(api)`` gives that API's module, ``stream_for(api)`` its
+``stream(resolved, request, *, abort, on_delta, on_idle)`` function. It returns one assistant message in pi's shape (stopReason
 ``stop``, ``length``, ``toolUse`` or ``aborted``) or raises :class:`ProviderError`, whose
 ``partial`` is the message as far as it streamed (stopReason ``error``).
 """
@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .base import ProviderError
+from .base import Provider, ProviderError
 
 MODULES = {
     "openai-completions": "openai_completions",
@@ -23,11 +23,17 @@ MODULES = {
 APIS = tuple(MODULES)
 
 
-def stream_for(api: str) -> Callable[..., dict[str, Any]]:
-    """The stream function of ``api``; ProviderError (kind other) for an unknown API."""
+def provider_for(api: str) -> Provider:
+    """The module that speaks ``api``; ProviderError (kind other) for an unknown API."""
     name = MODULES.get(api)
     if name is None:
         raise ProviderError(
             f"piweb cannot call the {api!r} API (it speaks {', '.join(APIS)}).", kind="other"
         )
-    return importlib.import_module(f"{__name__}.{name}").stream
+    module: Any = importlib.import_module(f"{__name__}.{name}")
+    return module
+
+
+def stream_for(api: str) -> Callable[..., dict[str, Any]]:
+    """The stream function of ``api``; ProviderError (kind other) for an unknown API."""
+    return provider_for(api).stream

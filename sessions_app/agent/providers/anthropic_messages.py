@@ -21,24 +21,11 @@ import anthropic
 from anthropic.types import Message, RawMessageStreamEvent
 
 from .base import ModelRequest, ResolvedModel
-from .common import (
-    StreamAssembly,
-    adjust_for_thinking,
-    api_stream,
-    base_max_tokens,
-    cache_retention,
-    clean,
-    content_list,
-    endpoint_client,
-    new_message,
-    post_stream,
-    reasoning_level,
-    request_headers,
-    require_key,
-    thinking_budgets,
-    transform_messages,
-)
+from .conversion import clean, content_list, new_message, transform_messages
 from .openai_errors import from_sdk
+from .streaming import StreamAssembly, api_stream
+from .thinking import adjust_for_thinking, base_max_tokens, reasoning_level, thinking_budgets
+from .transport import cache_retention, endpoint_client, post_stream, request_headers, require_key
 
 API = "anthropic-messages"
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"

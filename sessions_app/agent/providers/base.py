@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,30 @@ class ProviderError(Exception):
 
 # on_delta(kind, text): kind is "text" or "thinking"; called as deltas arrive.
 DeltaSink = Callable[[str, str], None]
+
+
+class Provider(Protocol):
+    """What each API module of this package is (``providers.provider_for(api)`` gives
+    the module): its API's name, the request body it would send, and the one way to
+    call it. Every module builds ``stream`` with ``streaming.api_stream`` from its own event
+    reader (a ``streaming.StreamAssembly``), the opener of its SDK's stream and its error
+    classifier, so that deltas, tool-call arguments, usage and the outcome are assembled
+    the same way for every API."""
+
+    API: str
+
+    def build_params(self, resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
+        """The request body, as pi-ai 0.80.2 would send it, key order included."""
+        ...
+
+    def stream(
+        self,
+        resolved: ResolvedModel,
+        request: ModelRequest,
+        *,
+        abort: Any | None = None,
+        on_delta: DeltaSink | None = None,
+        on_idle: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """One assistant message in pi's shape, or ProviderError (``.partial``)."""
+        ...

@@ -26,22 +26,11 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from .base import ModelRequest, ProviderError, ResolvedModel
-from .common import (
-    StreamAssembly,
-    base_max_tokens,
-    classify,
-    clean,
-    content_list,
-    header_retry_after,
-    new_message,
-    reasoning_level,
-    request_headers,
-    require_key,
-    ssl_context,
-    transform_messages,
-    usage_of,
-    user_blocks,
-)
+from .conversion import clean, content_list, transform_messages, user_blocks
+from .errors import classify, header_retry_after
+from .streaming import Connection, StreamAssembly, api_stream, usage_of
+from .thinking import base_max_tokens, reasoning_level
+from .transport import request_headers, require_key, ssl_context
 
 API = "google-generative-ai"
 _counter = itertools.count(1)
@@ -226,7 +215,7 @@ def _thinking_config(resolved: ResolvedModel, request: ModelRequest) -> dict[str
     return {"includeThoughts": True, "thinkingBudget": _budget(model, effort)}
 
 
-def build_body(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
+def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, Any]:
     """The REST body of ``streamGenerateContent``, as pi's SDK sends it (its keys, in
     its order)."""
     body: dict[str, Any] = {"contents": convert_contents(resolved.model, request.messages)}
@@ -275,33 +264,10 @@ def _error(exc: BaseException, provider: str) -> ProviderError:
     return ProviderError(f"{exc.__class__.__name__}: {exc}", kind="other")
 
 
-def stream(
-    resolved: ResolvedModel,
-    request: ModelRequest,
-    *,
-    abort=None,
-    on_delta=None,
-    on_idle=None,
-) -> dict[str, Any]:
-    # A client per request around its own HTTP client (the TLS context is shared, so it
-    # is cheap): abort closes that HTTP client, which ends the stream at once.
-    http: list[httpx2.Client] = []
-    try:
-        return _State(new_message(resolved), on_delta).run(
-            lambda: _opener(resolved, request, http),
-            abort=abort,
-            on_idle=on_idle,
-            to_error=lambda exc: _error(exc, resolved.provider),
-            close=lambda _stream: http[0].close(),
-        )
-    finally:
-        for client in http:
-            client.close()
-
-
-def _opener(resolved: ResolvedModel, request: ModelRequest, http: list[httpx2.Client]):
-    """What opens the request's stream (raises ProviderError before any is sent); the
-    HTTP client it makes goes into ``http``."""
+def _opener(resolved: ResolvedModel, request: ModelRequest) -> Connection:
+    """What opens the request's stream (raises ProviderError before any is sent). A client
+    per request around its own HTTP client (the TLS context is shared, so it is cheap):
+    abort closes that HTTP client, which ends the stream at once."""
     headers = request_headers(resolved)
     if not resolved.api_key:
         raise ProviderError(
@@ -310,11 +276,11 @@ def _opener(resolved: ResolvedModel, request: ModelRequest, http: list[httpx2.Cl
             kind="auth",
         )
     key = require_key(resolved, headers)
-    body = build_body(resolved, request)
+    body = build_params(resolved, request)
     tls = ssl_context()
-    http.append(httpx2.Client(verify=tls, timeout=resolved.timeout))
+    http = httpx2.Client(verify=tls, timeout=resolved.timeout)
     options: dict[str, Any] = {
-        "httpx_client": http[0],
+        "httpx_client": http,
         # given, so that the SDK does not load the CA bundle again for each client
         "client_args": {"verify": tls},
         "async_client_args": {"verify": tls, "ssl": tls},
@@ -337,7 +303,7 @@ def _opener(resolved: ResolvedModel, request: ModelRequest, http: list[httpx2.Cl
             for chunk in client._api_client.request_streamed("post", path, body)
         )
 
-    return open_stream
+    return Connection(open_stream, close=lambda _stream: http.close(), release=http.close)
 
 
 STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -414,3 +380,7 @@ class _State(StreamAssembly):
         if part.get("thoughtSignature"):
             block["thoughtSignature"] = part["thoughtSignature"]
         self.add_block(block)
+
+
+# What providers.stream_for hands out for this API.
+stream = api_stream(_State, _opener, lambda exc, resolved: _error(exc, resolved.provider))

@@ -13,103 +13,106 @@ built (key order included) through the SDK's client.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .base import ModelRequest, ResolvedModel
-from .common import (
-    StreamAssembly,
-    api_stream,
-    base_max_tokens,
-    cache_retention,
-    clamp_level,
-    clean,
-    content_list,
-    endpoint_client,
-    post_stream,
-    reasoning_level,
-    request_headers,
-    require_key,
-    transform_messages,
-    usage_of,
-    user_blocks,
-)
+from .conversion import clean, content_list, transform_messages, user_blocks
 from .openai_errors import from_sdk
+from .streaming import StreamAssembly, api_stream, usage_of
+from .thinking import base_max_tokens, clamp_level, reasoning_level
+from .transport import cache_retention, endpoint_client, post_stream, request_headers, require_key
 
 API = "openai-completions"
 
 
+@dataclass(frozen=True)
+class _Endpoint:
+    """A family of endpoints pi's detectCompat knows, by provider name or by a piece of
+    the base URL, and what sets it apart from OpenAI's own API."""
+
+    providers: tuple[str, ...]
+    urls: tuple[str, ...]
+    quirks: frozenset[str]
+
+    def matches(self, provider: str, url: str) -> bool:
+        return provider in self.providers or any(piece in url for piece in self.urls)
+
+
+# The quirks: no ``store`` and no developer role (NON_STANDARD), ``max_tokens`` instead of
+# ``max_completion_tokens``, no reasoning effort, no strict tools, no long cache retention,
+# the reasoning content sent back on assistant messages, and the thinking format.
+NON_STANDARD, MAX_TOKENS, NO_EFFORT, NO_STRICT, NO_LONG_CACHE, REASONING_BACK = (
+    "non-standard",
+    "max-tokens",
+    "no-effort",
+    "no-strict",
+    "no-long-cache",
+    "reasoning-back",
+)
+_SHORT_OF_OPENAI = frozenset({NON_STANDARD, MAX_TOKENS, NO_EFFORT, NO_STRICT, NO_LONG_CACHE})
+ENDPOINTS: dict[str, _Endpoint] = {
+    "zai": _Endpoint(("zai", "zai-coding-cn"), ("api.z.ai", "open.bigmodel.cn"),
+                     frozenset({NON_STANDARD, NO_EFFORT})),
+    "together": _Endpoint(("together",), ("api.together.ai", "api.together.xyz"), _SHORT_OF_OPENAI),
+    "moonshot": _Endpoint(("moonshotai", "moonshotai-cn"), ("api.moonshot.",),
+                          frozenset({NON_STANDARD, MAX_TOKENS, NO_EFFORT, NO_STRICT})),
+    "openrouter": _Endpoint(("openrouter",), ("openrouter.ai",), frozenset()),
+    "cloudflare-workers": _Endpoint(("cloudflare-workers-ai",), ("api.cloudflare.com",),
+                                    frozenset({NON_STANDARD, NO_LONG_CACHE})),
+    "cloudflare-gateway": _Endpoint(("cloudflare-ai-gateway",), ("gateway.ai.cloudflare.com",),
+                                    _SHORT_OF_OPENAI),
+    "nvidia": _Endpoint(("nvidia",), ("integrate.api.nvidia.com",), _SHORT_OF_OPENAI),
+    "ant-ling": _Endpoint(("ant-ling",), ("api.ant-ling.com",),
+                          frozenset({NON_STANDARD, MAX_TOKENS, NO_EFFORT, NO_LONG_CACHE})),
+    "xai": _Endpoint(("xai",), ("api.x.ai",), frozenset({NON_STANDARD, NO_EFFORT})),
+    "deepseek": _Endpoint(("deepseek",), ("deepseek.com",), frozenset({REASONING_BACK})),
+    # pi counts DeepSeek as non-standard by its URL only, not by the provider's name.
+    "deepseek-url": _Endpoint((), ("deepseek.com",), frozenset({NON_STANDARD})),
+    "cerebras": _Endpoint(("cerebras",), ("cerebras.ai",), frozenset({NON_STANDARD})),
+    "chutes": _Endpoint((), ("chutes.ai",), frozenset({NON_STANDARD, MAX_TOKENS})),
+    "opencode": _Endpoint(("opencode",), ("opencode.ai",), frozenset({NON_STANDARD})),
+}  # fmt: skip
+# The thinking format is that of the first of these families that matches (its name), else
+# "openai".
+_THINKING_FAMILIES = ("deepseek", "zai", "together", "ant-ling", "openrouter")
+
+
 def detect_compat(model: dict[str, Any]) -> dict[str, Any]:
-    """pi's detectCompat: what an endpoint takes, from its provider name and URL."""
+    """pi's detectCompat: what an endpoint takes, from its provider name and URL
+    (:data:`ENDPOINTS`)."""
     provider = model.get("provider", "")
     url = model.get("baseUrl", "") or ""
-    zai = provider in ("zai", "zai-coding-cn") or "api.z.ai" in url or "open.bigmodel.cn" in url
-    together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
-    moonshot = provider in ("moonshotai", "moonshotai-cn") or "api.moonshot." in url
-    openrouter = provider == "openrouter" or "openrouter.ai" in url
-    cf_workers = provider == "cloudflare-workers-ai" or "api.cloudflare.com" in url
-    cf_gateway = provider == "cloudflare-ai-gateway" or "gateway.ai.cloudflare.com" in url
-    nvidia = provider == "nvidia" or "integrate.api.nvidia.com" in url
-    ant_ling = provider == "ant-ling" or "api.ant-ling.com" in url
-    grok = provider == "xai" or "api.x.ai" in url
-    deepseek = provider == "deepseek" or "deepseek.com" in url
-    non_standard = (
-        nvidia
-        or provider == "cerebras"
-        or "cerebras.ai" in url
-        or grok
-        or together
-        or "chutes.ai" in url
-        or "deepseek.com" in url
-        or zai
-        or moonshot
-        or provider == "opencode"
-        or "opencode.ai" in url
-        or cf_workers
-        or cf_gateway
-        or ant_ling
-    )
-    use_max_tokens = "chutes.ai" in url or moonshot or cf_gateway or together or nvidia or ant_ling
     model_id = model.get("id", "")
-    developer_ok = openrouter and (
-        model_id.startswith("anthropic/") or model_id.startswith("openai/")
-    )
-    if deepseek:
-        thinking_format = "deepseek"
-    elif zai:
-        thinking_format = "zai"
-    elif together:
-        thinking_format = "together"
-    elif ant_ling:
-        thinking_format = "ant-ling"
-    elif openrouter:
-        thinking_format = "openrouter"
-    else:
-        thinking_format = "openai"
+    matched = {name for name, endpoint in ENDPOINTS.items() if endpoint.matches(provider, url)}
+    quirks = frozenset().union(*(ENDPOINTS[name].quirks for name in matched))
+    openrouter = "openrouter" in matched
+    # OpenRouter passes the developer role on to the Anthropic and OpenAI models it serves.
+    developer_ok = openrouter and model_id.startswith(("anthropic/", "openai/"))
+    anthropic_cache = provider == "openrouter" and model_id.startswith("anthropic/")
     return {
-        "supportsStore": not non_standard,
-        "supportsDeveloperRole": developer_ok or (not non_standard and not openrouter),
-        "supportsReasoningEffort": not (grok or zai or moonshot or together or cf_gateway or nvidia or ant_ling),
+        "supportsStore": NON_STANDARD not in quirks,
+        "supportsDeveloperRole": developer_ok or not (NON_STANDARD in quirks or openrouter),
+        "supportsReasoningEffort": NO_EFFORT not in quirks,
         "supportsUsageInStreaming": True,
-        "maxTokensField": "max_tokens" if use_max_tokens else "max_completion_tokens",
+        "maxTokensField": "max_tokens" if MAX_TOKENS in quirks else "max_completion_tokens",
         "requiresToolResultName": False,
         "requiresAssistantAfterToolResult": False,
         "requiresThinkingAsText": False,
-        "requiresReasoningContentOnAssistantMessages": deepseek,
-        "thinkingFormat": thinking_format,
+        "requiresReasoningContentOnAssistantMessages": REASONING_BACK in quirks,
+        "thinkingFormat": next((f for f in _THINKING_FAMILIES if f in matched), "openai"),
         "openRouterRouting": {},
         "vercelGatewayRouting": {},
         "chatTemplateKwargs": {},
         "zaiToolStream": False,
-        "supportsStrictMode": not (moonshot or together or cf_gateway or nvidia),
-        "cacheControlFormat": "anthropic"
-        if provider == "openrouter" and model_id.startswith("anthropic/")
-        else None,
+        "supportsStrictMode": NO_STRICT not in quirks,
+        "cacheControlFormat": "anthropic" if anthropic_cache else None,
         "sendSessionAffinityHeaders": False,
-        "supportsLongCacheRetention": not (together or cf_workers or cf_gateway or nvidia or ant_ling),
-    }  # fmt: skip
+        "supportsLongCacheRetention": NO_LONG_CACHE not in quirks,
+    }
 
 
 def get_compat(model: dict[str, Any]) -> dict[str, Any]:

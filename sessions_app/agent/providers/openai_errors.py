@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ProviderError
-from .common import body_code, body_message, classify, header_retry_after
+from .errors import body_code, body_message, classify, header_retry_after
 
 
 def from_sdk(exc: BaseException, provider: str, sdk: Any) -> ProviderError:

@@ -22,23 +22,13 @@ import openai
 from openai.types.responses import Response
 
 from .base import ModelRequest, ProviderError, ResolvedModel
-from .common import (
-    StreamAssembly,
-    api_stream,
-    base_max_tokens,
-    cache_retention,
-    classify,
-    clean,
-    content_list,
-    post_stream,
-    reasoning_level,
-    request_headers,
-    transform_messages,
-    usage_of,
-    user_blocks,
-)
+from .conversion import clean, content_list, transform_messages, user_blocks
+from .errors import classify
 from .openai_completions import openai_client
 from .openai_errors import from_sdk
+from .streaming import StreamAssembly, api_stream, usage_of
+from .thinking import base_max_tokens, reasoning_level
+from .transport import cache_retention, post_stream, request_headers
 
 API = "openai-responses"
 TOOL_CALL_PROVIDERS = {"openai", "openai-codex", "opencode"}

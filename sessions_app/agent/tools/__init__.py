@@ -33,7 +33,7 @@ from typing import Any
 import jsonschema
 
 from ..paths import WorkspaceError
-from ..providers.common import parse_json_args
+from ..providers.streaming import parse_json_args
 from ..sandbox import SandboxUnavailable
 from .base import Tool, ToolContext, ToolError, ToolResult, text_result
 from .bash import BASH

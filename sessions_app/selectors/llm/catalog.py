@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from sessions_app.agent.providers import APIS
 from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.core import pi_config
 from sessions_app.core.costs import calculate_cost
@@ -33,12 +34,8 @@ DEFAULT_PROFILE = "default"
 CATALOG_FILE = Path(__file__).resolve().parents[2] / "data" / "pi_models.json"
 
 
-CALLABLE_APIS = (
-    "openai-completions",
-    "openai-responses",
-    "anthropic-messages",
-    "google-generative-ai",
-)
+# APIs piweb can call: those the providers package speaks.
+CALLABLE_APIS = APIS
 
 
 HOW_TO_CONFIGURE = (
