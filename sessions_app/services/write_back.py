@@ -38,6 +38,7 @@ import logging
 import os
 import stat as stat_module
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -54,6 +55,11 @@ log = logging.getLogger("piweb.follow")
 
 LEAF_MARKER_TYPE = "piweb.leaf"
 ATTEMPTS = 5
+
+# An injection point for tests: when set, called with the file's path in the instant
+# between the checks under the locks and piweb's append (where pi's own line may land;
+# tests/service/test_write_back.py makes it land there). None in the app.
+before_append: Callable[[str], None] | None = None
 
 
 class WriteBackError(ServiceError):
@@ -242,6 +248,8 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
             data = "".join(line + "\n" for line in lines).encode("utf-8")
             end, theirs = row.offset, 0
             if data:
+                if before_append is not None:
+                    before_append(row.path)
                 end = _append(fd, data)
                 start = end - len(data)
                 if start != row.offset:

@@ -251,13 +251,8 @@ def test_a_line_pi_appends_between_the_check_and_the_write_is_imported(
     """pi's line lands in the instant between piweb's check and its write (the race made
     certain): it is imported at once, and the follower then finds nothing to read."""
     path, session = followed(tmp_path, owner)
-    real_append = write_back._append
-
-    def pi_first(fd, data):
-        append(path, chain_lines(1, start=2)[0])
-        return real_append(fd, data)
-
-    monkeypatch.setattr(write_back, "_append", pi_first)
+    pi_line = chain_lines(1, start=2)[0]
+    monkeypatch.setattr(write_back, "before_append", lambda file: append(file, pi_line))
     entry = sessions.append_entry(session, {"type": "session_info", "name": "raced"})
     run_write_backs()
     ids = [e["id"] for e in file_entries(path)]
