@@ -75,7 +75,7 @@ class PiWriting(WriteBackError):
 
 @dataclass
 class Result:
-    action: str  # written | nothing | off | not_followed
+    action: str  # written | nothing | on | off | queued | not_followed
     lines: int = 0
     path: str = ""
 
@@ -99,12 +99,11 @@ def note_appended(session: Session, pi_id: str) -> bool:
     return not state.get("quiet_hook")
 
 
-def write_back_quietly(session_pk: int) -> None:
-    """A write-back after an entry was added (the write-back job runs it): waiting for pi
-    or failing only marks it due (the follower tries again), never fails the change that
-    caused it."""
+def write_back_quietly(session_pk: int, *, leaf_marker: bool = False, actor=None) -> None:
+    """A write-back in the worker (the write-back job runs it): waiting for pi or failing
+    only marks it due (the follower tries again), never fails the change that caused it."""
     try:
-        write_back(Session.objects.get(pk=session_pk))
+        write_back(Session.objects.get(pk=session_pk), leaf_marker=leaf_marker, actor=actor)
     except WriteBackError as exc:
         _mark_due(session_pk, str(exc))
     except Exception:
@@ -141,7 +140,8 @@ def _savefile_state(session: Session, state: dict) -> None:
 
 
 def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
-    """Turn write-back on (writing what is missing now) or off, for this session."""
+    """Turn write-back on or off for this session (`jobs.write_back.set_enabled` also
+    queues the write of what is missing when it is turned on)."""
     if followed_file(session) is None:
         raise WriteBackError("This session is not followed from a pi file: there is none to write.")
     with transaction.atomic():
@@ -153,7 +153,7 @@ def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
         _savefile_state(locked, state)
         sessions.record_activity(locked, actor, "write_back_on" if on else "write_back_off")
     session.refresh_from_db()
-    return write_back(session) if on else Result("off")
+    return Result("on" if on else "off", path=followed_file(session).path)
 
 
 def flush_due() -> int:

@@ -15,6 +15,7 @@ from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.selectors.exporter import export_bytes
 from sessions_app.selectors.pi_file import pi_writing_since
 from sessions_app.services import chat, following, sessions, write_back
+from sessions_app.services.jobs import write_back as write_back_job
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import (
     append,
@@ -185,7 +186,9 @@ def test_off_writes_nothing_and_on_writes_what_is_missing(tmp_path, owner):
     assert run_write_backs() == 0  # off: no job was queued
     assert len(file_entries(path)) == 2
     session.refresh_from_db()
-    assert write_back.set_enabled(session, True).lines == 1
+    assert write_back_job.set_enabled(session, True).action == "on"
+    assert len(file_entries(path)) == 2  # the worker writes it: the job
+    assert run_write_backs() == 1
     assert db_ids(session) == [e["id"] for e in file_entries(path)]
 
 
