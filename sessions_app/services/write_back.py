@@ -38,6 +38,7 @@ import logging
 import os
 import stat as stat_module
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -55,6 +56,11 @@ log = logging.getLogger("piweb.follow")
 LEAF_MARKER_TYPE = "piweb.leaf"
 ATTEMPTS = 5
 
+# An injection point for tests: when set, called with the file's path in the instant
+# between the checks under the locks and piweb's append (where pi's own line may land;
+# tests/service/test_write_back.py makes it land there). None in the app.
+before_append: Callable[[str], None] | None = None
+
 
 class WriteBackError(ServiceError):
     """A write-back that cannot happen now, with the message to show."""
@@ -69,7 +75,7 @@ class PiWriting(WriteBackError):
 
 @dataclass
 class Result:
-    action: str  # written | nothing | off | not_followed
+    action: str  # written | nothing | on | off | queued | not_followed
     lines: int = 0
     path: str = ""
 
@@ -93,12 +99,11 @@ def note_appended(session: Session, pi_id: str) -> bool:
     return not state.get("quiet_hook")
 
 
-def write_back_quietly(session_pk: int) -> None:
-    """A write-back after an entry was added (the write-back job runs it): waiting for pi
-    or failing only marks it due (the follower tries again), never fails the change that
-    caused it."""
+def write_back_quietly(session_pk: int, *, leaf_marker: bool = False, actor=None) -> None:
+    """A write-back in the worker (the write-back job runs it): waiting for pi or failing
+    only marks it due (the follower tries again), never fails the change that caused it."""
     try:
-        write_back(Session.objects.get(pk=session_pk))
+        write_back(Session.objects.get(pk=session_pk), leaf_marker=leaf_marker, actor=actor)
     except WriteBackError as exc:
         _mark_due(session_pk, str(exc))
     except Exception:
@@ -135,7 +140,8 @@ def _savefile_state(session: Session, state: dict) -> None:
 
 
 def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
-    """Turn write-back on (writing what is missing now) or off, for this session."""
+    """Turn write-back on or off for this session (`jobs.write_back.set_enabled` also
+    queues the write of what is missing when it is turned on)."""
     if followed_file(session) is None:
         raise WriteBackError("This session is not followed from a pi file: there is none to write.")
     with transaction.atomic():
@@ -147,7 +153,7 @@ def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
         _savefile_state(locked, state)
         sessions.record_activity(locked, actor, "write_back_on" if on else "write_back_off")
     session.refresh_from_db()
-    return write_back(session) if on else Result("off")
+    return Result("on" if on else "off", path=followed_file(session).path)
 
 
 def flush_due() -> int:
@@ -242,6 +248,8 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
             data = "".join(line + "\n" for line in lines).encode("utf-8")
             end, theirs = row.offset, 0
             if data:
+                if before_append is not None:
+                    before_append(row.path)
                 end = _append(fd, data)
                 start = end - len(data)
                 if start != row.offset:

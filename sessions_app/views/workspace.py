@@ -1,5 +1,5 @@
 """Where a session continues ("Continue in…") and its link with pi's file (write-back).
-Thin: check editor rights, call services/workspace_choice.py or services/write_back.py,
+Thin: check editor rights, call services/workspace_choice.py or services/jobs/write_back.py,
 answer with the notice partial (the page reloads after a change)."""
 
 from django.shortcuts import render
@@ -10,7 +10,8 @@ from sessions_app.params import form
 from sessions_app.responses import notice, session_view
 from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.panels.pi_file import pi_file_context
-from sessions_app.services import workspace_choice, write_back
+from sessions_app.services import workspace_choice
+from sessions_app.services.jobs import write_back as write_back_job
 
 # Both actions answer with the notice partial (htmx or not), their errors too.
 workspace_action = session_view(EDITOR, methods=("POST",), notice_errors=True)
@@ -46,10 +47,11 @@ def pi_file_write_back(request, access):
     if action != "now" and not access.is_owner:
         # The file is on the owner's machine: whether piweb writes to it is theirs to say.
         raise ServiceError("Only the session's owner turns write-back on or off.", 403, "owner")
+    # Either way the worker writes pi's file (the write-back job); the request only asks.
     if action == "now":
-        result = write_back.write_back(access.session, leaf_marker=True, actor=request.user)
+        result = write_back_job.write_back_now(access.session, actor=request.user)
     else:
-        result = write_back.set_enabled(access.session, action == "on", actor=request.user)
+        result = write_back_job.set_enabled(access.session, action == "on", actor=request.user)
     if action != "now" and request.htmx:
         return HttpResponseClientRefresh()
     if result.action == "not_followed":
@@ -58,10 +60,6 @@ def pi_file_write_back(request, access):
         )
     if result.action == "off":
         return notice(request, "Write-back is off for this session.")
-    return notice(
-        request,
-        f"{result.lines} line(s) written to {result.path}."
-        if result.lines
-        else "pi's file is up to date.",
-        level="ok",
-    )
+    if result.action == "on":
+        return notice(request, f"Write-back is on: what {result.path} lacks is being written.")
+    return notice(request, f"Writing back to {result.path}: piweb's leaf goes last.", level="ok")

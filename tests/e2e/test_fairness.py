@@ -83,18 +83,16 @@ def test_one_users_held_slots_never_delay_anothers_echo(layout, make_user, tmp_p
     time.sleep(1.5)  # the held run stays held: not sent to any worker
     assert _status(held) == "queued"
 
-    # Another user's `!echo`, several times: each answered within seconds.
+    # Another user's `!echo`, several times: each is done while the hog's runs still hold
+    # their slots (how fast: bench/fairness_bench.py, target p95 < 2 s).
     workspace = tmp_path / "other"
     workspace.mkdir()
     mine = new_session(other, workspace)
-    latencies = []
     for i in range(3):
-        started = time.monotonic()
         assert "Sent." in send(client_for(other), mine, f"!echo hello-{i}").content.decode()
         job = Job.objects.filter(session=mine, kind="agent_run").order_by("-created_at").first()
         assert wait_until(lambda job=job: _status(job) == "done", 30, interval=0.05)
-        latencies.append(time.monotonic() - started)
-    assert max(latencies) < 10, latencies  # target p95 < 2 s: bench/fairness_bench.py
+        assert all(_status(j) == "running" for j in jobs[:LIMIT]) and _status(held) == "queued"
 
     # One of the hog's runs ends: their held run is sent and starts.
     chat.stop_run(sessions[0], hog)

@@ -4,8 +4,6 @@ context edit does, the system changes, and a compaction that restates its system
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.urls import reverse
 
@@ -79,17 +77,13 @@ def test_a_pi1_compaction_keeping_nothing_restates_its_system_message(session, o
 
 @pytest.mark.django_db
 def test_the_inspector_of_a_session_with_a_10mb_cwd_answers_quickly(owner):
+    """It answers, and small (bench/page_limits_bench.py prints how long it takes)."""
     cwd = "/" + "d" * (10 * 1024 * 1024)
     import_lines(owner, [header(SID, cwd=cwd), message("u1", None), usage_line("a1", "u1")])
     session = Session.objects.get(pi_id=SID)
     url = reverse("sessions_app:inspector", args=[session.pi_id])
-    client = client_for(owner)
-    started = time.monotonic()
-    response = client.get(url)
-    elapsed = time.monotonic() - started
+    response = client_for(owner).get(url)
     assert response.status_code == 200
-    print(f"inspector of a 10 MB cwd: {elapsed:.2f} s")
-    assert elapsed < 3, f"the inspector took {elapsed:.1f} s"
     assert len(response.content) < 1024 * 1024
     # the session keeps the first 4,096 characters; the header line keeps them all
     assert len(session.cwd) == 4096 and "d" * 4095 in response.content.decode()

@@ -12,6 +12,7 @@ from django.urls import reverse
 from sessions_app.models import Entry, Job, Session
 from sessions_app.services import following, sessions
 from sessions_app.services.jobs import lifecycle
+from sessions_app.services.jobs import write_back as write_back_job
 from tests.support.pi_files import FOLLOWED_SID, run_write_backs, session_file
 from tests.support.web import client_for
 
@@ -106,3 +107,29 @@ def test_a_write_back_that_must_wait_for_pi_is_marked_due(tmp_path, owner, setti
     assert lifecycle.run_job(job.pk) == Job.Status.DONE  # the job is done; the write waits
     session.refresh_from_db()
     assert session.settings["pi_file"]["due"] is True
+
+
+def test_write_back_now_asks_the_worker_to_put_piwebs_leaf_last(tmp_path, owner):
+    path, session = followed(tmp_path, owner)
+    sessions.set_leaf(session, "00000000")
+    url = reverse("sessions_app:pi_file_write_back", args=[session.pi_id])
+    response = client_for(owner).post(url, {"action": "now"})
+    assert response.status_code == 200 and "Writing back to" in response.content.decode()
+    assert file_ids(path) == ["00000000", "00000001"]  # the request wrote nothing
+    (job,) = queued(session)
+    assert job.params["leaf_marker"] is True and job.created_by == owner
+    assert lifecycle.run_job(job.pk) == Job.Status.DONE
+    marker = Entry.objects.get(session=session, type="custom")
+    assert marker.parent_pi_id == "00000000" and file_ids(path)[-1] == marker.pi_id
+
+
+def test_a_waiting_job_takes_the_leaf_marker_asked_for_later(tmp_path, owner):
+    path, session = followed(tmp_path, owner)
+    added = sessions.append_entry(session, {"type": "session_info", "name": "one"})
+    sessions.set_leaf(session, "00000001")
+    assert write_back_job.write_back_now(session, actor=owner).action == "queued"
+    (job,) = queued(session)
+    assert job.params["leaf_marker"] is True
+    assert run_write_backs() == 1
+    ids = file_ids(path)
+    assert ids[2] == added.pi_id and len(ids) == 4  # the entry, then the leaf marker

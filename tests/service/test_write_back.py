@@ -15,6 +15,7 @@ from sessions_app.models import Entry, FollowedFile, Session
 from sessions_app.selectors.exporter import export_bytes
 from sessions_app.selectors.pi_file import pi_writing_since
 from sessions_app.services import chat, following, sessions, write_back
+from sessions_app.services.jobs import write_back as write_back_job
 from tests.support.pi_files import FOLLOWED_SID as SID
 from tests.support.pi_files import (
     append,
@@ -185,7 +186,9 @@ def test_off_writes_nothing_and_on_writes_what_is_missing(tmp_path, owner):
     assert run_write_backs() == 0  # off: no job was queued
     assert len(file_entries(path)) == 2
     session.refresh_from_db()
-    assert write_back.set_enabled(session, True).lines == 1
+    assert write_back_job.set_enabled(session, True).action == "on"
+    assert len(file_entries(path)) == 2  # the worker writes it: the job
+    assert run_write_backs() == 1
     assert db_ids(session) == [e["id"] for e in file_entries(path)]
 
 
@@ -251,13 +254,8 @@ def test_a_line_pi_appends_between_the_check_and_the_write_is_imported(
     """pi's line lands in the instant between piweb's check and its write (the race made
     certain): it is imported at once, and the follower then finds nothing to read."""
     path, session = followed(tmp_path, owner)
-    real_append = write_back._append
-
-    def pi_first(fd, data):
-        append(path, chain_lines(1, start=2)[0])
-        return real_append(fd, data)
-
-    monkeypatch.setattr(write_back, "_append", pi_first)
+    pi_line = chain_lines(1, start=2)[0]
+    monkeypatch.setattr(write_back, "before_append", lambda file: append(file, pi_line))
     entry = sessions.append_entry(session, {"type": "session_info", "name": "raced"})
     run_write_backs()
     ids = [e["id"] for e in file_entries(path)]
