@@ -419,6 +419,8 @@ PIWEB_RENDER_SECONDS = env.decimal("PIWEB_RENDER_SECONDS", 5.0)
 # in the worker reads it from there (so in a scale-out layout that folder is shared).
 PIWEB_MAX_UPLOAD_BYTES = env.integer("PIWEB_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 PIWEB_IMPORT_DIR = env.path("PIWEB_IMPORT_DIR", VAR_DIR / "imports")
+# The sync API (docs/sync.md): the biggest JSON body one request of the client may send.
+PIWEB_SYNC_MAX_BATCH_BYTES = env.integer("PIWEB_SYNC_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 # Django keeps at most this much of a request body in memory (the rest goes to disk).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 

@@ -151,6 +151,9 @@ def append_entry(
             from sessions_app.services import write_back  # (it builds on this module)
 
             write_back.note_appended(locked, pi_id)
+        from sessions_app.services import sync  # (it builds on this module)
+
+        sync.note_appended(locked, pi_id)
         locked.save()
         events.publish(
             locked.pk,

@@ -33,7 +33,9 @@ RANK = {"viewer": 1, "editor": 2, "owner": 3}
 
 @dataclass
 class Route:
-    need: str  # viewer | editor | owner | login | link | team (a member of the viewers team)
+    # viewer | editor | owner | login | link | team (a member of the viewers team) |
+    # public (anyone) | token (the sync API: a bearer token only; a login opens nothing)
+    need: str
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
     kwargs: dict = field(default_factory=dict)  # values are World attribute names
@@ -159,6 +161,15 @@ ROUTES: dict[str, Route] = {
     "models_key_remove": Route("login", "POST", ok=302, data={"provider": "openai"}),
     "models_test": Route("login", "POST", ok=302, data={"model": "nope/nothing"}),
     "models_default": Route("login", "POST", ok=302, data={"model": "", "thinking": ""}),
+    # sync: each user's own tokens; the client for anyone; the API for tokens alone
+    "sync_tokens": Route("login"),
+    "sync_token_revoke": Route("login", "POST", ok=302, kwargs={"token_pk": 1}),
+    "sync_client": Route("public"),
+    "api_whoami": Route("token"),
+    "api_push": Route("token", "POST"),
+    "api_file_state": Route("token"),
+    "api_pending": Route("token"),
+    "api_export": Route("token", kwargs=S),
 }
 
 
@@ -242,8 +253,10 @@ class World:
 
 
 def expected_status(route: Route, persona: str) -> int:
-    if route.need == "link":
+    if route.need in ("link", "public"):
         return route.ok  # the token is in the URL: whoever holds it reads
+    if route.need == "token":
+        return 401  # a login (or a share link) is no token
     if persona in ("anonymous", "link"):
         return 302  # to the login page; a share token opens nothing but the link pages
     if route.need == "login":
