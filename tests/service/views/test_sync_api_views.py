@@ -133,9 +133,12 @@ def test_too_many_bad_tokens_from_one_address_get_429(make_user, settings):
     good = sync_tokens.create_token(make_user(), "t")[1]
     headers = {"REMOTE_ADDR": "10.250.0.1"}
     for _ in range(2):
-        assert Client(HTTP_AUTHORIZATION="Bearer pwt_x_y", **headers).get(
-            reverse("sessions_app:api_whoami")
-        ).status_code == 401
+        assert (
+            Client(HTTP_AUTHORIZATION="Bearer pwt_x_y", **headers)
+            .get(reverse("sessions_app:api_whoami"))
+            .status_code
+            == 401
+        )
     response = Client(HTTP_AUTHORIZATION=f"Bearer {good}", **headers).get(
         reverse("sessions_app:api_whoami")
     )
