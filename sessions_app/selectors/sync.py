@@ -38,11 +38,6 @@ def owned_session(owner, pi_id: str) -> Session:
     return session
 
 
-def synced_from(session: Session) -> SyncedFile | None:
-    """The client file a session was synced from (its latest), if any."""
-    return SyncedFile.objects.filter(session=session).order_by("-last_pushed_at").first()
-
-
 def files_with_pending(owner, client: str) -> list[SyncedFile]:
     """The client's files whose sessions have lines piweb added and it has not written
     back."""

@@ -126,3 +126,31 @@ def test_piweb_lines_wait_for_the_client_and_come_back_once(make_user):
     assert row.offset == len(FILE) + len(written_back) + len(LINES[0])
     assert row.session.entry_count == 8  # piweb's entry is not stored twice
     assert _export(row) == FILE + written_back + LINES[0].replace(b"00000000", b"000000f0")
+
+
+def test_a_synced_session_is_listed_searched_counted_and_shows_its_machine(make_user):
+    from sessions_app.selectors.provenance import session_provenance
+    from sessions_app.selectors.search import search
+    from sessions_app.selectors.sessions import visible_sessions
+    from tests.support.pi_files import usage_line
+
+    user = make_user()
+    row = _push(user, 0, HEADER + b"".join(LINES[:2]))
+    row = _push(user, row.offset, line(usage_line("u0000001", "00000001", input=7, output=3)))
+    assert row.session in visible_sessions(user)
+    assert [hit.entry_pi_id for hit in search(user, '"text number 1"').hits] == ["00000001"]
+    assert row.session.usage_tokens == 10
+    provenance = session_provenance(row.session)
+    assert (provenance.kind, provenance.path) == ("synced", PATH)
+    assert provenance.label == f"Synced live from {CLIENT}"
+    assert provenance.resume_command == "pi --session ~/.pi/agent/sessions/--code-app--/s.jsonl"
+
+
+def test_continue_in_offers_a_synced_session_what_it_offers_an_import(make_user):
+    from sessions_app.selectors.workspaces import options
+    from tests.support.pi_files import do_import
+
+    user = make_user()
+    synced = _push(user, 0, FILE).session
+    imported = do_import(line(header(SID[:-2] + "dd")) + b"".join(LINES), user).session
+    assert options(synced, user) == options(imported, user)
