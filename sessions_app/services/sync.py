@@ -14,6 +14,10 @@ complete lines with the byte offset they start at:
 - a file the client saw rewritten is sent whole (`rewrite`): imported as a re-import,
   which adds only what the session lacks, and followed from its new end.
 
+Like the follower's, a push commits without waiting for the disk (`following.
+file_transaction`): the client keeps its offset only once the server answered, so a
+commit lost in a database crash only means those lines are sent again.
+
 Entries piweb adds to a synced session (`sessions.append_entry`, a reviewer continuing
 it in the browser) are listed in `pending` until they come back in the client's file:
 the client reads them (`pending_lines`), appends them to pi's file when pi is quiet, and
@@ -26,13 +30,12 @@ import io
 import json
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.import_lines import stored_line
 from sessions_app.models import Entry, Session, SyncedFile
-from sessions_app.services import importer
+from sessions_app.services import following, importer
 from sessions_app.services import sessions as sessions_service
 
 MAX_CLIENT_CHARS = 100
@@ -89,7 +92,7 @@ def push(
     row = SyncedFile.objects.filter(owner=owner, client=client, client_path=path).first()
     if row is None or row.session_id is None:
         return _push_whole(owner, client, path, offset, data)
-    with transaction.atomic():
+    with following.file_transaction():
         sessions_service.lock_session(row.session_id)  # (append_entry's lock order)
         row = SyncedFile.objects.select_for_update().get(pk=row.pk)
         if offset > row.offset:
@@ -110,7 +113,7 @@ def _push_whole(owner, client, path, offset, data) -> SyncedFile:
         raise SyncConflict(f"The server has this file up to byte {held}; send it from there.", held)
     if not data:
         raise ServiceError("A new file starts with its session header line.")
-    with transaction.atomic():
+    with following.file_transaction():
         report = importer.import_jsonl_stream(
             io.BytesIO(data), owner, filename=f"{client}:{path}", after_commit="off"
         )
