@@ -8,6 +8,7 @@ byte."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -17,6 +18,7 @@ import pytest
 from sessions_app.models import Session
 from sessions_app.services import sessions, sync_tokens
 from tests.support.pi_files import chain_lines, header, line
+from tests.support.scripted_llm import text
 from tests.support.sync_client import (
     DroppingProxy,
     download_client,
@@ -188,3 +190,57 @@ def test_piweb_lines_are_written_back_when_pi_is_quiet(laptop):
     finally:
         _stop(client)
     assert Session.objects.get(pi_id=sid).entry_count == 3
+
+
+@pytest.mark.usefixtures("tasks_stay_in_process")
+def test_pi_round_trip_through_the_served_client(laptop, llm, settings):
+    """pi 0.80.2 writes a session on the "laptop"; the client sends it; piweb continues it
+    (the chat service the page's send button calls); the client writes the turn back; pi
+    resumes the file with piweb's question and answer in its next request."""
+    from sessions_app.services import chat, jobs
+    from tests.support.pi_reference import pi_cli_or_skip, run_pi, write_models_json
+
+    lap = laptop
+    node = pi_cli_or_skip("0.80.2")
+    home = lap.root.parent / "home"
+    project = home / "proj"
+    project.mkdir(parents=True)
+    agent = lap.root.parent / "agent"
+    write_models_json(agent, llm.base_url)
+    settings.PIWEB_WORKSPACE_MODE = "single-user"
+    settings.PIWEB_WORKSPACE_ROOTS = [home.resolve()]
+
+    def pi(*args):
+        return run_pi(node, "0.80.2", [*args], cwd=project, agent_dir=agent, home=home)
+
+    llm.push(text("pi answer one"))
+    pi("--session-dir", str(lap.folder), "one")
+    (path,) = lap.folder.glob("*.jsonl")
+    sid = json.loads(path.read_text().splitlines()[0])["id"]
+    client = _follow(lap, "--write-back", "--quiet", "0.5")
+    try:
+        assert _same_on_server(lap, path, sid), lap.log.read_text()
+        session = Session.objects.get(pi_id=sid)
+        Session.objects.filter(pk=session.pk).update(model_profile="scripted")
+        session.refresh_from_db()
+        llm.push(text("piweb answer two"))
+        job = chat.send_message(session, lap.user, "two from piweb")
+        assert jobs.run_job(str(job.pk)) == "done"
+        assert wait_until(lambda: b"piweb answer two" in path.read_bytes(), 30), lap.log.read_text()
+        assert _same_on_server(lap, path, sid), lap.log.read_text()
+    finally:
+        _stop(client)
+    llm.push(text("pi answer three"))
+    pi("--session", str(path), "three")
+    seen = [
+        (m["role"], m["content"] if isinstance(m["content"], str) else m["content"][0]["text"])
+        for m in llm.requests[-1]["messages"]
+        if m["role"] in ("user", "assistant")
+    ]
+    assert seen == [
+        ("user", "one"),
+        ("assistant", "pi answer one"),
+        ("user", "two from piweb"),
+        ("assistant", "piweb answer two"),
+        ("user", "three"),
+    ]
