@@ -244,3 +244,31 @@ def test_pi_round_trip_through_the_served_client(laptop, llm, settings):
         ("assistant", "piweb answer two"),
         ("user", "three"),
     ]
+
+
+def test_the_open_page_shows_the_laptops_lines_as_they_come(laptop, page_for):
+    lap = laptop
+    sid = "0199aaaa-bbbb-7ccc-8ddd-0000000000e5"
+    path = _new_file(lap.folder, sid, 2)
+    client = _follow(lap)
+    try:
+        assert _same_on_server(lap, path, sid), lap.log.read_text()
+        page = page_for(lap.user)
+        page.goto(f"/s/{sid}/")
+        page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+        page.evaluate("() => { window.piwebNotReloaded = true; }")
+        assert "Synced live from test laptop" in page.locator(".provenance").inner_text()
+        assert path.name in page.locator(".resume-command").inner_text()
+        for n in range(2, 5):
+            with open(path, "ab") as fh:
+                fh.write(chain_lines(1, start=n)[0])
+            page.wait_for_selector(f'#tree-panel .tn[data-id="{n:08x}"]', timeout=15000)
+            page.wait_for_function(
+                "(text) => document.querySelector('#chat-transcript').innerText.includes(text)",
+                arg=f"text number {n}",
+                timeout=15000,
+            )
+        assert page.evaluate("() => window.piwebNotReloaded") is True
+        assert page.csp_violations == []
+    finally:
+        _stop(client)
