@@ -35,7 +35,7 @@ from django.utils import timezone
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.import_lines import stored_line
 from sessions_app.models import Entry, Session, SyncedFile
-from sessions_app.services import following, importer
+from sessions_app.services import following, importer, search
 from sessions_app.services import sessions as sessions_service
 
 MAX_CLIENT_CHARS = 100
@@ -127,7 +127,12 @@ def _push_whole(owner, client, path, offset, data) -> SyncedFile:
         row.last_pushed_at = timezone.now()
         row.save()
     if report.entries_added:
-        importer.finish_imports(importer.search_work([report]))
+        # (a few entries are indexed here, so search finds them at once; a backlog by a
+        # job, as for uploads, so the client is not held up)
+        many = report.entries_added > search.INLINE_INDEX_LIMIT
+        importer.finish_imports(
+            importer.search_work([report]), where="worker" if many else "inline"
+        )
     return SyncedFile.objects.select_related("session").get(pk=row.pk)
 
 
