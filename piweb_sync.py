@@ -46,9 +46,10 @@ MAX_DELAY = 10.0
 class Refused(Exception):
     """The server refused for good: a file it cannot take, or (`fatal`) the token."""
 
-    def __init__(self, message: str, fatal: bool = False):
+    def __init__(self, message: str, fatal: bool = False, status: int = 0):
         super().__init__(message)
         self.fatal = fatal
+        self.status = status
 
 
 class Conflict(Exception):
@@ -92,7 +93,8 @@ class Server:
                     return {"missing": True, **answer}
                 if exc.code < 500 and exc.code != 429:
                     message = f"{exc.code}: {answer.get('error', exc.reason)}"
-                    raise Refused(message, fatal=exc.code in (401, 403)) from None
+                    fatal = exc.code in (401, 403)
+                    raise Refused(message, fatal=fatal, status=exc.code) from None
                 note(f"server answered {exc.code}; trying again in {delay:.1f}s")
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 note(f"server not reachable ({_reason(exc)}); trying again in {delay:.1f}s")
@@ -192,6 +194,7 @@ class Syncer:
         self.server = server
         self.state = state
         self.quiet = quiet
+        self.batch = BATCH_BYTES  # halved when the server finds a request too big
 
     def sync_file(self, path: str) -> int:
         """Send what the server lacks of one file; the bytes sent."""
@@ -227,13 +230,19 @@ class Syncer:
         sent = 0
         end = complete_end(fh, offset, st.st_size)
         while offset < end:
-            stop = complete_end(fh, offset, min(end, offset + BATCH_BYTES))
+            stop = complete_end(fh, offset, min(end, offset + self.batch))
             if stop == offset:  # one line longer than a batch: send it alone
-                stop = end if end - offset <= 4 * BATCH_BYTES else complete_end(fh, offset, end)
+                fh.seek(offset)
+                stop = offset + len(fh.readline())
             fh.seek(offset)
             data = fh.read(stop - offset)
             try:
                 self.server.push(shown_path(path), offset, data)
+            except Refused as exc:
+                if exc.status != 413 or self.batch <= 1 << 16:
+                    raise
+                self.batch //= 2  # the server takes less per request: send less
+                continue
             except Conflict as exc:
                 if exc.offset < offset:
                     offset = exc.offset  # the server has less: go on from its end

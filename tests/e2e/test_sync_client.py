@@ -272,3 +272,19 @@ def test_the_open_page_shows_the_laptops_lines_as_they_come(laptop, page_for):
         assert page.csp_violations == []
     finally:
         _stop(client)
+
+
+def test_a_server_that_takes_smaller_requests_gets_smaller_batches(child_env, tmp_path, make_user):
+    server = server_process({**child_env, "PIWEB_SYNC_MAX_BATCH_BYTES": "300000"}, tmp_path)
+    server.start()
+    try:
+        user = make_user()
+        token = sync_tokens.create_token(user, "laptop")[1]
+        client = download_client(server.url, tmp_path)
+        sid = "0199aaaa-bbbb-7ccc-8ddd-0000000000e6"
+        path = _new_file(tmp_path, sid, 6000)  # about 1 MB
+        assert path.stat().st_size > 900_000
+        push_files(client, server.url, token, tmp_path / "state.json", path)
+        assert server_export(server.url, token, sid) == path.read_bytes()
+    finally:
+        server.stop()
