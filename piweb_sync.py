@@ -306,7 +306,8 @@ def session_files(root: str) -> list[str]:
     found = []
     for folder, subfolders, names in os.walk(root):
         subfolders.sort()
-        found.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith(".jsonl"))
+        paths = (os.path.join(folder, n) for n in sorted(names) if n.endswith(".jsonl"))
+        found.extend(p for p in paths if not os.path.islink(p))
     return found
 
 

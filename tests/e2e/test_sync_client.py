@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -80,7 +81,7 @@ def _write_half_then_rest(path, data: bytes, pause: float = 0.3):
         fh.write(data[len(data) // 2 :])
 
 
-def _follow(lap, *args, url=None):
+def _follow(lap, *args, url=None, python=None):
     return run_client(
         lap.client,
         url or lap.server.url,
@@ -90,6 +91,7 @@ def _follow(lap, *args, url=None):
         str(lap.root),
         *args,
         log=lap.log,
+        python=python,
     )
 
 
@@ -288,3 +290,22 @@ def test_a_server_that_takes_smaller_requests_gets_smaller_batches(child_env, tm
         assert server_export(server.url, token, sid) == path.read_bytes()
     finally:
         server.stop()
+
+
+def test_with_watchfiles_installed_it_follows_on_changes(laptop):
+    """The .venv's python has watchfiles: the client waits for changes instead of looking
+    ten times a second, and a symbolic link to a session file is not followed."""
+    lap = laptop
+    sid = "0199aaaa-bbbb-7ccc-8ddd-0000000000e7"
+    path = _new_file(lap.folder, sid, 2)
+    (lap.folder / "link.jsonl").symlink_to(path)
+    client = _follow(lap, "--interval", "30", python=[sys.executable])
+    try:
+        assert _same_on_server(lap, path, sid, timeout=30), lap.log.read_text()
+        for new in chain_lines(3, start=2):
+            with open(path, "ab") as fh:
+                fh.write(new)
+        assert _same_on_server(lap, path, sid, timeout=15), lap.log.read_text()
+    finally:
+        _stop(client)
+    assert "link.jsonl" not in lap.log.read_text()

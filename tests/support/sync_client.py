@@ -51,9 +51,12 @@ def download_client(url: str, folder: Path) -> Path:
     return path
 
 
-def run_client(client: Path, url: str, token: str, state: Path, *args, log: Path | None = None):
-    """Start the client (`follow …`) in the background; a Popen."""
-    argv = [*PLAIN_PYTHON, str(client), "--server", url, "--token", token]
+def run_client(
+    client: Path, url: str, token: str, state: Path, *args, log: Path | None = None, python=None
+):
+    """Start the client (`follow …`) in the background, by a python3 with no packages
+    (or `python`); a Popen."""
+    argv = [*(python or PLAIN_PYTHON), str(client), "--server", url, "--token", token]
     argv += ["--client", "test laptop", "--state", str(state), *args]
     out = open(log or os.devnull, "ab")  # noqa: SIM115 (the child keeps it)
     return subprocess.Popen(argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
