@@ -309,3 +309,66 @@ def test_with_watchfiles_installed_it_follows_on_changes(laptop):
     finally:
         _stop(client)
     assert "link.jsonl" not in lap.log.read_text()
+
+
+@pytest.mark.worker
+def test_pi_round_trip_continued_in_the_browser(laptop, llm, worker, page_for, workspace):
+    """The acceptance's round trip with the browser: pi 0.80.2 writes on the "laptop"
+    (its project is a workspace of the user's, so piweb's worker may run there), the page
+    shows pi's lines, the user sends a message in the page, the worker answers, the client
+    writes the turn back, and pi resumes the file with piweb's question and answer."""
+    from tests.support.pi_reference import pi_cli_or_skip, run_pi, write_models_json
+    from tests.support.workspaces import place_workspace
+
+    lap = laptop
+    node = pi_cli_or_skip("0.80.2")
+    project = place_workspace(lap.user, workspace)
+    home = lap.root.parent / "home"
+    home.mkdir()
+    agent = lap.root.parent / "agent"
+    write_models_json(agent, llm.base_url)
+
+    def pi(*args):
+        return run_pi(node, "0.80.2", [*args], cwd=project, agent_dir=agent, home=home)
+
+    llm.push(text("pi answer one"))
+    pi("--session-dir", str(lap.folder), "one")
+    (path,) = lap.folder.glob("*.jsonl")
+    sid = json.loads(path.read_text().splitlines()[0])["id"]
+    client = _follow(lap, "--write-back", "--quiet", "0.5")
+    try:
+        assert _same_on_server(lap, path, sid), lap.log.read_text()
+        Session.objects.filter(pi_id=sid).update(model_profile="scripted")
+        page = page_for(lap.user)
+        page.goto(f"/s/{sid}/")
+        page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+        page.wait_for_function(
+            "() => document.querySelector('#chat-transcript').innerText.includes('pi answer one')",
+            timeout=15000,
+        )
+        llm.push(text("piweb answer two"))
+        page.fill("#chat-input", "two from the browser")
+        page.press("#chat-input", "Enter")
+        page.wait_for_function(
+            "() => document.querySelector('#chat-transcript').innerText"
+            ".includes('piweb answer two')",
+            timeout=30000,
+        )
+        assert wait_until(lambda: b"piweb answer two" in path.read_bytes(), 30), lap.log.read_text()
+        assert _same_on_server(lap, path, sid), lap.log.read_text()
+    finally:
+        _stop(client)
+    llm.push(text("pi answer three"))
+    pi("--session", str(path), "three")
+    seen = [
+        (m["role"], m["content"] if isinstance(m["content"], str) else m["content"][0]["text"])
+        for m in llm.requests[-1]["messages"]
+        if m["role"] in ("user", "assistant")
+    ]
+    assert seen == [
+        ("user", "one"),
+        ("assistant", "pi answer one"),
+        ("user", "two from the browser"),
+        ("assistant", "piweb answer two"),
+        ("user", "three"),
+    ]
