@@ -39,7 +39,7 @@ import urllib.parse
 import urllib.request
 
 BLOCK = 8192
-BATCH_BYTES = 4 << 20  # the most one request sends (the server takes up to 16 MiB)
+BATCH_BYTES = 8 << 20  # the most one request sends (the server takes up to 16 MiB)
 MAX_DELAY = 10.0
 
 
