@@ -675,6 +675,12 @@ GROUPS: dict[str, list[Var]] = {
             536870912,
             "the biggest session file `/import/` takes (512 MB); bigger bodies are refused before they are read (see [security.md](security.md))",
         ),
+        Var(
+            "PIWEB_SYNC_MAX_BATCH_BYTES",
+            "integer",
+            16777216,
+            "the biggest JSON body one request of the sync client may send (16 MB; see [sync.md](sync.md))",
+        ),
     ],
     _LOGIN: [
         Var(

@@ -422,6 +422,7 @@ PIWEB_RENDER_SECONDS = env.get("PIWEB_RENDER_SECONDS")
 # in the worker reads it from there (so in a scale-out layout that folder is shared).
 PIWEB_MAX_UPLOAD_BYTES = env.get("PIWEB_MAX_UPLOAD_BYTES")
 PIWEB_IMPORT_DIR = env.get("PIWEB_IMPORT_DIR", VAR_DIR / "imports")
+PIWEB_SYNC_MAX_BATCH_BYTES = env.get("PIWEB_SYNC_MAX_BATCH_BYTES")
 # Django keeps at most this much of a request body in memory (the rest goes to disk).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 

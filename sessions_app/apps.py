@@ -16,7 +16,7 @@ class SessionsAppConfig(AppConfig):
         # the subscribers to the entry-written event (services/entry_written.py): search,
         # usage, the live events and the write-back job. Importing them here gives every
         # process all of them before it writes.
-        from sessions_app.services import events, search, sharing, usage  # noqa: F401
+        from sessions_app.services import events, search, sharing, sync, usage  # noqa: F401
         from sessions_app.services.jobs import (  # noqa: F401
             agent_run,
             branch_summary,

@@ -604,3 +604,60 @@ class PromptTemplate(models.Model):
         return f"<PromptTemplate {self.user_id}:{self.name}>"
 
     __str__ = __repr__
+
+
+class AccessToken(models.Model):
+    """A personal access token for the sync API (services/sync_tokens.py).
+
+    Only the SHA-256 of the secret is stored; `prefix` (the token's first characters,
+    not secret) finds the row without scanning. The token is shown once, when created.
+    """
+
+    class Scope(models.TextChoices):
+        SYNC = "sync", "Sync pi session files"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens"
+    )
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.SYNC)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+
+class SyncedFile(models.Model):
+    """A pi session file on a user's own machine, sent by the sync client
+    (services/sync.py): its identity is (owner, client, path on the client), apart from
+    the server's own FollowedFile rows, so the same path on two laptops or on the server
+    are three files. `offset` is the end of the last complete line the server holds;
+    `pending` lists the ids of the entries piweb added that the client has not written
+    back yet."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    client = models.CharField(max_length=100)
+    client_path = models.TextField()
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="synced_files"
+    )
+    offset = models.BigIntegerField(default=0)
+    lines = models.BigIntegerField(default=0)
+    pending = models.JSONField(default=list, blank=True)
+    last_pushed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "client", "client_path"], name="unique_synced_file"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.client}: {self.client_path}"

@@ -8,6 +8,9 @@ other refusal. Missing values get the view's default.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterable
 
 from sessions_app.core.errors import ServiceError
@@ -83,3 +86,59 @@ def query(request) -> Params:
 
 def form(request) -> Params:
     return Params(request.POST)
+
+
+class JsonBody:
+    """A JSON object sent as a request's body (the token API), read by type: a missing
+    or mistyped field is a `ServiceError` naming it."""
+
+    def __init__(self, data: dict):
+        self.data = data
+
+    def _typed(self, name: str, kind: type):
+        value = self.data.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            raise ServiceError(f'"{name}" must be a {kind.__name__}.', 400, "bad_parameter")
+        return value
+
+    def text(self, name: str) -> str:
+        return self._typed(name, str)
+
+    def integer(self, name: str) -> int:
+        return self._typed(name, int)
+
+    def flag(self, name: str) -> bool:
+        return name in self.data and self._typed(name, bool)
+
+    def data_bytes(self, name: str = "data") -> bytes:
+        """Bytes sent as text ("encoding": "utf-8", the default) or base64."""
+        value, encoding = self.data.get(name, ""), self.data.get("encoding", "utf-8")
+        if not isinstance(value, str):
+            raise ServiceError(f'"{name}" must be a string.', 400, "bad_parameter")
+        if encoding == "utf-8":
+            return value.encode("utf-8", "surrogatepass")
+        if encoding != "base64":
+            raise ServiceError('"encoding" is "utf-8" or "base64".', 400, "bad_parameter")
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error:
+            raise ServiceError(f'"{name}" is not valid base64.', 400, "bad_parameter") from None
+
+
+def json_body(request, limit: int) -> JsonBody:
+    """The request's body as a JSON object, refused (413) past `limit` bytes; read from
+    the stream, so Django's in-memory limit for form bodies does not apply."""
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise ServiceError(
+            f"A request body is at most {limit} bytes; send fewer lines at a time.",
+            413,
+            "too_large",
+        )
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ServiceError("The body must be a JSON object.", 400, "bad_parameter")
+    return JsonBody(value)

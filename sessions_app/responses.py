@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import wraps
 
+from axes.helpers import get_client_ip_address
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget, trigger_client_event
 
@@ -24,7 +26,7 @@ from sessions_app.core.errors import Forbidden, ServiceError
 from sessions_app.params import query
 from sessions_app.presentation import exports
 from sessions_app.selectors.access import EDITOR, OWNER, VIEWER, check_access
-from sessions_app.services import sessions
+from sessions_app.services import sessions, sync_tokens
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
 LEVELS = ("info", "ok", "error")
@@ -207,3 +209,50 @@ def piweb_view(
         return _gate(gated, methods, login, need=None)
 
     return decorate
+
+
+# --- the token API's gate (views/sync_api.py) ----------------------------------------------
+
+
+def json_error(exc: ServiceError | Http404) -> JsonResponse:
+    """A refusal of the token API as JSON: {"error", "code"} (and the server's "offset"
+    for a conflict), with its status."""
+    if isinstance(exc, Http404):
+        return JsonResponse({"error": "Not found.", "code": "not_found"}, status=404)
+    body = {"error": str(exc), "code": exc.code}
+    if getattr(exc, "offset", None) is not None:
+        body["offset"] = exc.offset
+    response = JsonResponse(body, status=exc.status)
+    if exc.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="piweb"'
+    return response
+
+
+def token_view(*, methods: Iterable[str] = ("GET",)):
+    """The gate of the token API: the methods, then the bearer token (401, or 429 after
+    too many bad ones from the address, counted like failed logins), then the view as
+    `view(request, user, ...)`. No login session is made or read, so CSRF (which guards
+    cookie-authenticated requests) does not apply; the token is never logged."""
+
+    def decorate(view):
+        @wraps(view)
+        def gated(request, *args, **kwargs):
+            if request.method not in methods:
+                return JsonResponse({"error": "Method not allowed.", "code": "method"}, status=405)
+            try:
+                user = sync_tokens.authenticate(
+                    _bearer(request), get_client_ip_address(request) or ""
+                )
+                return view(request, user, *args, **kwargs)
+            except (ServiceError, Http404) as exc:
+                return json_error(exc)
+
+        gated.piweb_gate = "token"
+        return csrf_exempt(gated)
+
+    return decorate
+
+
+def _bearer(request) -> str:
+    kind, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if kind.lower() == "bearer" else ""

@@ -17,6 +17,8 @@ from sessions_app.views import (
     prompt_templates,
     search,
     sharing,
+    sync,
+    sync_api,
     teams,
     tree,
     usage,
@@ -166,4 +168,15 @@ urlpatterns = [
     path("models/key/remove/", models.remove_key, name="models_key_remove"),
     path("models/test/", models.test_model, name="models_test"),
     path("models/default/", models.save_default, name="models_default"),
+    # --- sync from a user's own machine: the tokens page, the client, the token API
+    path("sync/", sync.tokens, name="sync_tokens"),
+    path("sync/tokens/<int:token_pk>/revoke/", sync.revoke, name="sync_token_revoke"),
+    path("sync/piweb_sync.py", sync.client, name="sync_client"),
+    path("api/v1/me", sync_api.whoami, name="api_whoami"),
+    path("api/v1/files/push", sync_api.push, name="api_push"),
+    path("api/v1/files/state", sync_api.file_state, name="api_file_state"),
+    path("api/v1/files/pending", sync_api.pending, name="api_pending"),
+    path(
+        "api/v1/sessions/<str:session_id>/export.jsonl", sync_api.session_export, name="api_export"
+    ),
 ]

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
-from sessions_app.models import FollowedFile, Session
+from sessions_app.models import FollowedFile, Session, SyncedFile
 
 
 def pi_session_file_name(session: Session) -> str:
@@ -21,7 +21,7 @@ def pi_session_file_name(session: Session) -> str:
 class Provenance:
     """Where a session comes from, and how to open it in pi."""
 
-    kind: str  # followed | gone | stopped | imported | piweb
+    kind: str  # followed | gone | stopped | synced | imported | piweb
     label: str
     path: str  # the pi session file on this machine ("" when none is known)
     last_read_at: datetime | None
@@ -50,6 +50,16 @@ def session_provenance(session: Session) -> Provenance:
         else:
             kind, label = "stopped", "Followed: not read"
             note = followed.message
+    elif synced := _synced_from(session):
+        return Provenance(
+            "synced",
+            f"Synced live from {synced.client}",
+            synced.client_path,
+            synced.last_pushed_at,
+            "",
+            f"pi --session {_client_quote(synced.client_path)}",
+            "",
+        )
     elif session.source == Session.Source.IMPORTED:
         kind, label = "imported", "Imported once"
     else:
@@ -62,3 +72,20 @@ def session_provenance(session: Session) -> Provenance:
     return Provenance(
         kind, label, path, last_read_at, note, f"pi --session {shlex.quote(name)}", name
     )
+
+
+def _synced_from(session: Session) -> SyncedFile | None:
+    """The file on a user's machine the sync client sends this session from (its latest)."""
+    return (
+        SyncedFile.objects.filter(session=session)
+        .only("client", "client_path", "last_pushed_at")
+        .order_by("-last_pushed_at")
+        .first()
+    )
+
+
+def _client_quote(path: str) -> str:
+    """A client's path for its shell: `~/` left for the shell to expand."""
+    if path.startswith("~/"):
+        return "~/" + shlex.quote(path[2:])
+    return shlex.quote(path)

@@ -196,9 +196,9 @@ def _renamed_from(path: str, fh, st) -> FollowedFile | None:
 
 
 @contextmanager
-def _file_transaction():
+def file_transaction():
     """One file's read: entries and read position, committed together (see above for
-    why the commit does not wait for the disk)."""
+    why the commit does not wait for the disk). The sync API's pushes use it too."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -237,7 +237,7 @@ def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
         return SyncResult(path, "waiting")
     reader = RangeReader(fh, 0, end)
     try:
-        with _file_transaction():
+        with file_transaction():
             report = importer.import_jsonl_stream(
                 reader, owner, filename=path, after_commit="off", source_path=path
             )
@@ -304,7 +304,7 @@ def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
         return SyncResult(path, "waiting", session_pk=state.session_id)
     reader = RangeReader(fh, state.offset, end)
     try:
-        with _file_transaction():
+        with file_transaction():
             locked = FollowedFile.objects.select_for_update().get(pk=state.pk)
             if (locked.offset, locked.path) != (state.offset, path):
                 return SyncResult(path, "unchanged", session_pk=state.session_id)
@@ -649,7 +649,7 @@ def _read_together(
     called as each file has been read."""
     rows = []
     run = [(path, st.st_size) for path, st, _new in files]
-    with _no_cycle_collection(), deferred_wal_checkpoint(), _file_transaction():
+    with _no_cycle_collection(), deferred_wal_checkpoint(), file_transaction():
         with importer.NewSessionsBatch(owner, [new for _, _, new in files]) as batch:
             for (path, st, _new), prepared in zip(files, prepared_files(run, helper), strict=True):
                 report, digest = batch.add(prepared)

@@ -63,8 +63,11 @@ ACTIONS = {
     "pi_file_write_back",
     "jobs_compact",
     "jobs_settings",
+    "api_push",
 }
-DOWNLOADS = {"usage_csv"}
+DOWNLOADS = {"usage_csv", "sync_client"}
+# The sync API: a bearer token only, so the browser's login gets 401.
+TOKEN_API = {"api_whoami", "api_file_state", "api_pending", "api_export"}
 
 # Shows a CSP violation as a console error, whatever reports it.
 CSP_REPORTER = """
@@ -213,6 +216,7 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
         "/usage/",
         "/models/",
         "/teams/",
+        "/sync/",
     ):
         crawl.visit(path)
 
@@ -251,10 +255,14 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
         assert answer.status == 405, f"{name}: listed as an action, but GET gives {answer.status}"
     for name in sorted(DOWNLOADS):
         assert page.request.get(origin + _path_of(name, pi1)).status == 200, name
+    for name in sorted(TOKEN_API):
+        assert page.request.get(origin + _path_of(name, pi1)).status == 401, name
     pages = {name for name, params in _routes() if params <= {"session_id"}}
-    missed = pages - visited - ACTIONS - DOWNLOADS
+    missed = pages - visited - ACTIONS - DOWNLOADS - TOKEN_API
     assert not missed, f"routes neither visited nor listed as not a page: {sorted(missed)}"
-    assert not (ACTIONS | DOWNLOADS) - pages, "a listed route is gone or takes parameters"
+    assert not (ACTIONS | DOWNLOADS | TOKEN_API) - pages, (
+        "a listed route is gone or takes parameters"
+    )
 
 
 def test_the_main_pages_at_phone_width_load_without_a_failed_request_or_console_error(

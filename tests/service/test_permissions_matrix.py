@@ -48,7 +48,9 @@ RANK = {"viewer": 1, "team_viewer": 1, "editor": 2, "owner": 3}
 
 @dataclass
 class Route:
-    need: str  # viewer | editor | owner | login | link | team (a member of the viewers team)
+    # viewer | editor | owner | login | link | team (a member of the viewers team) |
+    # public (anyone) | token (the sync API: a bearer token only; a login opens nothing)
+    need: str
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
     kwargs: dict = field(default_factory=dict)  # values are World attribute names
@@ -180,6 +182,15 @@ ROUTES: dict[str, Route] = {
     "templates_save": Route("login", "POST", ok=400, data={"name": "", "text": ""}),
     "templates_delete": Route("login", "POST", ok=404, data={"name": "nope"}),
     "templates_import": Route("login", "POST"),
+    # sync: each user's own tokens; the client for anyone; the API for tokens alone
+    "sync_tokens": Route("login"),
+    "sync_token_revoke": Route("login", "POST", ok=302, kwargs={"token_pk": 1}),
+    "sync_client": Route("public"),
+    "api_whoami": Route("token"),
+    "api_push": Route("token", "POST"),
+    "api_file_state": Route("token"),
+    "api_pending": Route("token"),
+    "api_export": Route("token", kwargs=S),
 }
 
 
@@ -273,6 +284,10 @@ class World:
 def expected_status(route: Route, persona: str) -> int:
     if route.need == "link":  # the token is in the URL: whoever holds a live one reads
         return 404 if persona == "expired_link" else route.ok
+    if route.need == "public":
+        return route.ok
+    if route.need == "token":
+        return 401  # a login (or a share link) is no token
     if persona in LOGGED_OUT:
         return 302  # to the login page; a share token opens nothing but the link pages
     if route.need == "login":

@@ -1,0 +1,81 @@
+"""The token API the sync client speaks (under /api/v1/, `responses.token_view`): JSON in
+and out; the schema is in docs/sync.md. A token reaches only its owner's files and
+sessions: anything else is a 404."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import JsonResponse, StreamingHttpResponse
+from django.urls import reverse
+
+from sessions_app.params import json_body, query
+from sessions_app.responses import token_view
+from sessions_app.selectors import exporter
+from sessions_app.selectors import sync as sync_selectors
+from sessions_app.services import sync
+
+
+def _file_json(row) -> dict:
+    session = row.session
+    return {
+        "client": row.client,
+        "path": row.client_path,
+        "offset": row.offset,
+        "lines": row.lines,
+        "session": session.pi_id if session else None,
+        "url": reverse("sessions_app:session_detail", args=[session.pi_id]) if session else None,
+        "pending": len(row.pending),
+    }
+
+
+@token_view()
+def whoami(request, user):
+    return JsonResponse({"user": user.get_username()})
+
+
+@token_view(methods=("POST",))
+def push(request, user):
+    body = json_body(request, settings.PIWEB_SYNC_MAX_BATCH_BYTES)
+    row = sync.push(
+        user,
+        body.text("client"),
+        body.text("path"),
+        body.integer("offset"),
+        body.data_bytes(),
+        rewrite=body.flag("rewrite"),
+    )
+    return JsonResponse(_file_json(row))
+
+
+@token_view()
+def file_state(request, user):
+    params = query(request)
+    row = sync_selectors.synced_file(user, params.text("client"), params.text("path"))
+    if row is None:
+        return JsonResponse(
+            {"error": "The server has no such file.", "code": "not_found", "offset": 0},
+            status=404,
+        )
+    return JsonResponse({**_file_json(row), "piweb_lines": sync_selectors.pending_lines(row)})
+
+
+@token_view()
+def session_export(request, user, session_id: str):
+    session = sync_selectors.owned_session(user, session_id)
+    return StreamingHttpResponse(
+        exporter.iter_session_chunks(session), content_type="application/x-ndjson"
+    )
+
+
+@token_view()
+def pending(request, user):
+    """Every file of one client with lines piweb added that it has not written back."""
+    rows = sync_selectors.files_with_pending(user, query(request).text("client"))
+    return JsonResponse(
+        {
+            "files": [
+                {**_file_json(row), "piweb_lines": sync_selectors.pending_lines(row)}
+                for row in rows
+            ]
+        }
+    )
