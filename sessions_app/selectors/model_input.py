@@ -229,14 +229,18 @@ class ModelInput:
         return self.prompt.prompt
 
     @cached_property
+    def context_path(self) -> list[dict]:
+        """The entries the context at the leaf is built from (root first)."""
+        if self.leaf is None:
+            return []
+        if self.path is not None:
+            return self.path
+        return paths.load_context_path(self.session, self.leaf)
+
+    @cached_property
     def context(self) -> dict:
         """The core's session context at the leaf: agent messages, thinking level, model."""
-        if self.leaf is None:
-            return context_from_path([])
-        path = (
-            self.path if self.path is not None else paths.load_context_path(self.session, self.leaf)
-        )
-        return context_from_path(path)
+        return context_from_path(self.context_path)
 
     @cached_property
     def messages(self) -> list[dict]:
@@ -279,9 +283,10 @@ class ModelInput:
         """The thinking level a run at this leaf asks for: the path's last
         thinking_level_change, else (as pi resumes a session that records none) the
         default of `user` (default: the owner), which a project's own settings may set."""
-        level = self.context.get("thinkingLevel") if self.leaf is not None else None
-        if isinstance(level, str) and level in THINKING_LEVELS:
-            return level
+        if any(entry.get("type") == "thinking_level_change" for entry in self.context_path):
+            level = self.context.get("thinkingLevel")
+            if isinstance(level, str) and level in THINKING_LEVELS:
+                return level
         user = user if user is not None else self.session.owner
         return default_thinking_level(user, project_settings(self.session, user, self.leaf))
 
