@@ -50,3 +50,32 @@ def price_per_million(model: dict[str, Any]) -> tuple[float, float]:
     """The base (untiered) input and output prices of a model, per million tokens."""
     prices = model.get("cost") or {}
     return _num(prices.get("input")), _num(prices.get("output"))
+
+
+def _plus(first: dict[str, Any], second: dict[str, Any], key: str) -> int | float:
+    """A sum that stays whole when both parts are (token counts are)."""
+    parts = [side.get(key) for side in (first, second)]
+    values = [v if isinstance(v, int | float) and not isinstance(v, bool) else 0 for v in parts]
+    return values[0] + values[1]
+
+
+def combine_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two priced usages as one, as pi's ``combineUsage`` adds them (a compaction's history
+    and turn-prefix calls): the optional 1h cache-write and reasoning counts are kept when
+    either side has them; a total is the provider's only when both parts were."""
+    combined: dict[str, Any] = {
+        key: _plus(first, second, key) for key in ("input", "output", "cacheRead", "cacheWrite")
+    }
+    for optional in ("cacheWrite1h", "reasoning"):
+        if optional in first or optional in second:
+            combined[optional] = _plus(first, second, optional)
+    combined["totalTokens"] = _plus(first, second, "totalTokens")
+    one, two = first.get("cost") or {}, second.get("cost") or {}
+    cost: dict[str, Any] = {
+        key: _plus(one, two, key) for key in ("input", "output", "cacheRead", "cacheWrite", "total")
+    }
+    cost["totalFromProvider"] = (
+        one.get("totalFromProvider") is True and two.get("totalFromProvider") is True
+    )
+    combined["cost"] = cost
+    return combined

@@ -296,6 +296,34 @@ class PiSettings:
         )
 
 
+def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """pi's merge of a project's settings.json over the agent folder's: a key the project
+    sets wins; where both hold an object (not a list), the project's keys are laid over
+    the base's, one level deep."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        below = base.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            merged[key] = {**below, **value}
+        else:  # (JSON has no undefined: a null the project writes wins too)
+            merged[key] = value
+    return merged
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """The settings in effect in a project: the agent folder's settings.json with the
+    project's ``.pi/settings.json`` merged over it, and the keys the project sets (its
+    defaults win over a user's own choice, as a project's settings override pi's global
+    ones, where /model writes)."""
+
+    merged: PiSettings
+    keys: frozenset[str]
+
+    def sets(self, *keys: str) -> bool:
+        return any(key in self.keys for key in keys)
+
+
 def _positive_int(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 

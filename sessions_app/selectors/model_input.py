@@ -44,6 +44,7 @@ from sessions_app.agent.safefs import BeneathFiles
 from sessions_app.agent.tools import Tool, select_tools
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.messages import context_from_path, convert_to_llm
+from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.core.skills import default_skill_roots, load_skills
 from sessions_app.core.system_prompt import (
     ContextFilesResult,
@@ -61,8 +62,14 @@ from sessions_app.core.tokens import (
 )
 from sessions_app.models import Session
 from sessions_app.selectors import paths, workspaces
-from sessions_app.selectors.llm.catalog import ModelProfile, catalog, resolve_profile
+from sessions_app.selectors.llm.catalog import (
+    ModelProfile,
+    catalog,
+    default_thinking_level,
+    resolve_profile,
+)
 from sessions_app.selectors.llm.keys import ModelUnavailable
+from sessions_app.selectors.llm.project_settings import project_settings
 from sessions_app.selectors.llm.resolution import resolve_for_session
 from sessions_app.selectors.llm.windows import session_window
 
@@ -222,14 +229,18 @@ class ModelInput:
         return self.prompt.prompt
 
     @cached_property
+    def context_path(self) -> list[dict]:
+        """The entries the context at the leaf is built from (root first)."""
+        if self.leaf is None:
+            return []
+        if self.path is not None:
+            return self.path
+        return paths.load_context_path(self.session, self.leaf)
+
+    @cached_property
     def context(self) -> dict:
         """The core's session context at the leaf: agent messages, thinking level, model."""
-        if self.leaf is None:
-            return context_from_path([])
-        path = (
-            self.path if self.path is not None else paths.load_context_path(self.session, self.leaf)
-        )
-        return context_from_path(path)
+        return context_from_path(self.context_path)
 
     @cached_property
     def messages(self) -> list[dict]:
@@ -267,6 +278,17 @@ class ModelInput:
         return resolve_for_session(
             self.session, user if user is not None else self.session.owner, self.recorded_model
         )
+
+    def thinking_level(self, user=None) -> str:
+        """The thinking level a run at this leaf asks for: the path's last
+        thinking_level_change, else (as pi resumes a session that records none) the
+        default of `user` (default: the owner), which a project's own settings may set."""
+        if any(entry.get("type") == "thinking_level_change" for entry in self.context_path):
+            level = self.context.get("thinkingLevel")
+            if isinstance(level, str) and level in THINKING_LEVELS:
+                return level
+        user = user if user is not None else self.session.owner
+        return default_thinking_level(user, project_settings(self.session, user, self.leaf))
 
     @cached_property
     def context_tokens(self) -> int:

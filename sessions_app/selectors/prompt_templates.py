@@ -32,9 +32,8 @@ import pathspec
 from django.conf import settings
 
 from sessions_app.agent import safefs
-from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.paths import is_within
 from sessions_app.agent.safefs import BeneathFiles
-from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.core.prompt_templates import (
     PromptTemplate,
     expand_message,
@@ -47,6 +46,7 @@ from sessions_app.core.slash_commands import COMMAND_NAMES
 from sessions_app.models import PromptTemplate as StoredTemplate
 from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.model_input import skill_roots
+from sessions_app.selectors.workspaces import project_dir
 
 PROJECT_PROMPTS = os.path.join(".pi", "prompts")
 IGNORE_FILES = (".gitignore", ".ignore", ".fdignore")
@@ -140,20 +140,6 @@ def _folder_templates(root: str, folder: str, source: str) -> list[PromptTemplat
         return found
     finally:
         os.close(root_fd)
-
-
-def project_dir(session, user, leaf=paths.UNSET) -> str | None:
-    """The session's working directory at the leaf (real path) when its resources may be
-    loaded for `user`: it passes the system prompt's check and lies in the user's area."""
-    where = workspaces.session_workspace(session, leaf)
-    if not where.cwd or len(where.cwd) > MAX_CWD_CHARS:
-        return None
-    try:
-        cwd = workspaces.check_session_cwd(where.cwd, where.user_pk)
-    except WorkspaceError:
-        return None
-    areas = [os.path.realpath(a) for a in workspaces.user_areas_of(user)]
-    return cwd if any(is_within(cwd, area) for area in areas) else None
 
 
 def project_templates(cwd: str) -> list[PromptTemplate]:

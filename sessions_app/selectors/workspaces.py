@@ -27,13 +27,12 @@ from django.conf import settings
 
 from sessions_app.agent.paths import (
     PATH_MAX,
+    WorkspaceError,
     check_cwd,
     is_within,
     user_areas,
 )
-from sessions_app.agent.paths import (
-    WorkspaceError as WorkspaceError,  # (the views catch it from here)
-)
+from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.models import Entry
 from sessions_app.selectors import paths
 
@@ -202,3 +201,19 @@ def existing_workspaces(user) -> list[str]:
         except OSError:
             continue
     return sorted(found)[:MAX_LISTED]
+
+
+def project_dir(session, user, leaf=_UNSET) -> str | None:
+    """The session's working directory at the leaf (real path) when its project files
+    (``.pi/prompts``, ``.pi/settings.json``) may be read for `user`: it passes the system
+    prompt's check and lies in that user's own area (pi reads a project's files only for
+    a project its user trusts)."""
+    where = session_workspace(session, leaf)
+    if not where.cwd or len(where.cwd) > MAX_CWD_CHARS:
+        return None
+    try:
+        cwd = check_session_cwd(where.cwd, where.user_pk)
+    except WorkspaceError:
+        return None
+    areas = [os.path.realpath(a) for a in user_areas_of(user)]
+    return cwd if any(is_within(cwd, area) for area in areas) else None

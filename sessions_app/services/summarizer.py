@@ -9,6 +9,9 @@ errors that are worth another try (429, 408, 5xx, timeouts, dropped connections)
 retried as the one retry policy says (`selectors.llm.resolution.retry_policy()`, shared with the
 agent run); anything else fails at once with a `SummaryError` whose text is safe to
 show (no keys, no request bodies).
+
+Every call that answers is priced as the agent run's turns are (pi's calculateCost with
+the prices of the model called), so a summary entry carries what it cost in `usage`.
 """
 
 import logging
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from sessions_app.agent.providers import stream_for
 from sessions_app.agent.providers.base import ModelRequest, ProviderError, ResolvedModel
 from sessions_app.agent.retry import with_retries
+from sessions_app.core.costs import calculate_cost
 from sessions_app.core.errors import ServiceError
 from sessions_app.selectors.llm.catalog import ModelProfile
 from sessions_app.selectors.llm.resolution import retry_policy
@@ -37,6 +41,7 @@ class Completion:
     text: str
     model_seconds: float
     calls: int
+    usage: dict | None = None  # pi's usage shape, priced; None when the API gave none
 
 
 def _describe(exc: ProviderError) -> str:
@@ -97,4 +102,9 @@ def complete(profile: ModelProfile | ResolvedModel, request: dict, *, on_retry=N
     text = "\n".join(b["text"] for b in message["content"] if b.get("type") == "text")
     if not text.strip():
         raise SummaryError("the model returned an empty summary")
-    return Completion(text=text, model_seconds=spent, calls=calls)
+    usage = message.get("usage")
+    if isinstance(usage, dict):
+        calculate_cost(resolved.model, usage)
+    else:
+        usage = None
+    return Completion(text=text, model_seconds=spent, calls=calls, usage=usage)

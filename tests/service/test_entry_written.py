@@ -31,7 +31,13 @@ def extra_subscriber():
 
 
 def test_the_app_config_subscribes_every_feature_in_its_order():
-    assert list(entry_written.subscribers()) == ["live_events", "search", "usage", "sync", "write_back"]
+    assert list(entry_written.subscribers()) == [
+        "live_events",
+        "search",
+        "usage",
+        "sync",
+        "write_back",
+    ]
 
 
 def message(text: str) -> dict:

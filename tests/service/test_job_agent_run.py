@@ -120,3 +120,24 @@ def test_the_paths_thinking_level_reaches_the_request(profile, fake, owner, work
     assert jobs.run_job(str(chat.send_message(session, owner, "hi").pk)) == "done"
     body = fake.requests[-1].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384, "display": "summarized"}
+
+
+@pytest.mark.parametrize("profile", ["anthropic-messages"], indirect=True)
+def test_a_path_without_a_level_asks_for_the_projects_default_thinking_level(
+    profile, fake, owner, workspace, redis_ready, settings
+):
+    """As pi resumes a session that records no level: the default, which the project's
+    own `.pi/settings.json` sets."""
+    settings.PIWEB_PI_AGENT_DIR = ""  # no agent folder: the project's file alone
+    session = sessions.create_session(owner=owner, cwd=str(workspace), model_profile=profile)
+    fake.push(Turn(text="ok"), Turn(text="ok again"))
+    assert jobs.run_job(str(chat.send_message(session, owner, "hi").pk)) == "done"
+    assert "thinking" not in fake.requests[-1].body or fake.requests[-1].body["thinking"] == {
+        "type": "disabled"
+    }
+    (workspace / ".pi").mkdir()
+    (workspace / ".pi" / "settings.json").write_text('{"defaultThinkingLevel": "high"}')
+    session.refresh_from_db()
+    assert jobs.run_job(str(chat.send_message(session, owner, "again").pk)) == "done"
+    body = fake.requests[-1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384, "display": "summarized"}

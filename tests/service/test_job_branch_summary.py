@@ -10,8 +10,11 @@ from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PREAMBLE,
     BRANCH_SUMMARY_PROMPT,
 )
+from sessions_app.core.usage import TOOLS_BUCKET
 from sessions_app.models import Job
 from sessions_app.selectors import paths
+from sessions_app.selectors.llm.catalog import resolve_profile
+from sessions_app.selectors.usage import session_breakdown
 from sessions_app.services import jobs, sessions
 from tests.support.job_sessions import (
     add_turn,
@@ -19,6 +22,7 @@ from tests.support.job_sessions import (
     make_session,
     user,
 )
+from tests.support.pi_costs import pi_priced
 from tests.support.scripted_llm import text, user_text
 
 pytestmark = [
@@ -37,9 +41,9 @@ def _user_prompt(request_body):
     return user_text(request_body["messages"][-1])
 
 
-def _branchy_session(owner):
+def _branchy_session(owner, model_profile="scripted"):
     """root turn 1 -> turn 2 -> turn 3 (leaf); we navigate back to turn 1's answer."""
-    session = make_session(owner, turns=1)
+    session = make_session(owner, turns=1, model_profile=model_profile)
     answer1 = session.leaf.pi_id
     add_turn(session, 2, tool="edit", path="app/edited.py")
     add_turn(session, 3)
@@ -80,6 +84,35 @@ def test_branch_summary_with_custom_instructions(make_user, llm):
     ctx = build_session_context(paths.load_path(session))["messages"]
     assert ctx[-1]["role"] == "branchSummary" and ctx[-1]["summary"] == entry.payload["summary"]
     assert [m["role"] for m in ctx[:-1]] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_a_branch_summary_carries_its_cost_as_pi_prices_it_counted_once(make_user, llm):
+    owner = make_user()
+    session, answer1 = _branchy_session(owner, model_profile="scripted-cloud")
+    spent_before = session.usage_cost
+    wire = {
+        "prompt_tokens": 6000,
+        "completion_tokens": 450,
+        "total_tokens": 6450,
+        "prompt_tokens_details": {"cached_tokens": 2500},
+    }
+    llm.push(text("BRANCH TEXT", usage=wire))
+    job = jobs.request_branch_summary(
+        session, old_leaf_pi_id=session.leaf.pi_id, target_pi_id=answer1, actor=owner
+    )
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    usage = job.result_entry.payload["usage"]
+    assert (usage["input"], usage["cacheRead"], usage["output"]) == (3500, 2500, 450)
+    model = resolve_profile("scripted-cloud").resolved().model
+    (theirs,) = pi_priced(model, [usage])["priced"]
+    for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
+        assert usage["cost"][key] == pytest.approx(theirs["cost"][key], rel=1e-12), key
+    session.refresh_from_db()
+    assert session.usage_cost == pytest.approx(spent_before + usage["cost"]["total"])
+    buckets = {row["key"]: row for row in session_breakdown(session)}
+    assert buckets[TOOLS_BUCKET]["cost"] == pytest.approx(theirs["cost"]["total"])
+    assert buckets[TOOLS_BUCKET]["tokens"] == 3500 + 2500 + 450
 
 
 def test_branch_summary_replace_prompt_and_user_target(make_user, llm):

@@ -16,8 +16,11 @@ from sessions_app.core.summaries import (
     BRANCH_SUMMARY_PREAMBLE,
     SPLIT_TURN_HEADING,
 )
+from sessions_app.core.usage import TOOLS_BUCKET
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
+from sessions_app.selectors.llm.catalog import resolve_profile
+from sessions_app.selectors.usage import session_breakdown
 from sessions_app.services import chat, jobs, sessions
 from tests.support.job_sessions import (
     SMALL,
@@ -30,6 +33,7 @@ from tests.support.job_sessions import (
     user,
 )
 from tests.support.pi1_session import import_pi1_session, jsonl_bytes
+from tests.support.pi_costs import pi_priced
 from tests.support.scripted_llm import context_overflow, error, hang, text, user_text
 from tests.support.workspaces import place_workspace
 
@@ -119,9 +123,8 @@ def test_offline_summarizer_when_no_model_is_configured(make_user, llm, settings
     assert bjob.result_entry.payload["details"]["offline"] is True
 
 
-def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
-    owner = make_user()
-    session = sessions.create_session(owner=owner, cwd="/tmp", model_profile="scripted")
+def _split_turn_session(owner, model_profile="scripted"):
+    session = sessions.create_session(owner=owner, cwd="/tmp", model_profile=model_profile)
     session.settings = {"compaction": {**SMALL, "keepRecentTokens": 300}}
     session.save()
     add_turn(session, 1)
@@ -132,6 +135,12 @@ def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
         sessions.append_entry(session, call)
         sessions.append_entry(session, tool_result(call_id, "read", "z" * 300))
     session.refresh_from_db()
+    return session
+
+
+def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
+    owner = make_user()
+    session = _split_turn_session(owner)
     before = paths.load_path(session)
     prep = prepare_compaction(before, session.settings["compaction"])
     assert prep.is_split_turn and prep.turn_prefix_messages
@@ -148,6 +157,41 @@ def test_split_turn_joins_history_and_turn_prefix(make_user, llm):
     check_compacted_context(
         session, job, before, ["HISTORY SUMMARY", "TURN PREFIX SUMMARY"], split=True
     )
+
+
+def test_a_compaction_carries_its_history_and_turn_prefix_cost_as_pi_prices_them(make_user, llm):
+    owner = make_user()
+    session = _split_turn_session(owner, model_profile="scripted-cloud")
+    spent_before = session.usage_cost
+    history = {"prompt_tokens": 9000, "completion_tokens": 800, "total_tokens": 9800}
+    prefix = {
+        "prompt_tokens": 4000,
+        "completion_tokens": 300,
+        "total_tokens": 4300,
+        "prompt_tokens_details": {"cached_tokens": 1000},
+    }
+    llm.push(text("HISTORY", usage=history), text("PREFIX", usage=prefix))
+    job = jobs.request_compaction(session, actor=owner)
+    assert jobs.run_job(job.id) == "done"
+    job.refresh_from_db()
+    usage = job.result_entry.payload["usage"]
+    assert "usage" not in job.progress  # the cost lives on the entry, once
+    model = resolve_profile("scripted-cloud").resolved().model
+    history_usage = {"input": 9000, "output": 800, "cacheRead": 0, "cacheWrite": 0}
+    prefix_usage = {"input": 3000, "output": 300, "cacheRead": 1000, "cacheWrite": 0}
+    theirs = pi_priced(
+        model, [{**history_usage, "totalTokens": 9800}, {**prefix_usage, "totalTokens": 4300}]
+    )["combined"]
+    for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
+        assert usage[key] == theirs[key], key
+    for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
+        assert usage["cost"][key] == pytest.approx(theirs["cost"][key], rel=1e-12), key
+    # The usage totals count it once, in pi's "Tools/summaries" bucket.
+    session.refresh_from_db()
+    assert session.usage_cost == pytest.approx(spent_before + usage["cost"]["total"])
+    buckets = {row["key"]: row for row in session_breakdown(session)}
+    assert buckets[TOOLS_BUCKET]["cost"] == pytest.approx(usage["cost"]["total"])
+    assert buckets[TOOLS_BUCKET]["tokens"] == 9000 + 800 + 3000 + 300 + 1000
 
 
 def test_second_compaction_updates_the_first(make_user, llm):

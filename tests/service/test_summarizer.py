@@ -7,6 +7,7 @@ import pytest
 from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.services import summarizer
 from sessions_app.services.summarizer import SummaryError
+from tests.support.pi_costs import pi_priced
 from tests.support.scripted_llm import error, text, user_text
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +69,22 @@ def test_other_errors_and_empty_answers_fail_with_a_safe_message(llm):
     llm.push(error(503), error(503), error(503))
     with pytest.raises(SummaryError, match=r"\(after 3 calls\)"):
         summarizer.complete(resolve_profile("scripted"), request())
+
+
+def test_a_summary_call_is_priced_as_pi_prices_it(llm):
+    profile = resolve_profile("scripted-cloud")
+    wire = {
+        "prompt_tokens": 5000,
+        "completion_tokens": 700,
+        "total_tokens": 5700,
+        "prompt_tokens_details": {"cached_tokens": 3000},
+    }
+    llm.push(text("## Goal\nPriced.", usage=wire))
+    done = summarizer.complete(profile, request())
+    usage = done.usage
+    assert (usage["input"], usage["cacheRead"], usage["output"]) == (2000, 3000, 700)
+    (theirs,) = pi_priced(profile.resolved().model, [usage])["priced"]
+    for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
+        assert usage["cost"][key] == pytest.approx(theirs["cost"][key], rel=1e-12), key
+    # $3/M in, $15/M out, $0.30/M cache read (tests/conftest.py's scripted-cloud)
+    assert usage["cost"]["total"] == pytest.approx((2000 * 3 + 700 * 15 + 3000 * 0.3) / 1e6)

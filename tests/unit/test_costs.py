@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.core.costs import calculate_cost, price_per_million
+from sessions_app.core.costs import calculate_cost, combine_usage, price_per_million
 from tests.support.node import node_binary
+from tests.support.pi_costs import pi_priced
 
 ROOT = Path(__file__).resolve().parents[2]
 # pi 1.6.0's pi-ai: its calculateCost has the price tiers (pi 0.80.2's catalog has none).
@@ -135,3 +136,22 @@ def test_same_figures_as_pi_ai():
                 u,
                 key,
             )
+
+
+def test_two_usages_combine_as_pis_combine_usage():
+    model = {"cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}
+    history = usage(input=1200, output=300, cacheRead=400, totalTokens=1900)
+    prefix = usage(input=800, output=120, cacheWrite=60, cacheWrite1h=20, totalTokens=980)
+    theirs = pi_priced(model, [history, prefix])
+    for u in (history, prefix):
+        calculate_cost(model, u)
+    ours = combine_usage(history, prefix)
+    expected = theirs["combined"]
+    assert set(ours) == set(expected) and set(ours["cost"]) == set(expected["cost"])
+    for key in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "totalTokens"):
+        assert ours[key] == expected[key], key
+    assert "reasoning" not in ours  # neither side had it
+    for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
+        assert ours["cost"][key] == pytest.approx(expected["cost"][key], rel=1e-12), key
+    assert ours["cost"]["totalFromProvider"] is expected["cost"]["totalFromProvider"] is False
+    assert ours["input"] == 2000 and isinstance(ours["input"], int)

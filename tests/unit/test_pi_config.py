@@ -361,3 +361,15 @@ def test_thinking_levels_as_pi_supports_them():
     assert clamp_thinking_level(fable, "off") == "minimal"
     assert clamp_thinking_level({"reasoning": True}, "max") == "high"
     assert clamp_thinking_level({"reasoning": False}, "high") == "off"
+
+
+def test_the_merge_is_one_level_deep_and_the_projects_value_wins():
+    base = {"a": 1, "nested": {"x": 1, "y": 2}, "list": [1, 2], "gone": {"k": 1}}
+    over = {"nested": {"y": 3}, "list": [9], "gone": None, "new": {"z": 1}}
+    assert pi_config.merge_settings(base, over) == {
+        "a": 1,
+        "nested": {"x": 1, "y": 3},
+        "list": [9],
+        "gone": None,
+        "new": {"z": 1},
+    }

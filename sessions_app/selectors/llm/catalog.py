@@ -24,6 +24,7 @@ from sessions_app.core.pi_config import (
     THINKING_LEVELS,
     MergedModels,
     PiSettings,
+    ProjectSettings,
     WatchedJson,
 )
 from sessions_app.models import ModelPreference
@@ -284,9 +285,14 @@ def _pref(user):
     return ModelPreference.objects.filter(user=user).first()
 
 
-def default_model_ref(user) -> tuple[str, str] | None:
-    """The user's default model: their choice on the Models page, else pi's
-    settings.json, else the PIWEB_LLM_* default profile."""
+def default_model_ref(user, project: ProjectSettings | None = None) -> tuple[str, str] | None:
+    """The user's default model: the one a project's own settings name (`project`: see
+    `project_settings`), else their choice on the Models page, else pi's settings.json,
+    else the PIWEB_LLM_* default profile."""
+    if project is not None and project.sets("defaultProvider", "defaultModel"):
+        merged = project.merged
+        if merged.default_provider and merged.default_model:
+            return merged.default_provider, merged.default_model
     pref = _pref(user)
     if pref is not None and pref.provider and pref.model_id:
         return pref.provider, pref.model_id
@@ -299,7 +305,10 @@ def default_model_ref(user) -> tuple[str, str] | None:
     return None
 
 
-def default_thinking_level(user) -> str:
+def default_thinking_level(user, project: ProjectSettings | None = None) -> str:
+    level = project.merged.default_thinking_level if project is not None else None
+    if level is not None and project.sets("defaultThinkingLevel"):
+        return level
     pref = _pref(user)
     if pref is not None and pref.thinking_level in THINKING_LEVELS:
         return pref.thinking_level

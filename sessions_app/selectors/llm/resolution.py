@@ -23,6 +23,7 @@ from sessions_app.selectors import provider_keys
 
 from .catalog import CALLABLE_APIS, catalog, default_model_ref, pi_settings, resolve_profile
 from .keys import KeyStatus, ModelUnavailable, key_status, request_headers, resolve_key
+from .project_settings import project_settings
 from .windows import window_label
 
 
@@ -35,13 +36,14 @@ def retry_policy() -> RetryPolicy:
     )
 
 
-def resolve_model(user, provider: str | None = None, model_id: str | None = None):
-    """The model ``provider/model_id`` (default: the user's default) ready to call with the
-    key this user's request uses; None when no model is configured. Raises
-    ModelUnavailable for a named model that is unknown or has no key."""
+def resolve_model(user, provider: str | None = None, model_id: str | None = None, *, project=None):
+    """The model ``provider/model_id`` (default: the user's default, where a `project`'s
+    own settings may name it) ready to call with the key this user's request uses; None
+    when no model is configured. Raises ModelUnavailable for a named model that is
+    unknown or has no key."""
     cat = catalog()
     if not provider or not model_id:
-        ref = default_model_ref(user)
+        ref = default_model_ref(user, project)
         if ref is None:
             return None
         provider, model_id = ref
@@ -80,7 +82,7 @@ def resolve_for_session(session, user, recorded: dict | None = None):
     if refused is not None:
         # Never moved silently to another model: the user picks one or adds a key.
         raise ModelUnavailable(f"{refused} Or pick another model for this session.")
-    return resolve_model(user)
+    return resolve_model(user, project=project_settings(session, user))
 
 
 @dataclass(frozen=True)

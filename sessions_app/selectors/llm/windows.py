@@ -13,6 +13,7 @@ from sessions_app.agent.providers.base import ResolvedModel
 from sessions_app.core.compaction import CompactionSettings
 
 from .catalog import ModelProfile, catalog, default_model_ref, pi_settings, resolve_profile
+from .project_settings import project_settings
 
 
 def window_of(provider: str | None, model_id: str | None) -> int | None:
@@ -67,7 +68,8 @@ def session_window(session, recorded: dict | None = None, user=None) -> int:
         profile = resolve_profile(session.model_profile)
         if profile is not None:
             return profile.context_window
-    ref = default_model_ref(user if user is not None else getattr(session, "owner", None))
+    user = user if user is not None else getattr(session, "owner", None)
+    ref = default_model_ref(user, project_settings(session, user))
     if ref is not None:
         window = window_of(*ref)
         if window:

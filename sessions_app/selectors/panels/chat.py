@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
-from sessions_app.core.pi_config import THINKING_LEVELS, supported_thinking_levels
+from sessions_app.core.pi_config import supported_thinking_levels
 from sessions_app.rendering import page_budget, render_entries_within
 from sessions_app.selectors import paths, prompt_templates
 from sessions_app.selectors.changes import change_counts
 from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.llm.catalog import (
     HOW_TO_CONFIGURE,
-    default_thinking_level,
     find_model,
     pi_settings,
     resolve_profile,
@@ -106,9 +105,7 @@ def picker_groups(choices) -> list[tuple[str, list]]:
 
 
 def _thinking_context(seen, user, model) -> dict:
-    thinking = seen.context.get("thinkingLevel")
-    if not isinstance(thinking, str) or thinking not in THINKING_LEVELS:
-        thinking = default_thinking_level(user)
+    thinking = seen.thinking_level(user)
     return {
         "thinking": thinking_for(model, thinking) if model else thinking,
         "levels": supported_thinking_levels(model) if model else ["off"],

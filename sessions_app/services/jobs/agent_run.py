@@ -531,9 +531,10 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         run_id=str(job.pk),
         retry=retry_policy(),
         # pi's request keys: the session id (caches, session headers) and the thinking
-        # level of the path (its last thinking_level_change, clamped to the model's levels)
+        # level of the path (its last thinking_level_change, else the default; clamped to
+        # the model's levels)
         session_id=job.session.pi_id,
-        thinking_level=str(seen.context.get("thinkingLevel") or "off"),
+        thinking_level=seen.thinking_level(job.created_by),
     )
     status = run.run()
     error = ""

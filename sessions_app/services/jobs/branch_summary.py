@@ -38,6 +38,7 @@ from sessions_app.services.jobs.summaries import (
     complete,
     file_details,
     on_claim,
+    priced,
     summarize,
 )
 
@@ -147,6 +148,7 @@ def run(job: Job, attempt: int) -> str | None:
         "fromId": position if position is not None else "root",
         "summary": assemble_branch_summary(texts[0], files["readFiles"], files["modifiedFiles"]),
         "details": file_details(files, meta),
+        **priced(meta),
     }
     return complete(job, attempt, payload, _attach, meta=meta)
 

@@ -41,6 +41,7 @@ from sessions_app.services.jobs.summaries import (
     is_ancestor_or_self,
     model_max_tokens,
     on_claim,
+    priced,
     summarize,
 )
 
@@ -231,6 +232,7 @@ def run(job: Job, attempt: int) -> str | None:
         "firstKeptEntryId": prep.first_kept_entry_id,
         "tokensBefore": prep.tokens_before,
         "details": file_details(files, meta),
+        **priced(meta),
     }
     return complete(job, attempt, payload, _attach, waits=_waits, meta=meta, split_turn=split)
 

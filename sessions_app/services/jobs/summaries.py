@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sessions_app.core.compaction import CompactionSettings
+from sessions_app.core.costs import combine_usage
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_pk
@@ -75,11 +76,15 @@ def on_claim(job: Job) -> None:
 
 
 def summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> tuple[list, dict]:
-    """Run model requests (None entries stay None) or the offline fallback."""
+    """Run model requests (None entries stay None) or the offline fallback.
+
+    The meta's `usage` is what the calls cost together (pi's combineUsage), for the
+    entry to carry; the offline fallback calls no model and has none."""
     profile = summary_profile(job.session, job.created_by)
     if profile is None:
         return offline(), {"offline": True}
     texts = []
+    usage = None
     spent = 0.0
     calls = 0
     wanted = [r for r in requests if r is not None]
@@ -103,8 +108,11 @@ def summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> t
             raise lifecycle.RunFailed(str(exc)) from exc
         spent += done.model_seconds
         calls += done.calls
+        if done.usage is not None:
+            usage = done.usage if usage is None else combine_usage(usage, done.usage)
         texts.append(done.text)
-    return texts, {"offline": False, "model_ms": round(spent * 1000, 1), "model_calls": calls}
+    meta = {"offline": False, "model_ms": round(spent * 1000, 1), "model_calls": calls}
+    return texts, {**meta, "usage": usage} if usage is not None else meta
 
 
 def file_details(files: dict, meta: dict) -> dict:
@@ -112,6 +120,14 @@ def file_details(files: dict, meta: dict) -> dict:
     if meta.get("offline"):
         details["offline"] = True
     return details
+
+
+def priced(meta: dict) -> dict:
+    """The entry's `usage` field (pi's shape) taken out of a summary's meta: the
+    summary's cost lives on its entry (counted once, by the usage recorder), not in
+    the job's progress."""
+    usage = meta.pop("usage", None)
+    return {"usage": usage} if usage is not None else {}
 
 
 def is_ancestor_or_self(session: Session, ancestor_pi_id: str, leaf: Entry | None) -> bool:
