@@ -207,10 +207,19 @@ class ModelInput:
     def profile(self) -> ModelProfile | None:
         return resolve_profile(self.session.model_profile)
 
+    @cached_property
+    def settings(self) -> dict:
+        """The leaf's ``model`` and ``thinkingLevel`` as the context has them, read from
+        the few entries that set them unless the context is built already (a page
+        needs these, not the whole path's payloads)."""
+        if "context" in self.__dict__ or self.path is not None or self.leaf is None:
+            return self.context
+        return context_from_path(paths.load_settings_path(self.session, self.leaf))
+
     @property
     def recorded_model(self) -> dict | None:
         """The model the path records at the leaf (``{"provider", "modelId"}``)."""
-        return self.context.get("model")
+        return self.settings.get("model")
 
     @property
     def model_name(self) -> str:

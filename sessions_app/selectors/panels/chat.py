@@ -106,7 +106,7 @@ def picker_groups(choices) -> list[tuple[str, list]]:
 
 
 def _thinking_context(seen, user, model) -> dict:
-    thinking = seen.context.get("thinkingLevel")
+    thinking = seen.settings.get("thinkingLevel")
     if not isinstance(thinking, str) or thinking not in THINKING_LEVELS:
         thinking = default_thinking_level(user)
     return {
