@@ -52,5 +52,6 @@ def current_context(session: Session) -> dict:
     hidden, tail = load_path_tail(session, CURRENT_CONTEXT_TAIL)
     now = context_now(tail, complete=hidden == 0)
     if now is None:  # no turn with usage near the leaf: the whole path counts
-        now = context_now(load_path(session), complete=True)
+        timeline = context_timeline(load_path(session))
+        now = {"current": timeline["current"], "model": timeline["model"]}
     return {**now, "reserve": reserve}
