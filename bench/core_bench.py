@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def _node_binary() -> str | None:
 def pi_timings(cases: list[dict]) -> dict[tuple[str, str], float]:
     """Run pi's own functions on the same inputs (bench/pi_reference/bench_pi.mjs).
 
-    Returns ``{(row name, size): best ms}``; empty, with a note printed, when Node
+    Returns ``{(row name, size): (median wall ms, median CPU ms)}``; empty, with a note printed, when Node
     >= 22 or the pi package is missing (``bin/install-pi-reference`` installs it).
     """
     node = _node_binary()
@@ -305,124 +306,145 @@ def _ctx_path(n: int) -> list[dict]:
     return entries
 
 
-def _best_of_both(fn: Callable[[], object], repeat: int = 5) -> tuple[float, float]:
-    """(best wall-clock seconds, best CPU seconds): CPU time is steadier on a busy machine."""
-    best_wall = best_cpu = float("inf")
+def _median_of_both(fn: Callable[[], object], repeat: int = 5) -> tuple[float, float]:
+    """(median wall-clock seconds, median CPU seconds) of ``repeat`` runs.
+
+    Medians, not best runs: on a shared machine the best run is luck, the median is
+    what a caller gets (pi's side, bench_pi.mjs, reports its medians the same way).
+    """
+    walls, cpus = [], []
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
         fn()
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-        best_wall = min(best_wall, time.perf_counter() - wall)
-    return best_wall, best_cpu
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    return statistics.median(walls), statistics.median(cpus)
 
 
-def bench_context() -> list[list[str]]:
-    """Context building, token estimates and cut points on 10k / 100k-entry paths (best of 5).
+def _side_branch(entries: list[dict], n: int) -> list[dict]:
+    """n // 10 entries on a branch that leaves the path at entry n // 2 (the newest ones)."""
+    return [
+        dict(
+            e,
+            id=f"s{e['id']}",
+            parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]),
+        )
+        for e in entries[: n // 10]
+    ]
 
-    The cut-point rows compared with pi run the way the app does: on the per-entry
-    estimates stored when each entry was written (``Entry.pi_tokens``).  Computing
-    those is part of the write; its cost is the ``entry_token_estimate`` row, and the
-    search without stored figures is printed too (``estimating each message``).
-    """
+
+def _compacted_path(entries: list[dict]) -> list[dict]:
+    """The path with a compaction nine tenths down, keeping the last 200 entries before it."""
+    n = len(entries)
+    at = n * 9 // 10
+    kept = entries[at - 200]["id"]
+    compaction = {
+        "type": "compaction",
+        "id": "c0000000",
+        "parentId": entries[at - 1]["id"],
+        "timestamp": entries[at - 1]["timestamp"],
+        "summary": f"Earlier work: fixed the bugs in modules 0 to {at}.",
+        "firstKeptEntryId": kept,
+        "tokensBefore": 123_456,
+    }
+    after = [dict(entries[at], parentId=compaction["id"]), *entries[at + 1 :]]
+    return [*entries[:at], compaction, *after]
+
+
+def _context_cases(entries: list[dict], n: int) -> tuple[dict, dict, list]:
+    """The inputs of bench_context at one size: {file key: entries}, {leaf key: id},
+    and the rows as (name, our function, pi function or None, file key, leaf key, keep)."""
     from sessions_app.core.compaction import find_cut_point, prepare_compaction
     from sessions_app.core.messages import build_session_context, context_from_path
     from sessions_app.core.tokens import entry_token_estimate
     from sessions_app.core.tree import SessionTree
 
-    # Which rows pi also runs: (pi function, which entries, leaf, keep).
-    pi_equivalent = {
-        "build_session_context(path)": ("buildSessionContext", "path", None, None),
-        "build_session_context(tree, leaf)": ("buildSessionContext", "tree", "leaf", None),
-        "build_session_context(tree, side leaf)": (
-            "buildSessionContext",
-            "tree",
-            "side",
-            None,
-        ),
-        "find_cut_point(keep=20000)": ("findCutPoint", "path", None, 20_000),
-        "find_cut_point(keep=all)": ("findCutPoint", "path", None, "Infinity"),
-        "find_cut_point(keep=10**9)": ("findCutPoint", "path", None, 10**9),
+    side = _side_branch(entries, n)
+    compacted = _compacted_path(entries)
+    inputs = {
+        "path": entries,
+        "tree": entries + side,  # a branched session: the leaf is not the last entry
+        "compacted": compacted + _side_branch(compacted, n),
     }
+    leaves = {"leaf": entries[-1]["id"], "side": side[-1]["id"], "compacted": compacted[-1]["id"]}
+    estimates = [entry_token_estimate(e) for e in entries]  # stored with each entry
+    tree, comp = inputs["tree"], inputs["compacted"]
+    leaf, side_leaf, comp_leaf = leaves["leaf"], leaves["side"], leaves["compacted"]
+
+    def branch_then_context(entries: list[dict], leaf: str) -> tuple[list, dict]:
+        path = SessionTree(entries).get_branch(leaf)
+        return path, context_from_path(path)
+
+    rows = [
+        ("build_session_context(path)", lambda: build_session_context(entries),
+         "buildSessionContext", "path", None, None),
+        ("build_session_context(tree, leaf)", lambda: build_session_context(tree, leaf),
+         "buildSessionContext", "tree", "leaf", None),
+        ("build_session_context(tree, side leaf)", lambda: build_session_context(tree, side_leaf),
+         "buildSessionContext", "tree", "side", None),
+        ("build_session_context(compacted tree, leaf)",
+         lambda: build_session_context(comp, comp_leaf),
+         "buildSessionContext", "compacted", "compacted", None),
+        ("app: get_branch(leaf), then its context", lambda: branch_then_context(tree, leaf),
+         "branchThenContext", "tree", "leaf", None),
+        ("app: get_branch(side leaf), then its context",
+         lambda: branch_then_context(tree, side_leaf),
+         "branchThenContext", "tree", "side", None),
+        ("app: same, compacted tree", lambda: branch_then_context(comp, comp_leaf),
+         "branchThenContext", "compacted", "compacted", None),
+        ("context_from_path(path)", lambda: context_from_path(entries), None, None, None, None),
+        ("entry_token_estimate(every entry): write time",
+         lambda: [entry_token_estimate(x) for x in entries], None, None, None, None),
+        ("find_cut_point(keep=20000)",
+         lambda: find_cut_point(entries, 0, n, 20_000, estimates=estimates),
+         "findCutPoint", "path", None, 20_000),
+        ("find_cut_point(keep=all)",
+         lambda: find_cut_point(entries, 0, n, float("inf"), estimates=estimates),
+         "findCutPoint", "path", None, "Infinity"),
+        ("find_cut_point(keep=10**9)",
+         lambda: find_cut_point(entries, 0, n, 10**9, estimates=estimates),
+         "findCutPoint", "path", None, 10**9),
+        ("  same, estimating each message", lambda: find_cut_point(entries, 0, n, 10**9),
+         None, None, None, None),
+        ("prepare_compaction(defaults)", lambda: prepare_compaction(entries, estimates=estimates),
+         None, None, None, None),
+    ]  # fmt: skip
+    return inputs, leaves, rows
+
+
+def bench_context() -> list[list[str]]:
+    """Context building, token estimates and cut points on 10k / 100k-entry paths
+    (median of 5 runs on both sides).
+
+    Rows named ``app:`` run the way the app reaches a context: the path to the leaf
+    through the tree first, then the context of that path; pi's side does the same
+    with one id map (SessionManager's getBranch walk, then buildSessionContext).
+    Every index either side builds counts in its time.  The cut-point rows compared
+    with pi run the way the app does: on the per-entry estimates stored when each
+    entry was written (``Entry.pi_tokens``).  Computing those is part of the write;
+    its cost is the ``entry_token_estimate`` row, and the search without stored
+    figures is printed too (``estimating each message``).
+    """
     measured = []
     pi_cases = []
     with tempfile.TemporaryDirectory() as directory:
         for n in (10_000, 100_000):
-            entries = _ctx_path(n)
-            side = [
-                dict(
-                    e,
-                    id=f"s{e['id']}",
-                    parentId=(f"s{e['parentId']}" if e["parentId"] else entries[n // 2]["id"]),
-                )
-                for e in entries[: n // 10]
-            ]
-            tree_entries = entries + side  # a branched session: the leaf is not the last entry
-            leaf = entries[-1]["id"]
-            side_leaf = side[-1]["id"]  # the newest branch: its path jumps at entry n // 2
-            # What the database holds for each entry (written with it).
-            estimates = [entry_token_estimate(e) for e in entries]
+            inputs, leaves, cases = _context_cases(_ctx_path(n), n)
             files = {
-                "path": _dump(directory, f"path-{n}.json", entries),
-                "tree": _dump(directory, f"tree-{n}.json", tree_entries),
+                key: _dump(directory, f"{key}-{n}.json", value) for key, value in inputs.items()
             }
-            leaves = {"leaf": leaf, "side": side_leaf}
-            cases = [
-                ("build_session_context(path)", lambda e=entries: build_session_context(e)),
-                (
-                    "build_session_context(tree, leaf)",
-                    lambda t=tree_entries, lf=leaf: build_session_context(t, lf),
-                ),
-                (
-                    "build_session_context(tree, side leaf)",
-                    lambda t=tree_entries, lf=side_leaf: build_session_context(t, lf),
-                ),
-                ("context_from_path(path)", lambda e=entries: context_from_path(e)),
-                (
-                    "entry_token_estimate(every entry): write time",
-                    lambda e=entries: [entry_token_estimate(x) for x in e],
-                ),
-                (
-                    "find_cut_point(keep=20000)",
-                    lambda e=entries, k=estimates: find_cut_point(
-                        e, 0, len(e), 20_000, estimates=k
-                    ),
-                ),
-                (
-                    "find_cut_point(keep=all)",
-                    lambda e=entries, k=estimates: find_cut_point(
-                        e, 0, len(e), float("inf"), estimates=k
-                    ),
-                ),
-                (
-                    "find_cut_point(keep=10**9)",
-                    lambda e=entries, k=estimates: find_cut_point(e, 0, len(e), 10**9, estimates=k),
-                ),
-                (
-                    "  same, estimating each message",
-                    lambda e=entries: find_cut_point(e, 0, len(e), 10**9),
-                ),
-                (
-                    "prepare_compaction(defaults)",
-                    lambda e=entries, k=estimates: prepare_compaction(e, estimates=k),
-                ),
-                (
-                    "SessionTree(tree).get_branch(leaf)",
-                    lambda t=tree_entries, lf=leaf: SessionTree(t).get_branch(lf),
-                ),
-            ]
             size = f"{n:,}"
-            for name, fn in cases:
-                wall, cpu = _best_of_both(fn, repeat=5)
+            for name, fn, pi_fn, which, leaf_key, keep in cases:
+                wall, cpu = _median_of_both(fn, repeat=5)
                 measured.append((name, size, n, wall, cpu))
-                if name in pi_equivalent:
-                    pi_fn, which, leaf_key, keep = pi_equivalent[name]
+                if pi_fn is not None:
                     case = {"name": name, "size": size, "fn": pi_fn, "entries": files[which]}
                     if leaf_key:
                         case["leaf"] = leaves[leaf_key]
                     if keep is not None:
                         case["keep"] = keep
                     pi_cases.append(case)
-            del entries, side, tree_entries, estimates
+            del inputs, cases
         pi_ms = pi_timings(pi_cases)
     rows = [
         [
@@ -437,11 +459,12 @@ def bench_context() -> list[list[str]]:
         for name, size, n, wall, cpu in measured
     ]
     _print_table(
-        "Context building, token estimates and cut points (best of 5; pi = pi 0.80.2, same entries;"
-        " cut points on the stored per-entry estimates, as the app runs them)",
+        "Context building, token estimates and cut points (median of 5 on both sides;"
+        " pi = pi 0.80.2, same entries; cut points on the stored per-entry estimates,"
+        " as the app runs them)",
         [
             "function",
-            "path entries",
+            "entries",
             "wall",
             "CPU",
             "wall/entry",

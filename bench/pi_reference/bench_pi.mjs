@@ -1,8 +1,9 @@
 // Times pi's own core functions on inputs written by bench/core_bench.py, so both
 // sides run on the same data in one bench run.  Usage: node bench_pi.mjs JOB.json
 // JOB.json: {"cases": [{name, size, fn, entries?|text?, leaf?, keep?, repeat?}]}.
-// Prints {"package", "node", "results": [{name, size, ms, cpuMs}]}: best wall-clock and
-// best process CPU time (user + system, so it includes V8's GC threads) of `repeat` runs.
+// Prints {"package", "node", "results": [{name, size, ms, cpuMs}]}: the median wall-clock
+// and the median process CPU time (user + system, so it includes V8's GC threads) of
+// `repeat` runs (default 5).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -34,6 +35,23 @@ const makers = {
     const entries = load(c.entries);
     return () => pi.buildSessionContext(entries, c.leaf);
   },
+  // The app's shape, as pi's SessionManager does it: one id map, the path to the leaf
+  // (getBranch's walk), then the context at that leaf with the same map.
+  branchThenContext: (c) => {
+    const entries = load(c.entries);
+    return () => {
+      const byId = new Map();
+      for (const e of entries) byId.set(e.id, e);
+      const path = [];
+      let current = byId.get(c.leaf);
+      while (current) {
+        path.push(current);
+        current = current.parentId ? byId.get(current.parentId) : undefined;
+      }
+      path.reverse();
+      return [path, pi.buildSessionContext(entries, c.leaf, byId)];
+    };
+  },
   findCutPoint: (c) => {
     const entries = load(c.entries);
     const keep = c.keep === "Infinity" ? Infinity : c.keep;
@@ -49,20 +67,25 @@ const makers = {
   },
 };
 
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+
 const results = [];
 for (const c of job.cases) {
   const run = makers[c.fn](c);
-  let best = Infinity;
-  let bestCpu = Infinity;
+  const walls = [];
+  const cpus = [];
   for (let i = 0; i < (c.repeat ?? 5); i++) {
     const cpu = process.cpuUsage();
     const start = process.hrtime.bigint();
     run();
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
+    walls.push(Number(process.hrtime.bigint() - start) / 1e6);
     const used = process.cpuUsage(cpu);
-    bestCpu = Math.min(bestCpu, (used.user + used.system) / 1e3);
+    cpus.push((used.user + used.system) / 1e3);
   }
-  results.push({ name: c.name, size: c.size, ms: best, cpuMs: bestCpu });
+  results.push({ name: c.name, size: c.size, ms: median(walls), cpuMs: median(cpus) });
   if (c.text) loaded.delete(c.text); // big texts: free before the next one
 }
 process.stdout.write(JSON.stringify({ package: pkg, node: process.version, results }));

@@ -125,3 +125,65 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
         "current": running,
         "model": model,
     }
+
+
+def _sets_context(entry: dict) -> bool:
+    """True when the timeline's running figure restarts at `entry`: a compaction, or an
+    assistant turn whose usage gives the context size (see `context_timeline`)."""
+    etype = entry.get("type")
+    if etype == "compaction":
+        return True
+    if etype != "message":
+        return False
+    message = _in_context(entry)
+    if message is None or message.get("role") != "assistant":
+        return False
+    usage = get_assistant_usage(message)
+    tokens = _number(calculate_context_tokens(usage)) if isinstance(usage, dict) else 0
+    return tokens is not None and tokens > 0
+
+
+def _model_set_by(entry: dict) -> str | None:
+    """The model `entry` sets on the timeline, or None."""
+    etype = entry.get("type")
+    if etype == "model_change":
+        return _model_of(entry, "modelId")
+    if etype != "message":
+        return None
+    message = _in_context(entry)
+    if message is None or message.get("role") != "assistant":
+        return None
+    return _model_of(message, "responseModel") or _model_of(message, "model")
+
+
+def context_now(tail: list[dict], complete: bool) -> dict[str, Any] | None:
+    """``{"current", "model"}`` of `context_timeline` over a whole path, from the path's
+    last entries `tail` alone (`complete`: the tail is the whole path); None when the tail
+    does not reach back far enough to tell (the caller reads a longer one).
+
+    The running figure restarts at the last compaction or the last turn with usage, so
+    only the entries from there on count (and, for a compaction, the ones it keeps)."""
+    start = 0
+    for index in range(len(tail) - 1, -1, -1):
+        if _sets_context(tail[index]):
+            start = index
+            break
+    else:
+        if not complete:
+            return None
+    entry = tail[start] if tail else {}
+    if entry.get("type") == "compaction":
+        first_kept = entry.get("firstKeptEntryId")
+        ids = [e.get("id") for e in tail[:start]]
+        if first_kept in ids:
+            start = ids.index(first_kept)
+        elif not complete and first_kept != entry.get("id"):
+            return None
+    model = None
+    for index in range(len(tail) - 1, -1, -1):
+        model = _model_set_by(tail[index])
+        if model:
+            break
+    if not model and not complete:
+        return None
+    return {"current": context_timeline(tail[start:])["current"], "model": model or None}

@@ -453,14 +453,31 @@ def _kept_at_compaction(
     it), or None when they hold a system message (pi 1.6.0 leaves those out)."""
     first_kept = compaction.get("firstKeptEntryId", UNSET)
     kept: list[Message] = [_compaction_summary_from_entry(compaction)]
-    for i in range(compaction_idx):
-        if entries[i]["id"] == first_kept:
-            for j in range(i, compaction_idx):
-                _append_context_message(kept, entries[j])
-            break
+    start = _position_before(entries, first_kept, compaction_idx)
+    if start >= 0:
+        for j in range(start, compaction_idx):
+            _append_context_message(kept, entries[j])
     if any(type(m) is dict and m.get("role") == "system" for m in kept):
         return None
     return kept
+
+
+def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
+    """Position of the entry with ``entry_id`` before ``stop`` (ids unique), or -1.
+
+    Searched from ``stop`` backwards in growing windows: a compaction keeps the
+    entries just before it, so the search reads a few ids, not the whole path.
+    """
+    hi = stop
+    width = 256
+    while hi > 0:
+        lo = max(hi - width, 0)
+        window = list(map(_get_id, entries[lo:hi]))
+        if entry_id in window:
+            return lo + window.index(entry_id)
+        hi = lo
+        width *= 2
+    return -1
 
 
 def _path_model(path: list[Entry], types: list, last_model_change: int) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cmp_to_key
+from functools import cached_property, cmp_to_key
 from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
@@ -477,25 +477,43 @@ class SessionTree:
 
     def __init__(self, entries: list[Entry], leaf_id: Any = UNSET):
         self.entries = entries
-        self.by_id: dict[Any, Entry] = {}
-        self.labels: dict[Any, str] = {}
-        self.label_timestamps: dict[Any, Any] = {}
-        last_id = None
-        for e in entries:
-            eid = e.get("id")
-            self.by_id[eid] = e
-            last_id = eid
-            if e.get("type") == "label":
-                target = e.get("targetId")
-                label = e.get("label")
-                if label:
-                    self.labels[target] = label
-                    self.label_timestamps[target] = e.get("timestamp")
-                else:
-                    self.labels.pop(target, None)
-                    self.label_timestamps.pop(target, None)
+        last_id = entries[-1].get("id") if entries else None
         self.leaf_id = last_id if leaf_id is UNSET else leaf_id
         self._children: dict[Any, list[Entry]] | None = None
+
+    # The id index and the labels are built on first use: reaching a leaf's path
+    # (get_branch) needs neither, so it touches only the path (see branch_of_list).
+
+    @cached_property
+    def by_id(self) -> dict[Any, Entry]:
+        """``id -> entry`` (the last entry with an id wins, like pi's map)."""
+        return index_by_id(self.entries)
+
+    @cached_property
+    def _label_state(self) -> tuple[dict[Any, str], dict[Any, Any]]:
+        labels: dict[Any, str] = {}
+        stamps: dict[Any, Any] = {}
+        for e in self.entries:
+            if e.get("type") != "label":
+                continue
+            target = e.get("targetId")
+            label = e.get("label")
+            if label:
+                labels[target] = label
+                stamps[target] = e.get("timestamp")
+            else:
+                labels.pop(target, None)
+                stamps.pop(target, None)
+        return labels, stamps
+
+    @property
+    def labels(self) -> dict[Any, str]:
+        """``target id -> label`` after every label entry (an empty label removes one)."""
+        return self._label_state[0]
+
+    @property
+    def label_timestamps(self) -> dict[Any, Any]:
+        return self._label_state[1]
 
     # -- simple lookups -----------------------------------------------------
 
@@ -533,8 +551,14 @@ class SessionTree:
     def get_branch(self, from_id: Any = UNSET) -> list[Entry]:
         """Root-first path to ``from_id`` (default: the leaf); [] if unknown."""
         start = self.leaf_id if from_id is UNSET or from_id is None else from_id
-        entry = self.by_id.get(start) if start else None
-        return path_to_root(self.by_id, entry)
+        if not start:
+            return []
+        if "by_id" not in self.__dict__:
+            # No index yet: assemble the path from list slices when the ids allow it.
+            path = branch_of_list(self.entries, start)
+            if path and path[-1].get("id") == start:
+                return path
+        return path_to_root(self.by_id, self.by_id.get(start))
 
     def common_ancestor(self, a_id: Any, b_id: Any) -> Any:
         """Deepest entry id on both root paths, or None."""

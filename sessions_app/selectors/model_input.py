@@ -251,10 +251,26 @@ class ModelInput:
     def profile(self) -> ModelProfile | None:
         return resolve_profile(self.session.model_profile)
 
+    @cached_property
+    def settings_entries(self) -> list[dict]:
+        """The path's entries that set the leaf's model and thinking level: the few that
+        do (`paths.load_settings_path`) unless the context path is loaded already (a
+        page needs these, not the whole path's payloads)."""
+        if "context_path" in self.__dict__ or self.path is not None or self.leaf is None:
+            return self.context_path
+        return paths.load_settings_path(self.session, self.leaf)
+
+    @cached_property
+    def settings(self) -> dict:
+        """The leaf's ``model`` and ``thinkingLevel`` as the context has them."""
+        if "context" in self.__dict__:
+            return self.context
+        return context_from_path(self.settings_entries)
+
     @property
     def recorded_model(self) -> dict | None:
         """The model the path records at the leaf (``{"provider", "modelId"}``)."""
-        return self.context.get("model")
+        return self.settings.get("model")
 
     @property
     def model_name(self) -> str:
@@ -283,8 +299,8 @@ class ModelInput:
         """The thinking level a run at this leaf asks for: the path's last
         thinking_level_change, else (as pi resumes a session that records none) the
         default of `user` (default: the owner), which a project's own settings may set."""
-        if any(entry.get("type") == "thinking_level_change" for entry in self.context_path):
-            level = self.context.get("thinkingLevel")
+        if any(entry.get("type") == "thinking_level_change" for entry in self.settings_entries):
+            level = self.settings.get("thinkingLevel")
             if isinstance(level, str) and level in THINKING_LEVELS:
                 return level
         user = user if user is not None else self.session.owner

@@ -160,9 +160,21 @@ def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
         if kept and kept[0][0] in position and position[kept[0][0]] < compaction_index:
             start = position[kept[0][0]]
     wanted = set(range(start, len(pks)))
+    wanted.update(_settings_positions(session, pks, position, on_path, start))
+    order = sorted(wanted)
+    return _payload_list([pks[i] for i in order])
+
+
+def _settings_positions(
+    session: Session, pks: list[int], position: dict, on_path: list, start: int
+) -> list[int]:
+    """Positions (before `start`) of the entries that set the thinking level and the model
+    there: the last thinking_level_change, and the last model_change or assistant message.
+    `on_path`: the (position, row) marker rows on the path, in path order."""
+    wanted = []
     thinking = [i for i, row in on_path if row[2] == "thinking_level_change" and i < start]
     if thinking:
-        wanted.add(thinking[-1])
+        wanted.append(thinking[-1])
     # The model: the last model_change or assistant message before `start`.
     model_changes = [i for i, row in on_path if row[2] == "model_change" and i < start]
     floor = model_changes[-1] if model_changes else -1
@@ -177,9 +189,41 @@ def _large_context_path(session: Session, leaf_pk: int) -> list[dict]:
             break
         end, step = begin, step * 4
     if floor >= 0:
-        wanted.add(floor)
-    order = sorted(wanted)
-    return _payload_list([pks[i] for i in order])
+        wanted.append(floor)
+    return sorted(wanted)
+
+
+def load_settings_path(session: Session, leaf_pi_id=UNSET) -> list[dict]:
+    """The entries of the path root→leaf that set the model and the thinking level at the
+    leaf (at most two: the last thinking_level_change, and the last model_change or
+    assistant message), in path order. `context_from_path` of them gives the leaf's
+    "model" and "thinkingLevel" without reading the rest of the path's payloads."""
+    if leaf_pi_id is UNSET:
+        leaf_pk = session.leaf_id
+    elif leaf_pi_id is None:
+        return []
+    else:
+        leaf_pk = Entry.objects.values_list("pk", flat=True).get(session=session, pi_id=leaf_pi_id)
+    if leaf_pk is None:
+        return []
+    if _large(session):
+        pks = _walk_pks(session, leaf_pk)
+        position = {pk: i for i, pk in enumerate(pks)}
+        marker_types = ", ".join(f"'{kind}'" for kind in CONTEXT_MARKER_TYPES)
+        specials = _rows_of(session, f"type IN ({marker_types})", [])
+        on_path = sorted((position[row[0]], row) for row in specials if row[0] in position)
+        wanted = _settings_positions(session, pks, position, on_path, len(pks))
+        return _payload_list([pks[i] for i in wanted])
+    rows = _path_rows(leaf_pk)
+    wanted = []
+    for kinds in (("thinking_level_change",), ("model_change", "assistant")):
+        for i in range(len(rows) - 1, -1, -1):
+            if rows[i][2] in kinds or (rows[i][2] == "message" and rows[i][3] in kinds):
+                wanted.append(i)
+                break
+    wanted.sort()
+    payloads = _payloads([rows[i][0] for i in wanted])
+    return [payloads[rows[i][0]] for i in wanted]
 
 
 def _payload_list(pks: list[int]) -> list[dict]:

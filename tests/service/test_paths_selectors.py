@@ -79,3 +79,27 @@ def test_load_context_equals_pi_1_6_0_at_every_listed_node(name, make_user):
     # The session's own leaf (pi's last entry) gives the leaf context too.
     leaf_context = next(c for c in record["contexts"] if c["leafId"] == record["leafId"])
     assert paths.load_context(stored) == leaf_context["context"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("walk_min", [5000, 3])
+@pytest.mark.parametrize("name", session_names())
+def test_settings_path_gives_pi_1_6_0_model_and_thinking_level(
+    name, walk_min, make_user, monkeypatch
+):
+    """The few entries load_settings_path reads set the same model and thinking level as
+    the whole context at every listed node (one recursive query, and the big-session walk)."""
+    from sessions_app.core.messages import context_from_path
+
+    monkeypatch.setattr(paths, "PATH_WALK_MIN", walk_min)
+    data, entries, record = session(name)
+    stored = import_jsonl_stream(as_file(data), make_user("pi16"), filename=name).session
+    missing = object()
+    for expected in record["contexts"]:
+        settings_path = paths.load_settings_path(stored, expected["leafId"])
+        assert len(settings_path) <= 2
+        got = context_from_path(settings_path)
+        assert got["model"] == expected["context"]["model"], expected["leafId"]
+        assert got.get("thinkingLevel", missing) == expected["context"].get(
+            "thinkingLevel", missing
+        ), expected["leafId"]

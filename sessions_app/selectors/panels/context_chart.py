@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from sessions_app.core.context_chart import context_timeline
+from sessions_app.core.context_chart import context_now, context_timeline
 from sessions_app.models import Session
 from sessions_app.selectors.llm.windows import compaction_settings, session_window, window_of
-from sessions_app.selectors.paths import load_path
+from sessions_app.selectors.paths import load_path, load_path_tail
 
 
 def context_window_for(model_key: str | None, default: int) -> int:
@@ -39,3 +39,19 @@ def context_chart(session: Session, leaf_pi_id=None) -> dict:
     timeline["reserve"] = reserve
     timeline["leaf"] = path[-1].get("id") if path else None
     return timeline
+
+
+CURRENT_CONTEXT_TAIL = 64  # entries read first: usually back past the last turn with usage
+
+
+def current_context(session: Session) -> dict:
+    """The chart's last figures at the session's leaf (``current``, ``model``) and the
+    reserve, reading only the end of the path: back to the last compaction or the last
+    turn whose usage gives the context size (what the header's gauge needs)."""
+    reserve = compaction_settings(session).reserve_tokens
+    hidden, tail = load_path_tail(session, CURRENT_CONTEXT_TAIL)
+    now = context_now(tail, complete=hidden == 0)
+    if now is None:  # no turn with usage near the leaf: the whole path counts
+        timeline = context_timeline(load_path(session))
+        now = {"current": timeline["current"], "model": timeline["model"]}
+    return {**now, "reserve": reserve}

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from sessions_app.selectors.llm.catalog import resolve_profile
 from sessions_app.selectors.llm.windows import context_window
-from sessions_app.selectors.panels.context_chart import context_chart, context_window_for
+from sessions_app.selectors.panels.context_chart import context_window_for, current_context
 from sessions_app.selectors.panels.page import usage_context
 
 
 def context_gauge(session) -> dict:
     """The context on the session's active branch as it stands now, against the window
     of the model the branch last used (the configured profile's window otherwise)."""
-    chart = context_chart(session)
+    chart = current_context(session)
     default = context_window(resolve_profile(session.model_profile))
     window = context_window_for(chart.get("model"), default) or 0
     used = int(chart.get("current") or 0)
