@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 from django.db.models import Count, F
 
-from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.compare import compare_branches
 from sessions_app.core.file_changes import (
@@ -29,7 +29,7 @@ from sessions_app.core.file_changes import (
     summarize,
     tool_results,
 )
-from sessions_app.models import Entry, FileSnapshot, Session
+from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.entries import get_entry
 
@@ -41,7 +41,12 @@ def repo_key(work_tree: str) -> str:
 def repo_at(work_tree: str) -> ShadowRepo:
     """The shadow repository of the workspace whose real path is ``work_tree``."""
     git_dir = os.path.join(os.fspath(settings.PIWEB_SNAPSHOT_DIR), repo_key(work_tree) + ".git")
-    return ShadowRepo(git_dir, work_tree, max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024)
+    return ShadowRepo(
+        git_dir,
+        work_tree,
+        max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024,
+        sandbox=workspaces.sandbox_config(),
+    )
 
 
 def repo_for(session: Session) -> ShadowRepo | None:
@@ -56,6 +61,24 @@ def repo_for(session: Session) -> ShadowRepo | None:
     if not os.path.isdir(real):
         return None
     return repo_at(real)
+
+
+def runs_in_folder(work_tree: str, *, besides: Session | None = None) -> list[Session]:
+    """Sessions other than ``besides`` with a run (an agent turn or a command) queued or
+    working in a folder that overlaps ``work_tree`` (the same folder, one inside it or
+    one holding it), whoever started them."""
+    jobs = Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
+    if besides is not None:
+        jobs = jobs.exclude(session=besides)
+    found = []
+    for job in jobs.select_related("session"):
+        try:
+            cwd = workspaces.session_cwd(job.session)
+        except WorkspaceError:
+            continue
+        if is_within(cwd, work_tree) or is_within(work_tree, cwd):
+            found.append(job.session)
+    return found
 
 
 def state_at(session: Session, pi_id: str) -> FileSnapshot | None:

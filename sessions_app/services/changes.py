@@ -22,7 +22,7 @@ from django.db import transaction
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
-from sessions_app.selectors.changes import repo_for, repo_key, state_at
+from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
 from sessions_app.services import events, sandboxing, sessions
 
 log = logging.getLogger(__name__)
@@ -36,9 +36,18 @@ class RestoreError(ServiceError):
     code = "restore"
 
 
+def _repo(session: Session) -> ShadowRepo | None:
+    """The session's shadow repository, with the folders above it reachable by the
+    sandbox its git runs in."""
+    repo = repo_for(session)
+    if repo is not None:
+        sandboxing.make_var_reachable()
+    return repo
+
+
 def begin(session: Session) -> str | None:
     """The workspace's commit before a run (a snapshot of it as it is); None without one."""
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None:
         return None
     try:
@@ -82,7 +91,7 @@ def _store(
 def record(session: Session, entry: Entry | None, base: str | None, kind: str) -> str | None:
     """Snapshot the workspace after ``entry`` ran; store a row when files changed.
     Returns the new commit (the next turn's base), or ``base`` when nothing could be done."""
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None or entry is None:
         return base
     try:
@@ -143,7 +152,7 @@ def undo_restore(session: Session, user, rewind_pi_id: str) -> Entry:
 
 
 def _restore(session: Session, user, commit: str, data: dict) -> Entry:
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None:
         raise RestoreError("This session has no workspace snapshots.", 400)
     if not repo.has(commit):
@@ -153,13 +162,15 @@ def _restore(session: Session, user, commit: str, data: dict) -> Entry:
         running = Job.objects.filter(
             session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
         ).exists()
-        if running:
-            raise RestoreError("A run is active; restore the files once it has finished.")
+        if running or runs_in_folder(repo.work_tree):
+            raise RestoreError(
+                "A run or command is active in this folder (in this session or another "
+                "that shares it); restore the files once it has finished."
+            )
         try:
             before, after = repo.restore(commit, f"restore {data}")
         except SnapshotError as exc:
             raise RestoreError(f"The files could not be restored: {exc}", 500) from exc
-        sandboxing.hand_over(repo.work_tree)
         entry = sessions.append_entry(
             locked,
             {

@@ -166,8 +166,40 @@ def test_restore_refuses_while_a_run_is_active(session, owner, workspace):
     (workspace / "f.txt").write_text("1\n")
     run(session, owner, "!echo 2 > f.txt")
     Job.objects.create(session=session, kind="agent_run", status="running")
-    with pytest.raises(changes.RestoreError, match="run is active"):
+    with pytest.raises(changes.RestoreError, match="is active in this folder"):
         changes.restore_files(session, owner, session.leaf_pi_id)
+
+
+@pytest.mark.parametrize("where", ["the same folder", "a folder inside it", "its parent"])
+def test_restore_refuses_while_another_sessions_command_runs_in_an_overlapping_folder(
+    session, owner, workspace, where
+):
+    """Issue #33, C: the swapping loop runs in a second session of the same folder."""
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    (workspace / "sub").mkdir()
+    cwd = {"the same folder": workspace, "a folder inside it": workspace / "sub"}
+    other_cwd = cwd.get(where, workspace.parent)
+    other = sessions.create_session(owner=owner, cwd=str(other_cwd), model_profile="scripted")
+    job = Job.objects.create(session=other, kind="agent_run", status="running")
+    with pytest.raises(changes.RestoreError, match="another that shares it"):
+        changes.restore_files(session, owner, session.leaf_pi_id)
+    assert (workspace / "f.txt").read_text() == "2\n"
+    job.status = "succeeded"
+    job.save()
+    changes.restore_files(session, owner, session.leaf_pi_id)  # once it ended
+
+
+def test_a_run_in_a_sibling_folder_with_the_same_prefix_does_not_block_a_restore(
+    session, owner, workspace
+):
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    sibling = workspace.with_name(workspace.name + "2")  # ws-ab12 next to ws-ab1: not inside
+    sibling.mkdir()
+    other = sessions.create_session(owner=owner, cwd=str(sibling), model_profile="scripted")
+    Job.objects.create(session=other, kind="agent_run", status="running")
+    changes.restore_files(session, owner, session.leaf_pi_id)
 
 
 def test_ignored_folders_large_files_and_links_out_are_never_read(
