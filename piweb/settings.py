@@ -269,6 +269,11 @@ PIWEB_ARTIFACT_DIR = env.path("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
 PIWEB_SNAPSHOTS = env.boolean("PIWEB_SNAPSHOTS", True)
 PIWEB_SNAPSHOT_DIR = env.path("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots")
 PIWEB_SNAPSHOT_MAX_FILE_KB = env.integer("PIWEB_SNAPSHOT_MAX_FILE_KB", 1024)
+# A snapshot due while a run of another session works in an overlapping folder waits
+# this long for it to end, then is skipped (the node says why).
+PIWEB_SNAPSHOT_WAIT_SECONDS = env.integer("PIWEB_SNAPSHOT_WAIT_SECONDS", 30)
+# A shadow repository is packed (`git gc`, a job) after every this many snapshots.
+PIWEB_SNAPSHOT_GC_EVERY = env.integer("PIWEB_SNAPSHOT_GC_EVERY", 200)
 # The most diff text shown for one file (bytes) and for one page or export (bytes).
 PIWEB_DIFF_MAX_FILE_BYTES = env.integer("PIWEB_DIFF_MAX_FILE_BYTES", 200000)
 PIWEB_DIFF_MAX_TOTAL_BYTES = env.integer("PIWEB_DIFF_MAX_TOTAL_BYTES", 1000000)

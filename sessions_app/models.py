@@ -515,6 +515,8 @@ class FileSnapshot(models.Model):
     files = models.JSONField(default=list, blank=True)
     added = models.PositiveIntegerField(default=0)
     removed = models.PositiveIntegerField(default=0)
+    # Why no snapshot was taken after this entry ("": it was); such a row has no commit.
+    skipped = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

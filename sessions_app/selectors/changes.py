@@ -63,11 +63,13 @@ def repo_for(session: Session) -> ShadowRepo | None:
     return repo_at(real)
 
 
-def runs_in_folder(work_tree: str, *, besides: Session | None = None) -> list[Session]:
+def runs_in_folder(
+    work_tree: str, *, besides: Session | None = None, statuses=Job.ACTIVE
+) -> list[Session]:
     """Sessions other than ``besides`` with a run (an agent turn or a command) queued or
-    working in a folder that overlaps ``work_tree`` (the same folder, one inside it or
-    one holding it), whoever started them."""
-    jobs = Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
+    working (``statuses``) in a folder that overlaps ``work_tree`` (the same folder, one
+    inside it or one holding it), whoever started them."""
+    jobs = Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=statuses)
     if besides is not None:
         jobs = jobs.exclude(session=besides)
     found = []
@@ -86,7 +88,7 @@ def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
     entry = get_entry(session, pi_id)
     pks = paths.path_entry_pks(entry.pk)
     position = {pk: i for i, pk in enumerate(pks)}
-    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
+    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks, skipped=""))
     if not snaps:
         return None
     return max(snaps, key=lambda s: (position[s.entry_id], s.pk))
@@ -132,7 +134,7 @@ class ChangeSet:
 
 def snapshots_by_pi_id(session: Session, pi_ids=None) -> dict[str, FileSnapshot]:
     """The newest snapshot of each entry (of ``pi_ids`` when given)."""
-    rows = FileSnapshot.objects.filter(session=session)
+    rows = FileSnapshot.objects.filter(session=session, skipped="")
     if pi_ids is not None:
         rows = rows.filter(entry__pi_id__in=list(pi_ids))
     out: dict[str, FileSnapshot] = {}
@@ -146,13 +148,16 @@ def snapshots_exist(session: Session) -> bool:
 
 
 def change_counts(session: Session) -> dict[str, dict]:
-    """pi id → {files, added, removed} for the tree rows and the chat cards (one query)."""
+    """pi id → {files, added, removed, kind} for the tree rows and the chat cards (one
+    query), with ``skipped`` saying why when no snapshot was taken after that entry."""
     counts: dict[str, dict] = {}
     rows = FileSnapshot.objects.filter(session=session).order_by("pk")
-    for pi_id, files, added, removed, kind in rows.values_list(
-        "entry__pi_id", "files", "added", "removed", "kind"
+    for pi_id, files, added, removed, kind, skipped in rows.values_list(
+        "entry__pi_id", "files", "added", "removed", "kind", "skipped"
     ):
         counts[pi_id] = {"files": len(files), "added": added, "removed": removed, "kind": kind}
+        if skipped:
+            counts[pi_id]["skipped"] = skipped
     return counts
 
 

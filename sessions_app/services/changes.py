@@ -16,7 +16,9 @@ while a run is active, and records a `custom` entry (customType ``piweb.rewind``
 from __future__ import annotations
 
 import logging
+import time
 
+from django.conf import settings
 from django.db import transaction
 
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
@@ -88,11 +90,45 @@ def _store(
     )
 
 
+def _others_working(session: Session, repo: ShadowRepo) -> list[Session]:
+    """Runs of other sessions working in an overlapping folder, once they had
+    PIWEB_SNAPSHOT_WAIT_SECONDS to end (a snapshot taken meanwhile would record their
+    half-done work as this session's)."""
+    deadline = time.monotonic() + settings.PIWEB_SNAPSHOT_WAIT_SECONDS
+    while True:
+        others = runs_in_folder(repo.work_tree, besides=session, statuses=(Job.Status.RUNNING,))
+        if not others or time.monotonic() >= deadline:
+            return others
+        time.sleep(0.5)
+
+
+def _skip(session: Session, entry: Entry, repo: ShadowRepo, base, kind) -> None:
+    reason = (
+        "No snapshot of the files after this step: a run of another session was still "
+        "working in this folder, so its changes would have been counted here."
+    )
+    FileSnapshot.objects.create(
+        session=session,
+        entry=entry,
+        kind=kind,
+        repo=repo_key(repo.work_tree),
+        commit="",
+        base=base or "",
+        skipped=reason[:300],
+    )
+    events.publish_now(session.pk, "files_changed", {"entry_id": entry.pi_id})
+
+
 def record(session: Session, entry: Entry | None, base: str | None, kind: str) -> str | None:
-    """Snapshot the workspace after ``entry`` ran; store a row when files changed.
+    """Snapshot the workspace after ``entry`` ran; store a row when files changed, or a
+    skipped row saying why when another session's run still works in the folder.
     Returns the new commit (the next turn's base), or ``base`` when nothing could be done."""
     repo = _repo(session)
     if repo is None or entry is None:
+        return base
+    others = _others_working(session, repo)
+    if others:
+        _skip(session, entry, repo, base, kind)
         return base
     try:
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
@@ -107,7 +143,7 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
 
 
 # What a fork's copy of a snapshot takes over as it is (its session and entry are its own).
-SNAPSHOT_FIELDS = ("kind", "repo", "commit", "base", "files", "added", "removed")
+SNAPSHOT_FIELDS = ("kind", "repo", "commit", "base", "files", "added", "removed", "skipped")
 
 
 def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:

@@ -256,3 +256,36 @@ def test_a_fork_keeps_the_snapshots_of_its_copied_entries(session, owner, worksp
     copied = changes_selectors.entry_changes(new, node)
     assert [(f.path, f.added) for f in copied.files] == [("k.txt", 1)]
     assert "+2\n" in copied.files[0].diff
+
+
+def test_a_snapshot_due_while_another_sessions_run_works_in_the_folder_is_skipped_and_says_why(
+    session, owner, workspace, settings
+):
+    """Issue #33, D: another session's half-done work is not recorded as this one's."""
+    from django.urls import reverse
+
+    from tests.support.web import client_for
+
+    settings.PIWEB_SNAPSHOT_WAIT_SECONDS = 1
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    first = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    other = sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    busy = Job.objects.create(session=other, kind="agent_run", status="running")
+    run(session, owner, "!echo 3 > f.txt")
+
+    skipped = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    assert skipped.commit == "" and "another session" in skipped.skipped
+    assert changes_selectors.state_at(session, session.leaf_pi_id) == first
+    html = (
+        client_for(owner)
+        .get(reverse("sessions_app:tree_panel", args=[session.pi_id]))
+        .content.decode()
+    )
+    assert "no snapshot" in html and "another session was still" in html
+
+    busy.status = "succeeded"
+    busy.save()
+    run(session, owner, "!echo 4 > f.txt")  # once it ended, snapshots are taken again
+    last = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    assert last.commit and last.skipped == "" and [f["path"] for f in last.files] == ["f.txt"]
