@@ -66,8 +66,14 @@ _CONFIG = [
 ]  # fmt: skip
 _ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding\n"
 REF = "refs/heads/piweb"
-# lstat of each listed path, in the sandbox: "<raw mode in hex> <size> <path>\0".
-_STAT = ["xargs", "-0", "-r", "stat", "--printf=%f %s %n\\0", "--"]
+# git status, an empty record, then the lstat of each path it lists that is changed and
+# not a nested repository ("<raw mode in hex> <size> <path>"), in one sandboxed process.
+_STATUS_AND_STAT = (
+    '"$@" status --porcelain=v1 -z --no-renames --untracked-files=all '
+    "--ignore-submodules=all > /tmp/status || exit 1; cat /tmp/status; printf '\\0'; "
+    "grep -z -E '^([?][?]|.[^ ]) ' /tmp/status | grep -z -v '/$' | cut -z -c4- "
+    "| xargs -0 -r stat --printf='%f %s %n\\0' -- 2>/dev/null; exit 0"
+)
 # commit-tree, then the branch moved to the new commit, in one sandboxed process.
 _COMMIT = 'c=$("$@") && "$1" update-ref ' + REF + ' "$c" && echo "$c"'
 # A snapshot's end, in one sandboxed process: the changed paths (stdin) added when $1 is
@@ -237,39 +243,35 @@ class ShadowRepo:
         with self.locked():
             return self._snapshot(message)
 
-    def _changed_paths(self) -> list[bytes]:
-        out = self._git_in_sandbox(
-            "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-            "--ignore-submodules=all", workspace=True,
-        )  # fmt: skip
+    def _changes(self) -> tuple[list[bytes], dict[bytes, tuple[int, int]]]:
+        """The paths ``git status`` finds changed, and (mode, size) of those that exist,
+        read with lstat: one sandboxed process."""
+        out = self.sandboxed(
+            ["/bin/sh", "-c", _STATUS_AND_STAT, "sh", GIT, *_CONFIG], workspace=True
+        )
+        records = iter(out.split(b"\0"))
         paths = []
-        for record in out.split(b"\0"):
-            if len(record) < 4:
-                continue
+        for record in records:
+            if not record:
+                break  # the end of git's output
             xy, path = record[:2], record[3:]
             if path.endswith(b"/"):
                 continue  # a nested repository: not ours to record
             if xy == b"??" or xy[1:2] != b" ":
                 paths.append(path)
-        return paths
-
-    def _kinds(self, paths: list[bytes]) -> dict[bytes, tuple[int, int]]:
-        """(mode, size) of each path that exists, read with lstat in the sandbox."""
-        out = self.sandboxed(_STAT, input=b"\0".join(paths) + b"\0", workspace=True, check=False)
         kinds = {}
-        for record in out.split(b"\0"):
+        for record in records:
             mode, _, rest = record.partition(b" ")
             size, _, path = rest.partition(b" ")
             if path:
                 kinds[path] = (int(mode, 16), int(size))
-        return kinds
+        return paths, kinds
 
     def _snapshot(self, message: str) -> str:
-        changed = self._changed_paths()
+        changed, kinds = self._changes()
         head = self.head()
         if head and not changed:
             return head
-        kinds = self._kinds(changed) if changed else {}
         update, drop = [], []
         for path in changed:
             if path not in kinds:
