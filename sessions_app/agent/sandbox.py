@@ -543,35 +543,40 @@ class GitMounts:
         return env
 
 
-def launch_git(config: SandboxConfig, argv: list[str], mounts: GitMounts, env: dict) -> Launch:
-    """The sandboxed way to run git on a shadow repository: as the commands' account,
-    with nothing of the host but the system, that repository and (when the operation
-    reads or writes files) its workspace. A workspace path swapped for a link while git
-    works can then only lead git to what this one workspace's commands already see."""
+@dataclass(frozen=True)
+class Bind:
+    """One folder of the host visible in a sandbox: ``path`` (real) at ``mount``.
+    ``hand_over``: give it to the commands' account first (a workspace, a shadow
+    repository), as opposed to a folder seen only for reading (a user's area)."""
+
+    path: str
+    mount: str
+    writable: bool
+    hand_over: bool = True
+
+
+def launch_in(
+    config: SandboxConfig, argv: list[str], binds: list[Bind], env: dict, chdir: str
+) -> Launch:
+    """The sandboxed way to run ``argv`` (no shell, no limits: piweb's own tools such as
+    git) as the commands' account, seeing nothing of the host but the system and
+    ``binds`` (each opened here, its real path checked, and mounted through its
+    descriptor). ``env`` is its whole environment, with the sandbox's PATH and HOME."""
     binary = require(config)
-    cwd = mounts.workspace or mounts.repo
-    if binary is None:  # sandbox off: git runs as the worker, like every command then
-        return Launch(argv, {**env, **mounts.env(False)}, (), cwd)
     fds: list[int] = []
     try:
         args = isolation_argv(config, binary)
         owner = config.command_owner
-        for path, mount, writable in (
-            (mounts.repo, SHADOW_MOUNT, mounts.repo_writable),
-            (mounts.index_dir, INDEX_MOUNT, True),
-            (mounts.workspace, mounts.workspace, mounts.workspace_writable),
-        ):
-            if path is None:
-                continue
-            fd = open_workspace_dir(path)
+        for bind in binds:
+            fd = open_workspace_dir(bind.path)
             fds.append(fd)
             if owner is not None:
-                check_reachable(path, owner)
-                hand_over(fd, owner)
-            args += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), mount]
-        args += ["--chdir", mounts.workspace or SHADOW_MOUNT]
-        inside = {**env, "PATH": SANDBOX_PATH, "HOME": "/tmp", **mounts.env(True)}
-        args += _closing_argv(config, inside, fds)
+                check_reachable(bind.path, owner)
+                if bind.hand_over:
+                    hand_over(fd, owner)
+            args += ["--bind-fd" if bind.writable else "--ro-bind-fd", str(fd), bind.mount]
+        args += ["--chdir", chdir]
+        args += _closing_argv(config, {**env, "PATH": SANDBOX_PATH, "HOME": "/tmp"}, fds)
         args += ["--", *argv]
         for fd in fds:
             os.set_inheritable(fd, True)
@@ -580,6 +585,48 @@ def launch_git(config: SandboxConfig, argv: list[str], mounts: GitMounts, env: d
         for fd in fds:
             os.close(fd)
         raise
+
+
+def run_in(
+    launch: Launch, input: bytes | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Run a launch to its end (killed at ``timeout`` seconds); its output and status."""
+    try:
+        proc = subprocess.Popen(
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
+            pass_fds=launch.pass_fds,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        launch.close_fds()
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            err += f"\nstopped after {timeout:.0f} s".encode()
+    finally:
+        launch.cleanup()
+    return subprocess.CompletedProcess(launch.argv, proc.returncode, out, err)
+
+
+def launch_git(config: SandboxConfig, argv: list[str], mounts: GitMounts, env: dict) -> Launch:
+    """The sandboxed way to run git on a shadow repository: as the commands' account,
+    with nothing of the host but the system, that repository and (when the operation
+    reads or writes files) its workspace. A workspace path swapped for a link while git
+    works can then only lead git to what this one workspace's commands already see."""
+    if not config.enabled:  # sandbox off: git runs as the worker, like every command then
+        return Launch(argv, {**env, **mounts.env(False)}, (), mounts.workspace or mounts.repo)
+    binds = [Bind(mounts.repo, SHADOW_MOUNT, mounts.repo_writable)]
+    if mounts.index_dir:
+        binds.append(Bind(mounts.index_dir, INDEX_MOUNT, True))
+    if mounts.workspace:
+        binds.append(Bind(mounts.workspace, mounts.workspace, mounts.workspace_writable))
+    chdir = mounts.workspace or SHADOW_MOUNT
+    return launch_in(config, argv, binds, {**env, **mounts.env(True)}, chdir)
 
 
 class PidsCgroup:

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .paths import make_private_dir
-from .sandbox import GitMounts, SandboxConfig, SandboxUnavailable, launch_git
+from .sandbox import GitMounts, SandboxConfig, SandboxUnavailable, launch_git, run_in
 
 GIT = os.environ.get("PIWEB_GIT", "git")
 _IDENTITY = {
@@ -174,24 +174,8 @@ class ShadowRepo:
             raise SnapshotError(str(exc)) from exc
         except OSError as exc:
             raise SnapshotError(f"cannot open the workspace: {exc}") from exc
-        try:
-            proc = subprocess.Popen(
-                launch.argv,
-                env=launch.env,
-                cwd=launch.cwd,
-                pass_fds=launch.pass_fds,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            launch.close_fds()
-            try:
-                out, err = proc.communicate(input, timeout=300)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, err = proc.communicate()
-        finally:
-            launch.cleanup()
+        proc = run_in(launch, input)
+        out, err = proc.stdout, proc.stderr
         what = argv[len(_CONFIG) + 1] if argv[0] == GIT else os.path.basename(argv[0])
         return _checked(proc.returncode, out, err, what, check)
 
