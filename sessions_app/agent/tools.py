@@ -59,7 +59,7 @@ from . import safefs
 from .paths import Workspace, WorkspaceError, output_file_factory
 from .providers.common import parse_json_args
 from .sandbox import SandboxConfig, SandboxUnavailable
-from .shell import CommandGuard, ShellOutcome, command_problem, run_shell
+from .shell import CommandGuard, ShellOutcome, command_problem, run_shell, write_refusal
 from .signals import AbortSignal
 
 MAX_READ_BYTES = 64 * 1024 * 1024  # bigger files: the model uses bash (sed -n, head)
@@ -364,6 +364,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not edits:
         raise ToolError("The edit has no replacements: edits needs at least one entry.")
     ctx.check_abort()
+    if problem := write_refusal(ctx.bash_guard, f"edit {path}"):
+        raise ToolError(problem)
     try:
         fd, _absolute = ctx.workspace.open_fd(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -457,6 +459,8 @@ EDIT = Tool(
 
 def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path, content = args["path"], args["content"]
+    if problem := write_refusal(ctx.bash_guard, f"write {path}"):
+        raise ToolError(problem)
     absolute = ctx.workspace.resolve(path)
     if os.path.isdir(absolute):
         raise ToolError(f"{path} is a directory.")
