@@ -254,6 +254,7 @@ class Job(models.Model):
         IMPORT = "import", "Session import"
         SEARCH_INDEX = "search_index", "Search indexing"
         WORKSPACE_MEASURE = "workspace_measure", "Workspace measure"
+        SNAPSHOT_GC = "snapshot_gc", "Snapshot repository clean-up"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -66,6 +66,8 @@ _CONFIG = [
 ]  # fmt: skip
 _ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding\n"
 REF = "refs/heads/piweb"
+WORK_TREE_FILE = "piweb-work-tree"  # the workspace's real path
+_COUNTER = "piweb-snapshots"  # one byte per snapshot since the last gc
 # git status, an empty record, then the lstat of each path it lists that is changed and
 # not a nested repository ("<raw mode in hex> <size> <path>"), in one sandboxed process.
 _STATUS_AND_STAT = (
@@ -200,6 +202,8 @@ class ShadowRepo:
         os.makedirs(os.path.join(self.git_dir, "info"), exist_ok=True)
         with open(os.path.join(self.git_dir, "info", "attributes"), "w") as fh:
             fh.write(_ATTRIBUTES)
+        with open(os.path.join(self.git_dir, WORK_TREE_FILE), "w") as fh:
+            fh.write(self.work_tree)  # whose quota the repository counts in
         # The work tree is given by GIT_WORK_TREE; the repository itself is not bare.
         self.git("config", "core.bare", "false")
         self.git("config", "core.logAllRefUpdates", "false")
@@ -225,7 +229,27 @@ class ShadowRepo:
     def snapshot(self, message: str = "snapshot") -> str:
         """Commit the workspace as it is now; the current head if nothing changed."""
         with self.locked():
-            return self._snapshot(message)
+            commit = self._snapshot(message)
+            self._count_snapshot()
+            return commit
+
+    def _count_snapshot(self) -> None:
+        with open(os.path.join(self.git_dir, _COUNTER), "a") as fh:
+            fh.write(".")
+
+    def snapshots_since_gc(self) -> int:
+        """How many snapshots were taken since the last :meth:`gc` (one byte each)."""
+        try:
+            return os.path.getsize(os.path.join(self.git_dir, _COUNTER))
+        except OSError:
+            return 0
+
+    def gc(self) -> None:
+        """Pack the repository (``git gc``, in the sandbox, the repository alone mounted)."""
+        with self.locked():
+            self._git_in_sandbox("gc", "--quiet")
+            with open(os.path.join(self.git_dir, _COUNTER), "w"):
+                pass
 
     def _changes(self) -> tuple[list[bytes], dict[bytes, tuple[int, int]]]:
         """The paths ``git status`` finds changed, and (mode, size) of those that exist,

@@ -16,7 +16,10 @@ while a run is active, and records a `custom` entry (customType ``piweb.rewind``
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -24,7 +27,7 @@ from django.db import transaction
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
-from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
+from sessions_app.selectors.changes import repo_at, repo_for, repo_key, runs_in_folder, state_at
 from sessions_app.services import events, sandboxing, sessions
 
 log = logging.getLogger(__name__)
@@ -132,6 +135,8 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
     try:
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
+        if repo.snapshots_since_gc() >= settings.PIWEB_SNAPSHOT_GC_EVERY:
+            _request_gc(repo)
         if commit != base:
             _store(session, entry, repo, base, commit, kind)
             # The tree's counts and the chat's cards refresh (the worker: no transaction).
@@ -140,6 +145,46 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
     except (SnapshotError, OSError) as exc:
         log.warning("snapshot after %s of session %s failed: %s", entry.pi_id, session.pk, exc)
         return base
+
+
+def _request_gc(repo: ShadowRepo) -> None:
+    from sessions_app.services.jobs import snapshot_gc  # (jobs build on us)
+
+    snapshot_gc.request_gc(repo_key(repo.work_tree), repo.work_tree)
+
+
+def clean_repository(key: str, work_tree: str) -> str:
+    """The ``snapshot_gc`` job's work: remove the shadow repository of ``work_tree`` when
+    no session uses that workspace any more (no snapshot row refers to it, no session
+    starts there), else pack it. Returns what was done."""
+    if repo_key(work_tree) != key:
+        return "unknown repository"
+    repo = repo_at(work_tree)
+    if not os.path.isdir(repo.git_dir):
+        return "gone"
+    used = (
+        FileSnapshot.objects.filter(repo=key).exists()
+        or Session.objects.filter(cwd=work_tree).exists()
+    )
+    if not used:
+        with repo.locked():
+            shutil.rmtree(repo.git_dir)
+        return "removed"
+    sandboxing.make_var_reachable()
+    repo.gc()
+    return "packed"
+
+
+def forget_repositories(session: Session) -> None:
+    """When ``session`` is deleted: once that commits, ask for the clean-up of the shadow
+    repository of each folder it worked in (its header's cwd and its workspace choices,
+    stored as real paths); the job removes those no other session uses."""
+    from sessions_app.services.jobs import snapshot_gc  # (jobs build on us)
+
+    chosen = ((session.settings or {}).get("workspaces") or {}).values()
+    folders = {session.cwd, *(choice.get("cwd") for choice in chosen)} - {None, ""}
+    for folder in folders:
+        transaction.on_commit(partial(snapshot_gc.request_gc, repo_key(folder), folder))
 
 
 # What a fork's copy of a snapshot takes over as it is (its session and entry are its own).

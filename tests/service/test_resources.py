@@ -283,3 +283,16 @@ def test_read_and_edit_refuse_files_over_the_size_setting(session, settings):
 def test_the_run_command_status_line_names_the_total(settings):
     settings.PIWEB_SANDBOX_TOTAL_MEMORY_MB = 777
     assert "777 MB of memory in all" in sandboxing.status()
+
+
+@pytest.mark.usefixtures("own_snapshot_dir")
+def test_shadow_repositories_count_in_their_workspaces_owners_usage(session, owner):
+    """Issue #33, item 9: snapshots of a workspace were free of the quota."""
+    from sessions_app.selectors.changes import repo_for
+
+    for i in range(10):  # each under the snapshot's file size limit
+        (Path(session.cwd) / f"data{i}.bin").write_bytes(os.urandom(MB // 5))
+    without = resources.measure_workspace(owner.pk).bytes
+    repo_for(session).snapshot()  # the data is now in the shadow repository too
+    with_repo = resources.measure_workspace(owner.pk).bytes
+    assert with_repo - without >= 2 * MB * 0.9

@@ -5,7 +5,8 @@
 - ``compaction``, ``branch_summary``, ``compare_summary``, ``agent_run``,
   ``session_import`` (an upload to ``/import/``, imported in the worker),
   ``search_index`` (entries written in bulk, indexed for search after their commit),
-  ``workspace_measure`` (a user's workspace folders, for the quota): one kind each;
+  ``workspace_measure`` (a user's workspace folders, for the quota), ``snapshot_gc``
+  (a shadow repository packed, or removed once unused): one kind each;
   each registers a ``lifecycle.JobKind`` when imported (this package imports them all).
 - ``summaries``: what the two summary kinds share (compaction settings, model calls,
   attaching the entry).
@@ -24,6 +25,7 @@ from sessions_app.services.jobs import (
     compare_summary,
     search_index,
     session_import,
+    snapshot_gc,
     workspace_measure,
 )
 from sessions_app.services.jobs.branch_summary import request_branch_summary
@@ -62,6 +64,7 @@ __all__ = [
     "search_index",
     "start_sweeper",
     "session_import",
+    "snapshot_gc",
     "sweep_stale_jobs",
     "update_compaction_settings",
     "workspace_measure",

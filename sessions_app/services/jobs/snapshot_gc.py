@@ -1,0 +1,45 @@
+"""The shadow repository job: a workspace's shadow repository packed with ``git gc``
+after every PIWEB_SNAPSHOT_GC_EVERY snapshots (``services.changes.record`` asks for it),
+or removed once no session uses its workspace any more (asked for when a session is
+deleted). No session: ``params`` names the repository (its key and work tree). Both are
+idempotent, so a run whose worker died runs again.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from sessions_app.models import Job
+from sessions_app.services.jobs import lifecycle
+
+Status = Job.Status
+
+
+def request_gc(key: str, work_tree: str) -> Job:
+    """Queue the clean-up of the shadow repository ``key`` (of ``work_tree``)."""
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=Job.Kind.SNAPSHOT_GC,
+            status=Status.QUEUED,
+            params={"repo": key, "work_tree": work_tree},
+            progress={"phase": "queued"},
+        )
+        lifecycle.enqueue(job)
+    return job
+
+
+def run(job: Job, attempt: int) -> str | None:
+    from sessions_app.services.changes import clean_repository
+
+    outcome = clean_repository(job.params["repo"], job.params["work_tree"])
+    return lifecycle.finish_own(job, attempt, Status.DONE, phase="done", outcome=outcome)
+
+
+KIND = lifecycle.register(
+    lifecycle.JobKind(
+        kind=Job.Kind.SNAPSHOT_GC,
+        on_stale=lifecycle.REQUEUE,
+        queue=None,  # the default queue: small tasks
+        run=run,
+    )
+)
