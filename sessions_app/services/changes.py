@@ -28,7 +28,7 @@ from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors.changes import repo_at, repo_for, repo_key, runs_in_folder, state_at
-from sessions_app.services import events, sandboxing, sessions
+from sessions_app.services import events, resources, sandboxing, sessions
 
 log = logging.getLogger(__name__)
 REWIND_TYPE = "piweb.rewind"
@@ -93,6 +93,12 @@ def _store(
     )
 
 
+def _space_problem(session: Session) -> str | None:
+    """A restore or snapshot writes like a command: refused below the disk reserve or
+    over the quota of whoever the folder's writes are charged to."""
+    return resources.reserve_problem() or resources.quota_problem(resources.charged_user(session))
+
+
 def _others_working(session: Session, repo: ShadowRepo) -> list[Session]:
     """Runs of other sessions working in an overlapping folder, once they had
     PIWEB_SNAPSHOT_WAIT_SECONDS to end (a snapshot taken meanwhile would record their
@@ -105,11 +111,7 @@ def _others_working(session: Session, repo: ShadowRepo) -> list[Session]:
         time.sleep(0.5)
 
 
-def _skip(session: Session, entry: Entry, repo: ShadowRepo, base, kind) -> None:
-    reason = (
-        "No snapshot of the files after this step: a run of another session was still "
-        "working in this folder, so its changes would have been counted here."
-    )
+def _skip(session: Session, entry: Entry, repo: ShadowRepo, base, kind, reason: str) -> None:
     FileSnapshot.objects.create(
         session=session,
         entry=entry,
@@ -129,9 +131,15 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
     repo = _repo(session)
     if repo is None or entry is None:
         return base
-    others = _others_working(session, repo)
-    if others:
-        _skip(session, entry, repo, base, kind)
+    if _others_working(session, repo):
+        reason = (
+            "No snapshot of the files after this step: a run of another session was still "
+            "working in this folder, so its changes would have been counted here."
+        )
+        _skip(session, entry, repo, base, kind, reason)
+        return base
+    if problem := _space_problem(session):
+        _skip(session, entry, repo, base, kind, f"No snapshot of the files: {problem}"[:300])
         return base
     try:
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
@@ -238,6 +246,8 @@ def _restore(session: Session, user, commit: str, data: dict) -> Entry:
         raise RestoreError("This session has no workspace snapshots.", 400)
     if not repo.has(commit):
         raise RestoreError("That snapshot is no longer stored.", 410)
+    if problem := _space_problem(session):
+        raise RestoreError(f"The files cannot be restored now. {problem}", 507)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
         running = Job.objects.filter(

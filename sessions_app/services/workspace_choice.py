@@ -34,7 +34,7 @@ from sessions_app.agent.sandbox import Bind, SandboxUnavailable, launch_in, run_
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Session
 from sessions_app.selectors import workspaces
-from sessions_app.services import sandboxing, sessions
+from sessions_app.services import resources, sandboxing, sessions
 from sessions_app.services.workspaces import make_session_cwd, protect_user_area, user_workspace
 
 KINDS = ("own", "existing", "empty", "archive", "git")
@@ -153,6 +153,8 @@ def _clone(source: str, folder: str, user) -> None:
         raise ChoiceError(
             f"{source} is outside your workspaces: only repositories there can be cloned."
         )
+    if problem := resources.reserve_problem() or resources.quota_problem(user.pk):
+        raise ChoiceError(f"Nothing can be cloned now. {problem}", 507)
     config = sandboxing.config()
     protect_user_area(user, sandboxing.make_var_reachable())
     clone = [

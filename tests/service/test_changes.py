@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from sessions_app.agent.snapshots import ShadowRepo
-from sessions_app.models import FileSnapshot, Job
+from sessions_app.models import Entry, FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths
 from sessions_app.services import changes, sandboxing, sessions
@@ -289,3 +289,28 @@ def test_a_snapshot_due_while_another_sessions_run_works_in_the_folder_is_skippe
     run(session, owner, "!echo 4 > f.txt")  # once it ended, snapshots are taken again
     last = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
     assert last.commit and last.skipped == "" and [f["path"] for f in last.files] == ["f.txt"]
+
+
+def test_over_quota_a_restore_is_refused_and_a_snapshot_skipped_saying_why(
+    session, owner, workspace, settings
+):
+    """Issue #33, E: restores and snapshots write like commands, so they are checked too."""
+    from django.utils import timezone
+
+    from sessions_app.models import WorkspaceUsage
+
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    target = session.leaf_pi_id
+    run(session, owner, "!echo 3 > f.txt")
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 5
+    WorkspaceUsage.objects.update_or_create(
+        user=owner, defaults={"bytes": 50 << 20, "measured_at": timezone.now()}
+    )
+    with pytest.raises(changes.RestoreError, match="over your quota") as refused:
+        changes.restore_files(session, owner, target)
+    assert refused.value.status == 507 and (workspace / "f.txt").read_text() == "3\n"
+    last = Entry.objects.get(session=session, pi_id=session.leaf_pi_id)
+    changes.record(session, last, None, FileSnapshot.Kind.BASH)  # the snapshot after it
+    row = FileSnapshot.objects.filter(entry=last).order_by("-pk").first()
+    assert row.commit == "" and "over your quota" in row.skipped

@@ -236,6 +236,26 @@ def test_a_repository_the_sandbox_made_is_cloned_and_gits_error_is_shown_as_it_i
     assert "fatal: not a git repository: /nowhere/at/all" in str(refused.value)
 
 
+def test_over_quota_nothing_is_cloned(owner, settings):
+    """Issue #33, E: a clone never checked the quota."""
+    from django.utils import timezone
+
+    from sessions_app.models import WorkspaceUsage
+
+    source = area_of(settings, owner) / "repos" / "tool"
+    _repo(source)
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 5
+    WorkspaceUsage.objects.update_or_create(
+        user=owner, defaults={"bytes": 50 << 20, "measured_at": timezone.now()}
+    )
+    with pytest.raises(workspace_choice.ChoiceError, match="over your quota") as refused:
+        workspace_choice.continue_in(
+            imported(owner), owner, "git", name="copy", git_source=str(source)
+        )
+    assert refused.value.status == 507
+    assert not (area_of(settings, owner) / "copy").exists()
+
+
 def test_a_fork_starts_in_the_workspace_of_its_fork_point(owner):
     session = imported(owner)
     folder = workspace_choice.continue_in(session, owner, "empty", name="forked")
