@@ -10,7 +10,11 @@ A snapshot never fails a run: git errors are logged and the run goes on without 
 
 `restore_files` puts the workspace back to an entry's snapshot: it commits the current
 state first (so the restore can be undone by restoring to the rewind entry's base), refuses
-while a run is active, and records a `custom` entry (customType ``piweb.rewind``).
+while any run (of any session) works in an overlapping folder, and records a `custom`
+entry (customType ``piweb.rewind``). A snapshot due while another session's run works
+there waits for it, then is skipped with the reason on its node. The git of both runs in
+the sandbox (`agent/snapshots.py`). Shadow repositories are packed and removed by the
+``snapshot_gc`` job (`clean_repository`).
 """
 
 from __future__ import annotations
