@@ -60,7 +60,9 @@ def begin(session: Session) -> str | None:
     if repo is None:
         return None
     try:
-        return repo.snapshot("before run")
+        commit = repo.snapshot("before run")
+        _gc_when_due(repo)
+        return commit
     except (SnapshotError, OSError) as exc:
         log.warning("snapshot before the run of session %s failed: %s", session.pk, exc)
         return None
@@ -147,8 +149,7 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
     try:
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
-        if repo.snapshots_since_gc() >= settings.PIWEB_SNAPSHOT_GC_EVERY:
-            _request_gc(repo)
+        _gc_when_due(repo)
         if commit != base:
             _store(session, entry, repo, base, commit, kind)
             # The tree's counts and the chat's cards refresh (the worker: no transaction).
@@ -159,10 +160,14 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
 
 
-def _request_gc(repo: ShadowRepo) -> None:
+def _gc_when_due(repo: ShadowRepo) -> None:
+    """Ask for a ``git gc`` at every PIWEB_SNAPSHOT_GC_EVERY-th snapshot since the last one
+    (once each time: the counter goes on until the job resets it)."""
     from sessions_app.services.jobs import snapshot_gc  # (jobs build on us)
 
-    snapshot_gc.request_gc(repo_key(repo.work_tree), repo.work_tree)
+    count, every = repo.snapshots_since_gc(), max(1, settings.PIWEB_SNAPSHOT_GC_EVERY)
+    if count and count % every == 0:
+        snapshot_gc.request_gc(repo_key(repo.work_tree), repo.work_tree)
 
 
 def clean_repository(key: str, work_tree: str) -> str:
