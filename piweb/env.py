@@ -331,6 +331,18 @@ GROUPS: dict[str, list[Var]] = {
             "PIWEB_SNAPSHOT_MAX_FILE_KB", "integer", 1024, "larger files are left out of snapshots"
         ),
         Var(
+            "PIWEB_SNAPSHOT_WAIT_SECONDS",
+            "integer",
+            30,
+            "how long a snapshot due while another session's run works in an overlapping folder waits for it; then it is skipped, and the node says why",
+        ),
+        Var(
+            "PIWEB_SNAPSHOT_GC_EVERY",
+            "integer",
+            200,
+            "a shadow snapshot repository is packed (`git gc`, a job in the sandbox) after every this many snapshots",
+        ),
+        Var(
             "PIWEB_DIFF_MAX_FILE_BYTES", "integer", 200000, "the most diff text shown for one file"
         ),
         Var(

@@ -268,6 +268,11 @@ PIWEB_ARTIFACT_DIR = env.get("PIWEB_ARTIFACT_DIR", VAR_DIR / "artifacts")
 PIWEB_SNAPSHOTS = env.get("PIWEB_SNAPSHOTS")
 PIWEB_SNAPSHOT_DIR = env.get("PIWEB_SNAPSHOT_DIR", VAR_DIR / "snapshots")
 PIWEB_SNAPSHOT_MAX_FILE_KB = env.get("PIWEB_SNAPSHOT_MAX_FILE_KB")
+# A snapshot due while a run of another session works in an overlapping folder waits
+# this long for it to end, then is skipped (the node says why).
+PIWEB_SNAPSHOT_WAIT_SECONDS = env.get("PIWEB_SNAPSHOT_WAIT_SECONDS")
+# A shadow repository is packed (`git gc`, a job) after every this many snapshots.
+PIWEB_SNAPSHOT_GC_EVERY = env.get("PIWEB_SNAPSHOT_GC_EVERY")
 # The most diff text shown for one file (bytes) and for one page or export (bytes).
 PIWEB_DIFF_MAX_FILE_BYTES = env.get("PIWEB_DIFF_MAX_FILE_BYTES")
 PIWEB_DIFF_MAX_TOTAL_BYTES = env.get("PIWEB_DIFF_MAX_TOTAL_BYTES")

@@ -24,6 +24,7 @@ class SessionsAppConfig(AppConfig):
             compare_summary,
             search_index,
             session_import,
+            snapshot_gc,
             workspace_measure,
             write_back,
         )

@@ -256,6 +256,7 @@ class Job(models.Model):
         SEARCH_INDEX = "search_index", "Search indexing"
         WORKSPACE_MEASURE = "workspace_measure", "Workspace measure"
         WRITE_BACK = "write_back", "Write-back to pi's file"
+        SNAPSHOT_GC = "snapshot_gc", "Snapshot repository clean-up"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -517,6 +518,8 @@ class FileSnapshot(models.Model):
     files = models.JSONField(default=list, blank=True)
     added = models.PositiveIntegerField(default=0)
     removed = models.PositiveIntegerField(default=0)
+    # Why no snapshot was taken after this entry ("": it was); such a row has no commit.
+    skipped = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -528,7 +531,7 @@ class FileSnapshot(models.Model):
 
 class WorkspaceUsage(models.Model):
     """How much disk one user's workspace folders take, as last measured in the background
-    (services/resources.measure_workspace); the quota check before each command reads it."""
+    (services/jobs/workspace_measure.measure_workspace); the quota check before each command reads it."""
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"

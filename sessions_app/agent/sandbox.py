@@ -411,6 +411,66 @@ def hand_over(workspace_fd: int, owner: tuple[int, int]) -> None:
         safefs.chown_tree(workspace_fd, *owner)
 
 
+def isolation_argv(config: SandboxConfig, binary: str) -> list[str]:
+    """The namespaces and the read-only system every sandboxed process starts from: no
+    workspace yet, nothing of the host beyond ``/usr``, the staged ``/etc``, a fresh
+    ``/proc`` and ``/dev`` and a private ``/tmp``."""
+    argv = [
+        binary,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_GID),
+        "--hostname",
+        SANDBOX_HOSTNAME,
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    if not config.network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_LINKS:
+        path = "/" + name
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(config.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    etc = staged_etc(config)
+    if config.command_owner is not None:
+        check_reachable(etc, config.command_owner)
+    argv += ["--ro-bind", etc, "/etc"]
+    return argv
+
+
+def _closing_argv(config: SandboxConfig, env: dict[str, str], fds: list[int]) -> list[str]:
+    """After the binds: the root made read-only, the seccomp filter (no setuid/setgid file
+    can be made inside; its descriptor joins ``fds``) and the whole environment."""
+    argv = ["--remount-ro", "/"]  # the mount points bwrap made are not a scratch area
+    filter_fd = seccomp.filter_fd()
+    fds.append(filter_fd)
+    argv += ["--seccomp", str(filter_fd)]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    return argv
+
+
+def _as_command_owner(config: SandboxConfig, argv: list[str]) -> list[str]:
+    """``argv`` started as the commands' host account when the worker is root."""
+    owner = config.command_owner
+    if owner is None:
+        return argv
+    uid, gid = owner
+    return [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
+
+
 def launch(
     config: SandboxConfig,
     command: str,
@@ -432,55 +492,17 @@ def launch(
         return Launch([shell, "-c", command], full_env, (), cwd)
     fds: list[int] = []
     try:
-        argv = [
-            binary,
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--uid",
-            str(SANDBOX_UID),
-            "--gid",
-            str(SANDBOX_GID),
-            "--hostname",
-            SANDBOX_HOSTNAME,
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-        ]
-        if not config.network:
-            argv.append("--unshare-net")
-        argv += ["--ro-bind", "/usr", "/usr"]
-        for name in ROOT_LINKS:
-            path = "/" + name
-            if os.path.islink(path):
-                argv += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                argv += ["--ro-bind", path, path]
-        argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--size", str(config.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        argv = isolation_argv(config, binary)
         owner = config.command_owner
-        etc = staged_etc(config)
-        argv += ["--ro-bind", etc, "/etc"]
         workspace_fd = open_workspace_dir(workspace)
         fds.append(workspace_fd)
         if owner is not None:
-            check_reachable(etc, owner)
             check_reachable(workspace, owner)
             hand_over(workspace_fd, owner)
         argv += ["--bind-fd", str(workspace_fd), workspace, "--chdir", cwd]
-        argv += ["--remount-ro", "/"]  # the mount points bwrap made are not a scratch area
-        filter_fd = seccomp.filter_fd()  # no setuid/setgid file can be made inside
-        fds.append(filter_fd)
-        argv += ["--seccomp", str(filter_fd)]
-        for key, value in full_env.items():
-            argv += ["--setenv", key, value]
+        argv += _closing_argv(config, full_env, fds)
         argv += ["--", shell, "-c", limits_prelude(config) + command]
-        if owner is not None:
-            uid, gid = owner
-            drop = [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
-            argv = drop + argv
+        argv = _as_command_owner(config, argv)
         cgroup = PidsCgroup.create(config.max_processes, config.total_memory_mb * 1024 * 1024)
         joins = cgroup.shell_join_files() if cgroup is not None else []
         if joins:
@@ -495,6 +517,116 @@ def launch(
         for fd in fds:
             os.close(fd)
         raise
+
+
+SHADOW_MOUNT = "/.piweb-shadow"  # a workspace's shadow repository, inside the sandbox
+INDEX_MOUNT = "/.piweb-index"  # a restore's own copy of that repository's index
+
+
+@dataclass(frozen=True)
+class GitMounts:
+    """What one sandboxed git process of a shadow repository sees: the repository (real
+    path ``repo``), and optionally the workspace (its work tree, at its real path) and a
+    folder holding the index it works on (a restore's copy)."""
+
+    repo: str
+    repo_writable: bool = True
+    workspace: str | None = None
+    workspace_writable: bool = False
+    index_dir: str | None = None
+
+    def env(self, inside: bool) -> dict[str, str]:
+        """GIT_DIR (and GIT_INDEX_FILE) as this process sees them."""
+        env = {"GIT_DIR": SHADOW_MOUNT if inside else self.repo}
+        if self.index_dir:
+            env["GIT_INDEX_FILE"] = os.path.join(INDEX_MOUNT if inside else self.index_dir, "index")
+        return env
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One folder of the host visible in a sandbox: ``path`` (real) at ``mount``.
+    ``hand_over``: give it to the commands' account first (a workspace, a shadow
+    repository), as opposed to a folder seen only for reading (a user's area)."""
+
+    path: str
+    mount: str
+    writable: bool
+    hand_over: bool = True
+
+
+def launch_in(
+    config: SandboxConfig, argv: list[str], binds: list[Bind], env: dict, chdir: str
+) -> Launch:
+    """The sandboxed way to run ``argv`` (no shell, no limits: piweb's own tools such as
+    git) as the commands' account, seeing nothing of the host but the system and
+    ``binds`` (each opened here, its real path checked, and mounted through its
+    descriptor). ``env`` is its whole environment, with the sandbox's PATH and HOME."""
+    binary = require(config)
+    fds: list[int] = []
+    try:
+        args = isolation_argv(config, binary)
+        owner = config.command_owner
+        for bind in binds:
+            fd = open_workspace_dir(bind.path)
+            fds.append(fd)
+            if owner is not None:
+                check_reachable(bind.path, owner)
+                if bind.hand_over:
+                    hand_over(fd, owner)
+            args += ["--bind-fd" if bind.writable else "--ro-bind-fd", str(fd), bind.mount]
+        args += ["--chdir", chdir]
+        args += _closing_argv(config, {**env, "PATH": SANDBOX_PATH, "HOME": "/tmp"}, fds)
+        args += ["--", *argv]
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        return Launch(_as_command_owner(config, args), {}, tuple(fds), "/")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def run_in(
+    launch: Launch, input: bytes | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Run a launch to its end (killed at ``timeout`` seconds); its output and status."""
+    try:
+        proc = subprocess.Popen(
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
+            pass_fds=launch.pass_fds,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        launch.close_fds()
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            err += f"\nstopped after {timeout:.0f} s".encode()
+    finally:
+        launch.cleanup()
+    return subprocess.CompletedProcess(launch.argv, proc.returncode, out, err)
+
+
+def launch_git(config: SandboxConfig, argv: list[str], mounts: GitMounts, env: dict) -> Launch:
+    """The sandboxed way to run git on a shadow repository: as the commands' account,
+    with nothing of the host but the system, that repository and (when the operation
+    reads or writes files) its workspace. A workspace path swapped for a link while git
+    works can then only lead git to what this one workspace's commands already see."""
+    if not config.enabled:  # sandbox off: git runs as the worker, like every command then
+        return Launch(argv, {**env, **mounts.env(False)}, (), mounts.workspace or mounts.repo)
+    binds = [Bind(mounts.repo, SHADOW_MOUNT, mounts.repo_writable)]
+    if mounts.index_dir:
+        binds.append(Bind(mounts.index_dir, INDEX_MOUNT, True))
+    if mounts.workspace:
+        binds.append(Bind(mounts.workspace, mounts.workspace, mounts.workspace_writable))
+    chdir = mounts.workspace or SHADOW_MOUNT
+    return launch_in(config, argv, binds, {**env, **mounts.env(True)}, chdir)
 
 
 class PidsCgroup:

@@ -80,6 +80,12 @@ class CommandGuard:
     interval: float = 1.0
 
 
+def write_refusal(guard: CommandGuard | None, what: str) -> str | None:
+    """Why a file tool's write (``what``: "write <path>") is refused now: the checks a
+    command gets (quota, disk reserve), or None."""
+    return guard.before(what) if guard is not None and guard.before is not None else None
+
+
 MEMORY_WATCH_SECONDS = 0.25
 
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 from django.db.models import Count, F
 
-from sessions_app.agent.paths import WorkspaceError
+from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.compare import compare_branches
 from sessions_app.core.file_changes import (
@@ -29,7 +29,7 @@ from sessions_app.core.file_changes import (
     summarize,
     tool_results,
 )
-from sessions_app.models import Entry, FileSnapshot, Session
+from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.entries import get_entry
 
@@ -41,7 +41,12 @@ def repo_key(work_tree: str) -> str:
 def repo_at(work_tree: str) -> ShadowRepo:
     """The shadow repository of the workspace whose real path is ``work_tree``."""
     git_dir = os.path.join(os.fspath(settings.PIWEB_SNAPSHOT_DIR), repo_key(work_tree) + ".git")
-    return ShadowRepo(git_dir, work_tree, max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024)
+    return ShadowRepo(
+        git_dir,
+        work_tree,
+        max_file_bytes=settings.PIWEB_SNAPSHOT_MAX_FILE_KB * 1024,
+        sandbox=workspaces.sandbox_config(),
+    )
 
 
 def repo_for(session: Session) -> ShadowRepo | None:
@@ -58,12 +63,32 @@ def repo_for(session: Session) -> ShadowRepo | None:
     return repo_at(real)
 
 
+def runs_in_folder(
+    work_tree: str, *, besides: Session | None = None, statuses=Job.ACTIVE
+) -> list[Session]:
+    """Sessions other than ``besides`` with a run (an agent turn or a command) queued or
+    working (``statuses``) in a folder that overlaps ``work_tree`` (the same folder, one
+    inside it or one holding it), whoever started them."""
+    jobs = Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=statuses)
+    if besides is not None:
+        jobs = jobs.exclude(session=besides)
+    found = []
+    for job in jobs.select_related("session"):
+        try:
+            cwd = workspaces.session_cwd(job.session)
+        except WorkspaceError:
+            continue
+        if is_within(cwd, work_tree) or is_within(work_tree, cwd):
+            found.append(job.session)
+    return found
+
+
 def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
     """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
     entry = get_entry(session, pi_id)
     pks = paths.path_entry_pks(entry.pk)
     position = {pk: i for i, pk in enumerate(pks)}
-    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks))
+    snaps = list(FileSnapshot.objects.filter(session=session, entry_id__in=pks, skipped=""))
     if not snaps:
         return None
     return max(snaps, key=lambda s: (position[s.entry_id], s.pk))
@@ -109,7 +134,7 @@ class ChangeSet:
 
 def snapshots_by_pi_id(session: Session, pi_ids=None) -> dict[str, FileSnapshot]:
     """The newest snapshot of each entry (of ``pi_ids`` when given)."""
-    rows = FileSnapshot.objects.filter(session=session)
+    rows = FileSnapshot.objects.filter(session=session, skipped="")
     if pi_ids is not None:
         rows = rows.filter(entry__pi_id__in=list(pi_ids))
     out: dict[str, FileSnapshot] = {}
@@ -123,13 +148,16 @@ def snapshots_exist(session: Session) -> bool:
 
 
 def change_counts(session: Session) -> dict[str, dict]:
-    """pi id → {files, added, removed} for the tree rows and the chat cards (one query)."""
+    """pi id → {files, added, removed, kind} for the tree rows and the chat cards (one
+    query), with ``skipped`` saying why when no snapshot was taken after that entry."""
     counts: dict[str, dict] = {}
     rows = FileSnapshot.objects.filter(session=session).order_by("pk")
-    for pi_id, files, added, removed, kind in rows.values_list(
-        "entry__pi_id", "files", "added", "removed", "kind"
+    for pi_id, files, added, removed, kind, skipped in rows.values_list(
+        "entry__pi_id", "files", "added", "removed", "kind", "skipped"
     ):
         counts[pi_id] = {"files": len(files), "added": added, "removed": removed, "kind": kind}
+        if skipped:
+            counts[pi_id]["skipped"] = skipped
     return counts
 
 

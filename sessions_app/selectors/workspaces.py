@@ -32,6 +32,7 @@ from sessions_app.agent.paths import (
     is_within,
     user_areas,
 )
+from sessions_app.agent.sandbox import SandboxConfig
 from sessions_app.core.input_limits import MAX_CWD_CHARS
 from sessions_app.models import Entry
 from sessions_app.selectors import paths
@@ -117,6 +118,24 @@ def session_cwd(session, leaf_pi_id=_UNSET) -> str:
     """The real working directory of the session at the leaf, checked (WorkspaceError)."""
     where = session_workspace(session, leaf_pi_id)
     return check_session_cwd(where.cwd, where.user_pk)
+
+
+def sandbox_config() -> SandboxConfig:
+    """The sandbox as the settings describe it: every command, and the git of the
+    workspaces' shadow repositories, run in it."""
+    return SandboxConfig(
+        mode=settings.PIWEB_SANDBOX,
+        bwrap=settings.PIWEB_SANDBOX_BWRAP,
+        network=settings.PIWEB_SANDBOX_NETWORK,
+        cpu_seconds=settings.PIWEB_SANDBOX_CPU_SECONDS,
+        memory_mb=settings.PIWEB_SANDBOX_MEMORY_MB,
+        total_memory_mb=settings.PIWEB_SANDBOX_TOTAL_MEMORY_MB,
+        max_processes=settings.PIWEB_SANDBOX_MAX_PROCESSES,
+        file_size_mb=settings.PIWEB_SANDBOX_FILE_SIZE_MB,
+        tmp_size_mb=settings.PIWEB_SANDBOX_TMP_MB,
+        stage_dir=os.path.join(os.fspath(settings.VAR_DIR), "sandbox"),
+        host_uid=settings.PIWEB_SANDBOX_HOST_UID,
+    )
 
 
 def agent_skills_dir() -> str:

@@ -10,20 +10,28 @@ A snapshot never fails a run: git errors are logged and the run goes on without 
 
 `restore_files` puts the workspace back to an entry's snapshot: it commits the current
 state first (so the restore can be undone by restoring to the rewind entry's base), refuses
-while a run is active, and records a `custom` entry (customType ``piweb.rewind``).
+while any run (of any session) works in an overlapping folder, and records a `custom`
+entry (customType ``piweb.rewind``). A snapshot due while another session's run works
+there waits for it, then is skipped with the reason on its node. The git of both runs in
+the sandbox (`agent/snapshots.py`). Shadow repositories are packed and removed by the
+``snapshot_gc`` job (`jobs/snapshot_gc.clean_repository`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from functools import partial
 
+from django.conf import settings
 from django.db import transaction
 
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
-from sessions_app.selectors.changes import repo_for, repo_key, state_at
-from sessions_app.services import events, sandboxing, sessions
+from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
+from sessions_app.services import events, resources, sandboxing, sessions
+from sessions_app.services.jobs import snapshot_gc
 
 log = logging.getLogger(__name__)
 REWIND_TYPE = "piweb.rewind"
@@ -36,13 +44,24 @@ class RestoreError(ServiceError):
     code = "restore"
 
 
+def _repo(session: Session) -> ShadowRepo | None:
+    """The session's shadow repository, with the folders above it reachable by the
+    sandbox its git runs in."""
+    repo = repo_for(session)
+    if repo is not None:
+        sandboxing.make_var_reachable()
+    return repo
+
+
 def begin(session: Session) -> str | None:
     """The workspace's commit before a run (a snapshot of it as it is); None without one."""
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None:
         return None
     try:
-        return repo.snapshot("before run")
+        commit = repo.snapshot("before run")
+        _gc_when_due(repo)
+        return commit
     except (SnapshotError, OSError) as exc:
         log.warning("snapshot before the run of session %s failed: %s", session.pk, exc)
         return None
@@ -79,14 +98,57 @@ def _store(
     )
 
 
+def _space_problem(session: Session) -> str | None:
+    """A restore or snapshot writes like a command: refused below the disk reserve or
+    over the quota of whoever the folder's writes are charged to."""
+    return resources.reserve_problem() or resources.quota_problem(resources.charged_user(session))
+
+
+def _others_working(session: Session, repo: ShadowRepo) -> list[Session]:
+    """Runs of other sessions working in an overlapping folder, once they had
+    PIWEB_SNAPSHOT_WAIT_SECONDS to end (a snapshot taken meanwhile would record their
+    half-done work as this session's)."""
+    deadline = time.monotonic() + settings.PIWEB_SNAPSHOT_WAIT_SECONDS
+    while True:
+        others = runs_in_folder(repo.work_tree, besides=session, statuses=(Job.Status.RUNNING,))
+        if not others or time.monotonic() >= deadline:
+            return others
+        time.sleep(0.5)
+
+
+def _skip(session: Session, entry: Entry, repo: ShadowRepo, base, kind, reason: str) -> None:
+    FileSnapshot.objects.create(
+        session=session,
+        entry=entry,
+        kind=kind,
+        repo=repo_key(repo.work_tree),
+        commit="",
+        base=base or "",
+        skipped=reason[:300],
+    )
+    events.publish_now(session.pk, "files_changed", {"entry_id": entry.pi_id})
+
+
 def record(session: Session, entry: Entry | None, base: str | None, kind: str) -> str | None:
-    """Snapshot the workspace after ``entry`` ran; store a row when files changed.
+    """Snapshot the workspace after ``entry`` ran; store a row when files changed, or a
+    skipped row saying why when another session's run still works in the folder.
     Returns the new commit (the next turn's base), or ``base`` when nothing could be done."""
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None or entry is None:
+        return base
+    if _others_working(session, repo):
+        reason = (
+            "No snapshot of the files after this step: a run of another session was still "
+            "working in this folder, so its changes would have been counted here."
+        )
+        _skip(session, entry, repo, base, kind, reason)
+        return base
+    if problem := _space_problem(session):
+        _skip(session, entry, repo, base, kind, f"No snapshot of the files: {problem}"[:300])
         return base
     try:
         commit = repo.snapshot(f"{kind} {entry.pi_id}")
+        _gc_when_due(repo)
         if commit != base:
             _store(session, entry, repo, base, commit, kind)
             # The tree's counts and the chat's cards refresh (the worker: no transaction).
@@ -97,8 +159,26 @@ def record(session: Session, entry: Entry | None, base: str | None, kind: str) -
         return base
 
 
+def _gc_when_due(repo: ShadowRepo) -> None:
+    """Ask for a ``git gc`` at every PIWEB_SNAPSHOT_GC_EVERY-th snapshot since the last one
+    (once each time: the counter goes on until the job resets it)."""
+    count, every = repo.snapshots_since_gc(), max(1, settings.PIWEB_SNAPSHOT_GC_EVERY)
+    if count and count % every == 0:
+        snapshot_gc.request_gc(repo_key(repo.work_tree), repo.work_tree)
+
+
+def forget_repositories(session: Session) -> None:
+    """When ``session`` is deleted: once that commits, ask for the clean-up of the shadow
+    repository of each folder it worked in (its header's cwd and its workspace choices,
+    stored as real paths); the job removes those no other session uses."""
+    chosen = ((session.settings or {}).get("workspaces") or {}).values()
+    folders = {session.cwd, *(choice.get("cwd") for choice in chosen)} - {None, ""}
+    for folder in folders:
+        transaction.on_commit(partial(snapshot_gc.request_gc, repo_key(folder), folder))
+
+
 # What a fork's copy of a snapshot takes over as it is (its session and entry are its own).
-SNAPSHOT_FIELDS = ("kind", "repo", "commit", "base", "files", "added", "removed")
+SNAPSHOT_FIELDS = ("kind", "repo", "commit", "base", "files", "added", "removed", "skipped")
 
 
 def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
@@ -143,23 +223,27 @@ def undo_restore(session: Session, user, rewind_pi_id: str) -> Entry:
 
 
 def _restore(session: Session, user, commit: str, data: dict) -> Entry:
-    repo = repo_for(session)
+    repo = _repo(session)
     if repo is None:
         raise RestoreError("This session has no workspace snapshots.", 400)
     if not repo.has(commit):
         raise RestoreError("That snapshot is no longer stored.", 410)
+    if problem := _space_problem(session):
+        raise RestoreError(f"The files cannot be restored now. {problem}", 507)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
         running = Job.objects.filter(
             session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
         ).exists()
-        if running:
-            raise RestoreError("A run is active; restore the files once it has finished.")
+        if running or runs_in_folder(repo.work_tree):
+            raise RestoreError(
+                "A run or command is active in this folder (in this session or another "
+                "that shares it); restore the files once it has finished."
+            )
         try:
             before, after = repo.restore(commit, f"restore {data}")
         except SnapshotError as exc:
             raise RestoreError(f"The files could not be restored: {exc}", 500) from exc
-        sandboxing.hand_over(repo.work_tree)
         entry = sessions.append_entry(
             locked,
             {

@@ -29,6 +29,7 @@ from django.utils import timezone
 from sessions_app.agent.shell import CommandGuard
 from sessions_app.core.truncate import format_size
 from sessions_app.models import Session, WorkspaceUsage
+from sessions_app.selectors import workspaces
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services.jobs import workspace_measure
 
@@ -183,9 +184,17 @@ def request_measure(user_id: int, *, force: bool = False) -> bool:
 # --- the guard every command of a session runs with ---------------------------------------
 
 
+def charged_user(session: Session) -> int:
+    """Whose quota a session's commands and file writes count against: the owner of the
+    folder they write in (who chose it, `workspaces.session_workspace`), not the
+    session's owner: alice continuing bob's shared session in her folder uses her own."""
+    return workspaces.session_workspace(session).user_pk
+
+
 def command_guard(session: Session) -> CommandGuard:
-    """Refuse a command over quota or below the reserve; stop one below the reserve."""
-    owner = session.owner_id
+    """Refuse a command or a file write over quota or below the reserve; stop a command
+    below the reserve."""
+    owner = charged_user(session)
 
     def before(command: str) -> str | None:
         return reserve_problem() or quota_problem(owner, command)
@@ -200,7 +209,7 @@ def command_guard(session: Session) -> CommandGuard:
 def after_command(session: Session, command: str = "") -> None:
     """Once a command ended: its writes (or deletions, at once) count against the quota."""
     if quota_bytes():
-        request_measure(session.owner_id, force=is_cleanup(command))
+        request_measure(charged_user(session), force=is_cleanup(command))
 
 
 def status(run_slots: int | None = None) -> str:

@@ -29,19 +29,7 @@ from sessions_app.services.workspaces import protect_user_area
 
 def config() -> SandboxConfig:
     """The sandbox as the settings describe it."""
-    return SandboxConfig(
-        mode=settings.PIWEB_SANDBOX,
-        bwrap=settings.PIWEB_SANDBOX_BWRAP,
-        network=settings.PIWEB_SANDBOX_NETWORK,
-        cpu_seconds=settings.PIWEB_SANDBOX_CPU_SECONDS,
-        memory_mb=settings.PIWEB_SANDBOX_MEMORY_MB,
-        total_memory_mb=settings.PIWEB_SANDBOX_TOTAL_MEMORY_MB,
-        max_processes=settings.PIWEB_SANDBOX_MAX_PROCESSES,
-        file_size_mb=settings.PIWEB_SANDBOX_FILE_SIZE_MB,
-        tmp_size_mb=settings.PIWEB_SANDBOX_TMP_MB,
-        stage_dir=os.path.join(os.fspath(settings.VAR_DIR), "sandbox"),
-        host_uid=settings.PIWEB_SANDBOX_HOST_UID,
-    )
+    return workspaces.sandbox_config()
 
 
 def status() -> str:
@@ -68,6 +56,18 @@ def hand_over(path: str) -> None:
         os.close(fd)
 
 
+def make_var_reachable() -> int | None:
+    """With a root worker, let the commands' account pass through the var folder and the
+    snapshot folder (its bubblewrap opens the staged ``/etc`` and the shadow repositories
+    there) and nothing more; returns that account's group (None: no such account)."""
+    owner = config().command_owner
+    if owner is None:
+        return None
+    make_private_dir(settings.VAR_DIR, owner[1])
+    make_private_dir(settings.PIWEB_SNAPSHOT_DIR, owner[1])
+    return owner[1]
+
+
 def session_env(session: Session) -> dict[str, str]:
     """What a session's commands get on top of the sandbox's minimal environment."""
     return {"PIWEB_SESSION_ID": session.pi_id}
@@ -78,10 +78,7 @@ def session_cwd(session: Session, leaf_pi_id=UNSET) -> str:
     its workspace choice, checked to be in the area of the user who made it). That area
     is made private first: nothing a command leaves there is reachable by others."""
     where = workspaces.session_workspace(session, leaf_pi_id)
-    owner = config().command_owner
-    traverse_gid = owner[1] if owner else None
-    if traverse_gid is not None:
-        make_private_dir(settings.VAR_DIR, traverse_gid)
+    traverse_gid = make_var_reachable()
     protect_user_area(where.user_pk, traverse_gid)
     return workspaces.check_session_cwd(where.cwd, where.user_pk)
 

@@ -8,8 +8,8 @@ For any session a user may edit, the choices are (`selectors.workspaces.options`
 2. one of the user's existing workspaces (the folders directly in their area);
 3. a new workspace in their area: empty, unpacked from an uploaded .tar.gz or .zip
    (`agent.archives`: size-capped, nothing hostile), or cloned from a git repository on
-   the server's disk that the user may read (under their area) with
-   ``git clone --no-hardlinks``.
+   the server's disk in the user's area with ``git clone --no-hardlinks``, run in the
+   sandbox with only that area (read-only) and the new folder mounted.
 
 `choose` records the choice as a pi ``custom`` entry at the leaf (customType
 ``piweb.workspace``, which pi ignores) and in ``Session.settings["workspaces"]`` by that
@@ -30,15 +30,17 @@ from django.db import transaction
 
 from sessions_app.agent import archives
 from sessions_app.agent.paths import WorkspaceError, is_within
+from sessions_app.agent.sandbox import Bind, SandboxUnavailable, launch_in, run_in
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Session
 from sessions_app.selectors import workspaces
-from sessions_app.services import resources, sessions
-from sessions_app.services.workspaces import make_session_cwd, user_workspace
+from sessions_app.services import resources, sandboxing, sessions
+from sessions_app.services.workspaces import make_session_cwd, protect_user_area, user_workspace
 
 KINDS = ("own", "existing", "empty", "archive", "git")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 GIT_TIMEOUT = 300
+_TRUST_AND_RUN = "printf '[safe]\\n\\tdirectory = *\\n' > /tmp/gitconfig && exec \"$@\""
 
 
 class ChoiceError(ServiceError):
@@ -138,52 +140,50 @@ def _unpack_upload(upload, folder: str, user) -> None:
 
 
 def _clone(source: str, folder: str, user) -> None:
-    """`git clone --no-hardlinks` of a repository the user may read (in their area)."""
+    """`git clone --no-hardlinks` of a repository in the user's area, run in the sandbox
+    as the commands' account with only that area (read-only) and the new folder mounted:
+    a ``gitdir:`` file, a ``commondir`` or an alternates file of the source can lead git
+    only to what that user's own commands can read."""
     source = (source or "").strip()
     if not source or not os.path.isabs(source):
         raise ChoiceError("Give the absolute path of a git repository on the server.")
-    real = os.path.realpath(source)
-    if not any(is_within(real, os.fspath(a)) for a in workspaces.user_areas_of(user)):
+    named = os.path.normpath(source)  # checked as written: links resolve in the sandbox
+    area = next(
+        (os.fspath(a) for a in workspaces.user_areas_of(user) if is_within(named, os.fspath(a))),
+        None,
+    )
+    if area is None:
         raise ChoiceError(
             f"{source} is outside your workspaces: only repositories there can be cloned."
         )
-    if not os.path.isdir(real):
-        raise ChoiceError(f"{source} is not a folder.")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": folder,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LANG": "C.UTF-8",
-    }
+    if problem := resources.reserve_problem() or resources.quota_problem(user.pk):
+        raise ChoiceError(f"Nothing can be cloned now. {problem}", 507)
+    config = sandboxing.config()
+    protect_user_area(user, sandboxing.make_var_reachable())
+    clone = [
+        "git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never",
+        "-c", "protocol.file.allow=always",
+        "clone", "--no-hardlinks", "--quiet", "--", named, folder,
+    ]  # fmt: skip
+    # Whoever made the source (the sandbox, the worker, an upload), it is the user's: the
+    # "dubious ownership" check is off, in a global configuration of the sandbox's own
+    # (git-upload-pack, which reads the source, drops -c options).
+    argv = ["/bin/sh", "-c", _TRUST_AND_RUN, "sh", *clone]
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/tmp/gitconfig"}
+    env |= {"GIT_TERMINAL_PROMPT": "0", "LANG": "C.UTF-8"}
+    binds = [Bind(area, area, writable=False, hand_over=False), Bind(folder, folder, True)]
     try:
-        done = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "protocol.allow=never",
-                "-c",
-                "protocol.file.allow=always",
-                "clone",
-                "--no-hardlinks",
-                "--quiet",
-                "--",
-                real,
-                folder,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        if config.enabled:
+            done = run_in(launch_in(config, argv, binds, env, folder), timeout=GIT_TIMEOUT)
+        else:  # single-user machines only: git runs as the server, like every command
+            env |= {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": folder}
+            env["GIT_CONFIG_GLOBAL"] = "/dev/null"
+            done = subprocess.run(clone, capture_output=True, timeout=GIT_TIMEOUT, env=env)
+    except (OSError, subprocess.TimeoutExpired, SandboxUnavailable) as exc:
         raise ChoiceError(f"git clone failed: {exc}") from None
     if done.returncode != 0:
-        why = (done.stderr or done.stdout).strip().splitlines()
-        raise ChoiceError(f"git clone failed: {why[-1] if why else done.returncode}")
+        why = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
+        raise ChoiceError(f"git clone failed:\n{why[:4000] or done.returncode}")
 
 
 def choose(session: Session, user, cwd: str, kind: str, *, source: str = ""):

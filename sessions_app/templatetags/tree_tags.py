@@ -112,7 +112,13 @@ def comment_marker(count: int) -> str:
 
 
 def change_marker(counts: dict | None) -> str:
-    """The "+12 −3" of a tree row whose entry changed files ("" if none)."""
+    """The "+12 −3" of a tree row whose entry changed files ("" if none), or why no
+    snapshot of the files was taken after it."""
+    if counts and counts.get("skipped"):
+        return format_html(
+            '<span class="tree-chg tree-chg-skipped" title="{}">no snapshot</span>',
+            counts["skipped"],
+        )
     if not counts or not counts.get("files"):
         return ""
     files = counts["files"]

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from sessions_app.agent.snapshots import ShadowRepo
-from sessions_app.models import FileSnapshot, Job
+from sessions_app.models import Entry, FileSnapshot, Job
 from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths
 from sessions_app.services import changes, sandboxing, sessions
@@ -166,8 +166,40 @@ def test_restore_refuses_while_a_run_is_active(session, owner, workspace):
     (workspace / "f.txt").write_text("1\n")
     run(session, owner, "!echo 2 > f.txt")
     Job.objects.create(session=session, kind="agent_run", status="running")
-    with pytest.raises(changes.RestoreError, match="run is active"):
+    with pytest.raises(changes.RestoreError, match="is active in this folder"):
         changes.restore_files(session, owner, session.leaf_pi_id)
+
+
+@pytest.mark.parametrize("where", ["the same folder", "a folder inside it", "its parent"])
+def test_restore_refuses_while_another_sessions_command_runs_in_an_overlapping_folder(
+    session, owner, workspace, where
+):
+    """Issue #33, C: the swapping loop runs in a second session of the same folder."""
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    (workspace / "sub").mkdir()
+    cwd = {"the same folder": workspace, "a folder inside it": workspace / "sub"}
+    other_cwd = cwd.get(where, workspace.parent)
+    other = sessions.create_session(owner=owner, cwd=str(other_cwd), model_profile="scripted")
+    job = Job.objects.create(session=other, kind="agent_run", status="running")
+    with pytest.raises(changes.RestoreError, match="another that shares it"):
+        changes.restore_files(session, owner, session.leaf_pi_id)
+    assert (workspace / "f.txt").read_text() == "2\n"
+    job.status = "succeeded"
+    job.save()
+    changes.restore_files(session, owner, session.leaf_pi_id)  # once it ended
+
+
+def test_a_run_in_a_sibling_folder_with_the_same_prefix_does_not_block_a_restore(
+    session, owner, workspace
+):
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    sibling = workspace.with_name(workspace.name + "2")  # ws-ab12 next to ws-ab1: not inside
+    sibling.mkdir()
+    other = sessions.create_session(owner=owner, cwd=str(sibling), model_profile="scripted")
+    Job.objects.create(session=other, kind="agent_run", status="running")
+    changes.restore_files(session, owner, session.leaf_pi_id)
 
 
 def test_ignored_folders_large_files_and_links_out_are_never_read(
@@ -224,3 +256,61 @@ def test_a_fork_keeps_the_snapshots_of_its_copied_entries(session, owner, worksp
     copied = changes_selectors.entry_changes(new, node)
     assert [(f.path, f.added) for f in copied.files] == [("k.txt", 1)]
     assert "+2\n" in copied.files[0].diff
+
+
+def test_a_snapshot_due_while_another_sessions_run_works_in_the_folder_is_skipped_and_says_why(
+    session, owner, workspace, settings
+):
+    """Issue #33, D: another session's half-done work is not recorded as this one's."""
+    from django.urls import reverse
+
+    from tests.support.web import client_for
+
+    settings.PIWEB_SNAPSHOT_WAIT_SECONDS = 1
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    first = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    other = sessions.create_session(owner=owner, cwd=str(workspace), model_profile="scripted")
+    busy = Job.objects.create(session=other, kind="agent_run", status="running")
+    run(session, owner, "!echo 3 > f.txt")
+
+    skipped = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    assert skipped.commit == "" and "another session" in skipped.skipped
+    assert changes_selectors.state_at(session, session.leaf_pi_id) == first
+    html = (
+        client_for(owner)
+        .get(reverse("sessions_app:tree_panel", args=[session.pi_id]))
+        .content.decode()
+    )
+    assert "no snapshot" in html and "another session was still" in html
+
+    busy.status = "succeeded"
+    busy.save()
+    run(session, owner, "!echo 4 > f.txt")  # once it ended, snapshots are taken again
+    last = FileSnapshot.objects.get(entry__pi_id=session.leaf_pi_id)
+    assert last.commit and last.skipped == "" and [f["path"] for f in last.files] == ["f.txt"]
+
+
+def test_over_quota_a_restore_is_refused_and_a_snapshot_skipped_saying_why(
+    session, owner, workspace, settings
+):
+    """Issue #33, E: restores and snapshots write like commands, so they are checked too."""
+    from django.utils import timezone
+
+    from sessions_app.models import WorkspaceUsage
+
+    (workspace / "f.txt").write_text("1\n")
+    run(session, owner, "!echo 2 > f.txt")
+    target = session.leaf_pi_id
+    run(session, owner, "!echo 3 > f.txt")
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 5
+    WorkspaceUsage.objects.update_or_create(
+        user=owner, defaults={"bytes": 50 << 20, "measured_at": timezone.now()}
+    )
+    with pytest.raises(changes.RestoreError, match="over your quota") as refused:
+        changes.restore_files(session, owner, target)
+    assert refused.value.status == 507 and (workspace / "f.txt").read_text() == "3\n"
+    last = Entry.objects.get(session=session, pi_id=session.leaf_pi_id)
+    changes.record(session, last, None, FileSnapshot.Kind.BASH)  # the snapshot after it
+    row = FileSnapshot.objects.filter(entry=last).order_by("-pk").first()
+    assert row.commit == "" and "over your quota" in row.skipped

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from sessions_app.agent.sandbox import PidsCgroup
 from sessions_app.agent.shell import CommandRefused
@@ -111,6 +112,52 @@ def test_a_user_over_quota_is_refused_with_how_much_to_delete(session, owner, se
     assert outcome.exit_code == 0
     workspace_measure.measure_workspace(owner.pk)
     outcome, text = sh(session, "echo fine")
+    assert text == "fine\n"
+
+
+def over_quota(user, settings) -> None:
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 5
+    WorkspaceUsage.objects.update_or_create(
+        user=user, defaults={"bytes": 30 * MB, "measured_at": timezone.now()}
+    )
+
+
+def test_the_write_and_edit_tools_are_refused_over_quota_like_bash(session, owner, settings):
+    """Issue #33, E: only bash was checked; the agent's file tools wrote on."""
+    (Path(session.cwd) / "notes.txt").write_text("old\n")
+    over_quota(owner, settings)
+    written = tool(session, "write", {"path": "big.txt", "content": "x" * 1000})
+    assert written.is_error and "over your quota" in written.text
+    assert not (Path(session.cwd) / "big.txt").exists()
+    edits = [{"oldText": "old", "newText": "new" * 1000}]
+    edited = tool(session, "edit", {"path": "notes.txt", "edits": edits})
+    assert edited.is_error and "over your quota" in edited.text
+    assert (Path(session.cwd) / "notes.txt").read_text() == "old\n"
+
+
+def test_continuing_a_shared_session_in_your_folder_counts_against_your_quota(settings, make_user):
+    """Issue #33, E: alice, over quota, continued bob's shared session in her folder and
+    wrote on, while bob's usage was the one measured."""
+    from sessions_app.services import sessions, workspace_choice
+    from tests.support.web import share
+
+    alice, bob = make_user(), make_user()
+    bobs = Path(settings.PIWEB_WORKSPACE_ROOTS[0]) / str(bob.pk) / "proj"
+    bobs.mkdir(parents=True)
+    shared = sessions.create_session(owner=bob, cwd=str(bobs))
+    share(shared, alice, "editor")
+    folder = workspace_choice.continue_in(shared, alice, "empty", name="hers")
+    shared.refresh_from_db()
+    assert resources.charged_user(shared) == alice.pk
+    over_quota(alice, settings)
+    with pytest.raises(CommandRefused, match="over your quota"):
+        sh(shared, "head -c 1M /dev/zero > big.bin")
+    written = tool(shared, "write", {"path": "big.txt", "content": "x"})
+    assert written.is_error and "over your quota" in written.text
+    assert os.listdir(folder) == []
+    # bob, under quota in his own folder, works on; his usage is his own.
+    own = sessions.create_session(owner=bob, cwd=str(bobs))
+    outcome, text = sh(own, "echo fine")
     assert text == "fine\n"
 
 
@@ -219,3 +266,16 @@ def test_read_and_edit_refuse_files_over_the_size_setting(session, settings):
 def test_the_run_command_status_line_names_the_total(settings):
     settings.PIWEB_SANDBOX_TOTAL_MEMORY_MB = 777
     assert "777 MB of memory in all" in sandboxing.status()
+
+
+@pytest.mark.usefixtures("own_snapshot_dir")
+def test_shadow_repositories_count_in_their_workspaces_owners_usage(session, owner):
+    """Issue #33, item 9: snapshots of a workspace were free of the quota."""
+    from sessions_app.selectors.changes import repo_for
+
+    for i in range(10):  # each under the snapshot's file size limit
+        (Path(session.cwd) / f"data{i}.bin").write_bytes(os.urandom(MB // 5))
+    without = workspace_measure.measure_workspace(owner.pk).bytes
+    repo_for(session).snapshot()  # the data is now in the shadow repository too
+    with_repo = workspace_measure.measure_workspace(owner.pk).bytes
+    assert with_repo - without >= 2 * MB * 0.9

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from sessions_app.models import Session
+from sessions_app.selectors import changes as changes_selectors
 from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.model_input import model_input
-from sessions_app.services import chat, fork, jobs, workspace_choice
+from sessions_app.services import changes, chat, fork, jobs, sandboxing, sessions, workspace_choice
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.scripted_llm import text, tool_call
 from tests.support.workspaces import area_of
@@ -158,6 +159,101 @@ def test_a_new_workspace_cloned_from_a_repository_you_may_read(owner, settings, 
     with pytest.raises(workspace_choice.ChoiceError, match="outside your workspaces"):
         workspace_choice.continue_in(session, owner, "git", name="x", git_source=str(theirs))
     assert not (area_of(settings, owner) / "x").exists()
+
+
+def _clone_of_a_gitdir_file(session, owner, settings, gitdir: str, name: str):
+    """Issue #33, B: a folder of the user's area whose ``.git`` is a file naming another
+    repository, cloned through "Continue in…"; (the new folder or None, the error)."""
+    bait = area_of(settings, owner) / f"bait-{name}"
+    bait.mkdir(parents=True)
+    (bait / ".git").write_text(f"gitdir: {gitdir}\n")
+    try:
+        folder = workspace_choice.continue_in(
+            session, owner, "git", name=f"copy-{name}", git_source=str(bait)
+        )
+    except workspace_choice.ChoiceError as exc:
+        return None, str(exc)
+    return Path(folder), ""
+
+
+def _everything_under(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+@pytest.mark.usefixtures("own_snapshot_dir", "bwrap_required")
+def test_a_gitdir_file_pointing_at_another_users_shadow_repository_clones_nothing_of_theirs(
+    owner, settings, make_user
+):
+    bob = make_user()
+    bobs = area_of(settings, bob) / "work"
+    bobs.mkdir()
+    (bobs / "plans.txt").write_text("BOBS-PRIVATE-PLANS-31337\n")
+    bob_session = sessions.create_session(owner=bob, cwd=str(bobs))
+    assert changes.begin(bob_session)  # bob's shadow repository holds his file
+    shadow = changes_selectors.repo_for(bob_session).git_dir
+
+    folder, error = _clone_of_a_gitdir_file(imported(owner), owner, settings, shadow, "bob")
+    assert folder is None and "git clone failed" in error
+    assert b"BOBS-PRIVATE-PLANS" not in _everything_under(area_of(settings, owner))
+
+
+@pytest.mark.usefixtures("bwrap_required")
+def test_a_gitdir_file_pointing_at_piwebs_own_repository_clones_none_of_its_source(owner, settings):
+    own = subprocess.run(
+        ["git", "rev-parse", "--absolute-git-dir"], cwd=settings.BASE_DIR,
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    folder, error = _clone_of_a_gitdir_file(imported(owner), owner, settings, own, "piweb")
+    assert folder is None and "git clone failed" in error
+    everything = _everything_under(area_of(settings, owner))
+    assert b"def continue_in" not in everything and b"DJANGO_SETTINGS_MODULE" not in everything
+
+
+@pytest.mark.usefixtures("bwrap_required")
+def test_a_repository_the_sandbox_made_is_cloned_and_gits_error_is_shown_as_it_is(owner, settings):
+    """The "dubious ownership" of a root worker: the repository belongs to the commands'
+    account, and the clone (as that account, in the sandbox) takes it as the user's."""
+    work = area_of(settings, owner) / "work"
+    work.mkdir()
+    session = sessions.create_session(owner=owner, cwd=str(work))
+    outcome = sandboxing.run_command(
+        session,
+        "git init -q made && cd made && echo made-inside > f.txt && git add f.txt "
+        "&& git -c user.name=u -c user.email=u@x commit -qm one",
+    )
+    assert outcome.exit_code == 0, outcome.result.truncation.content
+    folder = workspace_choice.continue_in(
+        session, owner, "git", name="made-copy", git_source=str(work / "made")
+    )
+    assert Path(folder, "f.txt").read_text() == "made-inside\n"
+
+    (work / "broken").mkdir()
+    (work / "broken" / ".git").write_text("gitdir: /nowhere/at/all\n")
+    with pytest.raises(workspace_choice.ChoiceError) as refused:
+        workspace_choice.continue_in(
+            session, owner, "git", name="broken-copy", git_source=str(work / "broken")
+        )
+    assert "fatal: not a git repository: /nowhere/at/all" in str(refused.value)
+
+
+def test_over_quota_nothing_is_cloned(owner, settings):
+    """Issue #33, E: a clone never checked the quota."""
+    from django.utils import timezone
+
+    from sessions_app.models import WorkspaceUsage
+
+    source = area_of(settings, owner) / "repos" / "tool"
+    _repo(source)
+    settings.PIWEB_WORKSPACE_QUOTA_MB = 5
+    WorkspaceUsage.objects.update_or_create(
+        user=owner, defaults={"bytes": 50 << 20, "measured_at": timezone.now()}
+    )
+    with pytest.raises(workspace_choice.ChoiceError, match="over your quota") as refused:
+        workspace_choice.continue_in(
+            imported(owner), owner, "git", name="copy", git_source=str(source)
+        )
+    assert refused.value.status == 507
+    assert not (area_of(settings, owner) / "copy").exists()
 
 
 def test_a_fork_starts_in_the_workspace_of_its_fork_point(owner):

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import edits as edit_text
 from .. import safefs
+from ..shell import write_refusal
 from .base import Tool, ToolContext, ToolError, ToolResult, check_size, param, schema, text_result
 
 
@@ -37,6 +38,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not edits:
         raise ToolError("The edit has no replacements: edits needs at least one entry.")
     ctx.check_abort()
+    if problem := write_refusal(ctx.bash_guard, f"edit {path}"):
+        raise ToolError(problem)
     try:
         fd, _absolute = ctx.workspace.open_fd(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:

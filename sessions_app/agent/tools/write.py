@@ -8,11 +8,14 @@ from typing import Any
 from sessions_app.core.jsutil import utf16_len
 
 from .. import safefs
+from ..shell import write_refusal
 from .base import Tool, ToolContext, ToolError, ToolResult, param, schema, text_result
 
 
 def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path, content = args["path"], args["content"]
+    if problem := write_refusal(ctx.bash_guard, f"write {path}"):
+        raise ToolError(problem)
     absolute = ctx.workspace.resolve(path)
     if os.path.isdir(absolute):
         raise ToolError(f"{path} is a directory.")

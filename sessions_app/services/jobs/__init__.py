@@ -6,7 +6,8 @@
   ``session_import`` (an upload to ``/import/``, imported in the worker),
   ``search_index`` (entries written in bulk, indexed for search after their commit),
   ``workspace_measure`` (a user's workspace folders, for the quota), ``write_back``
-  (what piweb added to a followed session, appended to pi's file): one kind each;
+  (what piweb added to a followed session, appended to pi's file), ``snapshot_gc`` (a
+  shadow repository packed, or removed once unused): one kind each;
   each registers a ``lifecycle.JobKind`` when imported; the app config imports them all
   (``apps.SessionsAppConfig.ready``), this package only those of its public API below,
   so that importing one kind (``search_index`` from the importer, say) does not import

@@ -18,7 +18,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from sessions_app.agent.paths import user_areas
+from sessions_app.agent.paths import is_within, user_areas
+from sessions_app.agent.snapshots import WORK_TREE_FILE
 from sessions_app.models import Job, WorkspaceUsage
 from sessions_app.services.jobs import lifecycle
 
@@ -93,12 +94,36 @@ def scan_folder(folder: str) -> tuple[int, int, int]:
     return total, files, stripped
 
 
+def shadow_repositories_bytes(folders: list[str]) -> int:
+    """The disk the shadow snapshot repositories of workspaces in ``folders`` take (each
+    repository names its workspace in ``WORK_TREE_FILE``; piweb's own folder)."""
+    total = 0
+    snapshot_dir = os.fspath(settings.PIWEB_SNAPSHOT_DIR)
+    try:
+        names = os.listdir(snapshot_dir)
+    except OSError:
+        return 0
+    for name in names:
+        git_dir = os.path.join(snapshot_dir, name)
+        try:
+            with open(os.path.join(git_dir, WORK_TREE_FILE)) as fh:
+                work_tree = fh.read()
+        except OSError:
+            continue
+        if any(is_within(work_tree, folder) for folder in folders):
+            total += scan_folder(git_dir)[0]
+    return total
+
+
 def measure_workspace(user_id: int) -> WorkspaceUsage:
-    """Measure one user's workspace folders now and store the figure (idempotent)."""
+    """Measure one user's workspace folders, and the shadow repositories of the
+    workspaces in them, now and store the figure (idempotent)."""
     total = files = stripped = 0
-    for folder in user_folders(user_id):
+    folders = user_folders(user_id)
+    for folder in folders:
         size, count, fixed = scan_folder(folder)
         total, files, stripped = total + size, files + count, stripped + fixed
+    total += shadow_repositories_bytes(folders)
     if stripped:
         log.warning("removed setuid/setgid bits from %d file(s) of user %s", stripped, user_id)
     with transaction.atomic():
