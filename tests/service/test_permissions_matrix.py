@@ -8,6 +8,8 @@ session's name, text or ids.
 
 Personas
 - owner; editor / viewer: members of teams the session is shared with at that role;
+- reviewer: a member with the team role reviewer of a team the session is shared with as
+  viewer (reads, and scores with the team's configs);
 - link: a logged-out visitor who holds a valid share link token (it rides along as
   ?share=TOKEN on every request: it must not open anything but the link pages);
 - stranger: logged in, no rights; anonymous: logged out, no token.
@@ -27,13 +29,13 @@ from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
 SECRET_CWD = "/work/secret-project-91b2"
-PERSONAS = ("anonymous", "link", "stranger", "viewer", "editor", "owner")
-RANK = {"viewer": 1, "editor": 2, "owner": 3}
+PERSONAS = ("anonymous", "link", "stranger", "viewer", "reviewer", "editor", "owner")
+RANK = {"viewer": 1, "reviewer": 2, "editor": 3, "owner": 4}
 
 
 @dataclass
 class Route:
-    need: str  # viewer | editor | owner | login | link | team (a member of the viewers team)
+    need: str  # viewer | reviewer | editor | owner | login | link | team (a member of the viewers team)
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
     kwargs: dict = field(default_factory=dict)  # values are World attribute names
@@ -197,18 +199,21 @@ class World:
         User = get_user_model()
         self.users = {
             name: User.objects.create(username=f"{name}-{uuid.uuid4().hex[:6]}")
-            for name in ("owner", "editor", "viewer", "stranger")
+            for name in ("owner", "editor", "viewer", "reviewer", "stranger")
         }
         owner = self.users["owner"]
         editors, viewers = Team.objects.create(name="editors"), Team.objects.create(name="viewers")
+        reviewers = Team.objects.create(name="reviewers")
         TeamMembership.objects.create(team=editors, user=self.users["editor"])
-        TeamMembership.objects.create(team=viewers, user=self.users["viewer"])
+        TeamMembership.objects.create(team=viewers, user=self.users["viewer"], role="viewer")
         TeamMembership.objects.create(team=viewers, user=owner)
+        TeamMembership.objects.create(team=reviewers, user=self.users["reviewer"], role="reviewer")
         data = build_branchy_session(owner, cwd=SECRET_CWD, name=SECRET_NAME)
         self.session = data.session
         self.ids = data.ids
         SessionShare.objects.create(session=self.session, team=editors, role="editor")
         self.share = SessionShare.objects.create(session=self.session, team=viewers, role="viewer")
+        SessionShare.objects.create(session=self.session, team=reviewers, role="viewer")
         self.team_pk = viewers.pk
         self.member_pk = TeamMembership.objects.get(team=viewers, user=self.users["viewer"]).pk
         self.sid = self.session.pi_id
@@ -413,6 +418,7 @@ def test_websocket_matrix(make_user, redis_ready):
         "link": ("open", "viewer"),
         "stranger": ("closed", 4404),
         "viewer": ("open", "viewer"),
+        "reviewer": ("open", "reviewer"),
         "editor": ("open", "editor"),
         "owner": ("open", "owner"),
     }
