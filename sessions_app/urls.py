@@ -14,6 +14,7 @@ from sessions_app.views import (
     manage,
     models,
     pages,
+    scores,
     search,
     sharing,
     teams,
@@ -89,6 +90,22 @@ urlpatterns = [
     path("teams/<int:team_id>/members/<int:member_id>/role/", teams.set_role, name="team_role"),
     path("teams/<int:team_id>/members/<int:member_id>/remove/", teams.remove, name="team_remove"),
     path("teams/<int:team_id>/leave/", teams.leave, name="team_leave"),
+    # --- scores (docs/scores.md)
+    path("teams/<int:team_id>/scores/new/", scores.add_config, name="team_score_add"),
+    path(
+        "teams/<int:team_id>/scores/<int:config_id>/delete/",
+        scores.delete_config,
+        name="team_score_delete",
+    ),
+    path(
+        "s/<str:session_id>/scores/<str:entry_id>/", scores.entry_scores_view, name="entry_scores"
+    ),
+    path("s/<str:session_id>/scores/<str:entry_id>/set/", scores.set_score, name="score_set"),
+    path(
+        "s/<str:session_id>/scores/<str:entry_id>/<int:score_id>/delete/",
+        scores.delete_score,
+        name="score_delete",
+    ),
     # --- chat
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),

@@ -17,6 +17,7 @@ from sessions_app.params import form, query
 from sessions_app.presentation import exports
 from sessions_app.rendering import page_budget
 from sessions_app.responses import export_response, piweb_view, plain_text, session_view
+from sessions_app.selectors.scores import badges_by_entry
 from sessions_app.selectors.share_preview import share_preview
 from sessions_app.selectors.sharing import session_link, session_links, session_shares
 from sessions_app.selectors.teams import teams_with_shares
@@ -103,6 +104,7 @@ def create_link(request, access):
             target_pi_id=params.optional("target"),
             expires_in_days=params.text("expires_in_days"),
             scope=params.text("scope") or ShareLink.Scope.PATH,
+            show_scores=params.flag("show_scores"),
         )
     except sharing.SharingError as exc:  # shown on the sharing page, with its forms
         return _sharing_page(request, access, str(exc), status=400)
@@ -178,6 +180,9 @@ def share_link(request, token):
             "token": token,
             "view": view,
             "is_link_branch": view["leaf"] == link.leaf_pi_id,
+            "score_badges": badges_by_entry(access.session, key="entry__pi_id")
+            if link.show_scores
+            else {},
         },
     )
     response["X-Robots-Tag"] = "noindex"

@@ -23,8 +23,16 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from sessions_app.models import Comment, Job, SessionShare, ShareLink, Team, TeamMembership
-from sessions_app.services import comments, sharing
+from sessions_app.models import (
+    Comment,
+    Job,
+    Score,
+    SessionShare,
+    ShareLink,
+    Team,
+    TeamMembership,
+)
+from sessions_app.services import comments, scores, sharing
 from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
@@ -151,6 +159,21 @@ ROUTES: dict[str, Route] = {
         "team", "POST", ok=302, kwargs={"team_id": "team_pk", "member_id": "member_pk"}
     ),
     "team_leave": Route("team", "POST", ok=302, kwargs={"team_id": "team_pk"}),
+    # scores: admins manage configs (others are told no on the teams page); reviewers and
+    # up score; a score is taken back by its author only (here a stranger's: 404 for all)
+    "team_score_add": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk"}, data={"name": "q", "kind": "boolean"}
+    ),
+    "team_score_delete": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk", "config_id": "config_pk"}
+    ),
+    "entry_scores": Route("viewer", kwargs=E),
+    "score_set": Route(
+        "reviewer", "POST", kwargs=E, data={"config": "config_pk", "value": "4"}, htmx=True
+    ),
+    "score_delete": Route(
+        "reviewer", "POST", ok=404, kwargs={**E, "score_id": "score_pk"}, htmx=True
+    ),
     # usage
     "usage_context_chart": Route("viewer", kwargs=S),
     "usage_dashboard": Route("login"),  # counts only what the caller can see
@@ -208,6 +231,8 @@ class World:
         TeamMembership.objects.create(team=viewers, user=self.users["viewer"], role="viewer")
         TeamMembership.objects.create(team=viewers, user=owner)
         TeamMembership.objects.create(team=reviewers, user=self.users["reviewer"], role="reviewer")
+        TeamMembership.objects.create(team=reviewers, user=self.users["editor"], role="editor")
+        TeamMembership.objects.create(team=reviewers, user=owner, role="admin")
         data = build_branchy_session(owner, cwd=SECRET_CWD, name=SECRET_NAME)
         self.session = data.session
         self.ids = data.ids
@@ -233,6 +258,17 @@ class World:
             target_pi_id=self.other_leaf,
             params={"a": self.entry, "b": self.other_leaf},
             progress={"summary": "s"},
+        ).pk
+        config = scores.create_config(
+            reviewers, actor=owner, name="quality", kind="number", min_value=1, max_value=5
+        )
+        self.config_pk = config.pk
+        self.score_pk = Score.objects.create(
+            config=config,
+            session=self.session,
+            entry=self.session.entries.get(pi_id=self.entry),
+            value=3,
+            author=self.users["stranger"],
         ).pk
         self.secrets = [SECRET_NAME, SECRET_CWD, "zebrafish", *self.ids.values()]
 

@@ -11,6 +11,7 @@ from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.selectors.runs import active_run, run_state
+from sessions_app.selectors.scores import badges_by_entry
 
 TRANSCRIPT_LIMIT = 200
 
@@ -47,6 +48,8 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
         )
     return {
         "entries": entries,
+        # Scores show beside the answers; like comments they never reach the model.
+        "score_badges": badges_by_entry(session, key="entry__pi_id"),
         "hidden": hidden + len(tail) - len(entries),
         "leaf": leaf,
     }
