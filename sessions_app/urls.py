@@ -14,6 +14,7 @@ from sessions_app.views import (
     manage,
     models,
     pages,
+    review_queues,
     scores,
     search,
     sharing,
@@ -90,7 +91,17 @@ urlpatterns = [
     path("teams/<int:team_id>/members/<int:member_id>/role/", teams.set_role, name="team_role"),
     path("teams/<int:team_id>/members/<int:member_id>/remove/", teams.remove, name="team_remove"),
     path("teams/<int:team_id>/leave/", teams.leave, name="team_leave"),
-    # --- scores (docs/scores.md)
+    # --- scores and review queues (docs/scores.md)
+    path("teams/<int:team_id>/queues/", review_queues.queues, name="queues"),
+    path("teams/<int:team_id>/queues/new/", review_queues.create, name="queue_create"),
+    path("queues/<int:queue_id>/assign/", review_queues.assign, name="queue_assign"),
+    path("queues/<int:queue_id>/review/", review_queues.review, name="queue_review"),
+    path(
+        "queues/<int:queue_id>/items/<int:item_id>/score/",
+        review_queues.score,
+        name="queue_score",
+    ),
+    path("queues/<int:queue_id>/items/<int:item_id>/skip/", review_queues.skip, name="queue_skip"),
     path("teams/<int:team_id>/scores/new/", scores.add_config, name="team_score_add"),
     path(
         "teams/<int:team_id>/scores/<int:config_id>/delete/",

@@ -139,3 +139,12 @@ def item_scores(queue: ReviewQueue, item: ReviewItem, user) -> list[ScoreConfig]
     for config in configs:
         config.given = given.get(config.pk)
     return configs
+
+
+def reviewed_item(queue: ReviewQueue, user, item_pk: int) -> ReviewItem | None:
+    """One item `user` reviewed in this queue (reviewer mode going back), else None."""
+    return (
+        ReviewItem.objects.select_related("session", "entry")
+        .filter(queue=queue, done_by=user, pk=item_pk)
+        .first()
+    )

@@ -32,7 +32,8 @@ from sessions_app.models import (
     Team,
     TeamMembership,
 )
-from sessions_app.services import comments, scores, sharing
+from sessions_app.selectors.sessions import ListFilters
+from sessions_app.services import comments, review_queues, scores, sharing
 from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
@@ -43,7 +44,9 @@ RANK = {"viewer": 1, "reviewer": 2, "editor": 3, "owner": 4}
 
 @dataclass
 class Route:
-    need: str  # viewer | reviewer | editor | owner | login | link | team (a member of the viewers team)
+    # viewer | reviewer | editor | owner | login | link | team (a member of the viewers
+    # team) | reviewers (a member of the reviewers team) | reviewers_admin (its admin)
+    need: str
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
     kwargs: dict = field(default_factory=dict)  # values are World attribute names
@@ -168,6 +171,34 @@ ROUTES: dict[str, Route] = {
         "team", "POST", ok=302, kwargs={"team_id": "team_pk", "config_id": "config_pk"}
     ),
     "entry_scores": Route("viewer", kwargs=E),
+    # review queues: the reviewers team's (reviewer, editor and the owner, its admin)
+    "queues": Route("reviewers", kwargs={"team_id": "reviewers_pk"}),
+    "queue_create": Route(
+        "reviewers_admin",
+        "POST",
+        ok=302,
+        kwargs={"team_id": "reviewers_pk"},
+        data={"name": "q", "scope": "branch_ends"},
+    ),
+    "queue_assign": Route(
+        "reviewers_admin",
+        "POST",
+        ok=302,
+        kwargs={"queue_id": "queue_pk"},
+        data={"usernames": "reviewer_name"},
+    ),
+    "queue_review": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    # an item nobody holds: not theirs to score or skip (409) once the rights are checked
+    "queue_score": Route(
+        "reviewers",
+        "POST",
+        ok=409,
+        kwargs={"queue_id": "queue_pk", "item_id": "item_pk"},
+        data={"config": "config_pk", "value": "3"},
+    ),
+    "queue_skip": Route(
+        "reviewers", "POST", ok=409, kwargs={"queue_id": "queue_pk", "item_id": "item_pk"}
+    ),
     "score_set": Route(
         "reviewer", "POST", kwargs=E, data={"config": "config_pk", "value": "4"}, htmx=True
     ),
@@ -270,6 +301,13 @@ class World:
             value=3,
             author=self.users["stranger"],
         ).pk
+        self.reviewers_pk = reviewers.pk
+        self.reviewer_name = self.users["reviewer"].username
+        queue = review_queues.create_queue(
+            reviewers, actor=owner, name="q", filters=ListFilters(), scope="branch_ends"
+        )
+        self.queue_pk = queue.pk
+        self.item_pk = queue.items.first().pk
         self.secrets = [SECRET_NAME, SECRET_CWD, "zebrafish", *self.ids.values()]
 
     def client(self, persona: str) -> Client:
@@ -291,6 +329,10 @@ def expected_status(route: Route, persona: str) -> int:
         return route.ok
     if route.need == "team":
         return route.ok if persona in ("viewer", "owner") else 404
+    if route.need in ("reviewers", "reviewers_admin"):
+        if persona not in ("reviewer", "editor", "owner"):
+            return 404  # not in the team: its queues do not exist for them
+        return route.ok if route.need == "reviewers" or persona == "owner" else 403
     if persona == "stranger":
         return 404  # no role at all: the session does not exist for them
     return route.ok if RANK[persona] >= RANK[route.need] else 403
