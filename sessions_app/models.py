@@ -698,3 +698,15 @@ class ReviewItem(models.Model):
                 name="review_item_open",
             )
         ]
+
+
+class AnswerInput(models.Model):
+    """What an agent run sent the model for one answer besides the messages: its system
+    prompt and tools, recorded when the answer is stored (the messages are the context at
+    the answer's parent, rebuilt exactly from the tree). A dataset row of an answer with
+    none (stored before this existed, or imported) is rebuilt and marked `reconstructed`."""
+
+    entry = models.OneToOneField(Entry, on_delete=models.CASCADE, related_name="sent_input")
+    system_prompt = models.TextField()
+    tools = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)

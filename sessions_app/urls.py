@@ -96,6 +96,7 @@ urlpatterns = [
     path("teams/<int:team_id>/queues/new/", review_queues.create, name="queue_create"),
     path("queues/<int:queue_id>/assign/", review_queues.assign, name="queue_assign"),
     path("queues/<int:queue_id>/review/", review_queues.review, name="queue_review"),
+    path("queues/<int:queue_id>/dataset/", review_queues.dataset, name="queue_dataset"),
     path(
         "queues/<int:queue_id>/items/<int:item_id>/score/",
         review_queues.score,

@@ -5,14 +5,16 @@ plain forms that come back to the next item, driven by the keyboard (review_mode
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from sessions_app.models import ReviewQueue
 from sessions_app.params import form, query
 from sessions_app.presentation.review_mode import item_page
-from sessions_app.responses import piweb_view
+from sessions_app.responses import download, piweb_view
+from sessions_app.selectors import datasets
 from sessions_app.selectors import review_queues as read
 from sessions_app.selectors.sessions import ListFilters
 from sessions_app.selectors.teams import team_of_member
@@ -128,3 +130,23 @@ def skip(request, queue_id, item_id):
     queue = _queue(request, queue_id)
     review_queues.skip(queue, item_id, actor=request.user)
     return redirect(_review_url(queue))
+
+
+@piweb_view()
+def dataset(request, queue_id):
+    """The queue's scored answers as JSONL (`?format=chat|finetune`, `?min=NAME=X`),
+    streamed. Its team's reviewers and up download it."""
+    queue = _queue(request, queue_id)
+    if read.member_role(queue.team, request.user) not in read.SCORING_ROLES:
+        raise PermissionDenied("Datasets are for the team's reviewers, editors and admins.")
+    params = query(request)
+    fmt = params.choice("format", datasets.FORMATS, "chat")
+    minimums = datasets.parse_minimums(
+        [params.text("min", limit=100)] if params.text("min") else []
+    )
+    rows = datasets.dataset_rows(datasets.queue_answers(queue), queue.team_id, minimums)
+    response = StreamingHttpResponse(
+        (line.encode() for line in datasets.dataset_lines(rows, fmt)),
+        content_type="application/jsonl; charset=utf-8",
+    )
+    return download(response, f"queue-{queue.pk}-{fmt}.jsonl")

@@ -188,6 +188,7 @@ ROUTES: dict[str, Route] = {
         data={"usernames": "reviewer_name"},
     ),
     "queue_review": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    "queue_dataset": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
     # an item nobody holds: not theirs to score or skip (409) once the rights are checked
     "queue_score": Route(
         "reviewers",

@@ -3,6 +3,8 @@ building and assigning a queue (admins), reviewer mode's item, score and skip. T
 handing out itself is tested in test_review_queues.py, the keys in
 tests/e2e/test_review_mode_browser.py."""
 
+import json
+
 import pytest
 
 from sessions_app.models import ReviewItem, ReviewQueue, Score, SessionShare, Team, TeamMembership
@@ -86,3 +88,19 @@ def test_reviewer_mode_scores_and_skips(world):
         f"/queues/{queue.pk}/items/{item.pk}/score/", {"config": world["config"].pk, "value": "no"}
     )
     assert other.status_code == 409
+
+
+def test_the_queue_dataset_downloads_for_reviewers(world):
+    queue, entry = world["queue"], world["queue"].items.first().entry
+    scores.set_score(entry.session, entry.pi_id, world["config"].pk, "yes", actor=world["reviewer"])
+    url = f"/queues/{queue.pk}/dataset/"
+    response = client_for(world["reviewer"]).get(url, {"format": "finetune"})
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment")
+    [line] = b"".join(response.streaming_content).decode().splitlines()
+    assert json.loads(line)["messages"][-1]["role"] == "assistant"
+    chat = client_for(world["admin"]).get(url, {"min": "ok=1"})
+    assert json.loads(b"".join(chat.streaming_content))["scores"][0]["label"] == "yes"
+    assert client_for(world["admin"]).get(url, {"min": "ok"}).status_code == 400
+    assert client_for(world["viewer"]).get(url).status_code == 403
+    assert client_for(world["stranger"]).get(url).status_code == 404
