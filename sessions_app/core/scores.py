@@ -8,6 +8,7 @@ for yes/no, the category's index (its name is kept beside it).
 from __future__ import annotations
 
 import math
+import re
 
 from sessions_app.core.errors import ServiceError
 
@@ -84,3 +85,20 @@ def key_choices(kind: str, min_value, max_value, categories: list[str]) -> list[
     if float(low).is_integer() and float(high).is_integer() and high - low < 9:
         return [shown(n) for n in range(int(low), int(high) + 1)]
     return []
+
+
+SCORE_FILTER = re.compile(
+    r"^\s*(?P<name>[^<>=!]{1,60}?)\s*(?P<op><=|>=|<|>|=)\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
+)
+OPERATORS = {"<": "lt", "<=": "lte", ">": "gt", ">=": "gte", "=": "exact"}
+
+
+def parse_score_filter(text: str) -> tuple[str, str, float] | None:
+    """`quality<3`, `helpful >= 1`: (config name, Django lookup, number); None if blank.
+    A ScoreValueError when it cannot be read."""
+    if not (text or "").strip():
+        return None
+    found = SCORE_FILTER.match(text)
+    if found is None:
+        raise ScoreValueError(f"A score filter reads like quality<3, not {text[:40]!r}.")
+    return found["name"], OPERATORS[found["op"]], float(found["value"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import Avg, Count, Q
 
 from sessions_app.core import scores as values
 from sessions_app.models import Score, ScoreConfig, Session, Team, TeamMembership
@@ -81,3 +81,28 @@ def entry_scores(session: Session, entry_pi_id: str) -> list[Score]:
         .select_related("config", "author")
         .order_by("config__name", "target", "created_at")
     )
+
+
+def scores_by_model(sessions, score_filter: str = "") -> list[dict]:
+    """Entry scores of answers in `sessions` (a queryset), per score name and model: how
+    many, their mean, and how many meet `score_filter` ("quality<3") when one is given."""
+    scores = Score.objects.filter(session__in=sessions.values("pk"), target=Score.Target.ENTRY)
+    meeting = Q()
+    if score_filter:
+        name, lookup, number = values.parse_score_filter(score_filter)
+        meeting = Q(config__name__iexact=name, **{f"value__{lookup}": number})
+    rows = (
+        scores.values("config__name", "entry__usage_key")
+        .annotate(count=Count("pk"), mean=Avg("value"), meeting=Count("pk", filter=meeting))
+        .order_by("config__name", "entry__usage_key")
+    )
+    return [
+        {
+            "score": r["config__name"],
+            "model": r["entry__usage_key"] or "(unknown)",
+            "count": r["count"],
+            "mean": round(r["mean"], 2),
+            "meeting": r["meeting"] if score_filter else None,
+        }
+        for r in rows
+    ]

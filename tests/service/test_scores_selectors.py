@@ -47,3 +47,31 @@ def test_badges_average_each_config_per_entry_and_target(make_user):
     ]
     assert a.username in badges[1].title and "branch" in badges[0].title
     assert [s.value for s in entry_scores(data.session, entry)] == [1.0, 4.0, 5.0]
+
+
+def test_sessions_list_and_usage_filter_on_scores(make_user):
+    from sessions_app.models import Session
+    from sessions_app.selectors.scores import scores_by_model
+    from sessions_app.selectors.sessions import ListFilters, visible_list
+
+    owner = make_user()
+    team = Team.objects.create(name="t")
+    TeamMembership.objects.create(team=team, user=owner, role="admin")
+    low, high = build_branchy_session(owner, name="low"), build_branchy_session(owner, name="high")
+    config = scores.create_config(
+        team, actor=owner, name="q", kind="number", min_value=1, max_value=5
+    )
+    scores.set_score(low.session, low.ids["a3"], config.pk, "2", actor=owner)
+    scores.set_score(high.session, high.ids["a3"], config.pk, "5", actor=owner)
+    below = ListFilters.from_params({"score": "Q<3"})
+    assert [s.name for s in visible_list(owner, below)] == ["low"]
+    assert [s.name for s in visible_list(owner, ListFilters.from_params({"score": "q>=5"}))] == [
+        "high"
+    ]
+    broken = ListFilters.from_params({"score": "q<<3"})
+    assert broken.score == "" and broken.problems
+    rows = scores_by_model(Session.objects.filter(owner=owner), "q<3")
+    assert rows == [
+        {"score": "q", "model": rows[0]["model"], "count": 2, "mean": 3.5, "meeting": 1}
+    ]
+    assert "scripted-model" in rows[0]["model"]

@@ -51,3 +51,15 @@ def test_number_keys_cover_small_whole_ranges_only():
     assert key_choices("boolean", None, None, []) == ["yes", "no"]
     assert key_choices("category", None, None, ["a", "b"]) == ["a", "b"]
     assert shown(4.0) == "4" and shown(3.5) == "3.5"
+
+
+def test_score_filters_read_name_operator_and_number():
+    from sessions_app.core.scores import parse_score_filter
+
+    assert parse_score_filter("quality<3") == ("quality", "lt", 3.0)
+    assert parse_score_filter(" helpful >= 1 ") == ("helpful", "gte", 1.0)
+    assert parse_score_filter("tone=2.5") == ("tone", "exact", 2.5)
+    assert parse_score_filter("") is None
+    for bad in ("quality", "<3", "quality<x", "a" * 61 + "<1"):
+        with pytest.raises(ScoreValueError):
+            parse_score_filter(bad)
