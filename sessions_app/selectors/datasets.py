@@ -97,49 +97,72 @@ def _passes(scores: list[dict], minimums: dict[str, float]) -> bool:
     return True
 
 
-def _model_of(message: dict) -> dict:
-    provider, model_id = message.get("provider"), message.get("model")
-    return llm.find_model(provider, model_id) or {"id": model_id or "", "provider": provider}
+class _RowBuilder:
+    """Builds rows, reading what answers share once: the context at a parent (the
+    answers of one question), the rebuilt system prompt and tools of a session, a model's
+    catalog entry and wire settings."""
 
+    def __init__(self):
+        self.contexts: dict = {}
+        self.prompts: dict = {}
+        self.models: dict = {}
 
-def answer_row(entry: Entry, sent: AnswerInput | None, scores: list[dict]) -> dict:
-    """One row: the input at the answer's parent, the answer, its scores and references."""
-    session = entry.session
-    message = entry.payload.get("message") or {}
-    seen = model_input(session, entry.parent.pi_id if entry.parent_id else None)
-    if sent is not None:
-        system_prompt, tools = sent.system_prompt, sent.tools
-    else:
-        system_prompt, tools = seen.system_prompt, request_tools(seen.tools)
-    model = _model_of(message)
-    compat = get_compat(model)
-    answer = convert_messages(model, "", [message], compat)
-    row_input = {"messages": convert_messages(model, system_prompt, seen.messages, compat)}
-    if tools:
-        row_input["tools"] = wire_tools(tools, compat)
-    return {
-        "input": row_input,
-        "answer": answer[0] if answer else {"role": "assistant", "content": ""},
-        "scores": scores,
-        "session": session.pi_id,
-        "entry": entry.pi_id,
-        "model": f"{model.get('provider') or ''}/{model.get('id') or ''}",
-        "reconstructed": sent is None,
-    }
+    def context(self, session, parent_pi_id):
+        key = (session.pk, parent_pi_id)
+        if key not in self.contexts:
+            self.contexts = {key: model_input(session, parent_pi_id)}  # one parent at a time
+        return self.contexts[key]
+
+    def rebuilt(self, session, seen) -> tuple[str, list[dict]]:
+        if session.pk not in self.prompts:
+            self.prompts = {session.pk: (seen.system_prompt, request_tools(seen.tools))}
+        return self.prompts[session.pk]
+
+    def model(self, message: dict) -> tuple[dict, dict]:
+        key = (message.get("provider"), message.get("model"))
+        if key not in self.models:
+            model = llm.find_model(*key) or {"id": key[1] or "", "provider": key[0]}
+            self.models[key] = (model, get_compat(model))
+        return self.models[key]
+
+    def row(self, entry: Entry, sent: AnswerInput | None, scores: list[dict]) -> dict:
+        """One row: the input at the answer's parent, the answer, its scores, references."""
+        session = entry.session
+        message = entry.payload.get("message") or {}
+        seen = self.context(session, entry.parent_pi_id if entry.parent_id else None)
+        if sent is not None:
+            system_prompt, tools = sent.system_prompt, sent.tools
+        else:
+            system_prompt, tools = self.rebuilt(session, seen)
+        model, compat = self.model(message)
+        answer = convert_messages(model, "", [message], compat)
+        row_input = {"messages": convert_messages(model, system_prompt, seen.messages, compat)}
+        if tools:
+            row_input["tools"] = wire_tools(tools, compat)
+        return {
+            "input": row_input,
+            "answer": answer[0] if answer else {"role": "assistant", "content": ""},
+            "scores": scores,
+            "session": session.pi_id,
+            "entry": entry.pi_id,
+            "model": f"{model.get('provider') or ''}/{model.get('id') or ''}",
+            "reconstructed": sent is None,
+        }
 
 
 def dataset_rows(answers, team_id: int, minimums: dict[str, float] | None = None) -> Iterator[dict]:
     """The rows of these answers, in session then append order, a chunk at a time."""
     pks = list(answers.order_by("session_id", "seq").values_list("pk", flat=True))
+    builder = _RowBuilder()
     for start in range(0, len(pks), 200):
         chunk = pks[start : start + 200]
         scores = _scores_by_entry(chunk, team_id)
         sent = {a.entry_id: a for a in AnswerInput.objects.filter(entry_id__in=chunk)}
-        entries = Entry.objects.filter(pk__in=chunk).select_related("session", "parent")
+        entries = Entry.objects.filter(pk__in=chunk).select_related("session")
         for entry in sorted(entries, key=lambda e: (e.session_id, e.seq)):
             if minimums and not _passes(scores[entry.pk], minimums):
                 continue
-            yield answer_row(entry, sent.get(entry.pk), scores[entry.pk])
+            yield builder.row(entry, sent.get(entry.pk), scores[entry.pk])
 
 
 FINETUNE_KEYS = {"role", "content", "tool_calls", "tool_call_id", "name"}
