@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db.models import Avg, Count, Q
+from django.db.models.functions import TruncDate
 
 from sessions_app.core import scores as values
 from sessions_app.models import Score, ScoreConfig, Session, Team, TeamMembership
@@ -106,3 +107,30 @@ def scores_by_model(sessions, score_filter: str = "") -> list[dict]:
         }
         for r in rows
     ]
+
+
+def scores_over_time(sessions) -> dict:
+    """The uPlot series of the usage page's scores chart: per score and model, each day's
+    mean entry score (None on days without one), over the days that have scores."""
+    rows = (
+        Score.objects.filter(session__in=sessions.values("pk"), target=Score.Target.ENTRY)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "config__name", "entry__usage_key")
+        .annotate(mean=Avg("value"))
+        .order_by("day")
+    )
+    days: list[str] = []
+    lines: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        day = row["day"].isoformat()
+        if not days or days[-1] != day:
+            days.append(day)
+        label = f"{row['config__name']} · {row['entry__usage_key'] or '(unknown)'}"
+        lines[label][day] = round(row["mean"], 2)
+    return {
+        "days": days,
+        "series": [
+            {"label": label, "values": [by_day.get(day) for day in days]}
+            for label, by_day in sorted(lines.items())
+        ],
+    }

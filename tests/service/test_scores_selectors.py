@@ -75,3 +75,28 @@ def test_sessions_list_and_usage_filter_on_scores(make_user):
         {"score": "q", "model": rows[0]["model"], "count": 2, "mean": 3.5, "meeting": 1}
     ]
     assert "scripted-model" in rows[0]["model"]
+
+
+def test_scores_over_time_has_a_line_per_score_and_model(make_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.models import Score, Session
+    from sessions_app.selectors.scores import scores_over_time
+
+    owner = make_user()
+    team = Team.objects.create(name="t")
+    TeamMembership.objects.create(team=team, user=owner, role="admin")
+    data = build_branchy_session(owner)
+    config = scores.create_config(
+        team, actor=owner, name="q", kind="number", min_value=1, max_value=5
+    )
+    early = scores.set_score(data.session, data.ids["a3"], config.pk, "2", actor=owner)
+    scores.set_score(data.session, data.ids["b3"], config.pk, "4", actor=owner)
+    Score.objects.filter(pk=early.pk).update(created_at=timezone.now() - timedelta(days=2))
+    chart = scores_over_time(Session.objects.filter(owner=owner))
+    assert len(chart["days"]) == 2
+    [line] = chart["series"]
+    assert line["label"].startswith("q · ") and line["values"] == [2.0, 4.0]
+    assert scores_over_time(Session.objects.none()) == {"days": [], "series": []}

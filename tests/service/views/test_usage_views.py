@@ -84,4 +84,5 @@ def test_the_dashboard_counts_answers_scored_below_a_mark_by_model(make_user):
     page = client.get("/usage/", {"score": "q<3"}).content.decode()
     row = page[page.index('data-score-row="q"') :].split("</tr>")[0]
     assert "scripted-model" in row and "<td>2</td><td>3.0</td><td>1</td>" in row
+    assert 'data-usage-chart="scores"' in page and 'id="usage-scores-data"' in page
     assert client.get("/usage/", {"score": "q<<3"}).status_code == 400
