@@ -696,7 +696,10 @@ class ReviewItem(models.Model):
                 fields=["queue", "position"],
                 condition=models.Q(done_at=None),
                 name="review_item_open",
-            )
+            ),
+            # a reviewer's items in a queue: the one they hold, the ones they reviewed
+            models.Index(fields=["queue", "held_by"], name="review_item_held"),
+            models.Index(fields=["queue", "done_by"], name="review_item_done"),
         ]
 
 
