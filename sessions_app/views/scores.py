@@ -30,9 +30,8 @@ def _scores_context(request, access, entry, error: str = "") -> dict:
 
 @session_view()
 def entry_scores_view(request, access, entry_id):
-    """The scores of one entry. A share-link visitor sees them only where the link says so."""
-    if access.via_link and not access.share_link.show_scores:
-        raise Http404("This link does not show scores.")
+    """The scores of one entry, for members (a share link's page draws its own badges,
+    when the link says so)."""
     entry = get_entry_or_404(access.session, entry_id)
     return render(
         request, "sessions_app/scores/_entry.html", _scores_context(request, access, entry)
