@@ -39,6 +39,20 @@ def main() -> None:
         sharing.share_with_team(session, team.pk, "editor", actor=owner)
         link = sharing.create_link(session, actor=owner, leaf_pi_id=None)
         sid = session.pi_id
+        # scores and a review queue (docs/scores.md)
+        from sessions_app.selectors.sessions import ListFilters
+        from sessions_app.services import review_queues, scores
+
+        quality = scores.create_config(
+            team, actor=owner, name="quality", kind="number", min_value=1, max_value=5,
+            description="1: wrong, 5: what a careful engineer would do",
+        )  # fmt: skip
+        scores.create_config(team, actor=owner, name="safe", kind="boolean")
+        queue = review_queues.create_queue(
+            team, actor=owner, name="Branch ends", filters=ListFilters(), scope="branch_ends"
+        )
+        first = review_queues.take_next(queue, actor=owner)
+        review_queues.score_item(queue, first.pk, quality.pk, "4", actor=owner)
 
         def open_chart(page):
             page.click("#context-gauge")
@@ -60,6 +74,8 @@ def main() -> None:
             ("share-page", f"/l/{link.token}/", None),
             ("teams", "/teams/", None),
             ("usage", "/usage/", None),
+            ("review-mode", f"/queues/{queue.pk}/review/", None),
+            ("review-queues", f"/teams/{team.pk}/queues/", None),
         ]
         with daphne(connection) as base, chromium() as browser:
             for viewport, suffix in (

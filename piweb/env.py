@@ -655,6 +655,13 @@ GROUPS: dict[str, list[Var]] = {
     ],
     _PAGES: [
         Var(
+            "PIWEB_REVIEW_HOLD_SECONDS",
+            "integer",
+            1800,
+            "a review queue item handed out and left unscored this long goes back to the queue (see [scores.md](scores.md))",
+            minimum=1,
+        ),
+        Var(
             "PIWEB_PREVIEW_CHARS",
             "integer",
             20000,

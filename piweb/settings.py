@@ -370,6 +370,8 @@ PIWEB_COMPACTION = {
 # provider/model key); other models use their session's profile window, else
 # PIWEB_LLM_CONTEXT_WINDOW.
 PIWEB_MODEL_CONTEXT_WINDOWS = env.get("PIWEB_MODEL_CONTEXT_WINDOWS")
+# A review queue item held this long without a score is handed out again.
+PIWEB_REVIEW_HOLD_SECONDS = env.get("PIWEB_REVIEW_HOLD_SECONDS")
 # A job whose worker has not reported for this long is treated as dead.
 PIWEB_JOB_STALE_SECONDS = env.get("PIWEB_JOB_STALE_SECONDS")
 # Jobs area: how often a running job reports (default min(5s, stale/4)), how many runs a

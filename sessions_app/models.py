@@ -31,8 +31,10 @@ class Team(models.Model):
 class TeamMembership(models.Model):
     class Role(models.TextChoices):
         # viewer: reads what is shared with the team, even where the share says editor;
-        # editor: the share's role; admin: as editor, and manages the team's members.
+        # reviewer: reads as a viewer and scores; editor: the share's role, and scores;
+        # admin: as editor, and manages the team's members, score configs and queues.
         VIEWER = "viewer", "Viewer"
+        REVIEWER = "reviewer", "Reviewer"
         EDITOR = "editor", "Editor"
         ADMIN = "admin", "Admin"
 
@@ -380,6 +382,8 @@ class ShareLink(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Whether the link's page shows the scores of the entries it shows (docs/scores.md).
+    show_scores = models.BooleanField(default=False)
 
 
 class Activity(models.Model):
@@ -664,3 +668,134 @@ class SyncedFile(models.Model):
 
     def __str__(self):
         return f"{self.client}: {self.client_path}"
+
+
+class ScoreConfig(models.Model):
+    """One thing a team scores answers on: a number in a range, a category, or yes/no."""
+
+    class Kind(models.TextChoices):
+        NUMBER = "number", "Number"
+        CATEGORY = "category", "Category"
+        BOOLEAN = "boolean", "Yes / no"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="score_configs")
+    name = models.CharField(max_length=60)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    min_value = models.FloatField(null=True, blank=True)
+    max_value = models.FloatField(null=True, blank=True)
+    categories = models.JSONField(default=list, blank=True)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="unique_score_config_name")
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Score(models.Model):
+    """A reviewer's score of one entry, or of the branch that ends at it. Like a comment,
+    never part of the model's context. One per reviewer, config, entry and target."""
+
+    class Target(models.TextChoices):
+        ENTRY = "entry", "This entry"
+        BRANCH = "branch", "The branch ending here"
+
+    config = models.ForeignKey(ScoreConfig, on_delete=models.CASCADE, related_name="scores")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="scores")
+    entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="scores")
+    target = models.CharField(max_length=8, choices=Target.choices, default=Target.ENTRY)
+    # number: the number; yes/no: 1 or 0; category: the category's index (label keeps it).
+    value = models.FloatField()
+    label = models.CharField(max_length=60, blank=True, default="")
+    comment = models.TextField(blank=True, default="")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "entry", "target", "author"], name="unique_score_per_author"
+            )
+        ]
+        indexes = [models.Index(fields=["session", "entry"], name="score_session_entry")]
+
+
+class ReviewQueue(models.Model):
+    """A team's list of answers to review, built once from a filter (docs/scores.md)."""
+
+    class Scope(models.TextChoices):
+        LEAF = "leaf", "The last answer of each session"
+        BRANCH_ENDS = "branch_ends", "Every answer that ends a branch"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="review_queues")
+    name = models.CharField(max_length=200)
+    filters = models.JSONField(default=dict, blank=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.LEAF)
+    reviews_per_item = models.PositiveSmallIntegerField(default=1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class ReviewItem(models.Model):
+    """One review of one answer: a queue asking for n reviews per answer holds n items
+    (slots) per answer. An item is held by one reviewer at a time; a hold older than
+    PIWEB_REVIEW_HOLD_SECONDS lapses and the item is free again."""
+
+    queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="+")
+    slot = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveIntegerField()
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    held_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    held_at = models.DateTimeField(null=True, blank=True)
+    done_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "entry", "slot"], name="unique_review_item_slot"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["queue", "position"],
+                condition=models.Q(done_at=None),
+                name="review_item_open",
+            ),
+            # a reviewer's items in a queue: the one they hold, the ones they reviewed
+            models.Index(fields=["queue", "held_by"], name="review_item_held"),
+            models.Index(fields=["queue", "done_by"], name="review_item_done"),
+        ]
+
+
+class AnswerInput(models.Model):
+    """What an agent run sent the model for one answer besides the messages: its system
+    prompt and tools, recorded when the answer is stored (the messages are the context at
+    the answer's parent, rebuilt exactly from the tree). A dataset row of an answer with
+    none (stored before this existed, or imported) is rebuilt and marked `reconstructed`."""
+
+    entry = models.OneToOneField(Entry, on_delete=models.CASCADE, related_name="sent_input")
+    system_prompt = models.TextField()
+    tools = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)

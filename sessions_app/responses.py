@@ -25,7 +25,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 from sessions_app.core.errors import Forbidden, ServiceError
 from sessions_app.params import query
 from sessions_app.presentation import exports
-from sessions_app.selectors.access import EDITOR, OWNER, VIEWER, check_access
+from sessions_app.selectors.access import EDITOR, OWNER, REVIEWER, VIEWER, check_access
 from sessions_app.services import sessions, sync_tokens
 
 NOTICE_TEMPLATE = "sessions_app/_notice.html"
@@ -142,7 +142,7 @@ def error_response(
 
 
 COMMENTER = "commenter"  # a member with any role: a share-link visitor only reads
-NEEDS = (VIEWER, COMMENTER, EDITOR, OWNER)
+NEEDS = (VIEWER, COMMENTER, REVIEWER, EDITOR, OWNER)
 
 
 def _gate(view, methods, login: bool, need: str | None):
@@ -161,7 +161,7 @@ def session_view(
 ):
     """The gate of every view of one session (`<session_id>` in its route): login, the
     allowed methods (None: any), the session with the caller's rights (`need`: viewer,
-    commenter, editor or owner; no role at all is a 404, too weak a role a 403), and
+    commenter, reviewer, editor or owner; no role at all is a 404, too weak a role a 403), and
     every refusal mapped by `error_response`. The view is called as
     `view(request, access, **the other route values)`.
 

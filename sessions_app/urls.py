@@ -15,6 +15,8 @@ from sessions_app.views import (
     models,
     pages,
     prompt_templates,
+    review_queues,
+    scores,
     search,
     sharing,
     sync,
@@ -92,6 +94,33 @@ urlpatterns = [
     path("teams/<int:team_id>/members/<int:member_id>/role/", teams.set_role, name="team_role"),
     path("teams/<int:team_id>/members/<int:member_id>/remove/", teams.remove, name="team_remove"),
     path("teams/<int:team_id>/leave/", teams.leave, name="team_leave"),
+    # --- scores and review queues (docs/scores.md)
+    path("teams/<int:team_id>/queues/", review_queues.queues, name="queues"),
+    path("teams/<int:team_id>/queues/new/", review_queues.create, name="queue_create"),
+    path("queues/<int:queue_id>/assign/", review_queues.assign, name="queue_assign"),
+    path("queues/<int:queue_id>/review/", review_queues.review, name="queue_review"),
+    path("queues/<int:queue_id>/dataset/", review_queues.dataset, name="queue_dataset"),
+    path(
+        "queues/<int:queue_id>/items/<int:item_id>/score/",
+        review_queues.score,
+        name="queue_score",
+    ),
+    path("queues/<int:queue_id>/items/<int:item_id>/skip/", review_queues.skip, name="queue_skip"),
+    path("teams/<int:team_id>/scores/new/", scores.add_config, name="team_score_add"),
+    path(
+        "teams/<int:team_id>/scores/<int:config_id>/delete/",
+        scores.delete_config,
+        name="team_score_delete",
+    ),
+    path(
+        "s/<str:session_id>/scores/<str:entry_id>/", scores.entry_scores_view, name="entry_scores"
+    ),
+    path("s/<str:session_id>/scores/<str:entry_id>/set/", scores.set_score, name="score_set"),
+    path(
+        "s/<str:session_id>/scores/<str:entry_id>/<int:score_id>/delete/",
+        scores.delete_score,
+        name="score_delete",
+    ),
     # --- chat
     path("s/<str:session_id>/chat/send/", chat.send, name="chat_send"),
     path("s/<str:session_id>/chat/stop/", chat.stop, name="chat_stop"),

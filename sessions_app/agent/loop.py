@@ -46,6 +46,14 @@ TEXT_FLUSH_SECONDS = 0.05
 TEXT_FLUSH_CHARS = 4000
 
 
+def request_tools(tools) -> list[dict]:
+    """The tools as a request carries them (each API module puts them in its wire shape);
+    also what an agent run records beside its answers (models.AnswerInput)."""
+    return [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
+    ]
+
+
 class RunHooks(Protocol):
     def context(self) -> list[dict[str, Any]]:
         """The LLM messages (pi shapes, after convert_to_llm) for the next request."""
@@ -160,10 +168,7 @@ class AgentRun:
         return ModelRequest(
             system_prompt=self.system_prompt,
             messages=messages,
-            tools=[
-                {"name": t.name, "description": t.description, "parameters": t.parameters}
-                for t in self.tools.values()
-            ],
+            tools=request_tools(self.tools.values()),
             thinking_level=self.thinking_level,
             session_id=self.session_id,
         )

@@ -1,6 +1,7 @@
 """The one permission check used by every view, API, websocket and export.
 
-Roles, weakest first: viewer (read, comment, export), editor (also chat, navigate,
+Roles, weakest first: viewer (read, comment, export), reviewer (also score answers:
+a team member with the team role reviewer or higher, whatever the share's role), editor (also chat, navigate,
 fork, compact, label), owner (also share, rename, delete). A share link grants viewer
 rights on one session without login. Someone with no role at all gets a `NotFound` (404),
 so session ids never leak; someone with too weak a role a `Forbidden` (403): both are
@@ -14,8 +15,8 @@ from django.utils import timezone
 from sessions_app.core.errors import Forbidden, NotFound
 from sessions_app.models import Session, SessionShare, ShareLink
 
-VIEWER, EDITOR, OWNER = "viewer", "editor", "owner"
-_RANK = {VIEWER: 1, EDITOR: 2, OWNER: 3}
+VIEWER, REVIEWER, EDITOR, OWNER = "viewer", "reviewer", "editor", "owner"
+_RANK = {VIEWER: 1, REVIEWER: 2, EDITOR: 3, OWNER: 4}
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class Access:
     @property
     def can_edit(self) -> bool:
         return _RANK[self.role] >= _RANK[EDITOR]
+
+    @property
+    def can_score(self) -> bool:
+        return _RANK[self.role] >= _RANK[REVIEWER]
 
     @property
     def is_owner(self) -> bool:
@@ -47,18 +52,22 @@ def role_for(user, session: Session) -> str | None:
         return None
     if session.owner_id == user.pk:
         return OWNER
-    # A team member with the team role "viewer" reads, whatever the share's role.
     roles = {
-        SessionShare.Role.VIEWER if member_role == "viewer" else share_role
+        _member_role(share_role, member_role)
         for share_role, member_role in SessionShare.objects.filter(
             session=session, team__teammembership__user=user
         ).values_list("role", "team__teammembership__role")
     }
-    if SessionShare.Role.EDITOR in roles:
-        return EDITOR
-    if SessionShare.Role.VIEWER in roles:
-        return VIEWER
-    return None
+    return max(roles, key=_RANK.__getitem__, default=None)
+
+
+def _member_role(share_role: str, member_role: str) -> str:
+    """A team member's role on a session shared with the team: a team viewer reads and a
+    team reviewer scores whatever the share says; editors and admins get the share's role,
+    and score even on a viewer share."""
+    if member_role in (VIEWER, REVIEWER):
+        return member_role
+    return EDITOR if share_role == SessionShare.Role.EDITOR else REVIEWER
 
 
 def active_share_link(token: str | None, session: Session) -> ShareLink | None:

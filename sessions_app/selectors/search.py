@@ -26,7 +26,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.preview import clean_text
-from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.core.scores import parse_score_filter
+from sessions_app.models import Entry, Score, ScoreConfig, SearchDocument, Session
 from sessions_app.selectors.sessions import visible_sessions
 
 PAGE_SIZE = 50
@@ -36,6 +37,9 @@ DOC = SearchDocument._meta.db_table
 FTS = "sessions_app_searchfts"
 ENTRY = Entry._meta.db_table
 SESSION = Session._meta.db_table
+SCORE = Score._meta.db_table
+SCORE_CONFIG = ScoreConfig._meta.db_table
+SQL_OPERATORS = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "exact": "="}
 
 
 LIKE_ESCAPE = " ESCAPE '\\'"  # our LIKE patterns escape %, _ and \ with a backslash
@@ -55,6 +59,7 @@ class SearchFilters:
     label: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    score: str = ""  # entries scored so: "quality<3" (core/scores.py)
 
     @classmethod
     def from_params(cls, params) -> SearchFilters:
@@ -70,6 +75,13 @@ class SearchFilters:
         def text(name, limit):
             return clean_text((params.get(name) or "").strip()[:limit])
 
+        def score(raw):
+            try:
+                parse_score_filter(raw)
+            except ServiceError as exc:
+                raise SearchError(f"score: {exc}") from exc
+            return raw
+
         return cls(
             role=text("role", 32),
             tool=text("tool", 100),
@@ -77,10 +89,13 @@ class SearchFilters:
             label=text("label", 200),
             date_from=day("from"),
             date_to=day("to"),
+            score=score(text("score", 80)),
         )
 
     def any(self) -> bool:
-        return any([self.role, self.tool, self.cwd, self.label, self.date_from, self.date_to])
+        return any(
+            [self.role, self.tool, self.cwd, self.label, self.date_from, self.date_to, self.score]
+        )
 
 
 @dataclass
@@ -247,6 +262,14 @@ def _filter_conditions(filters: SearchFilters, where: list, params: list, joins:
     if filters.date_to:
         where.append("d.date <= %s")
         params.append(datetime.combine(filters.date_to, time.max, tzinfo=UTC))
+    if filters.score:
+        name, lookup, number = parse_score_filter(filters.score)
+        where.append(
+            f"d.entry_id IN (SELECT s.entry_id FROM {SCORE} s JOIN {SCORE_CONFIG} c "
+            f"ON c.id = s.config_id WHERE LOWER(c.name) = %s AND s.target = 'entry' "
+            f"AND s.value {SQL_OPERATORS[lookup]} %s)"
+        )
+        params.extend([name.lower(), number])
     if filters.label:
         joins.append(f"JOIN {ENTRY} le ON le.id = d.entry_id")
         where.append(f"LOWER(le.label) LIKE %s{LIKE_ESCAPE}")

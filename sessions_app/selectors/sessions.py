@@ -14,8 +14,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.core.cache import cache
 from django.db.models import Exists, F, OuterRef, Q
 
+from sessions_app.core.errors import ServiceError
 from sessions_app.core.preview import clean_text
-from sessions_app.models import Entry, Session, SessionShare, TeamMembership, UsageDaily
+from sessions_app.core.scores import parse_score_filter
+from sessions_app.models import Entry, Score, Session, SessionShare, TeamMembership, UsageDaily
 
 
 def visible_sessions(user):
@@ -57,6 +59,7 @@ class ListFilters:
     archived: str = ""  # "" hides archived sessions, "only" shows only them, "all" both
     pinned: bool = False
     tag: str = ""
+    score: str = ""  # sessions with an answer scored so: "quality<3" (core/scores.py)
     problems: list[str] = field(default_factory=list)
 
     @classmethod
@@ -73,6 +76,12 @@ class ListFilters:
             found.archived = ""
         found.pinned = params.get("pinned", "") in ("1", "on", "true")
         found.tag = clean_text(params.get("tag", "").strip().lstrip("#").lower()[:32])
+        found.score = clean_text(params.get("score", "").strip()[:80])
+        try:
+            parse_score_filter(found.score)
+        except ServiceError as exc:
+            found.problems.append(f"{exc} The score filter is ignored.")
+            found.score = ""
         if found.source not in Session.Source.values:
             found.source = ""
         found.start = found._day(params.get("from", ""), "from")
@@ -103,6 +112,7 @@ class ListFilters:
             "archived": self.archived,
             "pinned": "1" if self.pinned else "",
             "tag": self.tag,
+            "score": self.score,
         }
         values.update(override)
         return {k: v for k, v in values.items() if v}
@@ -148,6 +158,8 @@ def visible_list(user, filters: ListFilters):
         sessions = sessions.filter(
             Exists(UsageDaily.objects.filter(session=OuterRef("pk"), key=filters.model))
         )
+    if filters.score:
+        sessions = sessions.filter(Exists(scored_so(filters.score).filter(session=OuterRef("pk"))))
     low, high = day_bounds(filters.start, filters.end)
     # Sessions whose own time span [start, last activity] meets the range.
     if low:
@@ -159,6 +171,14 @@ def visible_list(user, filters: ListFilters):
     order = column.desc(nulls_last=True) if filters.sort.startswith("-") else column.asc()
     # Pinned sessions lead the list, each part in the chosen order.
     return sessions.order_by("-pinned", order, "-pk" if filters.sort.startswith("-") else "pk")
+
+
+def scored_so(score_filter: str):
+    """The scores that meet a score filter such as "quality<3" (entry scores)."""
+    name, lookup, number = parse_score_filter(score_filter)
+    return Score.objects.filter(
+        config__name__iexact=name, target=Score.Target.ENTRY, **{f"value__{lookup}": number}
+    )
 
 
 def session_audience(session_pks: list[int]) -> set[int]:

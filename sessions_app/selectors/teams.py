@@ -21,7 +21,7 @@ def team_sessions(team: Team):
 
 def teams_with_shares(user) -> list[dict]:
     """The teams `user` is in, with their members and the sessions shared with them
-    (newest first, at most TEAM_SHARES_LIMIT each): three queries, whatever the count."""
+    (newest first, at most TEAM_SHARES_LIMIT each) and their score configs: four queries, whatever the count."""
     shares = SessionShare.objects.select_related("session", "session__owner").order_by(
         "-session__modified_at"
     )
@@ -30,6 +30,7 @@ def teams_with_shares(user) -> list[dict]:
         .order_by("name")
         .prefetch_related(
             "members",
+            "score_configs",
             Prefetch("shares", queryset=shares),
             Prefetch(
                 "teammembership_set",
@@ -48,6 +49,7 @@ def teams_with_shares(user) -> list[dict]:
                 "memberships": memberships,
                 "my_role": mine.role if mine else "",
                 "shares": list(team.shares.all())[:TEAM_SHARES_LIMIT],
+                "score_configs": list(team.score_configs.all()),
             }
         )
     return rows

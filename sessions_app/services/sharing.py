@@ -105,9 +105,11 @@ def create_link(
     target_pi_id: str | None = None,
     expires_in_days: int | str | None = None,
     scope: str = ShareLink.Scope.PATH,
+    show_scores: bool = False,
 ) -> ShareLink:
     """A read-only link to the branch ending at `leaf_pi_id`, focused on `target_pi_id`;
-    `scope` "subtree" also shows everything below the leaf."""
+    `scope` "subtree" also shows everything below the leaf; `show_scores` shows the
+    team's scores of the entries it shows (never shown otherwise)."""
     if scope not in ShareLink.Scope.values:
         raise SharingError(
             "Choose what the link shows: the path to the node, or the node and everything under it."
@@ -134,6 +136,7 @@ def create_link(
         target_pi_id=target_pi_id,
         created_by=actor,
         expires_at=expires_at,
+        show_scores=show_scores,
     )
     record_activity(
         locked,

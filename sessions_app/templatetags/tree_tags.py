@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
 from sessions_app.core.tree_layout import CHILDREN_PAGE, format_tokens
+from sessions_app.templatetags.score_tags import score_badges_html
 
 register = template.Library()
 
@@ -153,11 +154,15 @@ class _RowContext:
         # Open comment threads by entry (selectors/panels/tree.rows_context; empty for
         # share-link visitors, who do not see team comments).
         self.comment_counts = context.get("comment_counts") or {}
+        # Score badges by entry (empty for a share link that does not show scores).
+        self.score_badges = context.get("score_badges") or {}
         # Files changed by an entry (selectors/changes.change_counts).
         self.change_counts = context.get("change_counts") or {}
 
     def marker(self, node_id: str) -> str:
-        return comment_marker(self.comment_counts.get(node_id, 0))
+        return comment_marker(self.comment_counts.get(node_id, 0)) + score_badges_html(
+            self.score_badges.get(node_id)
+        )
 
     def changes(self, node_id: str) -> str:
         return change_marker(self.change_counts.get(node_id))

@@ -23,6 +23,7 @@ from sessions_app.selectors.access import (
     check_access,
     share_link_session_id,
 )
+from sessions_app.selectors.scores import badges_by_entry
 from sessions_app.selectors.share_preview import share_preview
 from sessions_app.selectors.sharing import (
     link_state,
@@ -110,6 +111,7 @@ def create_link(request, access):
             target_pi_id=params.optional("target"),
             expires_in_days=params.text("expires_in_days"),
             scope=params.text("scope") or ShareLink.Scope.PATH,
+            show_scores=params.flag("show_scores"),
         )
     except sharing.SharingError as exc:  # shown on the sharing page, with its forms
         return _sharing_page(request, access, str(exc), status=400)
@@ -185,6 +187,9 @@ def share_link(request, token):
             "token": token,
             "view": view,
             "is_link_branch": view["leaf"] == link.leaf_pi_id,
+            "score_badges": badges_by_entry(access.session, key="entry__pi_id")
+            if link.show_scores
+            else {},
         },
     )
     response["X-Robots-Tag"] = "noindex"

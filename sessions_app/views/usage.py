@@ -18,6 +18,7 @@ from sessions_app.models import Entry, Team
 from sessions_app.params import query
 from sessions_app.responses import piweb_view, session_view
 from sessions_app.selectors.panels.context_chart import context_chart
+from sessions_app.selectors.scores import scores_by_model, scores_over_time
 from sessions_app.selectors.sessions import visible_sessions
 from sessions_app.selectors.teams import member_team, team_sessions
 from sessions_app.selectors.usage import dashboard
@@ -113,9 +114,13 @@ def usage_dashboard(request):
             for m in board.models
         ],
     }
+    score_filter = query(request).text("score", limit=80).strip()
     context = {
         "scope": scope,
         "board": board,
+        "score_filter": score_filter,
+        "scores_by_model": scores_by_model(scope.sessions, score_filter),
+        "scores_chart": scores_over_time(scope.sessions),
         "chart": chart,
         "teams": request.user.teams.order_by("name"),
         "presets": presets,

@@ -140,7 +140,32 @@
     return u;
   }
 
-  var KINDS = { context: contextChart, daily: dailyChart };
+  // Scores over time: one line per score and model, the day's mean score.
+  function scoreChart(el, data) {
+    var days = data.days;
+    var x = days.map(function (d, i) { return i; });
+    var series = [{ label: "day", value: function (u, v) { return v == null ? "–" : days[v] || ""; } }];
+    data.series.forEach(function (line, k) {
+      var color = PALETTE[k % PALETTE.length];
+      series.push({ label: line.label, stroke: color, width: 2, spanGaps: true, points: { show: true, size: 6, fill: color } });
+    });
+    var opts = {
+      width: width(el),
+      height: 240,
+      scales: { x: { time: false } },
+      axes: [
+        { values: function (u, splits) { return splits.map(function (i) { return days[i] || ""; }); } },
+        { size: 50 },
+      ],
+      series: series,
+    };
+    var u = new uPlot(opts, [x].concat(data.series.map(function (line) { return line.values; })), el);
+    el._uplot = u;
+    el.dataset.lines = String(data.series.length);
+    return u;
+  }
+
+  var KINDS = { context: contextChart, daily: dailyChart, scores: scoreChart };
 
   function init(root) {
     if (!window.uPlot || !root || !root.querySelectorAll) return;

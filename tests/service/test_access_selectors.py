@@ -12,6 +12,7 @@ from sessions_app.models import SessionShare, ShareLink, Team, TeamMembership
 from sessions_app.selectors.access import (
     EDITOR,
     OWNER,
+    REVIEWER,
     VIEWER,
     check_access,
     role_for,
@@ -30,16 +31,24 @@ def shared_with(session, user, share_role, member_role=TeamMembership.Role.EDITO
 
 
 def test_roles_come_from_ownership_and_team_shares(make_user):
-    owner, editor, viewer, demoted, stranger = (make_user() for _ in range(5))
+    owner, editor, viewer, demoted, reviewer, stranger = (make_user() for _ in range(6))
     session = sessions.create_session(owner=owner, cwd="/w")
     shared_with(session, editor, SessionShare.Role.EDITOR)
+    # A team editor on a viewer share reads and scores (a reviewer's rights).
     shared_with(session, viewer, SessionShare.Role.VIEWER)
     # A member whose team role is viewer only reads, even on an editor share.
     shared_with(session, demoted, SessionShare.Role.EDITOR, TeamMembership.Role.VIEWER)
+    # A team reviewer scores, and only reads, whatever the share says.
+    shared_with(session, reviewer, SessionShare.Role.EDITOR, TeamMembership.Role.REVIEWER)
     assert role_for(owner, session) == OWNER
     assert role_for(editor, session) == EDITOR
-    assert role_for(viewer, session) == VIEWER
+    assert role_for(viewer, session) == REVIEWER
     assert role_for(demoted, session) == VIEWER
+    assert role_for(reviewer, session) == REVIEWER
+    assert check_access(reviewer, session.pi_id, REVIEWER).can_score
+    assert not check_access(demoted, session.pi_id).can_score
+    with pytest.raises(Forbidden):
+        check_access(demoted, session.pi_id, REVIEWER)
     assert role_for(stranger, session) is None
     assert role_for(AnonymousUser(), session) is None
     # The best of several shares counts.
@@ -60,7 +69,7 @@ def test_visible_sessions_are_owned_or_shared(make_user):
 def test_check_access_refuses_strangers_as_not_found_and_viewers_with_the_reason(make_user):
     owner, viewer, stranger = make_user(), make_user(), make_user()
     session = sessions.create_session(owner=owner, cwd="/w")
-    shared_with(session, viewer, SessionShare.Role.VIEWER)
+    shared_with(session, viewer, SessionShare.Role.VIEWER, TeamMembership.Role.VIEWER)
     granted = check_access(owner, session.pi_id, OWNER)
     assert granted.is_owner and granted.can_edit and granted.can_comment
     seen = check_access(viewer, session.pi_id)

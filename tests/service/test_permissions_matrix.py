@@ -10,6 +10,8 @@ Personas
 - owner; editor / viewer: members of teams the session is shared with at that role;
 - team_viewer: a member with the team role "viewer" of the team that holds the editor
   share: a viewer, whatever the share says;
+- reviewer: a member with the team role reviewer of a team the session is shared with as
+  viewer (reads, and scores with the team's configs);
 - link: a logged-out visitor who holds a valid share link token (it rides along as
   ?share=TOKEN on every request: it must not open anything but the link pages);
 - expired_link: the same with a link that has expired: not even the link pages open;
@@ -26,8 +28,17 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from sessions_app.models import Comment, Job, SessionShare, ShareLink, Team, TeamMembership
-from sessions_app.services import comments, sharing
+from sessions_app.models import (
+    Comment,
+    Job,
+    Score,
+    SessionShare,
+    ShareLink,
+    Team,
+    TeamMembership,
+)
+from sessions_app.selectors.sessions import ListFilters
+from sessions_app.services import comments, review_queues, scores, sharing
 from tests.support.branchy_session import build_branchy_session
 
 SECRET_NAME = "Secret-Session-Name-7f3a"
@@ -39,16 +50,18 @@ PERSONAS = (
     "stranger",
     "viewer",
     "team_viewer",
+    "reviewer",
     "editor",
     "owner",
 )
 LOGGED_OUT = ("anonymous", "link", "expired_link")
-RANK = {"viewer": 1, "team_viewer": 1, "editor": 2, "owner": 3}
+RANK = {"viewer": 1, "team_viewer": 1, "reviewer": 2, "editor": 3, "owner": 4}
 
 
 @dataclass
 class Route:
-    # viewer | editor | owner | login | link | team (a member of the viewers team) |
+    # viewer | reviewer | editor | owner | login | link | team (a member of the viewers
+    # team) | reviewers (a member of the reviewers team) | reviewers_admin (its admin) |
     # public (anyone) | token (the sync API: a bearer token only; a login opens nothing)
     need: str
     method: str = "GET"
@@ -166,6 +179,50 @@ ROUTES: dict[str, Route] = {
         "team", "POST", ok=302, kwargs={"team_id": "team_pk", "member_id": "member_pk"}
     ),
     "team_leave": Route("team", "POST", ok=302, kwargs={"team_id": "team_pk"}),
+    # scores: admins manage configs (others are told no on the teams page); reviewers and
+    # up score; a score is taken back by its author only (here a stranger's: 404 for all)
+    "team_score_add": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk"}, data={"name": "q", "kind": "boolean"}
+    ),
+    "team_score_delete": Route(
+        "team", "POST", ok=302, kwargs={"team_id": "team_pk", "config_id": "config_pk"}
+    ),
+    "entry_scores": Route("viewer", kwargs=E),
+    # review queues: the reviewers team's (reviewer, editor and the owner, its admin)
+    "queues": Route("reviewers", kwargs={"team_id": "reviewers_pk"}),
+    "queue_create": Route(
+        "reviewers_admin",
+        "POST",
+        ok=302,
+        kwargs={"team_id": "reviewers_pk"},
+        data={"name": "q", "scope": "branch_ends"},
+    ),
+    "queue_assign": Route(
+        "reviewers_admin",
+        "POST",
+        ok=302,
+        kwargs={"queue_id": "queue_pk"},
+        data={"usernames": "reviewer_name"},
+    ),
+    "queue_review": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    "queue_dataset": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    # an item nobody holds: not theirs to score or skip (409) once the rights are checked
+    "queue_score": Route(
+        "reviewers",
+        "POST",
+        ok=409,
+        kwargs={"queue_id": "queue_pk", "item_id": "item_pk"},
+        data={"config": "config_pk", "value": "3"},
+    ),
+    "queue_skip": Route(
+        "reviewers", "POST", ok=409, kwargs={"queue_id": "queue_pk", "item_id": "item_pk"}
+    ),
+    "score_set": Route(
+        "reviewer", "POST", kwargs=E, data={"config": "config_pk", "value": "4"}, htmx=True
+    ),
+    "score_delete": Route(
+        "reviewer", "POST", ok=404, kwargs={**E, "score_id": "score_pk"}, htmx=True
+    ),
     # usage
     "usage_context_chart": Route("viewer", kwargs=S),
     "usage_dashboard": Route("login"),  # counts only what the caller can see
@@ -229,21 +286,26 @@ class World:
         User = get_user_model()
         self.users = {
             name: User.objects.create(username=f"{name}-{uuid.uuid4().hex[:6]}")
-            for name in ("owner", "editor", "viewer", "team_viewer", "stranger")
+            for name in ("owner", "editor", "viewer", "team_viewer", "reviewer", "stranger")
         }
         owner = self.users["owner"]
         editors, viewers = Team.objects.create(name="editors"), Team.objects.create(name="viewers")
+        reviewers = Team.objects.create(name="reviewers")
         TeamMembership.objects.create(team=editors, user=self.users["editor"])
         TeamMembership.objects.create(
             team=editors, user=self.users["team_viewer"], role=TeamMembership.Role.VIEWER
         )
-        TeamMembership.objects.create(team=viewers, user=self.users["viewer"])
+        TeamMembership.objects.create(team=viewers, user=self.users["viewer"], role="viewer")
         TeamMembership.objects.create(team=viewers, user=owner)
+        TeamMembership.objects.create(team=reviewers, user=self.users["reviewer"], role="reviewer")
+        TeamMembership.objects.create(team=reviewers, user=self.users["editor"], role="editor")
+        TeamMembership.objects.create(team=reviewers, user=owner, role="admin")
         data = build_branchy_session(owner, cwd=SECRET_CWD, name=SECRET_NAME)
         self.session = data.session
         self.ids = data.ids
         SessionShare.objects.create(session=self.session, team=editors, role="editor")
         self.share = SessionShare.objects.create(session=self.session, team=viewers, role="viewer")
+        SessionShare.objects.create(session=self.session, team=reviewers, role="viewer")
         self.team_pk = viewers.pk
         self.member_pk = TeamMembership.objects.get(team=viewers, user=self.users["viewer"]).pk
         self.sid = self.session.pi_id
@@ -269,6 +331,24 @@ class World:
             params={"a": self.entry, "b": self.other_leaf},
             progress={"summary": "s"},
         ).pk
+        config = scores.create_config(
+            reviewers, actor=owner, name="quality", kind="number", min_value=1, max_value=5
+        )
+        self.config_pk = config.pk
+        self.score_pk = Score.objects.create(
+            config=config,
+            session=self.session,
+            entry=self.session.entries.get(pi_id=self.entry),
+            value=3,
+            author=self.users["stranger"],
+        ).pk
+        self.reviewers_pk = reviewers.pk
+        self.reviewer_name = self.users["reviewer"].username
+        queue = review_queues.create_queue(
+            reviewers, actor=owner, name="q", filters=ListFilters(), scope="branch_ends"
+        )
+        self.queue_pk = queue.pk
+        self.item_pk = queue.items.first().pk
         self.secrets = [SECRET_NAME, SECRET_CWD, "zebrafish", *self.ids.values()]
 
     def client(self, persona: str) -> Client:
@@ -294,6 +374,10 @@ def expected_status(route: Route, persona: str) -> int:
         return route.ok
     if route.need == "team":
         return route.ok if persona in ("viewer", "owner") else 404
+    if route.need in ("reviewers", "reviewers_admin"):
+        if persona not in ("reviewer", "editor", "owner"):
+            return 404  # not in the team: its queues do not exist for them
+        return route.ok if route.need == "reviewers" or persona == "owner" else 403
     if persona == "stranger":
         return 404  # no role at all: the session does not exist for them
     return route.ok if RANK[persona] >= RANK[route.need] else 403
@@ -461,6 +545,7 @@ def test_websocket_matrix(make_user, redis_ready):
         "stranger": ("closed", 4404),
         "viewer": ("open", "viewer"),
         "team_viewer": ("open", "viewer"),
+        "reviewer": ("open", "reviewer"),
         "editor": ("open", "editor"),
         "owner": ("open", "owner"),
     }

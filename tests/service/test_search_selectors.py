@@ -89,6 +89,27 @@ def test_filters_role_tool_cwd_label_and_date(people):
 
 
 @pytest.mark.embedded
+def test_filters_on_scores(people):
+    from sessions_app.services import scores
+
+    owner, *_ = people
+    team = Team.objects.create(name="graders")
+    TeamMembership.objects.create(team=team, user=owner, role="admin")
+    data = build_branchy_session(owner)
+    config = scores.create_config(
+        team, actor=owner, name="Quality", kind="number", min_value=1, max_value=5
+    )
+    scores.set_score(data.session, data.ids["a3"], config.pk, "2", actor=owner)
+    scores.set_score(data.session, data.ids["b3"], config.pk, "4", actor=owner)
+    low = search.search(owner, "", SearchFilters.from_params({"score": "quality<3"}))
+    assert [h.entry_pi_id for h in low.hits] == [data.ids["a3"]]
+    high = search.search(owner, "tests", SearchFilters(score="quality>=4"))
+    assert [h.entry_pi_id for h in high.hits] == [data.ids["b3"]]
+    with pytest.raises(SearchError):
+        SearchFilters.from_params({"score": "quality<<3"})
+
+
+@pytest.mark.embedded
 def test_hostile_queries_are_quoted_not_executed(people):
     owner, *_ = people
     build_branchy_session(owner)

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from sessions_app.core.errors import NotFound
 from sessions_app.models import Activity, SessionShare, ShareLink, Team, TeamMembership
-from sessions_app.selectors.access import EDITOR, VIEWER, check_access
+from sessions_app.selectors.access import EDITOR, REVIEWER, check_access
 from sessions_app.services import sessions, sharing
 from sessions_app.services.sharing import SharingError
 from tests.support.branchy_session import assistant, build_branchy_session
@@ -32,7 +32,8 @@ def test_share_with_team_change_role_and_revoke(setup):
     with pytest.raises(NotFound):
         check_access(member, session.pi_id)
     share = sharing.share_with_team(session, team.pk, "viewer", actor=owner)
-    assert check_access(member, session.pi_id).role == VIEWER
+    # a team editor on a viewer share reads and scores, but does not edit
+    assert check_access(member, session.pi_id).role == REVIEWER
     sharing.share_with_team(session, team.pk, "editor", actor=owner)
     assert check_access(member, session.pi_id, EDITOR).role == EDITOR
     assert SessionShare.objects.filter(session=session).count() == 1

@@ -23,9 +23,10 @@ def client_for(user, csrf: bool = False) -> Client:
 
 
 def share(session, user, role: str) -> SessionShare:
-    """Share ``session`` with ``user`` through a team of their own, as ``role``."""
+    """Share ``session`` with ``user`` through a team of their own, as ``role`` (their team
+    role matches: a team editor on a viewer share would also score, as a reviewer)."""
     team = Team.objects.create(name=f"team-{uuid.uuid4().hex[:6]}")
-    TeamMembership.objects.create(team=team, user=user)
+    TeamMembership.objects.create(team=team, user=user, role=role)
     return SessionShare.objects.create(session=session, team=team, role=role)
 
 

@@ -20,6 +20,7 @@ from sessions_app.selectors.llm.resolution import available_models, thinking_for
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.selectors.runs import active_run, run_state
+from sessions_app.selectors.scores import badges_by_entry
 
 TRANSCRIPT_LIMIT = 200
 
@@ -56,6 +57,8 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
         )
     return {
         "entries": entries,
+        # Scores show beside the answers; like comments they never reach the model.
+        "score_badges": badges_by_entry(session, key="entry__pi_id"),
         "hidden": hidden + len(tail) - len(entries),
         "leaf": leaf,
     }

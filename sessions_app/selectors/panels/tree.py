@@ -15,6 +15,7 @@ from sessions_app.selectors.entries import child_previews, entry_pk, line_length
 from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.navigation import blocking_job, resolve_target
 from sessions_app.selectors.paths import path_entry_pks
+from sessions_app.selectors.scores import badges_by_entry
 
 TREE_COLUMNS = (
     "pk",
@@ -85,6 +86,10 @@ def rows_context(access, state: dict, layout: Layout, rows, **extra) -> dict:
         "page_url": page_url(session),
         # The review markers: share-link visitors do not see team comments.
         "comment_counts": open_comment_counts_by_pi_id(session) if access.can_comment else {},
+        # Scores: a share-link visitor sees them only when the link says so.
+        "score_badges": badges_by_entry(session, key="entry__pi_id")
+        if access.share_link is None or access.share_link.show_scores
+        else {},
         "change_counts": change_counts(session) or reconstructed_counts(session, layout.index),
         **extra,
     }

@@ -32,12 +32,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from piweb import queues
-from sessions_app.agent.loop import AgentRun, now_ms
+from sessions_app.agent.loop import AgentRun, now_ms, request_tools
 from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
-from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
+from sessions_app.models import AnswerInput, FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
 from sessions_app.selectors.llm.keys import ModelUnavailable
@@ -289,6 +289,7 @@ class _Hooks:
         self.files_base: str | None = None
         self.turn_entry = None
         self.unsnapshotted = None
+        self.sent = None  # (system prompt, tools) of the run's requests, set by _run_agent
 
     def emit(self, event: str, data: dict) -> None:
         structural = self.state.apply(event, data)
@@ -306,6 +307,10 @@ class _Hooks:
         self.parent = self.last_entry.pi_id
         if message.get("role") == "assistant":
             self.turn_entry = self.last_entry
+            if self.sent is not None:  # what the request carried besides the messages
+                AnswerInput.objects.create(
+                    entry=self.last_entry, system_prompt=self.sent[0], tools=self.sent[1]
+                )
             calls = [b for b in message.get("content") or [] if b.get("type") == "toolCall"]
             # Its tools may change files: a snapshot is due (after_tools), even if the
             # run ends before the loop gets there.
@@ -521,6 +526,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         )  # fmt: skip
         return "error", "no model configured"
     tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
+    hooks.sent = (seen.system_prompt, request_tools(seen.tools))
     run = AgentRun(
         llm=config,
         system_prompt=seen.system_prompt,

@@ -65,3 +65,24 @@ def test_csv_cells_from_imported_files_never_start_a_formula(make_user, client):
     client.force_login(owner)
     body = client.get("/usage/export.csv").content.decode()
     assert ",'=HYPERLINK(1)," in body and ",=HYPERLINK" not in body
+
+
+def test_the_dashboard_counts_answers_scored_below_a_mark_by_model(make_user):
+    from sessions_app.services import scores
+    from tests.support.branchy_session import build_branchy_session
+
+    owner = make_user()
+    team = Team.objects.create(name="graders")
+    TeamMembership.objects.create(team=team, user=owner, role="admin")
+    data = build_branchy_session(owner)
+    config = scores.create_config(
+        team, actor=owner, name="q", kind="number", min_value=1, max_value=5
+    )
+    scores.set_score(data.session, data.ids["a3"], config.pk, "2", actor=owner)
+    scores.set_score(data.session, data.ids["b3"], config.pk, "4", actor=owner)
+    client = client_for(owner)
+    page = client.get("/usage/", {"score": "q<3"}).content.decode()
+    row = page[page.index('data-score-row="q"') :].split("</tr>")[0]
+    assert "scripted-model" in row and "<td>2</td><td>3.0</td><td>1</td>" in row
+    assert 'data-usage-chart="scores"' in page and 'id="usage-scores-data"' in page
+    assert client.get("/usage/", {"score": "q<<3"}).status_code == 400

@@ -1,0 +1,136 @@
+"""Reading scores: a team's configs, the configs someone may score a session with, the
+badges of a session's entries (writing them: `services/scores.py`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Avg, Count, Q
+from django.db.models.functions import TruncDate
+
+from sessions_app.core import scores as values
+from sessions_app.models import Score, ScoreConfig, Session, Team, TeamMembership
+
+SCORING_ROLES = ("reviewer", "editor", "admin")
+
+
+def team_configs(team: Team) -> list[ScoreConfig]:
+    return list(ScoreConfig.objects.filter(team=team))
+
+
+def scoring_configs(user, session: Session) -> list[ScoreConfig]:
+    """The configs `user` may score this session with: those of the teams the session is
+    shared with (every team of theirs, for the owner) where their role is reviewer or up."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    teams = TeamMembership.objects.filter(user=user, role__in=SCORING_ROLES).values("team_id")
+    shared = Q(team__shares__session=session)
+    if session.owner_id == user.pk:
+        shared = Q()
+    return list(
+        ScoreConfig.objects.filter(shared, team_id__in=teams)
+        .select_related("team")
+        .distinct()
+        .order_by("team__name", "name", "pk")
+    )
+
+
+@dataclass
+class Badge:
+    """One config's scores on one entry (or its branch): their mean, and who gave them."""
+
+    config: str
+    target: str
+    values: list[float] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        if self.labels and all(self.labels):
+            distinct = sorted(set(self.labels))
+            return distinct[0] if len(distinct) == 1 else f"{len(distinct)} answers"
+        return values.shown(round(sum(self.values) / len(self.values), 1))
+
+    @property
+    def title(self) -> str:
+        on = "branch" if self.target == Score.Target.BRANCH else "entry"
+        return f"{self.config} ({on}) by {', '.join(self.authors)}"
+
+
+def badges_by_entry(session: Session, key: str = "entry_id") -> dict:
+    """{entry (pk, or `key="entry__pi_id"`): [Badge, …]} for the whole session."""
+    rows = (
+        Score.objects.filter(session=session)
+        .order_by("config__name", "target", "created_at")
+        .values_list(key, "config__name", "target", "value", "label", "author__username")
+    )
+    found: dict = defaultdict(dict)
+    for entry, config, target, value, label, author in rows:
+        badge = found[entry].setdefault((config, target), Badge(config, target))
+        badge.values.append(value)
+        badge.labels.append(label)
+        badge.authors.append(author)
+    return {entry: list(by_config.values()) for entry, by_config in found.items()}
+
+
+def entry_scores(session: Session, entry_pi_id: str) -> list[Score]:
+    """Every score on one entry, with its config and author."""
+    return list(
+        Score.objects.filter(session=session, entry__pi_id=entry_pi_id)
+        .select_related("config", "author")
+        .order_by("config__name", "target", "created_at")
+    )
+
+
+def scores_by_model(sessions, score_filter: str = "") -> list[dict]:
+    """Entry scores of answers in `sessions` (a queryset), per score name and model: how
+    many, their mean, and how many meet `score_filter` ("quality<3") when one is given."""
+    scores = Score.objects.filter(session__in=sessions.values("pk"), target=Score.Target.ENTRY)
+    meeting = Q()
+    if score_filter:
+        name, lookup, number = values.parse_score_filter(score_filter)
+        meeting = Q(config__name__iexact=name, **{f"value__{lookup}": number})
+    rows = (
+        scores.values("config__name", "entry__usage_key")
+        .annotate(count=Count("pk"), mean=Avg("value"), meeting=Count("pk", filter=meeting))
+        .order_by("config__name", "entry__usage_key")
+    )
+    return [
+        {
+            "score": r["config__name"],
+            "model": r["entry__usage_key"] or "(unknown)",
+            "count": r["count"],
+            "mean": round(r["mean"], 2),
+            "meeting": r["meeting"] if score_filter else None,
+        }
+        for r in rows
+    ]
+
+
+def scores_over_time(sessions) -> dict:
+    """The uPlot series of the usage page's scores chart: per score and model, each day's
+    mean entry score (None on days without one), over the days that have scores."""
+    rows = (
+        Score.objects.filter(session__in=sessions.values("pk"), target=Score.Target.ENTRY)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "config__name", "entry__usage_key")
+        .annotate(mean=Avg("value"))
+        .order_by("day")
+    )
+    days: list[str] = []
+    lines: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        day = row["day"].isoformat()
+        if not days or days[-1] != day:
+            days.append(day)
+        label = f"{row['config__name']} · {row['entry__usage_key'] or '(unknown)'}"
+        lines[label][day] = round(row["mean"], 2)
+    return {
+        "days": days,
+        "series": [
+            {"label": label, "values": [by_day.get(day) for day in days]}
+            for label, by_day in sorted(lines.items())
+        ],
+    }

@@ -1,0 +1,160 @@
+"""Scores: a team's score configs (its admins manage them) and the scores its reviewers
+give entries and branches (docs/scores.md).
+
+Like comments, scores live in their own tables and never reach the model's context. Who
+scores with a team's configs: a member whose team role is reviewer or higher, on a
+session shared with that team (whatever the share's role) or owned by them.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from sessions_app.core import scores as values
+from sessions_app.core.errors import ServiceError
+from sessions_app.core.preview import clean_text
+from sessions_app.models import Score, ScoreConfig, Session, SessionShare, Team, TeamMembership
+from sessions_app.selectors.entries import find_entry
+from sessions_app.services.sessions import lock_session, record_activity
+
+MAX_NAME = 60
+MAX_DESCRIPTION = 2000
+MAX_COMMENT = 4000
+SCORING_ROLES = (
+    TeamMembership.Role.REVIEWER,
+    TeamMembership.Role.EDITOR,
+    TeamMembership.Role.ADMIN,
+)
+
+
+class ScoreError(ServiceError):
+    code = "score"
+
+
+def _member_role(team: Team, user) -> str | None:
+    return (
+        TeamMembership.objects.filter(team=team, user_id=getattr(user, "pk", None))
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def require_team_admin(team: Team, actor) -> None:
+    if _member_role(team, actor) != TeamMembership.Role.ADMIN:
+        raise ScoreError(f"Only an admin of {team.name} can change its score configs.", 403)
+
+
+def _number(value) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ScoreError(f"{str(value)[:20]!r} is not a number.") from None
+
+
+@transaction.atomic
+def create_config(
+    team: Team,
+    *,
+    actor,
+    name: str,
+    kind: str,
+    min_value=None,
+    max_value=None,
+    categories: str = "",
+    description: str = "",
+) -> ScoreConfig:
+    require_team_admin(team, actor)
+    name = clean_text(name or "").strip()[:MAX_NAME]
+    if not name:
+        raise ScoreError("Give the score a name.")
+    names = values.parse_categories(clean_text(categories or "")) if kind == "category" else []
+    low, high = (_number(min_value), _number(max_value)) if kind == "number" else (None, None)
+    values.check_config(kind, low, high, names)
+    if ScoreConfig.objects.filter(team=team, name__iexact=name).exists():
+        raise ScoreError(f"{team.name} already has a score called {name}.")
+    try:
+        with transaction.atomic():
+            return ScoreConfig.objects.create(
+                team=team,
+                name=name,
+                kind=kind,
+                min_value=low,
+                max_value=high,
+                categories=names,
+                description=clean_text(description or "").strip()[:MAX_DESCRIPTION],
+            )
+    except IntegrityError as exc:
+        raise ScoreError(f"{team.name} already has a score called {name}.") from exc
+
+
+@transaction.atomic
+def delete_config(team: Team, config_pk: int, *, actor) -> None:
+    """Delete a config and every score given with it."""
+    require_team_admin(team, actor)
+    deleted, _ = ScoreConfig.objects.filter(team=team, pk=config_pk).delete()
+    if not deleted:
+        raise ScoreError("No such score config.", 404)
+
+
+def _scoring_config(session: Session, config_pk: int, actor) -> ScoreConfig:
+    """The config if `actor` may score `session` with it, else a refusal."""
+    config = ScoreConfig.objects.select_related("team").filter(pk=config_pk).first()
+    if config is None:
+        raise ScoreError("No such score config.", 404)
+    if _member_role(config.team, actor) not in SCORING_ROLES:
+        raise ScoreError(f"Scoring with {config.team.name}'s scores needs its reviewer role.", 403)
+    shared = SessionShare.objects.filter(session=session, team=config.team).exists()
+    if not shared and session.owner_id != actor.pk:
+        raise ScoreError(f"This session is not shared with {config.team.name}.", 403)
+    return config
+
+
+@transaction.atomic
+def set_score(
+    session: Session,
+    entry_pi_id: str,
+    config_pk: int,
+    raw_value: str,
+    *,
+    actor,
+    target: str = Score.Target.ENTRY,
+    comment: str = "",
+) -> Score:
+    """Score an entry (or the branch ending at it); scoring again replaces one's own score."""
+    locked = lock_session(session.pk)
+    config = _scoring_config(locked, config_pk, actor)
+    if target not in Score.Target.values:
+        raise ScoreError("A score is on an entry or on a branch.")
+    entry = find_entry(locked, entry_pi_id)
+    if entry is None:
+        raise ScoreError(f"No entry {str(entry_pi_id)[:64]!r} in this session.", 404)
+    number, label = values.parse_value(
+        config.kind, raw_value, config.min_value, config.max_value, config.categories
+    )
+    comment = clean_text(comment or "").strip()
+    if len(comment) > MAX_COMMENT:
+        raise ScoreError(f"A score's comment is limited to {MAX_COMMENT:,} characters.")
+    score, _ = Score.objects.update_or_create(
+        config=config,
+        entry=entry,
+        target=target,
+        author=actor,
+        defaults={"session": locked, "value": number, "label": label, "comment": comment},
+    )
+    record_activity(
+        locked, actor, "scored", entry=entry.pi_id, score=config.name, value=label or number
+    )
+    return score
+
+
+@transaction.atomic
+def delete_score(session: Session, score_pk: int, *, actor) -> None:
+    """Take back one's own score."""
+    locked = lock_session(session.pk)
+    score = Score.objects.filter(pk=score_pk, session=locked, author=actor).first()
+    if score is None:
+        raise ScoreError("No such score of yours in this session.", 404)
+    score.delete()
+    record_activity(locked, actor, "unscored", entry=score.entry.pi_id, score=score.config.name)

@@ -1,0 +1,92 @@
+"""services/scores.py: admins manage a team's score configs; reviewers and up score the
+sessions shared with the team (even on a viewer share); viewers and outsiders cannot."""
+
+import pytest
+
+from sessions_app.core.errors import ServiceError
+from sessions_app.models import Activity, Score, ScoreConfig, SessionShare, Team, TeamMembership
+from sessions_app.services import scores
+from tests.support.branchy_session import build_branchy_session
+
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+
+
+@pytest.fixture
+def world(make_user):
+    owner, admin, reviewer, viewer, editor = (make_user() for _ in range(5))
+    team = Team.objects.create(name="reviewers")
+    for user, role in ((admin, "admin"), (reviewer, "reviewer"), (viewer, "viewer")):
+        TeamMembership.objects.create(team=team, user=user, role=role)
+    TeamMembership.objects.create(team=team, user=editor, role="editor")
+    data = build_branchy_session(owner)
+    SessionShare.objects.create(session=data.session, team=team, role="viewer")
+    config = scores.create_config(
+        team, actor=admin, name="quality", kind="number", min_value=1, max_value=5
+    )
+    return locals() | {"session": data.session, "ids": data.ids}
+
+
+def test_only_admins_manage_configs(world):
+    team = world["team"]
+    for who in ("reviewer", "viewer", "editor", "owner"):
+        with pytest.raises(ServiceError) as refused:
+            scores.create_config(team, actor=world[who], name="x", kind="boolean")
+        assert refused.value.status == 403
+    made = scores.create_config(
+        team, actor=world["admin"], name="Tone", kind="category", categories="calm, rude"
+    )
+    assert made.categories == ["calm", "rude"]
+    with pytest.raises(ServiceError, match="already has"):
+        scores.create_config(team, actor=world["admin"], name="tone", kind="boolean")
+    with pytest.raises(ServiceError, match="range"):
+        scores.create_config(team, actor=world["admin"], name="n", kind="number", min_value=3)
+    with pytest.raises(ServiceError):
+        scores.delete_config(team, made.pk, actor=world["reviewer"])
+    scores.delete_config(team, made.pk, actor=world["admin"])
+    assert not ScoreConfig.objects.filter(pk=made.pk).exists()
+
+
+def test_reviewers_and_up_score_even_on_a_viewer_share(world):
+    session, entry, config = world["session"], world["ids"]["a3"], world["config"]
+    for who in ("reviewer", "editor", "admin"):
+        score = scores.set_score(session, entry, config.pk, "4", actor=world[who], comment="ok")
+        assert (score.value, score.comment, score.author) == (4.0, "ok", world[who])
+    with pytest.raises(ServiceError) as refused:
+        scores.set_score(session, entry, config.pk, "4", actor=world["viewer"])
+    assert refused.value.status == 403
+    assert Activity.objects.filter(session=session, verb="scored").count() == 3
+
+
+def test_scoring_again_replaces_ones_own_score_and_branches_are_apart(world):
+    session, entry, config = world["session"], world["ids"]["a3"], world["config"]
+    scores.set_score(session, entry, config.pk, "2", actor=world["reviewer"])
+    scores.set_score(session, entry, config.pk, "5", actor=world["reviewer"])
+    scores.set_score(session, entry, config.pk, "1", actor=world["reviewer"], target="branch")
+    rows = Score.objects.filter(author=world["reviewer"]).order_by("target")
+    assert [(s.target, s.value) for s in rows] == [("branch", 1.0), ("entry", 5.0)]
+
+
+def test_bad_values_and_strangers_are_refused_and_nothing_is_stored(world, make_user):
+    session, entry, config = world["session"], world["ids"]["a3"], world["config"]
+    for value in ("0", "6", "good", ""):
+        with pytest.raises(ServiceError):
+            scores.set_score(session, entry, config.pk, value, actor=world["reviewer"])
+    with pytest.raises(ServiceError) as missing:
+        scores.set_score(session, "nope", config.pk, "3", actor=world["reviewer"])
+    assert missing.value.status == 404
+    with pytest.raises(ServiceError) as stranger:
+        scores.set_score(session, entry, config.pk, "3", actor=make_user())
+    assert stranger.value.status == 403
+    with pytest.raises(ServiceError, match="not shared"):
+        other = build_branchy_session(make_user()).session
+        scores.set_score(other, other.leaf_pi_id, config.pk, "3", actor=world["reviewer"])
+    assert not Score.objects.exists()
+
+
+def test_a_score_is_taken_back_by_its_author_only(world):
+    session, entry, config = world["session"], world["ids"]["a3"], world["config"]
+    score = scores.set_score(session, entry, config.pk, "3", actor=world["reviewer"])
+    with pytest.raises(ServiceError):
+        scores.delete_score(session, score.pk, actor=world["admin"])
+    scores.delete_score(session, score.pk, actor=world["reviewer"])
+    assert not Score.objects.exists()
