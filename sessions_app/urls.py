@@ -14,6 +14,7 @@ from sessions_app.views import (
     manage,
     models,
     pages,
+    preferences,
     search,
     sharing,
     teams,
@@ -156,6 +157,7 @@ urlpatterns = [
     path("usage/export.csv", usage.usage_csv, name="usage_csv"),
     # --- models and keys
     path("models/", models.models_page, name="models_page"),
+    path("preferences/theme/", preferences.set_theme, name="set_theme"),
     path("models/key/", models.save_key, name="models_key"),
     path("models/key/remove/", models.remove_key, name="models_key_remove"),
     path("models/test/", models.test_model, name="models_test"),

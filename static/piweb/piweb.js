@@ -164,3 +164,31 @@
     true
   );
 })();
+// The theme menu (parts/_theme_menu.html): the page changes at once; the form stores the
+// choice on the user (htmx post), so the server renders <html data-theme> on the next load.
+// Menus on <details class="menu"> close on a click elsewhere and on Escape.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (ev) {
+    var choice = ev.target.closest && ev.target.closest(".theme-menu button[name=theme]");
+    if (choice) {
+      document.documentElement.dataset.theme = choice.value;
+      choice.closest("form").querySelectorAll("button[name=theme]").forEach(function (b) {
+        b.setAttribute("aria-pressed", b === choice ? "true" : "false");
+      });
+      var menu = choice.closest("details");
+      if (menu) menu.open = false;
+    }
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      if (!menu.contains(ev.target)) menu.open = false;
+    });
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Escape") return;
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      menu.open = false;
+      var summary = menu.querySelector("summary");
+      if (summary) summary.focus();
+    });
+  });
+})();

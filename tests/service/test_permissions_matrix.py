@@ -159,6 +159,8 @@ ROUTES: dict[str, Route] = {
     "models_key_remove": Route("login", "POST", ok=302, data={"provider": "openai"}),
     "models_test": Route("login", "POST", ok=302, data={"model": "nope/nothing"}),
     "models_default": Route("login", "POST", ok=302, data={"model": "", "thinking": ""}),
+    # each user's own display preferences
+    "set_theme": Route("login", "POST", ok=302, data={"theme": "dark"}),
 }
 
 

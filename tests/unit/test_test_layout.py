@@ -44,6 +44,7 @@ NO_TEST_YET: dict[str, str] = {}
 ACROSS_THE_APP = {
     "unit/test_layers.py": "the import rules of docs/ARCHITECTURE.md, for every module",
     "unit/test_test_layout.py": "this check",
+    "unit/test_design_tokens.py": "no colour literal outside static/piweb/tokens.css; contrast",
     "unit/test_model_catalog.py": "the committed catalog is what bin/generate-model-catalog writes",
     "service/test_permissions_matrix.py": "every route for every persona",
     "service/test_page_limits.py": "every page stays small on big sessions",
