@@ -42,7 +42,7 @@ def test_every_page_renders_the_stored_theme_on_html(make_user):
     answer = client.post("/preferences/theme/", {"theme": "dark", "next": "/usage/"})
     assert answer.status_code == 302 and answer["Location"] == "/usage/"
     assert 'data-theme="dark"' in client.get("/models/").content.decode()
-    assert 'aria-pressed="true">Dark' in client.get("/").content.decode()
+    assert 'aria-pressed="true"><svg class="icon icon-moon"' in client.get("/").content.decode()
 
 
 def test_the_theme_form_refuses_a_bad_value_and_an_outside_redirect(make_user):
