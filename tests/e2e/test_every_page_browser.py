@@ -20,6 +20,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import Resolver404, resolve, reverse
 from playwright.sync_api import expect
 
@@ -60,6 +61,7 @@ ACTIONS = {
     "pi_file_write_back",
     "jobs_compact",
     "jobs_settings",
+    "set_theme",
 }
 DOWNLOADS = {"usage_csv"}
 
@@ -71,8 +73,15 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
+AXE = Axe()
+# axe-core's impacts that fail the crawl, on every page it visits, in both themes.
+BLOCKING = ("serious", "critical")
+
+
 class Crawl:
-    """A page whose every request, response and console message is watched."""
+    """A page whose every request, response and console message is watched, and whose
+    every page passes axe-core (no serious or critical violation) in the light and the
+    dark theme."""
 
     def __init__(self, page, origin: str):
         self.page, self.origin = page, origin
@@ -120,6 +129,20 @@ class Crawl:
         self.settle()
         if live:  # a page with a websocket: it must open
             self.page.wait_for_function("() => document.body.dataset.ws === 'open'")
+        if status == 200 and response.text()[:15].lower().startswith("<!doctype"):
+            self.check_accessibility()  # a whole page, not an htmx partial or JSON
+
+    def check_accessibility(self) -> None:
+        for scheme in ("light", "dark"):
+            # no transitions: the colours are final when axe reads them
+            self.page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
+            self.page.wait_for_timeout(150)  # two frames: transitions report their start
+            results = AXE.run(self.page).response
+            for v in results["violations"]:
+                if v["impact"] in BLOCKING:
+                    where = [n["target"] for n in v["nodes"][:3]]
+                    self.problems.append(f"{self.where} ({scheme}): axe {v['id']} {where}")
+        self.page.emulate_media(color_scheme="light")
 
     def settle(self) -> None:
         self.page.wait_for_load_state("networkidle")
