@@ -80,7 +80,7 @@
       var panel = document.getElementById("context-chart-panel");
       var typing = ev.target.closest && ev.target.closest("input, textarea, select, dialog, details[open]");
       if (panel && !panel.hidden) toggleChart(false);
-      else if (!typing && isOpen("drawer")) set("drawer", false, false);
+      else if (!typing && isOpen("drawer") && !document.getElementById("pick-notice")) set("drawer", false, false);
     }
   });
   // The entry pane or the inspector got content: open the drawer.
