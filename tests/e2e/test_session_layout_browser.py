@@ -120,7 +120,9 @@ def test_the_conversation_is_the_page_at_1280(page_for, make_user, workspace):
     head = box(page, ".session-head")
     assert head["height"] <= 56
     title = box(page, ".session-head h1")
+    page.wait_for_load_state("networkidle")  # the live figures' first refresh has landed
     for part in ("#context-gauge", ".usage-cost", "#session-more > summary"):
+        expect(page.locator(part)).to_be_visible()
         b = box(page, part)
         assert abs((b["y"] + b["height"] / 2) - (title["y"] + title["height"] / 2)) < 8, part
     # The ⋯ menu: resume in pi, download, share, export, rename, archive, delete.
