@@ -136,13 +136,21 @@ class Crawl:
         for scheme in ("light", "dark"):
             # no transitions: the colours are final when axe reads them
             self.page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
-            self.page.wait_for_timeout(150)  # two frames: transitions report their start
-            results = AXE.run(self.page).response
-            for v in results["violations"]:
-                if v["impact"] in BLOCKING:
-                    where = [n["target"] for n in v["nodes"][:3]]
-                    self.problems.append(f"{self.where} ({scheme}): axe {v['id']} {where}")
+            self.page.wait_for_timeout(150)
+            found = self._blocking()
+            if found:  # read again once the page has surely settled: only what stays counts
+                self.page.wait_for_timeout(600)
+                found = self._blocking()
+            self.problems += [f"{self.where} ({scheme}): axe {v}" for v in found]
         self.page.emulate_media(color_scheme="light")
+
+    def _blocking(self) -> list[str]:
+        results = AXE.run(self.page).response
+        return [
+            f"{v['id']} {[n['target'] for n in v['nodes'][:3]]}"
+            for v in results["violations"]
+            if v["impact"] in BLOCKING
+        ]
 
     def settle(self) -> None:
         self.page.wait_for_load_state("networkidle")
