@@ -77,27 +77,30 @@ def main() -> None:
             ("review-mode", f"/queues/{queue.pk}/review/", None),
             ("review-queues", f"/teams/{team.pk}/queues/", None),
         ]
+        # Every screen at 1280x800, the main ones at 390x844 too, each in the light and the
+        # dark theme (the browser's prefers-color-scheme; the user's choice is "system").
+        phone_shots = ("session-chat", "sessions-list", "session-node-drawer")
         with daphne(connection) as base, chromium() as browser:
-            for viewport, suffix in (
-                ({"width": 1280, "height": 800}, ""),
-                ({"width": 390, "height": 844}, "-phone"),
-            ):
-                context = logged_in_context(browser, base, owner, viewport=viewport)
-                page = context.new_page()
-                for name, url, prepare in shots:
-                    if suffix and name not in (
-                        "session-chat",
-                        "sessions-list",
-                        "session-node-drawer",
-                    ):
-                        continue
-                    page.goto(url, wait_until="networkidle")
-                    if prepare:
-                        prepare(page)
-                    path = out / f"{name}{suffix}.png"
-                    page.screenshot(path=str(path))
-                    print(path.relative_to(REPO))
-                context.close()
+            for scheme in ("light", "dark"):
+                for viewport, suffix in (
+                    ({"width": 1280, "height": 800}, ""),
+                    ({"width": 390, "height": 844}, "-phone"),
+                ):
+                    context = logged_in_context(
+                        browser, base, owner, viewport=viewport, color_scheme=scheme
+                    )
+                    page = context.new_page()
+                    for name, url, prepare in shots:
+                        if suffix and name not in phone_shots:
+                            continue
+                        page.goto(url, wait_until="networkidle")
+                        if prepare:
+                            prepare(page)
+                        theme = "" if scheme == "light" else "-dark"
+                        path = out / f"{name}{suffix}{theme}.png"
+                        page.screenshot(path=str(path))
+                        print(path)
+                    context.close()
 
 
 if __name__ == "__main__":

@@ -799,3 +799,25 @@ class AnswerInput(models.Model):
     system_prompt = models.TextField()
     tools = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class DisplayPreference(models.Model):
+    """How a user's pages look: the colour theme ("system" follows the browser's
+    `prefers-color-scheme`). Stored on the user so the choice follows them across browsers,
+    and read by the server so `<html data-theme>` is right before the first paint."""
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system", "System"
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="display_preference"
+    )
+    theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __repr__(self):
+        return f"<DisplayPreference {self.user_id}:{self.theme}>"
+
+    __str__ = __repr__

@@ -66,6 +66,7 @@ from sessions_app.core.pi1_entries import (
     usage_figures,
 )
 from sessions_app.core.preview import clean_text
+from sessions_app.core.tool_headline import tool_headline
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/\r\n]*={0,2}\s*$")
@@ -294,8 +295,11 @@ def _content_parts(content, *, markdown: bool = True) -> list[Part]:
                 Part(
                     "tool_call",
                     render_json(block.get("arguments", {})),
-                    bounded(block.get("name", "tool")),
-                    extra={"id": bounded(block.get("id", ""))},
+                    bounded(tool_headline(block.get("name"), block.get("arguments"))),
+                    extra={
+                        "id": bounded(block.get("id", "")),
+                        "tool": bounded(block.get("name", "tool")),
+                    },
                 )
             )
         elif kind == "image":

@@ -23,6 +23,7 @@ from .input_limits import (
 )
 from .markdown_safe import escape_raw_html
 from .preview import entry_preview, entry_role, entry_text
+from .tool_headline import tool_headline
 from .tree import SessionTree
 
 __all__ = [
@@ -208,7 +209,7 @@ def _assistant_markdown(message: dict, ident: str) -> list[str]:
             out.append(_clip(b.get("text", ""), MD_TEXT_CHARS))
         elif b.get("type") == "toolCall":
             args = json.dumps(b.get("arguments", {}), indent=2, ensure_ascii=False)
-            out.append(f"**Tool call {_code(b.get('name', ''))}**")
+            out.append(f"**Tool call** {_code(tool_headline(b.get('name'), b.get('arguments')))}")
             out.append("")
             out.append(_fence(_clip(args), "json"))
         out.append("")

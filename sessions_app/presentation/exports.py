@@ -173,7 +173,7 @@ def _review_css() -> str:
     from django.contrib.staticfiles import finders
 
     css = []
-    for name in ("piweb/review.css", "piweb/diff.css"):
+    for name in ("piweb/tokens.css", "piweb/review.css", "piweb/diff.css"):
         found = finders.find(name)
         css.append(Path(found).read_text() if found else "")
     return "\n".join(css)

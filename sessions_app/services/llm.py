@@ -65,9 +65,9 @@ def try_model(user, ref: str) -> tuple[bool, str]:
             message = message.replace(resolved.api_key, "***")
         return False, f"{ref} ({KEY_SOURCE_LABELS[resolved.key_source]}): {message[:500]}"
     took = time.monotonic() - started
+    said = " ".join(reply.split())[:80]  # one line: a reply's line breaks are not shown as \\n
     return True, (
-        f"{ref} answered {reply[:80]!r} in {took:.1f}s "
-        f"(key: {KEY_SOURCE_LABELS[resolved.key_source]})."
+        f"{ref} answered '{said}' in {took:.1f}s (key: {KEY_SOURCE_LABELS[resolved.key_source]})."
     )
 
 

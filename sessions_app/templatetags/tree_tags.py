@@ -256,15 +256,15 @@ def render_row(row, rc: _RowContext) -> str:
     if kind == "gopen":
         if row.group == "run":
             return (
-                f'<div class="tgroup run" data-group="{_esc(n.id)}"><div class="tgroup-toggle" '
-                f'style="--d:{row.depth}" role="button" tabindex="-1" data-count="{row.count}" '
+                f'<div class="tgroup run" role="none" data-group="{_esc(n.id)}"><div class="tgroup-toggle" '
+                f'style="--d:{row.depth}" role="treeitem" tabindex="-1" data-count="{row.count}" '
                 f'title="Fold or unfold this run of {row.count} entries"><span class="guides">'
                 f'</span><span class="tg-text">▾ fold {row.count} entries</span></div>'
-                '<div class="tgroup-rows">'
+                '<div class="tgroup-rows" role="none">'
             )
-        return f'<div class="tgroup branch" data-group="{_esc(n.id)}">'
+        return f'<div class="tgroup branch" role="none" data-group="{_esc(n.id)}">'
     if kind == "grows":
-        return '<div class="tgroup-rows">'
+        return '<div class="tgroup-rows" role="none">'
     if kind == "gclose":
         return "</div></div>"
     if kind == "fold":
@@ -290,7 +290,7 @@ def render_row(row, rc: _RowContext) -> str:
         )
     if kind == "cut":
         return (
-            '<div class="tn cut" role="note"><span class="fold-text">The tree stops here: '
+            '<div class="tn cut" role="treeitem" aria-disabled="true"><span class="fold-text">The tree stops here: '
             f"{row.count:,} rows is as much as one page draws. Search or filter the tree, "
             "or open a branch from one of its nodes, to see the rest.</span></div>"
         )

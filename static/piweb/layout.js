@@ -1,8 +1,8 @@
 // The chat-first session page's layout: the tree panel and the details drawer open and
-// close (buttons, Alt+T / Alt+D, the scrim on a phone); the drawer opens by itself when
-// a node or the inspector is shown in it; the context gauge opens the chart. Wide
-// windows remember the choice (localStorage); below 900 px both start closed and are
-// overlays.
+// close (buttons, Alt+T / Alt+D, the scrim on a phone); the drawer starts closed and opens
+// by itself when a node or the inspector is shown in it; the context gauge opens the
+// chart; the tree's edge resizes it. Wide windows remember the tree's state and width
+// (localStorage); below 900 px both start closed and are overlays.
 (function () {
   "use strict";
   var NARROW = "(max-width: 900px)";
@@ -78,7 +78,9 @@
       else if (ev.key === "d" || ev.key === "D") { toggle("drawer"); ev.preventDefault(); }
     } else if (ev.key === "Escape") {
       var panel = document.getElementById("context-chart-panel");
+      var typing = ev.target.closest && ev.target.closest("input, textarea, select, dialog, details[open]");
       if (panel && !panel.hidden) toggleChart(false);
+      else if (!typing && isOpen("drawer") && !document.getElementById("pick-notice")) set("drawer", false, false);
     }
   });
   // The entry pane or the inspector got content: open the drawer.
@@ -117,6 +119,50 @@
       return;
     }
     set("tree", remembered("tree") !== "closed", false);
-    set("drawer", remembered("drawer") !== "closed", false);
+    // The drawer is closed until an action opens it (a node asked for in the address).
+    set("drawer", !!document.querySelector("#entry-pane [data-entry]"), false);
+    var width = Number(remembered("tree-width"));
+    if (width) setTreeWidth(width, false);
+  });
+
+  // The tree's width: drag its edge (or focus it and press ←/→); remembered per browser.
+  var MIN_TREE = 220, MAX_TREE = 640;
+  function setTreeWidth(px, keep) {
+    var grid = document.getElementById("session-grid");
+    var resizer = document.getElementById("tree-resizer");
+    if (!grid) return;
+    px = Math.round(Math.max(MIN_TREE, Math.min(MAX_TREE, px, window.innerWidth * 0.6)));
+    grid.style.setProperty("--tree-w", px + "px");
+    if (resizer) resizer.setAttribute("aria-valuenow", String(px));
+    if (keep !== false) {
+      try { localStorage.setItem("piweb.layout.tree-width", String(px)); } catch (e) { /* private mode */ }
+    }
+  }
+  function treeWidth() {
+    var tree = document.getElementById("tree-panel");
+    return tree ? tree.getBoundingClientRect().width : 320;
+  }
+  document.addEventListener("pointerdown", function (ev) {
+    var resizer = ev.target.closest && ev.target.closest("#tree-resizer");
+    if (!resizer) return;
+    ev.preventDefault();
+    var startX = ev.clientX, startW = treeWidth();
+    document.body.classList.add("resizing-tree");
+    function move(e) { setTreeWidth(startW + e.clientX - startX, false); }
+    function up() {
+      document.body.classList.remove("resizing-tree");
+      document.removeEventListener("pointermove", move);
+      document.removeEventListener("pointerup", up);
+      setTreeWidth(treeWidth());
+    }
+    document.addEventListener("pointermove", move);
+    document.addEventListener("pointerup", up);
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (!ev.target.closest || !ev.target.closest("#tree-resizer")) return;
+    if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") {
+      setTreeWidth(treeWidth() + (ev.key === "ArrowRight" ? 16 : -16));
+      ev.preventDefault();
+    }
   });
 })();

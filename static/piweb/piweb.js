@@ -167,3 +167,68 @@
     true
   );
 })();
+// The theme menu (parts/_theme_menu.html): the page changes at once; the form stores the
+// choice on the user (htmx post), so the server renders <html data-theme> on the next load.
+// Menus on <details class="menu"> close on a click elsewhere and on Escape.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (ev) {
+    var choice = ev.target.closest && ev.target.closest(".theme-menu button[name=theme]");
+    if (choice) {
+      document.documentElement.dataset.theme = choice.value;
+      choice.closest("form").querySelectorAll("button[name=theme]").forEach(function (b) {
+        b.setAttribute("aria-pressed", b === choice ? "true" : "false");
+      });
+      var menu = choice.closest("details");
+      if (menu) {
+        menu.open = false;
+        var summary = menu.querySelector("summary");
+        var glyph = choice.querySelector("svg");
+        if (summary && glyph) summary.replaceChildren(glyph.cloneNode(true));
+        if (summary) summary.setAttribute("aria-label", "Theme: " + choice.value);
+      }
+    }
+    var close = ev.target.closest && ev.target.closest(".toast-close");
+    if (close) dismiss(close.closest(".toast"));
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      if (!menu.contains(ev.target)) menu.open = false;
+    });
+  });
+  // Toasts (base.html's flash messages): a confirmation goes after a few seconds unless
+  // the pointer is on it; an error stays until closed.
+  function dismiss(toast) {
+    if (!toast || toast.classList.contains("leaving")) return;
+    toast.classList.add("leaving");
+    setTimeout(function () { toast.remove(); }, 200);
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".toast:not(.error)").forEach(function (toast) {
+      var timer = null;
+      function later() { timer = setTimeout(function () { dismiss(toast); }, 8000); }
+      toast.addEventListener("mouseenter", function () { clearTimeout(timer); });
+      toast.addEventListener("mouseleave", later);
+      later();
+    });
+  });
+  // hx-confirm: the question in the page's <dialog> (base.html), not window.confirm.
+  document.addEventListener("htmx:confirm", function (ev) {
+    var dialog = document.getElementById("confirm-dialog");
+    if (!ev.detail.question || !dialog || !dialog.showModal) return;
+    ev.preventDefault();
+    document.getElementById("confirm-dialog-text").textContent = ev.detail.question;
+    dialog.returnValue = "";
+    dialog.addEventListener("close", function answered() {
+      dialog.removeEventListener("close", answered);
+      if (dialog.returnValue === "ok") ev.detail.issueRequest(true);
+    });
+    dialog.showModal();
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Escape") return;
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      menu.open = false;
+      var summary = menu.querySelector("summary");
+      if (summary) summary.focus();
+    });
+  });
+})();

@@ -4,7 +4,22 @@
 (function () {
   "use strict";
 
-  var PALETTE = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#6b7280"];
+  // Colours come from the theme's tokens (static/piweb/tokens.css), read when a chart is
+  // drawn; the charts are drawn again when the theme changes.
+  function token(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue("--" + name).trim();
+  }
+  function palette() {
+    var colours = [];
+    for (var i = 1; i <= 9; i++) colours.push(token("chart-" + i));
+    return colours;
+  }
+  function axis(extra) {
+    var grid = token("chart-grid");
+    var base = { stroke: token("chart-axis"), grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    for (var k in extra) base[k] = extra[k];
+    return base;
+  }
 
   function readData(el) {
     var node = document.getElementById(el.dataset.source);
@@ -62,25 +77,27 @@
     }
     data.branchSummaries.forEach(function (b) { var j = at[b.index]; summaries[j] = b.tokens; ids[j] = ids[j] || b.id; });
     data.modelChanges.forEach(function (m) { var j = at[m.index]; changes[j] = level[j]; ids[j] = ids[j] || m.id; });
+    var PALETTE = palette();
+    var surface = token("surface");
     var opts = {
       width: width(el),
       height: 200,
       scales: { x: { time: false } },
       axes: [
-        { label: "entry # on the branch", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] },
-        { size: 60, values: function (u, vals) { return vals.map(fmtTokens); } },
+        axis({ label: "entry # on the branch", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] }),
+        axis({ size: 60, values: function (u, vals) { return vals.map(fmtTokens); } }),
       ],
       legend: { live: true },
       cursor: { points: { size: 10 } },
       series: [
         { label: "entry #" },
         { label: "context", stroke: PALETTE[0], width: 2, spanGaps: true, points: { show: true, size: 6, fill: PALETTE[0] }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "estimated", stroke: PALETTE[0], fill: "#fff", paths: markers(), points: { show: true, size: 9, fill: "#fff" }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "window", stroke: "#6b7280", dash: [6, 4], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "threshold", stroke: "#dc2626", dash: [3, 3], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "compaction (before)", stroke: "#d97706", paths: markers(), points: { show: true, size: 12, fill: "#d97706" }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "branch summary", stroke: "#7c3aed", paths: markers(), points: { show: true, size: 11, fill: "#7c3aed" }, value: function (u, v) { return fmtTokens(v); } },
-        { label: "model change", stroke: "#059669", paths: markers(), points: { show: true, size: 11, fill: "#059669" }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "estimated", stroke: PALETTE[0], fill: surface, paths: markers(), points: { show: true, size: 9, fill: surface }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "window", stroke: PALETTE[8], dash: [6, 4], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "threshold", stroke: PALETTE[1], dash: [3, 3], spanGaps: true, points: { show: false }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "compaction (before)", stroke: PALETTE[3], paths: markers(), points: { show: true, size: 12, fill: PALETTE[3] }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "branch summary", stroke: PALETTE[4], paths: markers(), points: { show: true, size: 11, fill: PALETTE[4] }, value: function (u, v) { return fmtTokens(v); } },
+        { label: "model change", stroke: PALETTE[2], paths: markers(), points: { show: true, size: 11, fill: PALETTE[2] }, value: function (u, v) { return fmtTokens(v); } },
       ],
     };
     var u = new uPlot(opts, [x, context, estimated, windowLine, threshold, before, summaries, changes], el);
@@ -112,12 +129,13 @@
       running = running.map(function (v, i) { return v + (raw[k][i] || 0); });
       stacked[k] = running.slice();
     }
+    var PALETTE = palette();
     var bars = uPlot.paths.bars({ size: [0.7, 60] });
     var series = [{ label: "day", value: function (u, v) { return v == null ? "–" : days[v] || ""; } }];
     data.models.forEach(function (model, k) {
       var color = PALETTE[k % PALETTE.length];
       series.push({
-        label: model, stroke: color, fill: color + "cc", paths: bars, points: { show: false },
+        label: model, stroke: color, fill: color, alpha: 0.85, paths: bars, points: { show: false },
         value: function (u, v, si, i) { return i == null ? "–" : fmt(raw[k][i]); },
       });
     });
@@ -126,11 +144,11 @@
       height: 240,
       scales: { x: { time: false, range: function () { return [-0.6, days.length - 0.4]; } } },
       axes: [
-        {
+        axis({
           incrs: [1, 2, 5, 7, 14, 30, 60, 90, 180, 365],
           values: function (u, splits) { return splits.map(function (i) { return days[i] || ""; }); },
-        },
-        { size: 70, values: function (u, vals) { return vals.map(fmt); } },
+        }),
+        axis({ size: 70, values: function (u, vals) { return vals.map(fmt); } }),
       ],
       series: series,
     };
@@ -177,6 +195,18 @@
       make(el, data);
     });
   }
+
+  // A new theme: draw every chart again with its colours.
+  function redraw() {
+    document.querySelectorAll("[data-usage-chart][data-ready]").forEach(function (el) {
+      if (el._uplot) el._uplot.destroy();
+      el._uplot = null;
+      delete el.dataset.ready;
+    });
+    init(document);
+  }
+  new MutationObserver(redraw).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  if (window.matchMedia) window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redraw);
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:load", function (ev) { init(ev.detail && ev.detail.elt); });

@@ -48,7 +48,6 @@ def test_diff_views_and_restore(worker, page_for, make_user, workspace):
         fh.write("def main():\n    return 1\n")
     page = page_for(user)
     errors = collect_errors(page)
-    page.on("dialog", lambda dialog: dialog.accept())
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     page.evaluate(COUNT_TRANSCRIPT_REFRESHES)
@@ -75,6 +74,7 @@ def test_diff_views_and_restore(worker, page_for, make_user, workspace):
     expect(pane.locator('.changes-file[data-path="app.py"]')).to_be_visible(timeout=20000)
     expect(page.locator(f"#n-{first} .tree-chg")).to_contain_text("+1")
     pane.get_by_role("button", name="Restore files to this node").click()
+    page.locator("#confirm-dialog button[value=ok]").click()  # the page's confirm dialog
     expect(page.locator("#entry-status")).to_contain_text("back as this node left them")
     with open(f"{cwd}/app.py") as fh:
         assert fh.read() == "def main():\n    return 2\n"

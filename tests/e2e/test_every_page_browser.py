@@ -20,6 +20,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.urls import Resolver404, resolve, reverse
 from playwright.sync_api import expect
 
@@ -64,6 +65,7 @@ ACTIONS = {
     "jobs_compact",
     "jobs_settings",
     "api_push",
+    "set_theme",
 }
 DOWNLOADS = {"usage_csv", "sync_client"}
 # The sync API: a bearer token only, so the browser's login gets 401.
@@ -77,8 +79,15 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
+AXE = Axe()
+# axe-core's impacts that fail the crawl, on every page it visits, in both themes.
+BLOCKING = ("serious", "critical")
+
+
 class Crawl:
-    """A page whose every request, response and console message is watched."""
+    """A page whose every request, response and console message is watched, and whose
+    every page passes axe-core (no serious or critical violation) in the light and the
+    dark theme."""
 
     def __init__(self, page, origin: str):
         self.page, self.origin = page, origin
@@ -126,6 +135,28 @@ class Crawl:
         self.settle()
         if live:  # a page with a websocket: it must open
             self.page.wait_for_function("() => document.body.dataset.ws === 'open'")
+        if status == 200 and response.text()[:15].lower().startswith("<!doctype"):
+            self.check_accessibility()  # a whole page, not an htmx partial or JSON
+
+    def check_accessibility(self) -> None:
+        for scheme in ("light", "dark"):
+            # no transitions: the colours are final when axe reads them
+            self.page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
+            self.page.wait_for_timeout(150)
+            found = self._blocking()
+            if found:  # read again once the page has surely settled: only what stays counts
+                self.page.wait_for_timeout(600)
+                found = self._blocking()
+            self.problems += [f"{self.where} ({scheme}): axe {v}" for v in found]
+        self.page.emulate_media(color_scheme="light")
+
+    def _blocking(self) -> list[str]:
+        results = AXE.run(self.page).response
+        return [
+            f"{v['id']} {[n['target'] for n in v['nodes'][:3]]}"
+            for v in results["violations"]
+            if v["impact"] in BLOCKING
+        ]
 
     def settle(self) -> None:
         self.page.wait_for_load_state("networkidle")

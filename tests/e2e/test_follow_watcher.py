@@ -122,6 +122,7 @@ def test_a_growing_file_grows_the_open_page(follower, owner, page_for, tmp_path)
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     page.evaluate("() => { window.piwebNotReloaded = true; }")
     assert page.locator("#tree-panel .tn").count() == 2
+    page.click("#session-more > summary")  # where the session comes from: the ⋯ menu
     expect = page.locator(".provenance")
     assert "Followed live" in expect.inner_text()
     assert str(path) in page.locator(".resume-command").inner_text()

@@ -56,6 +56,7 @@ def test_jobs_show_every_status_live(worker, page_for, make_user, llm):
     session.refresh_from_db()
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
+    page.click("#toggle-drawer")  # the jobs are in the details drawer, closed until opened
     page.wait_for_function("() => document.body.dataset.ws === 'open'")
     page.evaluate("window.__noReload = 'still here'")
 
@@ -116,6 +117,7 @@ def test_compact_now_button_with_focus(worker, page_for, make_user, llm):
     session = make_session(owner, turns=3, compaction=SMALL)
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
+    page.click("#toggle-drawer")  # the jobs are in the details drawer, closed until opened
     page.wait_for_function("() => document.body.dataset.ws === 'open'")
     llm.push(text("FROM THE BUTTON", delay_before=1))
     page.fill("#jobs-focus", "the flaky test")
@@ -139,6 +141,7 @@ def test_a_refused_compaction_shows_the_error_notice(page_for, make_user):
     session = make_session(owner, turns=3, compaction=SMALL)
     page = page_for(owner)
     page.goto(f"/s/{session.pi_id}/")
+    page.click("#toggle-drawer")  # the jobs are in the details drawer, closed until opened
     page.wait_for_selector("#jobs-list")
     page.evaluate("document.getElementById('jobs-focus').removeAttribute('maxlength')")
     page.fill("#jobs-focus", "x" * 5000)

@@ -78,6 +78,7 @@ def test_unnamed_rename_pin_tag_archive_delete(page_for, make_user, workspace):
     expect(row.locator(".badge.pinned")).to_have_count(1)
     assert row.locator(".badge.tag").all_inner_texts() == ["#bugs", "#ui"]
     assert list_names(page)[0] == "flaky test hunt"  # pinned lead the list
+    page.click("#session-filter-box > summary")  # the filters are behind one button
     page.check("#filter-pinned")
     page.click("#session-filters button[type=submit]")
     assert list_names(page) == ["flaky test hunt"]
@@ -93,6 +94,7 @@ def test_unnamed_rename_pin_tag_archive_delete(page_for, make_user, workspace):
     expect(page.locator(".session-head .badge.archived")).to_have_count(1)
     page.goto("/")
     assert "flaky test hunt" not in list_names(page)
+    page.click("#session-filter-box > summary")
     page.select_option("#filter-archived", "only")
     page.click("#session-filters button[type=submit]")
     assert list_names(page) == ["flaky test hunt"]

@@ -33,6 +33,12 @@ def box(page, selector):
     return page.locator(selector).bounding_box()
 
 
+# The elements that reach past the window's right edge (the message of a failed check).
+WIDEST = """() => Array.from(document.querySelectorAll("body *"))
+  .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+  .slice(0, 8).map((el) => el.tagName + "." + el.className + " " + Math.round(el.getBoundingClientRect().right))"""
+
+
 def no_sideways_scroll(page):
     return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
 
@@ -45,12 +51,18 @@ def test_layout_at_1280_tree_chat_drawer_and_gauge(page_for, make_user, workspac
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    page.click("#toggle-drawer")  # the drawer starts closed: open it
     # The tree left, the conversation in the middle (the widest), the drawer right.
     tree, chat, drawer = box(page, "#tree-panel"), box(page, "#chat-panel"), box(page, "#drawer")
     assert tree["x"] < chat["x"] < drawer["x"]
     assert chat["width"] > tree["width"] and chat["width"] > drawer["width"] - 10
     assert chat["height"] > 500  # no chart eating the height
     assert no_sideways_scroll(page)
+    # A tool call reads as what it did, without a click; its id only inside.
+    call = page.locator("#chat-transcript details.tool-call", has_text="$ make test")
+    expect(call.locator("summary")).to_be_visible()
+    expect(call.locator(".tool-call-meta")).to_be_hidden()
+    expect(page.locator("#chat-transcript .tool-call-head", has_text="call_b1")).to_have_count(0)
     # The conversation shows the active branch, tool results folded.
     expect(page.locator("#chat-transcript .chat-msg").first).to_be_visible()
     folded = page.locator("#chat-transcript details.tool-result:not([open])")
@@ -85,6 +97,80 @@ def test_layout_at_1280_tree_chat_drawer_and_gauge(page_for, make_user, workspac
 
 
 @pytest.mark.worker
+def test_the_conversation_is_the_page_at_1280(page_for, make_user, workspace):
+    """At 1280x800 the chat (messages and composer) is at least 60% of the width with the
+    tree at its default width and the drawer closed; the composer sits at the bottom; the
+    header is one line whose ⋯ menu holds the session's actions; the tree's edge resizes
+    it and the width is remembered."""
+    owner = make_user("chat-first")
+    session = import_branched(owner, str(workspace))
+    page = page_for(owner)
+    errors = watch(page)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/s/{session.pi_id}/")
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    expect(page.locator("#drawer")).to_be_hidden()
+    expect(page.locator("#toggle-drawer")).to_have_attribute("aria-pressed", "false")
+    tree, chat = box(page, "#tree-panel"), box(page, "#chat-panel")
+    assert 300 <= tree["width"] <= 340
+    assert chat["width"] >= 0.6 * 1280, chat
+    composer = box(page, "#chat-input")
+    assert composer["y"] + composer["height"] > 800 - 100  # pinned at the bottom
+    expect(page.locator("#chat-transcript .chat-msg").last).to_be_in_viewport()
+    head = box(page, ".session-head")
+    assert head["height"] <= 56
+    title = box(page, ".session-head h1")
+    page.wait_for_load_state("networkidle")  # the live figures' first refresh has landed
+    for part in ("#context-gauge", ".usage-cost", "#session-more > summary"):
+        expect(page.locator(part)).to_be_visible()
+        b = box(page, part)
+        assert abs((b["y"] + b["height"] / 2) - (title["y"] + title["height"] / 2)) < 8, part
+    # The ⋯ menu: resume in pi, download, share, export, rename, archive, delete.
+    page.click("#session-more > summary")
+    menu = page.locator("#session-more .menu-panel")
+    expect(menu.locator(".resume-command")).to_be_visible()
+    for words in ("Download for pi", "Share…", "as HTML", "as Markdown"):
+        expect(menu.get_by_role("link", name=words)).to_be_visible()
+    for button in ("#rename-input", "#archive-button", "#delete-button", "#pin-button"):
+        expect(menu.locator(button)).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    # The tree's edge: drag it 120 px wider; the width survives a reload.
+    edge = box(page, "#tree-resizer")
+    page.mouse.move(edge["x"] + 3, edge["y"] + 200)
+    page.mouse.down()
+    page.mouse.move(edge["x"] + 123, edge["y"] + 200, steps=5)
+    page.mouse.up()
+    wider = box(page, "#tree-panel")["width"]
+    assert abs(wider - (tree["width"] + 120)) <= 4, (wider, tree["width"])
+    page.reload()
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    assert abs(box(page, "#tree-panel")["width"] - wider) <= 1
+    page.focus("#tree-resizer")
+    page.keyboard.press("ArrowLeft")
+    assert abs(box(page, "#tree-panel")["width"] - (wider - 16)) <= 1
+    # Escape closes the drawer an action opened.
+    page.click("#n-e0000014 .preview")
+    expect(page.locator("#drawer")).to_be_visible()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("Escape")
+    expect(page.locator("#drawer")).to_be_hidden()
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("path", ["/", "session", "/usage/", "/models/", "/teams/"])
+def test_no_page_scrolls_sideways_at_390(page_for, make_user, workspace, path):
+    owner = make_user("narrow-owner")
+    session = import_branched(owner, str(workspace))
+    page = page_for(owner)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/s/{session.pi_id}/" if path == "session" else path)
+    page.wait_for_load_state("networkidle")
+    assert no_sideways_scroll(page), page.evaluate(WIDEST)
+    if path == "session":
+        assert box(page, ".session-head")["height"] <= 64
+
+
 def test_header_follows_runs_live(worker, page_for, llm, make_user, workspace):
     user = make_user("live-head")
     session = new_session(user, workspace)

@@ -119,6 +119,7 @@ def test_sessions_list_sorts_and_filters_in_the_url(page_for, make_user):
     ]
     assert costs[0] == pytest.approx(0.01)
     # Filter by project, keeping the sort, in the URL.
+    page.click("#session-filter-box > summary")  # the filters are behind one button
     page.select_option("#session-filters select[name=project]", "/work/other")
     page.locator("#session-filters button[type=submit]").click()
     page.wait_for_url("**project=%2Fwork%2Fother**")

@@ -52,7 +52,7 @@ def test_markdown_and_jsonl(make_user):
     data = build_branchy_session(owner)
     md = exports.export_markdown(data.session, data.ids["b3"])
     assert md.startswith("# Parser fix\n")
-    assert "## User" in md and "**Tool call `bash`**" in md and "(error)" in md
+    assert "## User" in md and "**Tool call** `$ " in md and "(error)" in md  # its headline
     assert "Fixed the parser" not in md
     text = exporter.export_jsonl(data.session)
     parsed = read_session([text])

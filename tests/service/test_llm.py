@@ -62,6 +62,14 @@ def test_a_test_request_names_the_model_and_key_source_never_the_key(make_user, 
     assert sent["messages"][-1]["content"][0]["text"] == llm.TEST_PROMPT
 
 
+def test_a_test_reply_on_several_lines_reads_as_one_line(make_user, scripted):
+    """The reply is shown in words, never as a Python repr with a literal backslash-n."""
+    scripted.push(text("ok\n\n  fine\n"))
+    ok, message = llm.try_model(make_user(is_staff=True), SCRIPTED)
+    assert ok and message.startswith(f"{SCRIPTED} answered 'ok fine' in ")
+    assert "\\n" not in message
+
+
 def test_a_failing_test_request_says_why_without_the_key(make_user, scripted):
     staff = make_user(is_staff=True)
     scripted.push(error(401, "bad key test-key-not-secret"))

@@ -248,6 +248,8 @@ ROUTES: dict[str, Route] = {
     "api_file_state": Route("token"),
     "api_pending": Route("token"),
     "api_export": Route("token", kwargs=S),
+    # each user's own display preferences
+    "set_theme": Route("login", "POST", ok=302, data={"theme": "dark"}),
 }
 
 

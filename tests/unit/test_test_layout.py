@@ -54,6 +54,7 @@ ACROSS_THE_APP = {
     "unit/test_import_cycles.py": "no import cycle among the app's modules",
     "unit/test_test_layout.py": "this check",
     "unit/test_file_access.py": "only allow-listed modules call file functions (issue #33)",
+    "unit/test_design_tokens.py": "no colour literal outside static/piweb/tokens.css; contrast",
     "unit/test_model_catalog.py": "the committed catalog is what bin/generate-model-catalog writes",
     "unit/test_docs.py": "README.md and docs/: a short front door, no paragraph twice, live links",
     "service/test_permissions_matrix.py": "every route for every persona",

@@ -1,0 +1,97 @@
+"""What a tool call did, in one line: `$ ls -la`, `read src/app.py:1–120`,
+`edit src/app.py +4 −1`, `write hello.py`, `grep TODO in src`. The one headline the tree,
+the chat, the exports and search show for a call (its id and full arguments are only in
+the details)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+MAX_CHARS = 200
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    more = " …" if len(lines) > 1 else ""
+    return lines[0].strip() + more
+
+
+def _line_count(text: str) -> int:
+    return len(text.splitlines()) if text else 0
+
+
+def _edits(arguments: Mapping) -> list:
+    """The edit tool's changes: a list `edits` (also as a JSON string, as some models send
+    it), or the older single oldText/newText pair."""
+    edits = arguments.get("edits")
+    if isinstance(edits, str):
+        try:
+            edits = json.loads(edits)
+        except ValueError:
+            edits = None
+    if isinstance(edits, list):
+        return [e for e in edits if isinstance(e, Mapping)]
+    if "oldText" in arguments or "newText" in arguments:
+        return [arguments]
+    return []
+
+
+def _edit(arguments: Mapping) -> str:
+    added = removed = 0
+    for change in _edits(arguments):
+        added += _line_count(_text(change.get("newText")))
+        removed += _line_count(_text(change.get("oldText")))
+    return f"edit {_text(arguments.get('path'))} +{added} −{removed}"
+
+
+def _read(arguments: Mapping) -> str:
+    path = _text(arguments.get("path"))
+    offset, limit = arguments.get("offset"), arguments.get("limit")
+    if not isinstance(offset, int) and not isinstance(limit, int):
+        return f"read {path}"
+    start = offset if isinstance(offset, int) and offset > 0 else 1
+    end = f"{start + limit - 1}" if isinstance(limit, int) and limit > 0 else ""
+    return f"read {path}:{start}–{end}"
+
+
+def _search(verb: str, arguments: Mapping) -> str:
+    pattern = _text(arguments.get("pattern"))
+    path = _text(arguments.get("path"))
+    return f"{verb} {pattern} in {path}" if path else f"{verb} {pattern}"
+
+
+def _other(name: str, arguments: Mapping) -> str:
+    """A tool piweb does not know: its name and its first short text argument."""
+    for value in arguments.values():
+        if isinstance(value, str) and value.strip():
+            return f"{name} {_first_line(value)}"
+    return name
+
+
+def tool_headline(name, arguments) -> str:
+    """One line saying what a call of tool `name` with `arguments` does."""
+    name = _text(name) or "tool"
+    arguments = arguments if isinstance(arguments, Mapping) else {}
+    if name == "bash":
+        line = f"$ {_first_line(_text(arguments.get('command')))}"
+    elif name == "read":
+        line = _read(arguments)
+    elif name == "edit":
+        line = _edit(arguments)
+    elif name == "write":
+        line = f"write {_text(arguments.get('path'))}"
+    elif name in ("grep", "find"):
+        line = _search(name, arguments)
+    elif name == "ls":
+        line = f"ls {_text(arguments.get('path')) or '.'}"
+    else:
+        line = _other(name, arguments)
+    line = line.rstrip()
+    return line if len(line) <= MAX_CHARS else line[: MAX_CHARS - 1] + "…"
