@@ -592,16 +592,22 @@ def page_budget() -> int:
     return settings.PIWEB_MAX_RESPONSE_BYTES // 2
 
 
+# What a page wraps around one entry's parts (its article, header, id, time, badges):
+# counted with the parts, so a branch of many short entries stays within the page too.
+ENTRY_MARKUP_CHARS = 600
+
+
 def render_entries_within(payloads: list[dict], budget: int | None) -> list[list[Part] | None]:
     """`render_entry` of each payload, newest first, until `budget` characters of HTML are
-    spent (None: no budget); the older entries left over get None (not rendered)."""
+    spent (None: no budget), each entry's markup around its parts included; the older
+    entries left over get None (not rendered)."""
     out: list[list[Part] | None] = [None] * len(payloads)
     spent = 0
     for i in range(len(payloads) - 1, -1, -1):
         if budget is not None and spent >= budget:
             break
         out[i] = render_entry(payloads[i])
-        spent += sum(len(p.html) for p in out[i])
+        spent += sum(len(p.html) for p in out[i]) + ENTRY_MARKUP_CHARS
     return out
 
 
