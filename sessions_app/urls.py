@@ -109,6 +109,11 @@ urlpatterns = [
     path("queues/<int:queue_id>/items/<int:item_id>/skip/", review_queues.skip, name="queue_skip"),
     path("teams/<int:team_id>/scores/new/", scores.add_config, name="team_score_add"),
     path(
+        "teams/<int:team_id>/scores/<int:config_id>/edit/",
+        scores.edit_config,
+        name="team_score_edit",
+    ),
+    path(
         "teams/<int:team_id>/scores/<int:config_id>/delete/",
         scores.delete_config,
         name="team_score_delete",

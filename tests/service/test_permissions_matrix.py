@@ -184,6 +184,13 @@ ROUTES: dict[str, Route] = {
     "team_score_add": Route(
         "team", "POST", ok=302, kwargs={"team_id": "team_pk"}, data={"name": "q", "kind": "boolean"}
     ),
+    "team_score_edit": Route(
+        "team",
+        "POST",
+        ok=302,
+        kwargs={"team_id": "team_pk", "config_id": "config_pk"},
+        data={"name": "q", "min": "1", "max": "5"},
+    ),
     "team_score_delete": Route(
         "team", "POST", ok=302, kwargs={"team_id": "team_pk", "config_id": "config_pk"}
     ),
