@@ -98,7 +98,14 @@ urlpatterns = [
     # --- scores and review queues (docs/scores.md)
     path("teams/<int:team_id>/queues/", review_queues.queues, name="queues"),
     path("teams/<int:team_id>/queues/new/", review_queues.create, name="queue_create"),
+    path("teams/<int:team_id>/dataset/", review_queues.filter_dataset, name="team_dataset"),
     path("queues/<int:queue_id>/assign/", review_queues.assign, name="queue_assign"),
+    path("queues/<int:queue_id>/items/", review_queues.items, name="queue_items"),
+    path(
+        "queues/<int:queue_id>/items/<int:item_id>/assign/",
+        review_queues.assign_item,
+        name="queue_item_assign",
+    ),
     path("queues/<int:queue_id>/review/", review_queues.review, name="queue_review"),
     path("queues/<int:queue_id>/dataset/", review_queues.dataset, name="queue_dataset"),
     path(
@@ -108,6 +115,11 @@ urlpatterns = [
     ),
     path("queues/<int:queue_id>/items/<int:item_id>/skip/", review_queues.skip, name="queue_skip"),
     path("teams/<int:team_id>/scores/new/", scores.add_config, name="team_score_add"),
+    path(
+        "teams/<int:team_id>/scores/<int:config_id>/edit/",
+        scores.edit_config,
+        name="team_score_edit",
+    ),
     path(
         "teams/<int:team_id>/scores/<int:config_id>/delete/",
         scores.delete_config,

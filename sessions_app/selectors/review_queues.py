@@ -89,6 +89,25 @@ def free_items(queue: ReviewQueue, user):
     )
 
 
+def queue_items(queue: ReviewQueue):
+    """The queue's items in handing-out order, with what their list shows: the session,
+    the answer, the assignee, who holds or reviewed it."""
+    return (
+        ReviewItem.objects.filter(queue=queue)
+        .select_related("session", "entry", "assigned_to", "held_by", "done_by")
+        .order_by("position", "pk")
+    )
+
+
+def team_reviewers(team: Team) -> list[str]:
+    """Usernames of the team's members who may review (an item's possible assignees)."""
+    return list(
+        TeamMembership.objects.filter(team=team, role__in=SCORING_ROLES)
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
+
+
 def held_item(queue: ReviewQueue, user) -> ReviewItem | None:
     """The item `user` holds in this queue (a hold that has not lapsed), if any."""
     return (

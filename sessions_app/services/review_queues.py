@@ -85,11 +85,8 @@ def create_queue(
     return queue
 
 
-@transaction.atomic
-def assign(queue: ReviewQueue, usernames: list[str], *, actor) -> int:
-    """Share the queue's open, unassigned items among these members in turn; returns how
-    many were assigned."""
-    _require_admin(queue.team, actor)
+def _reviewers(queue: ReviewQueue, usernames: list[str]) -> list:
+    """These members, if each is in the queue's team with the reviewer role or higher."""
     users = list(
         get_user_model().objects.filter(
             username__in=usernames,
@@ -99,6 +96,15 @@ def assign(queue: ReviewQueue, usernames: list[str], *, actor) -> int:
     )
     if not users or len(users) != len(set(usernames)):
         raise QueueError("Assign to members of the team with the reviewer role or higher.")
+    return users
+
+
+@transaction.atomic
+def assign(queue: ReviewQueue, usernames: list[str], *, actor) -> int:
+    """Share the queue's open, unassigned items among these members in turn; returns how
+    many were assigned."""
+    _require_admin(queue.team, actor)
+    users = _reviewers(queue, usernames)
     open_items = list(
         ReviewItem.objects.select_for_update()
         .filter(queue=queue, done_at=None, assigned_to=None)
@@ -108,6 +114,30 @@ def assign(queue: ReviewQueue, usernames: list[str], *, actor) -> int:
         item.assigned_to = users[index % len(users)]
     ReviewItem.objects.bulk_update(open_items, ["assigned_to"])
     return len(open_items)
+
+
+@transaction.atomic
+def assign_item(queue: ReviewQueue, item_pk: int, username: str, *, actor) -> ReviewItem:
+    """Assign one open item to one member (an empty name: to nobody, whoever is next
+    takes it). An item someone else is reviewing right now is refused rather than taken
+    from under them."""
+    _require_admin(queue.team, actor)
+    item = ReviewItem.objects.select_for_update().filter(queue=queue, pk=item_pk).first()
+    if item is None:
+        raise QueueError("No such item in this queue.", 404)
+    if item.done_at is not None:
+        raise QueueError("This item is reviewed already.", 409)
+    assignee = _reviewers(queue, [username])[0] if username else None
+    held = item.held_by_id is not None and item.held_at >= read.hold_cutoff()
+    if held and item.held_by_id != getattr(assignee, "pk", None):
+        raise QueueError(
+            f"{item.held_by.get_username()} is reviewing this item now: assign it once they "
+            "are done or skip it.",
+            409,
+        )
+    item.assigned_to = assignee
+    item.save(update_fields=["assigned_to"])
+    return item
 
 
 def take_next(queue: ReviewQueue, *, actor) -> ReviewItem | None:

@@ -9,6 +9,7 @@ session shared with that team (whatever the share's role) or owned by them.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from sessions_app.core import scores as values
 from sessions_app.core.errors import ServiceError
@@ -87,6 +88,71 @@ def create_config(
             )
     except IntegrityError as exc:
         raise ScoreError(f"{team.name} already has a score called {name}.") from exc
+
+
+def _orphaned_scores(config: ScoreConfig, low, high, names: list[str]) -> int:
+    """How many of the config's scores the new range or categories would no longer hold."""
+    given = Score.objects.filter(config=config)
+    if config.kind == "number":
+        return given.filter(Q(value__lt=low) | Q(value__gt=high)).count()
+    if config.kind == "category":
+        kept = {name.lower() for name in names}
+        return sum(
+            1 for label in given.values_list("label", flat=True) if label.lower() not in kept
+        )
+    return 0
+
+
+@transaction.atomic
+def update_config(
+    team: Team,
+    config_pk: int,
+    *,
+    actor,
+    name: str,
+    min_value=None,
+    max_value=None,
+    categories: str = "",
+    description: str = "",
+) -> ScoreConfig:
+    """Rename a config, redescribe it, or change its range or categories. Its kind stays
+    (its scores are stored in that kind); a change that would leave a given score outside
+    the range or categories is refused, so no score is lost or reinterpreted."""
+    require_team_admin(team, actor)
+    config = ScoreConfig.objects.select_for_update().filter(team=team, pk=config_pk).first()
+    if config is None:
+        raise ScoreError("No such score config.", 404)
+    name = clean_text(name or "").strip()[:MAX_NAME]
+    if not name:
+        raise ScoreError("Give the score a name.")
+    kind = config.kind
+    names = values.parse_categories(clean_text(categories or "")) if kind == "category" else []
+    low, high = (_number(min_value), _number(max_value)) if kind == "number" else (None, None)
+    values.check_config(kind, low, high, names)
+    if ScoreConfig.objects.filter(team=team, name__iexact=name).exclude(pk=config.pk).exists():
+        raise ScoreError(f"{team.name} already has a score called {name}.")
+    orphaned = _orphaned_scores(config, low, high, names)
+    if orphaned:
+        raise ScoreError(
+            f"{orphaned} score(s) given with {config.name} would fall outside the new "
+            "range or categories: keep them in, or delete those scores first."
+        )
+    if kind == "category":
+        _renumber_category_scores(config, names)
+    config.name, config.min_value, config.max_value, config.categories = name, low, high, names
+    config.description = clean_text(description or "").strip()[:MAX_DESCRIPTION]
+    config.save()
+    return config
+
+
+def _renumber_category_scores(config: ScoreConfig, names: list[str]) -> None:
+    """A category score's number is its category's index: keep it right when the
+    categories are reordered or added to (labels follow the new spelling)."""
+    index = {name.lower(): (number, name) for number, name in enumerate(names)}
+    for score in Score.objects.filter(config=config):
+        number, label = index[score.label.lower()]
+        if (score.value, score.label) != (float(number), label):
+            Score.objects.filter(pk=score.pk).update(value=float(number), label=label)
 
 
 @transaction.atomic

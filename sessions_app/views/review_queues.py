@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -39,13 +40,15 @@ def queues(request, team_id):
     team = team_of_member(team_id, request.user)
     if team is None:
         raise NotFound("No such team.")
+    role = read.member_role(team, request.user)
     return render(
         request,
         "sessions_app/review_queues/queues.html",
         {
             "team": team,
             "queues": read.team_queues(team),
-            "is_admin": read.member_role(team, request.user) == "admin",
+            "is_admin": role == "admin",
+            "can_export": role in read.SCORING_ROLES,
             "scopes": ReviewQueue.Scope.choices,
         },
     )
@@ -76,6 +79,43 @@ def assign(request, queue_id):
     count = review_queues.assign(queue, [n for n in names if n], actor=request.user)
     messages.success(request, f"Assigned {count} items of {queue.name}.")
     return redirect("sessions_app:queues", queue.team_id)
+
+
+ITEMS_PAGE = 100
+
+
+@piweb_view()
+def items(request, queue_id):
+    """The queue's items, a page at a time, each with its assignee; admins assign each
+    one to a member (or to nobody: whoever is next)."""
+    queue = _queue(request, queue_id)
+    is_admin = read.member_role(queue.team, request.user) == "admin"
+    page = Paginator(read.queue_items(queue), ITEMS_PAGE).get_page(query(request).text("page"))
+    return render(
+        request,
+        "sessions_app/review_queues/items.html",
+        {
+            "queue": queue,
+            "page": page,
+            "is_admin": is_admin,
+            "reviewers": read.team_reviewers(queue.team) if is_admin else [],
+            "hold_cutoff": read.hold_cutoff(),
+        },
+    )
+
+
+@piweb_view(methods=("POST",))
+def assign_item(request, queue_id, item_id):
+    queue = _queue(request, queue_id)
+    params = form(request)
+    item = review_queues.assign_item(
+        queue, item_id, params.stripped("username", limit=150), actor=request.user
+    )
+    who = item.assigned_to.get_username() if item.assigned_to else "whoever is next"
+    messages.success(request, f"The answer {item.entry.pi_id} of {queue.name} goes to {who}.")
+    back = reverse("sessions_app:queue_items", args=[queue.pk])
+    page = params.text("page", limit=10)
+    return redirect(f"{back}?page={page}" if page.isdigit() else back)
 
 
 def _shown_item(request, queue: ReviewQueue):
@@ -133,21 +173,47 @@ def skip(request, queue_id, item_id):
     return redirect(_review_url(queue))
 
 
-@piweb_view()
-def dataset(request, queue_id):
-    """The queue's scored answers as JSONL (`?format=chat|finetune`, `?min=NAME=X`),
-    streamed. Its team's reviewers and up download it."""
-    queue = _queue(request, queue_id)
-    if read.member_role(queue.team, request.user) not in read.SCORING_ROLES:
+def _require_reviewer(team, user) -> None:
+    if read.member_role(team, user) not in read.SCORING_ROLES:
         raise PermissionDenied("Datasets are for the team's reviewers, editors and admins.")
+
+
+def _dataset_download(request, answers, team_id: int, name: str):
+    """Scored `answers` as streamed JSONL (`?format=chat|finetune`, `?min=NAME=X`)."""
     params = query(request)
     fmt = params.choice("format", datasets.FORMATS, "chat")
     minimums = datasets.parse_minimums(
         [params.text("min", limit=100)] if params.text("min") else []
     )
-    rows = datasets.dataset_rows(datasets.queue_answers(queue), queue.team_id, minimums)
+    rows = datasets.dataset_rows(answers, team_id, minimums)
     response = StreamingHttpResponse(
         (line.encode() for line in datasets.dataset_lines(rows, fmt)),
         content_type="application/jsonl; charset=utf-8",
     )
-    return download(response, f"queue-{queue.pk}-{fmt}.jsonl")
+    return download(response, f"{name}-{fmt}.jsonl")
+
+
+@piweb_view()
+def dataset(request, queue_id):
+    """The queue's scored answers as JSONL, streamed. Its team's reviewers and up
+    download it."""
+    queue = _queue(request, queue_id)
+    _require_reviewer(queue.team, request.user)
+    return _dataset_download(
+        request, datasets.queue_answers(queue), queue.team_id, f"queue-{queue.pk}"
+    )
+
+
+@piweb_view()
+def filter_dataset(request, team_id):
+    """The scored answers of the team's sessions that a filter selects (the queue
+    builder's filter), as JSONL, streamed; like `export_dataset --team T --filter …`."""
+    team = team_of_member(team_id, request.user)
+    if team is None:
+        raise NotFound("No such team.")
+    _require_reviewer(team, request.user)
+    filters = ListFilters.from_params(request.GET)
+    if filters.problems:
+        raise datasets.DatasetError(" ".join(filters.problems))
+    answers = datasets.filter_answers(request.user, team, filters)
+    return _dataset_download(request, answers, team.pk, f"team-{team.pk}-filter")

@@ -104,6 +104,27 @@ def add_config(request, team_id):
 
 
 @piweb_view(methods=("POST",))
+def edit_config(request, team_id, config_id):
+    team = _team(request, team_id)
+    params = form(request)
+    name = params.stripped("name", limit=scores.MAX_NAME)
+    return _on_teams_page(
+        request,
+        lambda: scores.update_config(
+            team,
+            config_id,
+            actor=request.user,
+            name=name,
+            min_value=params.text("min", "", limit=30),
+            max_value=params.text("max", "", limit=30),
+            categories=params.text("categories", "", limit=2000),
+            description=params.text("description", "", limit=scores.MAX_DESCRIPTION + 1),
+        ),
+        f"Saved the score {name} of {team.name}.",
+    )
+
+
+@piweb_view(methods=("POST",))
 def delete_config(request, team_id, config_id):
     team = _team(request, team_id)
     return _on_teams_page(

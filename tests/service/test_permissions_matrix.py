@@ -184,6 +184,13 @@ ROUTES: dict[str, Route] = {
     "team_score_add": Route(
         "team", "POST", ok=302, kwargs={"team_id": "team_pk"}, data={"name": "q", "kind": "boolean"}
     ),
+    "team_score_edit": Route(
+        "team",
+        "POST",
+        ok=302,
+        kwargs={"team_id": "team_pk", "config_id": "config_pk"},
+        data={"name": "q", "min": "1", "max": "5"},
+    ),
     "team_score_delete": Route(
         "team", "POST", ok=302, kwargs={"team_id": "team_pk", "config_id": "config_pk"}
     ),
@@ -204,8 +211,17 @@ ROUTES: dict[str, Route] = {
         kwargs={"queue_id": "queue_pk"},
         data={"usernames": "reviewer_name"},
     ),
+    "queue_items": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    "queue_item_assign": Route(
+        "reviewers_admin",
+        "POST",
+        ok=302,
+        kwargs={"queue_id": "queue_pk", "item_id": "item_pk"},
+        data={"username": "reviewer_name"},
+    ),
     "queue_review": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
     "queue_dataset": Route("reviewers", kwargs={"queue_id": "queue_pk"}),
+    "team_dataset": Route("reviewers", kwargs={"team_id": "reviewers_pk"}),
     # an item nobody holds: not theirs to score or skip (409) once the rights are checked
     "queue_score": Route(
         "reviewers",

@@ -126,6 +126,33 @@ def test_admins_assign_items_in_turn(make_user):
         review_queues.assign(queue, [w["viewer"].username], actor=w["admin"])
 
 
+@pytest.mark.django_db
+def test_admins_assign_one_item_and_only_its_assignee_gets_it(make_user):
+    w = team_of(make_user, answers=3)
+    queue, admin, r1, r2 = w["queue"], w["admin"], w["r1"], w["r2"]
+    first, second, third = ReviewItem.objects.filter(queue=queue).order_by("position")
+    with pytest.raises(ServiceError) as refused:
+        review_queues.assign_item(queue, first.pk, r2.username, actor=r1)
+    assert refused.value.status == 403
+    with pytest.raises(ServiceError, match="reviewer role"):
+        review_queues.assign_item(queue, first.pk, w["viewer"].username, actor=admin)
+    assert review_queues.assign_item(queue, first.pk, r2.username, actor=admin).assigned_to == r2
+    # r1 is passed the first item by: it is r2's
+    assert review_queues.take_next(queue, actor=r1).pk == second.pk
+    with pytest.raises(ServiceError, match="reviewing this item now"):
+        review_queues.assign_item(queue, second.pk, r2.username, actor=admin)
+    assert review_queues.take_next(queue, actor=r2).pk == first.pk
+    review_queues.score_item(queue, second.pk, w["config"].pk, "yes", actor=r1)
+    assert review_queues.take_next(queue, actor=r1).pk == third.pk  # never the first
+    review_queues.score_item(queue, third.pk, w["config"].pk, "no", actor=r1)
+    assert review_queues.take_next(queue, actor=r1) is None
+    with pytest.raises(ServiceError, match="reviewed already"):
+        review_queues.assign_item(queue, third.pk, r2.username, actor=admin)
+    review_queues.skip(queue, first.pk, actor=r2)
+    review_queues.assign_item(queue, first.pk, "", actor=admin)  # back to whoever is next
+    assert review_queues.take_next(queue, actor=r1).pk == first.pk
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_reviewers_at_once_over_50_items_none_twice_none_lost(make_user):
     w = team_of(make_user, answers=50)

@@ -90,3 +90,41 @@ def test_a_score_is_taken_back_by_its_author_only(world):
         scores.delete_score(session, score.pk, actor=world["admin"])
     scores.delete_score(session, score.pk, actor=world["reviewer"])
     assert not Score.objects.exists()
+
+
+def test_admins_edit_a_config_and_no_given_score_is_lost(world):
+    team, admin, config = world["team"], world["admin"], world["config"]
+    session, entry = world["session"], world["ids"]["a3"]
+    with pytest.raises(ServiceError) as refused:
+        scores.update_config(
+            team, config.pk, actor=world["reviewer"], name="x", min_value=1, max_value=9
+        )
+    assert refused.value.status == 403
+    scores.set_score(session, entry, config.pk, "4", actor=world["reviewer"])
+    with pytest.raises(ServiceError, match="outside"):  # 4 would fall out of 1-3
+        scores.update_config(team, config.pk, actor=admin, name="quality", min_value=1, max_value=3)
+    edited = scores.update_config(
+        team, config.pk, actor=admin, name="Accuracy", min_value=0, max_value=10, description="d"
+    )
+    config.refresh_from_db()
+    assert (config.name, config.min_value, config.max_value, config.description) == (
+        "Accuracy",
+        0,
+        10,
+        "d",
+    )
+    assert edited.kind == "number" and Score.objects.get(config=config).value == 4.0
+    tone = scores.create_config(
+        team, actor=admin, name="tone", kind="category", categories="calm, rude"
+    )
+    with pytest.raises(ServiceError, match="already has"):
+        scores.update_config(team, tone.pk, actor=admin, name="accuracy", categories="a, b")
+    scores.set_score(session, entry, tone.pk, "rude", actor=world["reviewer"])
+    with pytest.raises(ServiceError, match="outside"):  # "rude" would be dropped
+        scores.update_config(team, tone.pk, actor=admin, name="tone", categories="calm, kind")
+    scores.update_config(team, tone.pk, actor=admin, name="tone", categories="Rude, neutral, calm")
+    given = Score.objects.get(config=tone)
+    assert (given.value, given.label) == (0.0, "Rude")  # the number follows its category
+    with pytest.raises(ServiceError) as missing:
+        scores.update_config(Team.objects.create(name="x"), tone.pk, actor=admin, name="t")
+    assert missing.value.status in (403, 404)

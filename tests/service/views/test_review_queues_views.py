@@ -67,6 +67,32 @@ def test_admins_build_and_assign_queues_from_the_page(world):
     assert refused.status_code == 403
 
 
+def test_admins_assign_one_item_from_the_items_page(world):
+    queue, admin, reviewer = world["queue"], world["admin"], world["reviewer"]
+    first = queue.items.order_by("position").first()
+    url = f"/queues/{queue.pk}/items/"
+    page = client_for(admin).get(url).content.decode()
+    assert f'action="/queues/{queue.pk}/items/{first.pk}/assign/"' in page
+    assert f'<option value="{reviewer.username}"' in page  # the reviewers are offered
+    assert f'<option value="{world["viewer"].username}"' not in page
+    assert "/assign/" not in client_for(reviewer).get(url).content.decode()  # a list only
+    answer = client_for(admin).post(
+        f"/queues/{queue.pk}/items/{first.pk}/assign/",
+        {"username": reviewer.username, "page": "1"},
+        follow=True,
+    )
+    assert f"goes to {reviewer.username}" in answer.content.decode()
+    first.refresh_from_db()
+    assert first.assigned_to == reviewer
+    refused = client_for(reviewer).post(
+        f"/queues/{queue.pk}/items/{first.pk}/assign/", {"username": ""}
+    )
+    assert refused.status_code == 403
+    assert client_for(world["stranger"]).get(url).status_code == 404
+    first.refresh_from_db()
+    assert first.assigned_to == reviewer
+
+
 def test_reviewer_mode_scores_and_skips(world):
     queue, client = world["queue"], client_for(world["reviewer"])
     page = client.get(f"/queues/{queue.pk}/review/").content.decode()
@@ -104,3 +130,37 @@ def test_the_queue_dataset_downloads_for_reviewers(world):
     assert client_for(world["admin"]).get(url, {"min": "ok"}).status_code == 400
     assert client_for(world["viewer"]).get(url).status_code == 403
     assert client_for(world["stranger"]).get(url).status_code == 404
+
+
+def test_a_filter_dataset_downloads_from_the_queues_page(world, make_user):
+    team, config, reviewer = world["team"], world["config"], world["reviewer"]
+    other = build_branchy_session(world["owner"], cwd="/work/project-beta", name="Lexer tune")
+    SessionShare.objects.create(session=other.session, team=team, role="viewer")
+    for data in (world["data"], other):
+        scores.set_score(data.session, data.ids["b3"], config.pk, "yes", actor=reviewer)
+    scores.set_score(
+        world["data"].session, world["data"].ids["a3"], config.pk, "no", actor=reviewer
+    )
+    page = client_for(reviewer).get(f"/teams/{team.pk}/queues/").content.decode()
+    assert f'action="/teams/{team.pk}/dataset/"' in page and 'name="format"' in page
+    url = f"/teams/{team.pk}/dataset/"
+    response = client_for(reviewer).get(url, {"project": "/work/project-alpha"})
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/jsonl")
+    assert response["Content-Disposition"].startswith("attachment")
+    rows = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert {row["session"] for row in rows} == {world["data"].session.pi_id}
+    assert sorted(row["entry"] for row in rows) == sorted(
+        [world["data"].ids["a3"], world["data"].ids["b3"]]
+    )
+    everything = client_for(world["admin"]).get(url, {"min": "ok=1"})
+    kept = [json.loads(line) for line in b"".join(everything.streaming_content).splitlines()]
+    assert {row["session"] for row in kept} == {world["data"].session.pi_id, other.session.pi_id}
+    assert all(row["scores"][0]["label"] == "yes" for row in kept)
+    tuned = client_for(reviewer).get(url, {"project": "/work/project-beta", "format": "finetune"})
+    [line] = b"".join(tuned.streaming_content).decode().splitlines()
+    assert set(json.loads(line)) <= {"messages", "tools", "parallel_tool_calls"}
+    assert client_for(reviewer).get(url, {"from": "not a date"}).status_code == 400
+    assert client_for(world["viewer"]).get(url).status_code == 403
+    assert client_for(world["stranger"]).get(url).status_code == 404
+    assert client_for(make_user()).get(f"/teams/{team.pk}/queues/").status_code == 404

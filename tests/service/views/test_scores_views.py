@@ -104,6 +104,19 @@ def test_admins_manage_the_teams_score_configs_on_the_teams_page(team_world):
     page = admin.post(url, data, follow=True).content.decode()
     assert "Added the score tone" in page and "calm, rude" in page
     tone = ScoreConfig.objects.get(name="tone")
+    edit = f"/teams/{team.pk}/scores/{tone.pk}/edit/"
+    changed = {"name": "Tone", "categories": "calm, rude, terse", "description": "how it reads"}
+    assert (
+        "Only an admin"
+        in client_for(w["reviewer"]).post(edit, changed, follow=True).content.decode()
+    )
+    assert ScoreConfig.objects.get(pk=tone.pk).name == "tone"
+    page = admin.post(edit, changed, follow=True).content.decode()
+    assert "Saved the score Tone" in page and "calm, rude, terse" in page and "how it reads" in page
+    assert 'action="' + edit + '"' in page  # the edit form, filled in, on the teams page
+    assert ScoreConfig.objects.get(pk=tone.pk).categories == ["calm", "rude", "terse"]
+    bad = admin.post(edit, {"name": "Tone", "categories": "calm"}, follow=True).content.decode()
+    assert "2 to 9 categories" in bad
     admin.post(f"/teams/{team.pk}/scores/{tone.pk}/delete/")
     assert not ScoreConfig.objects.filter(pk=tone.pk).exists()
     assert client_for(w["stranger"]).post(url, data).status_code == 404
