@@ -137,7 +137,7 @@ def open_root(path: str) -> int:
 
 
 def read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:

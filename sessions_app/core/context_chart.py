@@ -97,13 +97,15 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
             continue
         if etype == "message" and message.get("role") == "assistant":
             usage = get_assistant_usage(message)
-            tokens = calculate_context_tokens(usage) if isinstance(usage, dict) else 0
+            counted = calculate_context_tokens(usage) if isinstance(usage, dict) else 0
             set_model(
                 _model_of(message, "responseModel") or _model_of(message, "model"), index, eid
             )
-            tokens = _number(tokens)
-            estimated = not (tokens is not None and tokens > 0)
-            running = running + estimate_tokens(message) if estimated else int(tokens)
+            tokens = _number(counted)
+            if tokens is not None and tokens > 0:
+                estimated, running = False, tokens
+            else:
+                estimated, running = True, running + estimate_tokens(message)
             points.append(
                 {
                     "id": eid,

@@ -63,4 +63,6 @@ def image_blocks(images: Sequence[bytes], *, max_bytes: int, max_count: int) -> 
 
 def takes_images(model: dict | None) -> bool:
     """Does this catalog model (pi's Model shape) accept image input?"""
-    return bool(model) and "image" in (model.get("input") or ["text"])
+    if not model:
+        return False
+    return "image" in (model.get("input") or ["text"])
