@@ -44,10 +44,16 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 def branch_stats(segment: list[dict]) -> dict[str, Any]:
     """Token totals, files touched and outcome of a list of entries (root-first)."""
-    usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    usage: dict[str, float] = {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+    }
     estimated = 0
     file_ops = FileOps()
-    errors: list[dict[str, str]] = []
+    errors: list[dict[str, Any]] = []
     last_assistant = ""
     last_stop = ""
     counts = {"user": 0, "assistant": 0, "toolCalls": 0, "toolResults": 0, "bash": 0}
@@ -64,7 +70,9 @@ def branch_stats(segment: list[dict]) -> dict[str, Any]:
         elif role == "assistant":
             counts["assistant"] += 1
             extract_file_ops_from_message(message, file_ops)
-            content = message.get("content") if isinstance(message.get("content"), list) else []
+            content = message.get("content")
+            if not isinstance(content, list):
+                content = []
             counts["toolCalls"] += sum(
                 1 for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
             )

@@ -367,7 +367,9 @@ def parse_auth(data: Any) -> dict[str, AuthEntry]:
             continue
         kind = raw.get("type")
         if kind == "api_key" and isinstance(raw.get("key"), str) and raw["key"]:
-            env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+            env = raw.get("env")
+            if not isinstance(env, dict):
+                env = {}
             out[provider] = AuthEntry(
                 provider, "api_key", raw["key"], {k: str(v) for k, v in env.items()}
             )
@@ -505,9 +507,9 @@ def merge_models(
     for name, provider in providers.items():
         _add_request_config(result, name, provider)
     first_of: dict[str, dict] = {}
-    for model in builtins:
-        first_of.setdefault(model["provider"], model)
-        result.models.append(_configured_builtin(model, providers.get(model["provider"]) or {}))
+    for builtin in builtins:
+        first_of.setdefault(builtin["provider"], builtin)
+        result.models.append(_configured_builtin(builtin, providers.get(builtin["provider"]) or {}))
     index = {(m["provider"], m["id"]): i for i, m in enumerate(result.models)}
     for name, provider in providers.items():
         for spec in provider.get("models") or []:

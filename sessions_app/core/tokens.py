@@ -259,6 +259,7 @@ def estimate_context_tokens(messages: list[dict[str, Any]]) -> dict[str, Any]:
             "trailingTokens": estimated,
             "lastUsageIndex": None,
         }
+    assert usage is not None  # last_index is set only with a usage
     usage_tokens = calculate_context_tokens(usage)
     trailing = sum(estimate_tokens(messages[i]) for i in range(last_index + 1, len(messages)))
     return {

@@ -138,7 +138,9 @@ def entry_usage(entry: dict) -> EntryUsage | None:
     """The bucket key and usage an entry adds, or None when it counts nothing."""
     etype = entry.get("type")
     message = entry.get("message")
-    role = message.get("role") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        message = {}  # so no role: it counts only as a usage or summary entry can
+    role = message.get("role")
     if etype == "message" and role == "assistant":
         if message.get("responseModel") is not None:
             key = _model_key(message, message["responseModel"], True)
@@ -168,7 +170,7 @@ def entry_usage(entry: dict) -> EntryUsage | None:
 
 def order_buckets(totals_by_key: dict[str, UsageTotals]) -> list[dict[str, Any]]:
     """pi's breakdown list from totals kept in first-seen key order."""
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"key": key, "cost": totals.cost, "tokens": totals.tokens}
         for key, totals in totals_by_key.items()
     ]
