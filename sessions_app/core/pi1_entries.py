@@ -39,8 +39,12 @@ def _number(value: Any) -> float:
 
 def usage_figures(entry: dict) -> dict:
     """The figures of a `usage` entry: kind, provider/model, token counts, cost total."""
-    usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
-    cost = usage.get("cost") if isinstance(usage.get("cost"), dict) else {}
+    usage = entry.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    cost = usage.get("cost")
+    if not isinstance(cost, dict):
+        cost = {}
     return {
         "kind": str(entry.get("kind") or ""),
         "provider": str(entry.get("provider") or ""),
@@ -96,7 +100,9 @@ def context_edit_text(entry: dict) -> str:
 
 def system_message_view(message: dict) -> dict:
     """A system message's prompt text, sections and tool changes."""
-    sections = message.get("sections") if isinstance(message.get("sections"), dict) else {}
+    sections = message.get("sections")
+    if not isinstance(sections, dict):
+        sections = {}
 
     def tools(key: str) -> list[dict]:
         out = []
