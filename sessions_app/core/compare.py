@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def _message(entry: dict) -> dict | None:
+def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
     if entry.get("type") != "message":
         return None
     message = entry.get("message")
@@ -42,7 +42,7 @@ def _first_line(text: str, limit: int = 200) -> str:
     return ""
 
 
-def branch_stats(segment: list[dict]) -> dict[str, Any]:
+def branch_stats(segment: list[dict[str, Any]]) -> dict[str, Any]:
     """Token totals, files touched and outcome of a list of entries (root-first)."""
     usage: dict[str, float] = {
         "input": 0,
@@ -133,7 +133,7 @@ def branch_stats(segment: list[dict]) -> dict[str, Any]:
     }
 
 
-def compare_branches(entries: list[dict], a_id: str, b_id: str) -> dict[str, Any]:
+def compare_branches(entries: list[dict[str, Any]], a_id: str, b_id: str) -> dict[str, Any]:
     """Common ancestor of two nodes and the two branches below it, with their stats."""
     tree = SessionTree(entries)
     for node_id in (a_id, b_id):
@@ -143,7 +143,7 @@ def compare_branches(entries: list[dict], a_id: str, b_id: str) -> dict[str, Any
     a_path = tree.get_branch(a_id)
     b_path = tree.get_branch(b_id)
 
-    def below(path: list[dict]) -> list[dict]:
+    def below(path: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if ancestor is None:
             return path
         ids = [e.get("id") for e in path]

@@ -127,7 +127,7 @@ def _json_len_fast(value: Any) -> int:
     return -1
 
 
-def _dict_len_fast(value: dict) -> int:
+def _dict_len_fast(value: dict[str, Any]) -> int:
     """_json_len_fast of a dict (str and safe-int values inline: the common case)."""
     if not value:
         return 2
@@ -151,7 +151,7 @@ def _dict_len_fast(value: dict) -> int:
     return n
 
 
-def _list_len_fast(value: list) -> int:
+def _list_len_fast(value: list[Any]) -> int:
     """_json_len_fast of a list."""
     n = len(value) + 1 if value else 2  # brackets and commas
     for item in value:
