@@ -120,7 +120,7 @@ class UnsupportedMachine(RuntimeError):
 class _Program:
     """A tiny assembler: instructions with symbolic jump targets, resolved at the end."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.code: list[tuple[int, int | str, int | str, int]] = []
         self.labels: dict[str, int] = {}
 

@@ -22,7 +22,7 @@ PREVIEW_CHARS = 300
 # Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
 
 
-def _blocks_text(content) -> str:
+def _blocks_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

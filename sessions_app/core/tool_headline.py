@@ -12,7 +12,7 @@ from typing import Any
 MAX_CHARS = 200
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
@@ -76,7 +76,7 @@ def _other(name: str, arguments: Mapping[str, Any]) -> str:
     return name
 
 
-def tool_headline(name, arguments) -> str:
+def tool_headline(name: object, arguments: object) -> str:
     """One line saying what a call of tool `name` with `arguments` does."""
     name = _text(name) or "tool"
     arguments = arguments if isinstance(arguments, Mapping) else {}

@@ -293,7 +293,7 @@ class Layout:
             best = kids[0]
         return [best, *[k for k in kids if k is not best]]
 
-    def _row(self, node: Node, depth: int, **kw) -> Row:
+    def _row(self, node: Node, depth: int, **kw: Any) -> Row:
         return Row(
             "node",
             node,
@@ -485,7 +485,7 @@ class Layout:
         run.clear()
 
 
-def format_tokens(count) -> str:
+def format_tokens(count: object) -> str:
     """1234 → "1.2k" (for the tree's token column). Any JSON number is accepted: one
     beyond the double range (`1e999`, Infinity once JSON.parse read it) shows as "∞"."""
     count = js_number(count)

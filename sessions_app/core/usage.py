@@ -109,7 +109,7 @@ def _js_string(value: Any, present: bool = True) -> str:
 MAX_ENTRY_TOKENS = 10**12
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     """A token count, within ±MAX_ENTRY_TOKENS; anything that is not a finite number
     counts 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
