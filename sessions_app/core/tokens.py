@@ -215,7 +215,7 @@ def estimate_text_tokens(text: str) -> int:
 
 def calculate_context_tokens(usage: dict[str, Any]) -> int:
     """``usage.totalTokens`` when non-zero, else input + output + cacheRead + cacheWrite."""
-    total = usage.get("totalTokens")
+    total: int | None = usage.get("totalTokens")
     if total:
         return total
     return (
@@ -284,4 +284,5 @@ def should_compact(context_tokens: float, context_window: float, compaction: Any
     """
     if not _setting(compaction, "enabled", "enabled"):
         return False
-    return context_tokens > context_window - _setting(compaction, "reserve_tokens", "reserveTokens")
+    reserve: float = _setting(compaction, "reserve_tokens", "reserveTokens")
+    return context_tokens > context_window - reserve
