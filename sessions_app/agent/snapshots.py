@@ -422,6 +422,6 @@ def _parse_stats(status: bytes, numstat: bytes) -> list[FileStat]:
         counts[path] = (0 if binary else int(added), 0 if binary else int(removed), binary)
     out = []
     for kind, path, old in order:
-        added, removed, binary = counts.get(path, (0, 0, False))
-        out.append(FileStat(path, kind, added, removed, binary, old))
+        lines_added, lines_removed, binary = counts.get(path, (0, 0, False))
+        out.append(FileStat(path, kind, lines_added, lines_removed, binary, old))
     return out
