@@ -32,7 +32,8 @@ from .input_limits import (
     oversized_fields,
 )
 from .jsonl import parse_session_line, serialize_entry
-from .preview import clean_text, entry_row_columns
+from .preview import entry_row_columns
+from .text import clean_text
 from .usage import EntryUsage, usage_with_day
 
 # A single line larger than this is skipped (reported) without being held in memory.
