@@ -175,7 +175,7 @@ def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry |
     if problem:
         return Skip(number, problem)
     etype = value["type"]
-    effect = None
+    effect: tuple[str, ...] | None = None
     if etype == "label":
         target = value.get("targetId")
         if isinstance(target, str):
@@ -220,9 +220,8 @@ class LinePreparer:
         lines = chunk.split(b"\n")
         rest = lines.pop()
         for index, raw in enumerate(lines):
-            if index == 0 and (self._held or self._overlong is not None):
-                raw = self._release(raw)
-            self._line(raw, out)
+            held = index == 0 and (self._held or self._overlong is not None)
+            self._line(self._release(raw) if held else raw, out)
         if rest:
             self._hold(rest)
         return out
