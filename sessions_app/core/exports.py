@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .compare import _message
@@ -38,7 +39,7 @@ MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 def tree_rows(
     entries: list[dict[str, Any]],
-    branch_ids=(),
+    branch_ids: Iterable[str] = (),
     labels: dict[str, Any] | None = None,
     *,
     max_children: int | None = None,
@@ -98,7 +99,13 @@ def tree_rows(
     return rows
 
 
-def _children_window(node_id, children, branch, size, page):
+def _children_window(
+    node_id: str | None,
+    children: list[dict[str, Any]],
+    branch: set[str],
+    size: int,
+    page: tuple[str, int] | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Which children of a wide node a page lists, and the row for the rest."""
     start = page[1] if page is not None and page[0] == node_id else 0
     start = max(0, min(start, len(children) - 1))
