@@ -195,7 +195,7 @@ def read_session(
     errors: list[SessionLine] = []
     for sl in iter_session_lines(lines):
         if sl.ok:
-            items.append(sl.value)  # type: ignore[arg-type]
+            items.append(sl.value)  # type: ignore[arg-type]  # ok: value is the parsed object
             numbers.append(sl.line_number)
         else:
             errors.append(sl)
