@@ -39,7 +39,7 @@ sandbox:
 run: migrate sandbox
 	$(PY) manage.py runpiweb
 
-# Lint first (ruff check, ruff format --check): CI runs this target.
+# Lint first (ruff check, ruff format --check, mypy): CI runs this target.
 test: lint pi-reference
 	bash bin/run-tests
 
@@ -47,7 +47,7 @@ createsuperuser: migrate
 	$(PY) manage.py createsuperuser
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
 format: install
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .

@@ -90,7 +90,7 @@ class _PacedQueue:
     def __init__(self, queue: asyncio.Queue, content):
         self.queue, self.content = queue, content
         self.pending: collections.deque = collections.deque()
-        self.feeding = None
+        self.feeding: asyncio.Future[None] | None = None
 
     def put_nowait(self, message: dict) -> None:
         self.pending.append(message)

@@ -56,7 +56,7 @@ def rows(change: FileChange) -> list[dict]:
         coloured = html.split("\n")
     out, i, old_no, new_no = [], 0, 0, 0
     for kind, text in parsed:
-        row = {"kind": kind, "old": "", "new": ""}
+        row: dict[str, str | int] = {"kind": kind, "old": "", "new": ""}
         if kind in ("add", "del", "ctx"):
             row["html"] = mark_safe(coloured[i] if i < len(coloured) else escape(text))
             i += 1

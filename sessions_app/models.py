@@ -114,7 +114,7 @@ class Session(models.Model):
     @property
     def leaf_pi_id(self) -> str | None:
         """The pi id of the session's leaf; None before the first entry (as in pi)."""
-        return self.leaf.pi_id if self.leaf_id else None
+        return self.leaf.pi_id if self.leaf is not None else None
 
     def header(self) -> dict:
         """The pi session header line, with keys in pi's order."""

@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable
+from typing import overload
 
 from sessions_app.core.errors import ServiceError
 
@@ -46,6 +47,15 @@ class Params:
         """Whether the form sent a non-empty value (a button or a checkbox)."""
         return bool(self.data.get(name))
 
+    # With an int default the answer is always an int; without one it may be None.
+    @overload
+    def integer(
+        self, name: str, default: int, *, low: int | None = None, high: int | None = None
+    ) -> int: ...
+    @overload
+    def integer(
+        self, name: str, default: None = None, *, low: int | None = None, high: int | None = None
+    ) -> int | None: ...
     def integer(
         self,
         name: str,

@@ -65,7 +65,7 @@ from sessions_app.core.pi1_entries import (
     system_message_view,
     usage_figures,
 )
-from sessions_app.core.preview import clean_text
+from sessions_app.core.text import clean_text
 from sessions_app.core.tool_headline import tool_headline
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})

@@ -27,6 +27,7 @@ import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 BOM = "\ufeff"
 
@@ -124,7 +125,7 @@ def _replace_keeping_lines(original: str, loose: str, matches: list[_Match]) -> 
         at += len(line)
     if len(original_lines) != len(spans):
         raise EditError("The file's lines could not be lined up for a loose match.")
-    groups: list[list] = []  # [first line, end line, matches]
+    groups: list[list[Any]] = []  # [first line, end line, matches]
     for m in sorted(matches, key=lambda m: m.start):
         first = next((i for i, (s, e) in enumerate(spans) if s <= m.start < e), None)
         if first is None:
@@ -150,7 +151,7 @@ def _replace_keeping_lines(original: str, loose: str, matches: list[_Match]) -> 
     return "".join(pieces)
 
 
-def apply_edits(text: str, edits: list[dict], path: str) -> tuple[str, str]:
+def apply_edits(text: str, edits: list[dict[str, Any]], path: str) -> tuple[str, str]:
     """(old, new): ``text`` (LF line endings, no BOM) before and after every edit of
     ``edits`` (``[{oldText, newText}]``). Raises :class:`EditError` when one is refused."""
     total = len(edits)

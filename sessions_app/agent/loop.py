@@ -46,7 +46,7 @@ TEXT_FLUSH_SECONDS = 0.05
 TEXT_FLUSH_CHARS = 4000
 
 
-def request_tools(tools) -> list[dict]:
+def request_tools(tools) -> list[dict[str, Any]]:
     """The tools as a request carries them (each API module puts them in its wire shape);
     also what an agent run records beside its answers (models.AnswerInput)."""
     return [
@@ -79,7 +79,7 @@ def now_ms() -> int:
 class _TextBatcher:
     """Light batching of text/thinking deltas into text_delta events."""
 
-    def __init__(self, emit: Callable[[str, dict], None], run_id: str):
+    def __init__(self, emit: Callable[[str, dict[str, Any]], None], run_id: str):
         self.emit, self.run_id = emit, run_id
         self.kind: str | None = None
         self.buf: list[str] = []
@@ -134,7 +134,9 @@ class AgentRun:
 
     # ------------------------------------------------------------------ messages
 
-    def _assistant(self, content, stop_reason: str, usage=None, error: str | None = None) -> dict:
+    def _assistant(
+        self, content, stop_reason: str, usage=None, error: str | None = None
+    ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": content,
@@ -149,7 +151,7 @@ class AgentRun:
             message["errorMessage"] = error
         return message
 
-    def _tool_result(self, block: dict, result: ToolResult) -> dict:
+    def _tool_result(self, block: dict[str, Any], result: ToolResult) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "toolResult",
             "toolCallId": block["id"],
@@ -164,7 +166,7 @@ class AgentRun:
 
     # ------------------------------------------------------------------ streaming
 
-    def _request(self, messages: list[dict]) -> ModelRequest:
+    def _request(self, messages: list[dict[str, Any]]) -> ModelRequest:
         return ModelRequest(
             system_prompt=self.system_prompt,
             messages=messages,
@@ -180,7 +182,9 @@ class AgentRun:
             if block.get("type") == "toolCall":
                 self.pending_problems[block["id"]] = block.pop(ARGS_PROBLEM, None)
 
-    def stream_assistant(self, messages: list[dict]) -> tuple[dict[str, Any], BaseException | None]:
+    def stream_assistant(
+        self, messages: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], BaseException | None]:
         """One assistant message (after retries). The exception is returned on overflow."""
         request = self._request(messages)
         try:
@@ -222,7 +226,7 @@ class AgentRun:
 
     # ------------------------------------------------------------------ tools
 
-    def _run_call(self, block: dict) -> ToolResult:
+    def _run_call(self, block: dict[str, Any]) -> ToolResult:
         problem = self.pending_problems.get(block["id"])
         if problem:
             return text_result(problem, {}, True)
@@ -237,7 +241,7 @@ class AgentRun:
         ctx = replace(self.tool_ctx, on_bash_snapshot=on_snapshot)
         return execute_tool(block["name"], block["arguments"], ctx, self.tools)
 
-    def run_tools(self, calls: list[dict]) -> None:
+    def run_tools(self, calls: list[dict[str, Any]]) -> None:
         i = 0
         while i < len(calls):
             group = [calls[i]]
@@ -329,6 +333,6 @@ class AgentRun:
         )
         return "error"
 
-    def _close_open_calls(self, message: dict) -> None:
+    def _close_open_calls(self, message: dict[str, Any]) -> None:
         """Tool calls of an aborted message never run; nothing to persist (pi drops them)."""
         return None

@@ -71,7 +71,7 @@ class RetryPolicy:
         """
         if attempt >= self.retries or not retryable(exc, streaming=streaming):
             return None
-        delay = min(self.max_delay, self.base_delay * (2**attempt))
+        delay: float = min(self.max_delay, self.base_delay * (2**attempt))
         asked = retry_after(exc)
         if asked is not None:
             delay = min(self.max_delay, max(delay, asked))

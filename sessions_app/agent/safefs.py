@@ -46,7 +46,9 @@ def _openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> int:
     if not flags & os.O_CREAT and flags & os.O_TMPFILE != os.O_TMPFILE:
         mode = 0  # openat2 refuses a mode without O_CREAT
     how = _OpenHow(flags | os.O_CLOEXEC, mode, resolve)
-    fd = _libc.syscall(SYS_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    fd: int = _libc.syscall(
+        SYS_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how)
+    )
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), path)
@@ -137,7 +139,7 @@ def open_root(path: str) -> int:
 
 
 def read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:

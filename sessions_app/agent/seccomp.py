@@ -120,8 +120,8 @@ class UnsupportedMachine(RuntimeError):
 class _Program:
     """A tiny assembler: instructions with symbolic jump targets, resolved at the end."""
 
-    def __init__(self):
-        self.code: list[tuple[int, object, object, int]] = []
+    def __init__(self) -> None:
+        self.code: list[tuple[int, int | str, int | str, int]] = []
         self.labels: dict[str, int] = {}
 
     def label(self, name: str) -> None:
@@ -130,7 +130,7 @@ class _Program:
     def load(self, offset: int) -> None:
         self.code.append((_LD_W_ABS, 0, 0, offset))
 
-    def jump(self, op: int, k: int, true: object, false: object) -> None:
+    def jump(self, op: int, k: int, true: int | str, false: int | str) -> None:
         self.code.append((op, true, false, k))
 
     def ret(self, value: int) -> None:
@@ -143,7 +143,7 @@ class _Program:
             out += struct.pack("=HBBI", op, jt, jf, k & 0xFFFFFFFF)
         return bytes(out)
 
-    def _offset(self, index: int, target: object) -> int:
+    def _offset(self, index: int, target: int | str) -> int:
         if isinstance(target, int):  # 0 = the next instruction
             return target
         distance = self.labels[target] - index - 1

@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -136,7 +137,7 @@ class ShadowRepo:
             **_IDENTITY,
         }
 
-    def git(self, *args: str, input: bytes | None = None, check=True) -> bytes:
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
         """Run git on the repository alone, in the worker: for reads only."""
         proc = subprocess.run(
             [settings.PIWEB_GIT, *_CONFIG, *args],
@@ -184,7 +185,7 @@ class ShadowRepo:
         )
         return _checked(proc.returncode, out, err, what, check)
 
-    def _git_in_sandbox(self, *args: str, **kwargs) -> bytes:
+    def _git_in_sandbox(self, *args: str, **kwargs: Any) -> bytes:
         return self.sandboxed([settings.PIWEB_GIT, *_CONFIG, *args], **kwargs)
 
     def ensure(self) -> None:
@@ -422,6 +423,6 @@ def _parse_stats(status: bytes, numstat: bytes) -> list[FileStat]:
         counts[path] = (0 if binary else int(added), 0 if binary else int(removed), binary)
     out = []
     for kind, path, old in order:
-        added, removed, binary = counts.get(path, (0, 0, False))
-        out.append(FileStat(path, kind, added, removed, binary, old))
+        lines_added, lines_removed, binary = counts.get(path, (0, 0, False))
+        out.append(FileStat(path, kind, lines_added, lines_removed, binary, old))
     return out

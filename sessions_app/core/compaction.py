@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 from .jsutil import js_sorted
 from .messages import build_session_context, collect_messages, path_view
@@ -128,7 +128,7 @@ class FileOps:
         }
 
 
-_FILE_TOOLS = {"read": "read", "write": "written", "edit": "edited"}
+_FILE_TOOLS: dict[str | None, str] = {"read": "read", "write": "written", "edit": "edited"}
 
 
 def extract_file_ops_from_message(message: Message, file_ops: FileOps) -> None:
@@ -288,13 +288,14 @@ def _budget_index(
     while hi > start:
         lo = max(hi - width, start)
         width = min(width * 2, _MAX_BLOCK)
-        block = estimates[lo:hi]
+        stored = estimates[lo:hi]
         try:
-            total = sum(block)
+            total = sum(stored)  # type: ignore[arg-type]  # a None raises TypeError: see below
+            block = cast("Sequence[int]", stored)
         except TypeError:  # a None: not stored yet, estimated here
             block = [
                 entry_token_estimate(entries[lo + k]) if value is None else value
-                for k, value in enumerate(block)
+                for k, value in enumerate(stored)
             ]
             total = sum(block)
         if accumulated + total < keep_recent_tokens:

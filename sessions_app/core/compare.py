@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def _message(entry: dict) -> dict | None:
+def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
     if entry.get("type") != "message":
         return None
     message = entry.get("message")
@@ -42,12 +42,18 @@ def _first_line(text: str, limit: int = 200) -> str:
     return ""
 
 
-def branch_stats(segment: list[dict]) -> dict[str, Any]:
+def branch_stats(segment: list[dict[str, Any]]) -> dict[str, Any]:
     """Token totals, files touched and outcome of a list of entries (root-first)."""
-    usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    usage: dict[str, float] = {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+    }
     estimated = 0
     file_ops = FileOps()
-    errors: list[dict[str, str]] = []
+    errors: list[dict[str, Any]] = []
     last_assistant = ""
     last_stop = ""
     counts = {"user": 0, "assistant": 0, "toolCalls": 0, "toolResults": 0, "bash": 0}
@@ -64,7 +70,9 @@ def branch_stats(segment: list[dict]) -> dict[str, Any]:
         elif role == "assistant":
             counts["assistant"] += 1
             extract_file_ops_from_message(message, file_ops)
-            content = message.get("content") if isinstance(message.get("content"), list) else []
+            content = message.get("content")
+            if not isinstance(content, list):
+                content = []
             counts["toolCalls"] += sum(
                 1 for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
             )
@@ -125,7 +133,7 @@ def branch_stats(segment: list[dict]) -> dict[str, Any]:
     }
 
 
-def compare_branches(entries: list[dict], a_id: str, b_id: str) -> dict[str, Any]:
+def compare_branches(entries: list[dict[str, Any]], a_id: str, b_id: str) -> dict[str, Any]:
     """Common ancestor of two nodes and the two branches below it, with their stats."""
     tree = SessionTree(entries)
     for node_id in (a_id, b_id):
@@ -135,7 +143,7 @@ def compare_branches(entries: list[dict], a_id: str, b_id: str) -> dict[str, Any
     a_path = tree.get_branch(a_id)
     b_path = tree.get_branch(b_id)
 
-    def below(path: list[dict]) -> list[dict]:
+    def below(path: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if ancestor is None:
             return path
         ids = [e.get("id") for e in path]

@@ -19,7 +19,7 @@ from .messages import message_from_entry
 from .tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
 
 
-def _model_of(holder: dict, model_field: str) -> str | None:
+def _model_of(holder: dict[str, Any], model_field: str) -> str | None:
     provider, model = holder.get("provider"), holder.get(model_field)
     if not isinstance(model, str) or not model:
         return None
@@ -32,7 +32,7 @@ def _number(value: Any) -> int | None:
     return int(value) if value is not None and math.isfinite(value) else None
 
 
-def _in_context(entry: dict) -> dict | None:
+def _in_context(entry: dict[str, Any]) -> dict[str, Any] | None:
     message = message_from_entry(entry)
     if not isinstance(message, dict):
         return None
@@ -41,7 +41,9 @@ def _in_context(entry: dict) -> dict | None:
     return message
 
 
-def _after_compaction(path: list[dict], index: int, position: dict) -> int:
+def _after_compaction(
+    path: list[dict[str, Any]], index: int, position: dict[str | None, int]
+) -> int:
     """chars/4 of the context right after the compaction at `index`: its summary plus the
     messages it keeps (from firstKeptEntryId up to it; none when that is itself)."""
     entry = path[index]
@@ -56,12 +58,12 @@ def _after_compaction(path: list[dict], index: int, position: dict) -> int:
     return tokens
 
 
-def context_timeline(path: list[dict]) -> dict[str, Any]:
+def context_timeline(path: list[dict[str, Any]]) -> dict[str, Any]:
     """Turns and markers along `path` (root first). See the module doc."""
-    points: list[dict] = []
-    compactions: list[dict] = []
-    summaries: list[dict] = []
-    model_changes: list[dict] = []
+    points: list[dict[str, Any]] = []
+    compactions: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    model_changes: list[dict[str, Any]] = []
     running = 0  # the context as it stands after the entry just read
     model: str | None = None
 
@@ -97,13 +99,15 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
             continue
         if etype == "message" and message.get("role") == "assistant":
             usage = get_assistant_usage(message)
-            tokens = calculate_context_tokens(usage) if isinstance(usage, dict) else 0
+            counted = calculate_context_tokens(usage) if isinstance(usage, dict) else 0
             set_model(
                 _model_of(message, "responseModel") or _model_of(message, "model"), index, eid
             )
-            tokens = _number(tokens)
-            estimated = not (tokens is not None and tokens > 0)
-            running = running + estimate_tokens(message) if estimated else int(tokens)
+            tokens = _number(counted)
+            if tokens is not None and tokens > 0:
+                estimated, running = False, tokens
+            else:
+                estimated, running = True, running + estimate_tokens(message)
             points.append(
                 {
                     "id": eid,
@@ -127,7 +131,7 @@ def context_timeline(path: list[dict]) -> dict[str, Any]:
     }
 
 
-def _sets_context(entry: dict) -> bool:
+def _sets_context(entry: dict[str, Any]) -> bool:
     """True when the timeline's running figure restarts at `entry`: a compaction, or an
     assistant turn whose usage gives the context size (see `context_timeline`)."""
     etype = entry.get("type")
@@ -143,7 +147,7 @@ def _sets_context(entry: dict) -> bool:
     return tokens is not None and tokens > 0
 
 
-def _model_set_by(entry: dict) -> str | None:
+def _model_set_by(entry: dict[str, Any]) -> str | None:
     """The model `entry` sets on the timeline, or None."""
     etype = entry.get("type")
     if etype == "model_change":
@@ -156,7 +160,7 @@ def _model_set_by(entry: dict) -> str | None:
     return _model_of(message, "responseModel") or _model_of(message, "model")
 
 
-def context_now(tail: list[dict], complete: bool) -> dict[str, Any] | None:
+def context_now(tail: list[dict[str, Any]], complete: bool) -> dict[str, Any] | None:
     """``{"current", "model"}`` of `context_timeline` over a whole path, from the path's
     last entries `tail` alone (`complete`: the tail is the whole path); None when the tail
     does not reach back far enough to tell (the caller reads a longer one).

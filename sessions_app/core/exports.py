@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .compare import _message
@@ -37,9 +38,9 @@ MD_FIELD_CHARS = 300  # a header field (cwd) in the Markdown export
 
 
 def tree_rows(
-    entries: list[dict],
-    branch_ids=(),
-    labels: dict | None = None,
+    entries: list[dict[str, Any]],
+    branch_ids: Iterable[str] = (),
+    labels: dict[str, Any] | None = None,
     *,
     max_children: int | None = None,
     children_page: tuple[str, int] | None = None,
@@ -61,7 +62,7 @@ def tree_rows(
     tree = SessionTree(entries)
     roots = tree.get_tree()
     rows: list[dict[str, Any]] = []
-    stack: list = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
+    stack: list[Any] = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict) and "more" in node:
@@ -98,7 +99,13 @@ def tree_rows(
     return rows
 
 
-def _children_window(node_id, children, branch, size, page):
+def _children_window(
+    node_id: str | None,
+    children: list[dict[str, Any]],
+    branch: set[str],
+    size: int,
+    page: tuple[str, int] | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Which children of a wide node a page lists, and the row for the rest."""
     start = page[1] if page is not None and page[0] == node_id else 0
     start = max(0, min(start, len(children) - 1))
@@ -131,7 +138,7 @@ def _clip(text: str, limit: int = MD_OUTPUT_CHARS) -> str:
     return text[:limit] + f"\n… [{len(text) - limit:,} more characters]"
 
 
-def _blocks(content: Any) -> list[dict]:
+def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content or [] if isinstance(b, dict)] if isinstance(content, list) else []
@@ -146,7 +153,9 @@ def _code(value: Any, limit: int = MAX_ID_CHARS) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def branch_markdown(header: dict, path: list[dict], title: str | None = None) -> str:
+def branch_markdown(
+    header: dict[str, Any], path: list[dict[str, Any]], title: str | None = None
+) -> str:
     """Markdown of one branch (root → leaf) to paste into a PR description or review.
 
     Raw HTML from the session is escaped (`markdown_safe.escape_raw_html`), code blocks
@@ -171,7 +180,7 @@ def branch_markdown(header: dict, path: list[dict], title: str | None = None) ->
     return escape_raw_html("\n".join(out).rstrip() + "\n")
 
 
-def _entry_markdown(entry: dict) -> list[str] | None:
+def _entry_markdown(entry: dict[str, Any]) -> list[str] | None:
     """The lines of one entry of the conversation, or None for the entries that are not."""
     kind = entry.get("type")
     ident = _code(entry.get("id"))
@@ -194,7 +203,7 @@ def _entry_markdown(entry: dict) -> list[str] | None:
     return None
 
 
-def _user_markdown(message: dict, ident: str) -> list[str]:
+def _user_markdown(message: dict[str, Any], ident: str) -> list[str]:
     out = [f"## User · {ident}", ""]
     for b in _blocks(message.get("content")):
         text = _clip(b.get("text", ""), MD_TEXT_CHARS)
@@ -202,7 +211,7 @@ def _user_markdown(message: dict, ident: str) -> list[str]:
     return out
 
 
-def _assistant_markdown(message: dict, ident: str) -> list[str]:
+def _assistant_markdown(message: dict[str, Any], ident: str) -> list[str]:
     out = [f"## Assistant · {ident}", ""]
     for b in _blocks(message.get("content")):
         if b.get("type") == "text":
@@ -219,7 +228,7 @@ def _assistant_markdown(message: dict, ident: str) -> list[str]:
     return out
 
 
-def _tool_result_markdown(message: dict, ident: str) -> list[str]:
+def _tool_result_markdown(message: dict[str, Any], ident: str) -> list[str]:
     status = " (error)" if message.get("isError") else ""
     text = "\n".join(
         str(b.get("text", "")) for b in _blocks(message.get("content")) if b.get("type") == "text"
@@ -233,7 +242,7 @@ def _tool_result_markdown(message: dict, ident: str) -> list[str]:
     ]
 
 
-def _bash_markdown(message: dict, ident: str) -> list[str]:
+def _bash_markdown(message: dict[str, Any], ident: str) -> list[str]:
     command = _code(f"$ {message.get('command', '')}", MD_OUTPUT_CHARS)
     out = [f"### {command} · {ident}", "", _fence(_clip(message.get("output") or "(no output)"))]
     if message.get("exitCode") not in (None, 0):

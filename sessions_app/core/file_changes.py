@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 FILE_TOOLS = ("edit", "write")
 
@@ -35,7 +36,7 @@ class FileChange:
     partial: bool = False  # the content before is unknown: hunks without line numbers
     truncated: bool = False
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -47,7 +48,7 @@ class _Pending:
     hunks: list[tuple[str, str]] = field(default_factory=list)
 
 
-def edits_of(arguments: dict) -> list[tuple[str, str]]:
+def edits_of(arguments: dict[str, Any]) -> list[tuple[str, str]]:
     """The (oldText, newText) pairs of an edit call, in both of pi's argument shapes."""
     if not isinstance(arguments, dict):
         return []
@@ -120,7 +121,7 @@ def _hunks_diff(path: str, hunks: list[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def tool_results(payloads: list[dict]) -> dict[str, bool]:
+def tool_results(payloads: list[dict[str, Any]]) -> dict[str, bool]:
     """toolCallId → is_error, from the toolResult messages among ``payloads``."""
     results: dict[str, bool] = {}
     for payload in payloads:
@@ -130,7 +131,7 @@ def tool_results(payloads: list[dict]) -> dict[str, bool]:
     return results
 
 
-def file_calls(payload: dict) -> list[dict]:
+def file_calls(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The edit and write tool calls of an assistant message entry."""
     if payload.get("type") != "message":
         return []
@@ -149,7 +150,7 @@ def file_calls(payload: dict) -> list[dict]:
 
 
 def replay_entry(
-    payload: dict, files: dict[str, str | None], results: dict[str, bool], cwd: str = ""
+    payload: dict[str, Any], files: dict[str, str | None], results: dict[str, bool], cwd: str = ""
 ) -> tuple[list[FileChange], dict[str, str | None]]:
     """The changes one assistant entry's edit/write calls made, given the file contents
     known before it (path → text, None: unknown); and the contents known after it (a new
@@ -213,7 +214,7 @@ def replay_entry(
     return out, after_files
 
 
-def reconstruct(payloads: list[dict], cwd: str = "") -> dict[str, list[FileChange]]:
+def reconstruct(payloads: list[dict[str, Any]], cwd: str = "") -> dict[str, list[FileChange]]:
     """Entry id → the file changes its edit/write calls made, replayed along ``payloads``
     (one path, root first; tool results may follow the last assistant entry)."""
     results = tool_results(payloads)
@@ -227,7 +228,7 @@ def reconstruct(payloads: list[dict], cwd: str = "") -> dict[str, list[FileChang
 
 
 def reconstruct_tree(
-    entries: list[tuple[str, str | None, dict]], results: dict[str, bool], cwd: str = ""
+    entries: list[tuple[str, str | None, dict[str, Any]]], results: dict[str, bool], cwd: str = ""
 ) -> dict[str, list[FileChange]]:
     """Like :func:`reconstruct` for a whole tree at once: ``entries`` are (id, the id of
     its nearest ancestor among ``entries`` or None, payload), ancestors first. Each
@@ -242,7 +243,7 @@ def reconstruct_tree(
     return changes
 
 
-def summarize(changes: list[FileChange]) -> dict:
+def summarize(changes: list[FileChange]) -> dict[str, Any]:
     """Counts for a tree row or a card: files, added and removed lines."""
     return {
         "files": len(changes),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from typing import Any
 
 # The signatures of the accepted types: (offset, bytes) pairs that must all match.
 _SIGNATURES: tuple[tuple[str, tuple[tuple[int, bytes], ...]], ...] = (
@@ -42,7 +43,9 @@ def check_count(count: int, max_count: int) -> None:
         raise ImageError(f"{count} images attached: a message takes at most {max_count}.")
 
 
-def image_blocks(images: Sequence[bytes], *, max_bytes: int, max_count: int) -> list[dict]:
+def image_blocks(
+    images: Sequence[bytes], *, max_bytes: int, max_count: int
+) -> list[dict[str, Any]]:
     """The content blocks of the attached images, checked: at most `max_count` images,
     each a non-empty PNG, JPEG, GIF or WebP file of at most `max_bytes`."""
     check_count(len(images), max_count)
@@ -61,6 +64,8 @@ def image_blocks(images: Sequence[bytes], *, max_bytes: int, max_count: int) -> 
     return blocks
 
 
-def takes_images(model: dict | None) -> bool:
+def takes_images(model: dict[str, Any] | None) -> bool:
     """Does this catalog model (pi's Model shape) accept image input?"""
-    return bool(model) and "image" in (model.get("input") or ["text"])
+    if not model:
+        return False
+    return "image" in (model.get("input") or ["text"])

@@ -32,7 +32,8 @@ from .input_limits import (
     oversized_fields,
 )
 from .jsonl import parse_session_line, serialize_entry
-from .preview import clean_text, entry_row_columns
+from .preview import entry_row_columns
+from .text import clean_text
 from .usage import EntryUsage, usage_with_day
 
 # A single line larger than this is skipped (reported) without being held in memory.
@@ -174,7 +175,7 @@ def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry |
     if problem:
         return Skip(number, problem)
     etype = value["type"]
-    effect = None
+    effect: tuple[str, ...] | None = None
     if etype == "label":
         target = value.get("targetId")
         if isinstance(target, str):
@@ -219,9 +220,8 @@ class LinePreparer:
         lines = chunk.split(b"\n")
         rest = lines.pop()
         for index, raw in enumerate(lines):
-            if index == 0 and (self._held or self._overlong is not None):
-                raw = self._release(raw)
-            self._line(raw, out)
+            held = index == 0 and (self._held or self._overlong is not None)
+            self._line(self._release(raw) if held else raw, out)
         if rest:
             self._hold(rest)
         return out

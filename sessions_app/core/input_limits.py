@@ -89,7 +89,7 @@ def line_may_nest_deeper(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
 _FIELD_KEYS = frozenset(FIELD_LIMITS)
 
 
-def oversized_fields(entry: dict) -> list[tuple[str, int, int]]:
+def oversized_fields(entry: dict[str, Any]) -> list[tuple[str, int, int]]:
     """(field, length, limit) of each short field of `entry` (and of its `message`)
     longer than its limit. Cheap: runs for every imported line."""
     out = []

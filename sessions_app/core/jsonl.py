@@ -102,13 +102,11 @@ def _split_chunks(chunks: Iterable[str | bytes]) -> Iterator[str]:
     pending_bytes = b""
     for chunk in chunks:
         if isinstance(chunk, (bytes, bytearray, memoryview)):
-            data = pending_bytes + bytes(chunk)
-            *complete, pending_bytes = data.split(b"\n")
-            for raw in complete:
+            *complete_raw, pending_bytes = (pending_bytes + bytes(chunk)).split(b"\n")
+            for raw in complete_raw:
                 yield raw.decode("utf-8", errors="replace")
         else:
-            data = pending_text + chunk
-            *complete, pending_text = data.split("\n")
+            *complete, pending_text = (pending_text + chunk).split("\n")
             yield from complete
     if pending_bytes:
         yield pending_bytes.decode("utf-8", errors="replace")
@@ -197,7 +195,7 @@ def read_session(
     errors: list[SessionLine] = []
     for sl in iter_session_lines(lines):
         if sl.ok:
-            items.append(sl.value)  # type: ignore[arg-type]
+            items.append(sl.value)  # type: ignore[arg-type]  # ok: value is the parsed object
             numbers.append(sl.line_number)
         else:
             errors.append(sl)

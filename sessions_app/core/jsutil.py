@@ -225,7 +225,7 @@ class _Prepared:
             return out if changed or isinstance(value, tuple) else value
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
-    def walk_dict(self, value: dict) -> dict:
+    def walk_dict(self, value: dict[str, Any]) -> dict[str, Any]:
         changed = False
         items = []
         has_index = False

@@ -37,10 +37,14 @@ def _number(value: Any) -> float:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def usage_figures(entry: dict) -> dict:
+def usage_figures(entry: dict[str, Any]) -> dict[str, Any]:
     """The figures of a `usage` entry: kind, provider/model, token counts, cost total."""
-    usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
-    cost = usage.get("cost") if isinstance(usage.get("cost"), dict) else {}
+    usage = entry.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    cost = usage.get("cost")
+    if not isinstance(cost, dict):
+        cost = {}
     return {
         "kind": str(entry.get("kind") or ""),
         "provider": str(entry.get("provider") or ""),
@@ -55,7 +59,7 @@ def usage_figures(entry: dict) -> dict:
     }
 
 
-def usage_text(entry: dict) -> str:
+def usage_text(entry: dict[str, Any]) -> str:
     f = usage_figures(entry)
     model = "/".join(x for x in (f["provider"], f["model"]) if x)
     words = [f["kind"] or "usage", model, f"{int(f['total_tokens'])} tokens"]
@@ -77,28 +81,30 @@ def content_text(content: Any) -> str:
     )
 
 
-def edit_action(entry: dict) -> str:
+def edit_action(entry: dict[str, Any]) -> str:
     """What a `context_edit` does to its target: "dropped" (replacement null) or "replaced"."""
     return "dropped" if entry.get("replacement") is None else "replaced"
 
 
-def edit_replacement_content(entry: dict) -> Any:
+def edit_replacement_content(entry: dict[str, Any]) -> Any:
     replacement = entry.get("replacement")
     return replacement.get("content") if isinstance(replacement, dict) else None
 
 
-def context_edit_text(entry: dict) -> str:
+def context_edit_text(entry: dict[str, Any]) -> str:
     target = str(entry.get("targetId") or "")
     if edit_action(entry) == "dropped":
         return f"drops {target} from the context"
     return f"replaces {target}: {content_text(edit_replacement_content(entry))}"
 
 
-def system_message_view(message: dict) -> dict:
+def system_message_view(message: dict[str, Any]) -> dict[str, Any]:
     """A system message's prompt text, sections and tool changes."""
-    sections = message.get("sections") if isinstance(message.get("sections"), dict) else {}
+    sections = message.get("sections")
+    if not isinstance(sections, dict):
+        sections = {}
 
-    def tools(key: str) -> list[dict]:
+    def tools(key: str) -> list[dict[str, Any]]:
         out = []
         for tool in message.get(key) or []:
             if isinstance(tool, dict):
@@ -120,7 +126,7 @@ def system_message_view(message: dict) -> dict:
     }
 
 
-def system_message_text(message: dict) -> str:
+def system_message_text(message: dict[str, Any]) -> str:
     view = system_message_view(message)
     parts = [view["content"]]
     for name, text in view["sections"]:
@@ -148,7 +154,7 @@ def _strings(value: Any, out: list[str], budget: list[int]) -> None:
 UNKNOWN_TEXT_CHARS = 20000
 
 
-def unknown_entry_text(entry: dict) -> str:
+def unknown_entry_text(entry: dict[str, Any]) -> str:
     """An unknown entry's type and the strings it carries (for preview and search)."""
     rest = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
     out: list[str] = [str(entry.get("type", ""))]
@@ -164,12 +170,14 @@ def json_view(value: Any) -> str:
         return str(value)
 
 
-def path_edits(entries: list[dict]) -> tuple[dict[str, dict], list[dict]]:
+def path_edits(
+    entries: list[dict[str, Any]],
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """({target id: the edit that wins}, [edits overridden by a later one]) of the
     `context_edit` entries in `entries` (in context order): the latest edit of a
     target wins, as in pi 1.6.0."""
-    winning: dict[str, dict] = {}
-    overridden: list[dict] = []
+    winning: dict[str, dict[str, Any]] = {}
+    overridden: list[dict[str, Any]] = []
     for entry in entries:
         if entry.get("type") != "context_edit":
             continue

@@ -367,7 +367,9 @@ def parse_auth(data: Any) -> dict[str, AuthEntry]:
             continue
         kind = raw.get("type")
         if kind == "api_key" and isinstance(raw.get("key"), str) and raw["key"]:
-            env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+            env = raw.get("env")
+            if not isinstance(env, dict):
+                env = {}
             out[provider] = AuthEntry(
                 provider, "api_key", raw["key"], {k: str(v) for k, v in env.items()}
             )
@@ -407,7 +409,9 @@ _COMPAT_NESTED = ("openRouterRouting", "vercelGatewayRouting", "chatTemplateKwar
 _OVERRIDE_FIELDS = ("name", "reasoning", "input", "contextWindow", "maxTokens")
 
 
-def merge_compat(base: dict | None, override: dict | None) -> dict | None:
+def merge_compat(
+    base: dict[str, Any] | None, override: dict[str, Any] | None
+) -> dict[str, Any] | None:
     if not override:
         return base
     merged = {**(base or {}), **override}
@@ -417,7 +421,7 @@ def merge_compat(base: dict | None, override: dict | None) -> dict | None:
     return merged
 
 
-def apply_override(model: dict, override: dict) -> dict:
+def apply_override(model: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     out = dict(model)
     for key in _OVERRIDE_FIELDS:
         if key in override:
@@ -477,7 +481,9 @@ def _validate_provider(name: str, provider: Any, builtin: bool) -> str | None:
     return None
 
 
-def _validate_model(name: str, provider: dict, i: int, model: Any, builtin: bool) -> str | None:
+def _validate_model(
+    name: str, provider: dict[str, Any], i: int, model: Any, builtin: bool
+) -> str | None:
     if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not model["id"]:
         return f"providers.{name}.models.{i}.id: expected a non-empty string"
     if not provider.get("api") and not model.get("api") and not builtin:
@@ -500,14 +506,14 @@ def merge_models(
     error = _validate(config, builtin_providers)
     if error:
         return MergedModels([dict(m) for m in builtins], error=f"Invalid models.json: {error}")
-    providers: dict[str, dict] = config["providers"]
+    providers: dict[str, dict[str, Any]] = config["providers"]
     result = MergedModels([])
     for name, provider in providers.items():
         _add_request_config(result, name, provider)
-    first_of: dict[str, dict] = {}
-    for model in builtins:
-        first_of.setdefault(model["provider"], model)
-        result.models.append(_configured_builtin(model, providers.get(model["provider"]) or {}))
+    first_of: dict[str, dict[str, Any]] = {}
+    for builtin in builtins:
+        first_of.setdefault(builtin["provider"], builtin)
+        result.models.append(_configured_builtin(builtin, providers.get(builtin["provider"]) or {}))
     index = {(m["provider"], m["id"]): i for i, m in enumerate(result.models)}
     for name, provider in providers.items():
         for spec in provider.get("models") or []:
@@ -528,7 +534,7 @@ def merge_models(
     return result
 
 
-def _add_request_config(result: MergedModels, name: str, provider: dict) -> None:
+def _add_request_config(result: MergedModels, name: str, provider: dict[str, Any]) -> None:
     """What a provider's requests carry: its key, headers, and per-model headers."""
     if provider.get("apiKey") or provider.get("headers") or provider.get("authHeader"):
         result.requests[name] = ProviderRequestConfig(
@@ -541,7 +547,7 @@ def _add_request_config(result: MergedModels, name: str, provider: dict) -> None
             result.model_headers[(name, model_id)] = dict(override["headers"])
 
 
-def _configured_builtin(model: dict[str, Any], provider: dict) -> dict[str, Any]:
+def _configured_builtin(model: dict[str, Any], provider: dict[str, Any]) -> dict[str, Any]:
     """A built-in model with its provider's base URL, compat and override applied."""
     out = dict(model)
     if provider.get("baseUrl") or provider.get("compat"):
@@ -556,7 +562,7 @@ def _configured_builtin(model: dict[str, Any], provider: dict) -> dict[str, Any]
 
 
 def _custom_model(
-    name: str, provider: dict, spec: dict, fallback: dict[str, Any]
+    name: str, provider: dict[str, Any], spec: dict[str, Any], fallback: dict[str, Any]
 ) -> dict[str, Any] | None:
     """A model models.json defines (None: no API or base URL to reach it by);
     ``fallback`` is the provider's first built-in model."""

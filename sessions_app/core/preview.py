@@ -6,6 +6,7 @@ parse payloads in bulk.
 
 import json
 import math
+from typing import Any
 
 from sessions_app.core.pi1_entries import (
     KNOWN_ENTRY_TYPES,
@@ -21,7 +22,7 @@ PREVIEW_CHARS = 300
 # Characters PostgreSQL text refuses and Python cannot encode to UTF-8.
 
 
-def _blocks_text(content) -> str:
+def _blocks_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -29,7 +30,7 @@ def _blocks_text(content) -> str:
     return ""
 
 
-def entry_digest(entry: dict) -> tuple[str, str, str, int]:
+def entry_digest(entry: dict[str, Any]) -> tuple[str, str, str, int]:
     """(role, tool name, preview, token count) of an entry, in one pass over its content.
 
     The role is a message's role. The tool name is the tool a toolResult answers, "bash"
@@ -64,7 +65,7 @@ def entry_digest(entry: dict) -> tuple[str, str, str, int]:
     return role, tool, _folded_prefix(visible, PREVIEW_CHARS), math.ceil(len(full) / 4)
 
 
-def _blocks_texts(content: list) -> tuple[str, str, str | None]:
+def _blocks_texts(content: list[Any]) -> tuple[str, str, str | None]:
     """(text with thinking, text without it, first tool called) of content blocks."""
     parts: list[str] = []
     visible: list[str] = []
@@ -96,11 +97,11 @@ def _blocks_texts(content: list) -> tuple[str, str, str | None]:
     return "\n".join(parts), "\n".join(visible), first_tool
 
 
-def entry_role(entry: dict) -> str:
+def entry_role(entry: dict[str, Any]) -> str:
     return entry_digest(entry)[0]
 
 
-def entry_text(entry: dict) -> str:
+def entry_text(entry: dict[str, Any]) -> str:
     """All the human-readable text of an entry (for search and token estimates)."""
     kind = entry.get("type")
     if kind == "message":
@@ -129,7 +130,7 @@ def entry_text(entry: dict) -> str:
     return ""
 
 
-def _message_text(message: dict) -> str:
+def _message_text(message: dict[str, Any]) -> str:
     role = message.get("role")
     if role == "bashExecution":
         return f"$ {message.get('command', '')}\n{message.get('output', '')}"
@@ -138,14 +139,14 @@ def _message_text(message: dict) -> str:
     return _blocks_text(message.get("content"))
 
 
-def _custom_text(entry: dict) -> str:
+def _custom_text(entry: dict[str, Any]) -> str:
     data = entry.get("data")
     if entry.get("customType") == "piweb.workspace" and isinstance(data, dict):
         return f"continue in {data.get('cwd', '')}"  # (piweb's workspace choice)
     return str(entry.get("customType", ""))
 
 
-def entry_preview(entry: dict) -> str:
+def entry_preview(entry: dict[str, Any]) -> str:
     """One line for the tree: the text without thinking, whitespace folded."""
     return entry_digest(entry)[2]
 
@@ -170,7 +171,7 @@ def _folded_prefix(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
 
-def entry_row_columns(payload: dict) -> tuple[str, str, str, str, str, int, int]:
+def entry_row_columns(payload: dict[str, Any]) -> tuple[str, str, str, str, str, int, int]:
     """(type, timestamp, role, tool name, preview, token count, pi token estimate): the
     denormalized columns of an entry, cut to their column sizes and safe for any
     database. The last is `entry_token_estimate` (what compaction's cut-point walk sums)."""

@@ -116,7 +116,7 @@ def substitute_args(content: str, args: Sequence[str]) -> str:
     """`content` with its placeholders filled, in one pass (pi's ``substituteArgs``)."""
     everything = " ".join(args)
 
-    def fill(match: re.Match) -> str:
+    def fill(match: re.Match[str]) -> str:
         default_number, default, start, length, simple = match.groups()
         if default_number:
             return _nth(args, default_number) or default
@@ -218,7 +218,7 @@ _FrontMatterLoader.add_implicit_resolver(
 )
 
 
-def split_front_matter(raw: str) -> tuple[dict, str]:
+def split_front_matter(raw: str) -> tuple[dict[str, Any], str]:
     """(front matter, body) as pi's ``parseFrontmatter`` splits a file: the block between
     a leading ``---`` and the next line starting with ``---``; the body after it trimmed,
     a file without one whole. Raises ValueError for YAML pi would refuse."""
@@ -247,7 +247,7 @@ def _utf16_cut(text: str, units: int) -> tuple[str, bool]:
     return encoded[: units * 2].decode("utf-16-le", "ignore"), True
 
 
-def _description(meta: dict, body: str) -> str:
+def _description(meta: dict[str, Any], body: str) -> str:
     given = meta.get("description")
     if given:
         return str(given)

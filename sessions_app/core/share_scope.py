@@ -17,7 +17,7 @@ def visible_ids(
     if leaf_pi_id not in parent_of:
         return set()
     seen: set[str] = set()
-    node = leaf_pi_id
+    node: str | None = leaf_pi_id
     while node is not None and node in parent_of and node not in seen:
         seen.add(node)
         node = parent_of[node]

@@ -318,7 +318,7 @@ def load_skill_file(
     for code, message in validate_skill_name(name, parent_dir_name):
         diag(code, message)
 
-    if not description_ok:
+    if not description_ok or not isinstance(description, str):
         return None, diagnostics
 
     return (

@@ -127,7 +127,7 @@ def _json_len_fast(value: Any) -> int:
     return -1
 
 
-def _dict_len_fast(value: dict) -> int:
+def _dict_len_fast(value: dict[str, Any]) -> int:
     """_json_len_fast of a dict (str and safe-int values inline: the common case)."""
     if not value:
         return 2
@@ -151,7 +151,7 @@ def _dict_len_fast(value: dict) -> int:
     return n
 
 
-def _list_len_fast(value: list) -> int:
+def _list_len_fast(value: list[Any]) -> int:
     """_json_len_fast of a list."""
     n = len(value) + 1 if value else 2  # brackets and commas
     for item in value:
@@ -215,7 +215,7 @@ def estimate_text_tokens(text: str) -> int:
 
 def calculate_context_tokens(usage: dict[str, Any]) -> int:
     """``usage.totalTokens`` when non-zero, else input + output + cacheRead + cacheWrite."""
-    total = usage.get("totalTokens")
+    total: int | None = usage.get("totalTokens")
     if total:
         return total
     return (
@@ -259,6 +259,7 @@ def estimate_context_tokens(messages: list[dict[str, Any]]) -> dict[str, Any]:
             "trailingTokens": estimated,
             "lastUsageIndex": None,
         }
+    assert usage is not None  # last_index is set only with a usage
     usage_tokens = calculate_context_tokens(usage)
     trailing = sum(estimate_tokens(messages[i]) for i in range(last_index + 1, len(messages)))
     return {
@@ -283,4 +284,5 @@ def should_compact(context_tokens: float, context_window: float, compaction: Any
     """
     if not _setting(compaction, "enabled", "enabled"):
         return False
-    return context_tokens > context_window - _setting(compaction, "reserve_tokens", "reserveTokens")
+    reserve: float = _setting(compaction, "reserve_tokens", "reserveTokens")
+    return context_tokens > context_window - reserve

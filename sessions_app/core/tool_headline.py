@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 MAX_CHARS = 200
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
@@ -27,7 +28,7 @@ def _line_count(text: str) -> int:
     return len(text.splitlines()) if text else 0
 
 
-def _edits(arguments: Mapping) -> list:
+def _edits(arguments: Mapping[str, Any]) -> list[Any]:
     """The edit tool's changes: a list `edits` (also as a JSON string, as some models send
     it), or the older single oldText/newText pair."""
     edits = arguments.get("edits")
@@ -43,7 +44,7 @@ def _edits(arguments: Mapping) -> list:
     return []
 
 
-def _edit(arguments: Mapping) -> str:
+def _edit(arguments: Mapping[str, Any]) -> str:
     added = removed = 0
     for change in _edits(arguments):
         added += _line_count(_text(change.get("newText")))
@@ -51,7 +52,7 @@ def _edit(arguments: Mapping) -> str:
     return f"edit {_text(arguments.get('path'))} +{added} −{removed}"
 
 
-def _read(arguments: Mapping) -> str:
+def _read(arguments: Mapping[str, Any]) -> str:
     path = _text(arguments.get("path"))
     offset, limit = arguments.get("offset"), arguments.get("limit")
     if not isinstance(offset, int) and not isinstance(limit, int):
@@ -61,13 +62,13 @@ def _read(arguments: Mapping) -> str:
     return f"read {path}:{start}–{end}"
 
 
-def _search(verb: str, arguments: Mapping) -> str:
+def _search(verb: str, arguments: Mapping[str, Any]) -> str:
     pattern = _text(arguments.get("pattern"))
     path = _text(arguments.get("path"))
     return f"{verb} {pattern} in {path}" if path else f"{verb} {pattern}"
 
 
-def _other(name: str, arguments: Mapping) -> str:
+def _other(name: str, arguments: Mapping[str, Any]) -> str:
     """A tool piweb does not know: its name and its first short text argument."""
     for value in arguments.values():
         if isinstance(value, str) and value.strip():
@@ -75,7 +76,7 @@ def _other(name: str, arguments: Mapping) -> str:
     return name
 
 
-def tool_headline(name, arguments) -> str:
+def tool_headline(name: object, arguments: object) -> str:
     """One line saying what a call of tool `name` with `arguments` does."""
     name = _text(name) or "tool"
     arguments = arguments if isinstance(arguments, Mapping) else {}

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .input_limits import js_number
 
@@ -149,7 +150,7 @@ class Row:
 class TreeIndex:
     """Parent/children index over light rows, plus the highlighted path."""
 
-    def __init__(self, rows: Iterable[tuple]):
+    def __init__(self, rows: Iterable[tuple[Any, ...]]):
         self.nodes: dict[int, Node] = {}
         self.by_id: dict[str, Node] = {}
         ordered: list[Node] = []
@@ -292,7 +293,7 @@ class Layout:
             best = kids[0]
         return [best, *[k for k in kids if k is not best]]
 
-    def _row(self, node: Node, depth: int, **kw) -> Row:
+    def _row(self, node: Node, depth: int, **kw: Any) -> Row:
         return Row(
             "node",
             node,
@@ -350,14 +351,14 @@ class Layout:
     def _open(self, head: Node) -> bool:
         return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
 
-    def _draw(self, tasks: list[tuple], out: list[Row]) -> None:
+    def _draw(self, tasks: list[tuple[Any, ...]], out: list[Row]) -> None:
         """Draw blocks: a block is a chain from its head at one depth.
 
         At a branch point the block ends; the side branches (indented) and then the
         continuation (same depth) are pushed as new blocks. An explicit stack, so deep
         trees never recurse.
         """
-        stack: list = list(reversed(tasks))
+        stack: list[Any] = list(reversed(tasks))
         while stack:
             task = stack.pop()
             if task is None:
@@ -396,7 +397,7 @@ class Layout:
                 continue
             self._draw_chain(head, depth, stack, out)
 
-    def _draw_chain(self, head: Node, depth: int, stack: list, out: list[Row]) -> None:
+    def _draw_chain(self, head: Node, depth: int, stack: list[Any], out: list[Row]) -> None:
         """The chain below ``head`` down to its next branch point, whose continuation
         and side branches are pushed on ``stack`` as new blocks."""
         run: list[Node] = []
@@ -424,7 +425,7 @@ class Layout:
                 run.append(node)
         self._flush(run, depth, out)
 
-    def _cut(self, stack: list, out: list[Row]) -> None:
+    def _cut(self, stack: list[Any], out: list[Row]) -> None:
         """Stop drawing at MAX_ROWS: one "cut" row, then the groups still open closed."""
         out.append(Row("cut", out[-1].node, 0, count=len(out)))
         for task in reversed(stack):
@@ -484,7 +485,7 @@ class Layout:
         run.clear()
 
 
-def format_tokens(count) -> str:
+def format_tokens(count: object) -> str:
     """1234 → "1.2k" (for the tree's token column). Any JSON number is accepted: one
     beyond the double range (`1e999`, Infinity once JSON.parse read it) shows as "∞"."""
     count = js_number(count)

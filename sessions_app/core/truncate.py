@@ -589,7 +589,7 @@ def bash_tool_text(
         text = bash_output_text(
             result, full_output_path, last_line_bytes, empty_text="", file_note=file_note
         )
-        if aborted:
+        if aborted or timeout_seconds is None:
             status = "Command aborted"
         else:
             status = f"Command timed out after {js_number_to_string(timeout_seconds)} seconds"

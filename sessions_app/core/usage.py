@@ -109,7 +109,7 @@ def _js_string(value: Any, present: bool = True) -> str:
 MAX_ENTRY_TOKENS = 10**12
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     """A token count, within ±MAX_ENTRY_TOKENS; anything that is not a finite number
     counts 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -121,7 +121,7 @@ def _count(value: Any) -> int:
     return max(-MAX_ENTRY_TOKENS, min(MAX_ENTRY_TOKENS, value))
 
 
-def _cost(usage: dict) -> float:
+def _cost(usage: dict[str, Any]) -> float:
     cost = usage.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else None
     if isinstance(total, bool) or not isinstance(total, (int, float)):
@@ -129,16 +129,18 @@ def _cost(usage: dict) -> float:
     return float(total) if math.isfinite(total) else 0.0
 
 
-def _model_key(holder: dict, model_field: Any, model_present: bool) -> str:
+def _model_key(holder: dict[str, Any], model_field: Any, model_present: bool) -> str:
     provider = _js_string(holder.get("provider"), "provider" in holder)
     return f"{provider}/{_js_string(model_field, model_present)}"
 
 
-def entry_usage(entry: dict) -> EntryUsage | None:
+def entry_usage(entry: dict[str, Any]) -> EntryUsage | None:
     """The bucket key and usage an entry adds, or None when it counts nothing."""
     etype = entry.get("type")
     message = entry.get("message")
-    role = message.get("role") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        message = {}  # so no role: it counts only as a usage or summary entry can
+    role = message.get("role")
     if etype == "message" and role == "assistant":
         if message.get("responseModel") is not None:
             key = _model_key(message, message["responseModel"], True)
@@ -168,7 +170,7 @@ def entry_usage(entry: dict) -> EntryUsage | None:
 
 def order_buckets(totals_by_key: dict[str, UsageTotals]) -> list[dict[str, Any]]:
     """pi's breakdown list from totals kept in first-seen key order."""
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"key": key, "cost": totals.cost, "tokens": totals.tokens}
         for key, totals in totals_by_key.items()
     ]
@@ -176,7 +178,7 @@ def order_buckets(totals_by_key: dict[str, UsageTotals]) -> list[dict[str, Any]]
     return sorted(rows, key=lambda row: -row["cost"])
 
 
-def totals_by_key(entries: Iterable[dict]) -> dict[str, UsageTotals]:
+def totals_by_key(entries: Iterable[dict[str, Any]]) -> dict[str, UsageTotals]:
     """Totals per bucket key, keys in the order they first appear."""
     out: dict[str, UsageTotals] = {}
     for entry in entries:
@@ -190,7 +192,7 @@ def totals_by_key(entries: Iterable[dict]) -> dict[str, UsageTotals]:
     return out
 
 
-def usage_breakdown(entries: Iterable[dict]) -> list[dict[str, Any]]:
+def usage_breakdown(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Exactly pi's `getUsageCostBreakdown(entries)`: [{key, cost, tokens}, ...]."""
     return order_buckets(totals_by_key(entries))
 
@@ -227,7 +229,7 @@ def _valid_day(text: str) -> str | None:
         return None
 
 
-def entry_day(entry: dict) -> str | None:
+def entry_day(entry: dict[str, Any]) -> str | None:
     """The UTC day ("YYYY-MM-DD") an entry's usage belongs to, or None."""
     stamp = entry.get("timestamp")
     # pi writes UTC ("...Z"): its day is its first ten characters.
@@ -237,13 +239,13 @@ def entry_day(entry: dict) -> str | None:
     return moment.date().isoformat() if moment else None
 
 
-def usage_with_day(entry: dict) -> tuple[EntryUsage, str | None] | None:
+def usage_with_day(entry: dict[str, Any]) -> tuple[EntryUsage, str | None] | None:
     """(usage, UTC day) of an entry, or None: what the database keeps per entry."""
     usage = entry_usage(entry)
     return None if usage is None else (usage, entry_day(entry))
 
 
-def usage_summary(entries: Iterable[dict]) -> dict[str, Any]:
+def usage_summary(entries: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """pi's breakdown plus totals, totals by day and by model, and cache-hit ratios."""
     by_key: dict[str, UsageTotals] = {}
     by_day: dict[str, UsageTotals] = {}

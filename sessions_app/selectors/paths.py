@@ -123,7 +123,7 @@ def _parent_map(session: Session) -> dict[int, int | None]:
 def _walk_pks(session: Session, leaf_pk: int) -> list[int]:
     """Primary keys root→leaf, walking (id, parent_id) pairs in Python."""
     parent_of = _parent_map(session)
-    path = []
+    path: list[int] = []
     current = leaf_pk if leaf_pk in parent_of else None
     while current is not None and len(path) <= len(parent_of):
         path.append(current)

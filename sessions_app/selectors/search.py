@@ -25,8 +25,8 @@ from django.db.models import F
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.preview import clean_text
 from sessions_app.core.scores import parse_score_filter
+from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, Score, ScoreConfig, SearchDocument, Session
 from sessions_app.selectors.sessions import visible_sessions
 

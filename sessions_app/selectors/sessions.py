@@ -15,8 +15,8 @@ from django.core.cache import cache
 from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.preview import clean_text
 from sessions_app.core.scores import parse_score_filter
+from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, Score, Session, SessionShare, TeamMembership, UsageDaily
 
 

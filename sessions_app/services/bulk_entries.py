@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 
 from django.db import DatabaseError, connection
 
-from sessions_app.core.preview import clean_text
+from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, Session
 from sessions_app.services.usage import USAGE_COLUMNS, UsageRecorder
 

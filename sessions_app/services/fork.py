@@ -26,7 +26,8 @@ from django.db import connection, transaction
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.jsonl import serialize_entry
-from sessions_app.core.preview import clean_text, entry_preview, entry_row_columns
+from sessions_app.core.preview import entry_preview, entry_row_columns
+from sessions_app.core.text import clean_text
 from sessions_app.core.tree import SessionTree, TreeError, generate_entry_id
 from sessions_app.core.usage import usage_with_day
 from sessions_app.models import Entry, Session

@@ -65,8 +65,8 @@ from sessions_app.core.jsonl import (
     parse_session_line,
     serialize_entry,
 )
-from sessions_app.core.preview import clean_text
 from sessions_app.core.read_ahead import FileDigest
+from sessions_app.core.text import clean_text
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.services import events
 from sessions_app.services import sessions as sessions_service

@@ -116,7 +116,7 @@ FIND_WRITES = re.compile(r"-(exec|execdir|ok|okdir|fprint|fprintf|fls|fprint0)\b
 
 def is_cleanup(command: str) -> bool:
     match = CLEANUP_COMMAND.fullmatch(command)
-    return bool(match) and not (match.group(1) == "find" and FIND_WRITES.search(command))
+    return match is not None and not (match.group(1) == "find" and FIND_WRITES.search(command))
 
 
 def quota_problem(user_id: int, command: str = "") -> str | None:

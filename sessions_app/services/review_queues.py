@@ -17,7 +17,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.preview import clean_text
+from sessions_app.core.text import clean_text
 from sessions_app.models import ReviewItem, ReviewQueue, Score, ScoreConfig, Team
 from sessions_app.selectors import review_queues as read
 from sessions_app.selectors.sessions import ListFilters

@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from sessions_app.core import scores as values
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.preview import clean_text
+from sessions_app.core.text import clean_text
 from sessions_app.models import Score, ScoreConfig, Session, SessionShare, Team, TeamMembership
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services.sessions import lock_session, record_activity

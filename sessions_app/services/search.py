@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 
 from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
-from sessions_app.core.preview import clean_text, entry_text
+from sessions_app.core.preview import entry_text
+from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, SearchDocument, Session
 from sessions_app.services import entry_written
 

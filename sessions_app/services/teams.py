@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from sessions_app.core.errors import ServiceError
-from sessions_app.core.preview import clean_text
+from sessions_app.core.text import clean_text
 from sessions_app.models import SessionShare, Team, TeamMembership
 from sessions_app.services.sharing import publish_access_changed
 

@@ -86,6 +86,7 @@ class UsageRecorder:
         if not self._pending and session.started_at is not None:
             return
         fields = self._set_times(session)
+        assert session.started_at is not None  # _set_times fills it in
         fallback_day = session.started_at.date()
         for (day, key, copied), (totals, count, first_seq) in self._deltas.items():
             _add_daily(session, _day(day, fallback_day), key, copied, totals, count, first_seq)
@@ -132,6 +133,7 @@ def apply_to_new_sessions(recorded: list[tuple[Session, UsageRecorder]]) -> None
     rows = []
     for session, recorder in recorded:
         recorder._set_times(session)
+        assert session.started_at is not None  # _set_times fills it in
         fallback_day = session.started_at.date()
         for (day, key, copied), (totals, count, first_seq) in recorder._deltas.items():
             rows.append(

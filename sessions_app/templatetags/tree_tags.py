@@ -72,7 +72,8 @@ def highlight_terms(text: str, query: str):
     if not words:
         return escape(text)
     pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.I)
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     for m in pattern.finditer(text):
         out.append(escape(text[pos : m.start()]))
         out.append(f"<mark>{escape(m.group(0))}</mark>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .base import Provider, ProviderError
 
@@ -30,8 +30,9 @@ def provider_for(api: str) -> Provider:
         raise ProviderError(
             f"piweb cannot call the {api!r} API (it speaks {', '.join(APIS)}).", kind="other"
         )
-    module: Any = importlib.import_module(f"{__name__}.{name}")
-    return module
+    # Each provider module is itself a Provider (module-level functions), which mypy can
+    # only be told: it does not check a module imported by name against a protocol.
+    return cast("Provider", importlib.import_module(f"{__name__}.{name}"))
 
 
 def stream_for(api: str) -> Callable[..., dict[str, Any]]:

@@ -36,15 +36,18 @@ class ResolvedModel:
 
     @property
     def api(self) -> str:
-        return self.model["api"]
+        api: str = self.model["api"]
+        return api
 
     @property
     def provider(self) -> str:
-        return self.model["provider"]
+        provider: str = self.model["provider"]
+        return provider
 
     @property
     def model_id(self) -> str:
-        return self.model["id"]
+        model_id: str = self.model["id"]
+        return model_id
 
     @property
     def context_window(self) -> int:

@@ -60,10 +60,10 @@ def _signature(same: bool, signature: Any) -> str | None:
     return signature if same and _valid_signature(signature) else None
 
 
-def convert_contents(model: dict[str, Any], messages: list[dict]) -> list[dict[str, Any]]:
+def convert_contents(model: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     include_id = _needs_call_id(model.get("id", ""))
 
-    def normalize(call_id: str, _source: dict) -> str:
+    def normalize(call_id: str, _source: dict[str, Any]) -> str:
         return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:64] if include_id else call_id
 
     out: list[dict[str, Any]] = []
@@ -86,7 +86,9 @@ def _user_parts(content: Any) -> list[dict[str, Any]]:
     return user_blocks(content, lambda text: {"text": text}, _inline)
 
 
-def _model_parts(model: dict[str, Any], msg: dict[str, Any], include_id: bool) -> list[dict]:
+def _model_parts(
+    model: dict[str, Any], msg: dict[str, Any], include_id: bool
+) -> list[dict[str, Any]]:
     """An assistant turn's parts; signatures only go back to the model that made them."""
     same = msg.get("provider") == model.get("provider") and msg.get("model") == model.get("id", "")
     parts = []
@@ -155,7 +157,7 @@ def _add_tool_result(
         out.append({"role": "user", "parts": [{"text": "Tool result image:"}, *image_parts]})
 
 
-def _inline(block: dict) -> dict[str, Any]:
+def _inline(block: dict[str, Any]) -> dict[str, Any]:
     return {"inlineData": {"mimeType": block.get("mimeType"), "data": block.get("data")}}
 
 
@@ -310,14 +312,14 @@ STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
 class _State(StreamAssembly):
-    def __init__(self, message: dict, on_delta):
+    def __init__(self, message: dict[str, Any], on_delta):
         super().__init__(message, on_delta)
-        self.current: dict | None = None
+        self.current: dict[str, Any] | None = None
 
     def finalize(self) -> None:
         self.current = None  # Gemini's calls come whole: no argument text to parse
 
-    def feed(self, chunk: dict) -> None:
+    def feed(self, chunk: dict[str, Any]) -> None:
         candidates = chunk.get("candidates") or []
         candidate = candidates[0] if candidates else {}
         for part in (candidate.get("content") or {}).get("parts") or []:
@@ -345,7 +347,7 @@ class _State(StreamAssembly):
                 total=usage.get("totalTokenCount") or 0,
             )
 
-    def _text(self, part: dict) -> None:
+    def _text(self, part: dict[str, Any]) -> None:
         """Text or thought text: a new block whenever the kind changes."""
         kind = "thinking" if part.get("thought") is True else "text"
         if self.current is None or self.current["type"] != kind:
@@ -359,7 +361,7 @@ class _State(StreamAssembly):
             self.current["thinkingSignature" if kind == "thinking" else "textSignature"] = signature
         self.append(self.current, kind, part["text"])
 
-    def _call(self, part: dict) -> None:
+    def _call(self, part: dict[str, Any]) -> None:
         call = part["functionCall"]
         self.current = None
         provided = call.get("id")

@@ -148,10 +148,10 @@ def convert_messages(
     out: list[dict[str, Any]] = []
     transformed = transform_messages(messages, model, _normalize_id(model))
     if system_prompt:
-        role = (
+        system_role = (
             "developer" if model.get("reasoning") and compat["supportsDeveloperRole"] else "system"
         )
-        out.append({"role": role, "content": clean(system_prompt)})
+        out.append({"role": system_role, "content": clean(system_prompt)})
     last_role = None
     i = 0
     while i < len(transformed):

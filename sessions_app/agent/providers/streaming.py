@@ -51,7 +51,7 @@ class Pump:
             remove()
             reader.cancel.set()
 
-    def _drain(self, events: queue.Queue, handle: Callable[[Any], None]) -> str:
+    def _drain(self, events: queue.Queue[Any], handle: Callable[[Any], None]) -> str:
         while True:
             try:
                 kind, value = events.get(timeout=IDLE_SECONDS)
@@ -79,7 +79,7 @@ class _StreamReader:
     ):
         self.open_stream = open_stream
         self.close = close
-        self.events: queue.Queue = queue.Queue()
+        self.events: queue.Queue[Any] = queue.Queue()
         self.cancel = threading.Event()
         self.stream: Any = None
 

@@ -70,7 +70,7 @@ def ssl_context() -> ssl.SSLContext:
         return _SSL_CONTEXT
 
 
-_clients: dict[tuple, Any] = {}
+_clients: dict[tuple[Any, ...], Any] = {}
 
 
 _clients_lock = threading.Lock()
@@ -79,7 +79,7 @@ _clients_lock = threading.Lock()
 MAX_CLIENTS = 64
 
 
-def cached_client(key: tuple, factory: Callable[[], Any]) -> Any:
+def cached_client(key: tuple[Any, ...], factory: Callable[[], Any]) -> Any:
     """One SDK client per endpoint, key and headers per process (clients are thread-safe
     and keep their connection pool). At most MAX_CLIENTS are kept (per-user keys make
     many); the least recently used one is dropped, and closes when its last stream does."""

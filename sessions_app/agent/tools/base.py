@@ -37,7 +37,9 @@ class ToolResult:
         return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text")
 
 
-def text_result(text: str, details: dict | None = None, is_error: bool = False) -> ToolResult:
+def text_result(
+    text: str, details: dict[str, Any] | None = None, is_error: bool = False
+) -> ToolResult:
     return ToolResult([{"type": "text", "text": text}], details or None, is_error)
 
 

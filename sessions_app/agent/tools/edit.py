@@ -51,7 +51,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         os.close(fd)
 
 
-def _edit_fd(fd: int, path: str, edits: list[dict], ctx: ToolContext) -> ToolResult:
+def _edit_fd(fd: int, path: str, edits: list[dict[str, Any]], ctx: ToolContext) -> ToolResult:
     if not safefs.is_regular(fd):
         raise ToolError(f"Cannot edit {path}: it is not a regular file.")
     check_size(path, os.fstat(fd).st_size, ctx, "edit")

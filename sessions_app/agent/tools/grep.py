@@ -36,7 +36,7 @@ class _GrepHits:
     def limit_reached(self) -> bool:
         return self.matches >= self.limit
 
-    def search(self, name: str, lines: list[str], regex: re.Pattern) -> None:
+    def search(self, name: str, lines: list[str], regex: re.Pattern[str]) -> None:
         """Each match in one file with its context lines, until the limit."""
         for number, line in enumerate(lines, start=1):
             if not regex.search(line):
@@ -53,7 +53,7 @@ class _GrepHits:
                 return
 
 
-def _grep_regex(args: dict[str, Any]) -> re.Pattern:
+def _grep_regex(args: dict[str, Any]) -> re.Pattern[str]:
     pattern = args["pattern"]
     flags = re.IGNORECASE if args.get("ignoreCase") else 0
     source = re.escape(pattern) if args.get("literal") else pattern

@@ -134,7 +134,7 @@ def walk(start: str, ctx: ToolContext, *, include_dirs: bool = False) -> Iterato
         stack.extend(reversed(subdirs))
 
 
-def glob_spec(pattern: str) -> pathspec.PathSpec:
+def glob_spec(pattern: str) -> pathspec.PathSpec[Any]:
     return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
 
 

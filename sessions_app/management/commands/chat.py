@@ -53,9 +53,10 @@ def _sender(session: Session, username: str | None):
     """Who sends the message (the owner unless --user), if they may write."""
     user = session.owner
     if username:
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
+        named = get_user_model().objects.filter(username=username).first()
+        if named is None:
             raise CommandError(f"No user named {username!r}.")
+        user = named
     role = access.role_for(user, session)
     if role not in (access.OWNER, access.EDITOR):
         raise CommandError(f"{user.username} may not write to this session.")

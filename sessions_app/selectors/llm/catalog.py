@@ -307,7 +307,7 @@ def default_model_ref(user, project: ProjectSettings | None = None) -> tuple[str
 
 def default_thinking_level(user, project: ProjectSettings | None = None) -> str:
     level = project.merged.default_thinking_level if project is not None else None
-    if level is not None and project.sets("defaultThinkingLevel"):
+    if level is not None and project is not None and project.sets("defaultThinkingLevel"):
         return level
     pref = _pref(user)
     if pref is not None and pref.thinking_level in THINKING_LEVELS:

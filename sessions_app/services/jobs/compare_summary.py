@@ -79,6 +79,7 @@ def _request(comparison: dict) -> dict:
 
 def run(job: Job, attempt: int) -> str | None:
     """Compare the two branches, describe the difference, keep the text on the job."""
+    assert job.session is not None  # a comparison is always queued on a session
     try:
         comparison = compare.compare(job.session, job.params["a"], job.params["b"])
         profile = summary_profile(job.session, job.created_by)

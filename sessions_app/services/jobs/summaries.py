@@ -83,7 +83,7 @@ def summarize(job: Job, attempt: int, requests: list[dict | None], offline) -> t
     profile = summary_profile(job.session, job.created_by)
     if profile is None:
         return offline(), {"offline": True}
-    texts = []
+    texts: list[str | None] = []
     usage = None
     spent = 0.0
     calls = 0

@@ -84,7 +84,7 @@ entry_written.subscribe(entry_written.Subscriber("write_back", in_transaction=on
 
 def run(job: Job, attempt: int) -> str | None:
     session_pk = (job.params or {}).get("session")
-    if not Session.objects.filter(pk=session_pk).exists():  # deleted since
+    if session_pk is None or not Session.objects.filter(pk=session_pk).exists():  # deleted since
         return lifecycle.finish_own(job, attempt, Status.CANCELLED, phase="done")
     params = job.params or {}
     write_back.write_back_quietly(
