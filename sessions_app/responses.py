@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import wraps
+from typing import TypeVar
 
 from axes.helpers import get_client_ip_address
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -65,7 +67,10 @@ def plain_text(message: str, status: int) -> HttpResponse:
     return response
 
 
-def download(response: HttpResponse, filename: str, *, inline: bool = False) -> HttpResponse:
+AnyResponse = TypeVar("AnyResponse", bound=HttpResponseBase)  # plain, streaming or file
+
+
+def download(response: AnyResponse, filename: str, *, inline: bool = False) -> AnyResponse:
     """A file response's disposition (inline or attachment, with its name), never sniffed."""
     response["Content-Disposition"] = (
         f'{"inline" if inline else "attachment"}; filename="{filename}"'

@@ -129,9 +129,10 @@ def assign_item(queue: ReviewQueue, item_pk: int, username: str, *, actor) -> Re
         raise QueueError("This item is reviewed already.", 409)
     assignee = _reviewers(queue, [username])[0] if username else None
     held = item.held_by_id is not None and item.held_at >= read.hold_cutoff()
-    if held and item.held_by_id != getattr(assignee, "pk", None):
+    holder = item.held_by if held else None
+    if holder is not None and holder.pk != getattr(assignee, "pk", None):
         raise QueueError(
-            f"{item.held_by.get_username()} is reviewing this item now: assign it once they "
+            f"{holder.get_username()} is reviewing this item now: assign it once they "
             "are done or skip it.",
             409,
         )
