@@ -80,7 +80,7 @@ def test_dropped_files_each_get_a_row_and_one_bad_file_stops_nothing(page_for, w
     expect(row(page, "broken.jsonl")).to_have_attribute("data-state", "failed", timeout=IMPORT_WAIT)
     expect(row(page, "broken.jsonl")).to_contain_text("malformed")
     expect(row(page, "not-pi.jsonl")).to_have_attribute("data-state", "failed", timeout=IMPORT_WAIT)
-    expect(row(page, "not-pi.jsonl")).to_contain_text("not a session header")
+    expect(row(page, "not-pi.jsonl")).to_contain_text("line 1 is not a pi session header")
 
     # the live list shows the imported session; one upload per .jsonl file
     page.wait_for_selector(f'#sessions-live a[href="/s/{sid}/"]', timeout=IMPORT_WAIT)
