@@ -144,6 +144,7 @@ urlpatterns = [
     path("s/<str:session_id>/chat/thinking/", chat.set_thinking, name="chat_thinking"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
+    path("s/<str:session_id>/chat/model-notice/", chat.model_notice, name="chat_model_notice"),
     # --- where the session continues, and pi's file
     path("s/<str:session_id>/workspace/", workspace.continue_in, name="workspace_continue"),
     path("s/<str:session_id>/pi-file/", workspace.pi_file, name="pi_file"),

@@ -96,11 +96,19 @@ def id_problem(what: str, value: str) -> str | None:
     )
 
 
-def header_problem(value: dict) -> str | None:
-    if value.get("type") != "session":
-        return f"the first valid line is a {value.get('type')!r} entry, not a session header"
+def header_problem(value: dict, number: int = 1) -> str | None:
+    """Why the first object read (line `number`) cannot start a pi session, in words a
+    person reads in the import list (None when it can)."""
+    where = f"line {number}" + (" (the first line that could be read)" if number > 1 else "")
+    etype = value.get("type")
+    if etype != "session":
+        if isinstance(etype, str) and etype.strip():
+            what = f"a {clean_text(etype)[:40]!r} entry, so the start of the file is missing"
+        else:
+            what = 'a JSON object without a "type"'
+        return f"{where} is not a pi session header: it is {what}"
     if not isinstance(value.get("id"), str) or not value["id"]:
-        return "the session header has no id"
+        return f"{where} is a pi session header without an id"
     return None
 
 

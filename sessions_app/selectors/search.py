@@ -98,10 +98,14 @@ class SearchFilters:
         )
 
 
+# The title of a hit in a session with neither a name nor a user message yet.
+UNTITLED = "Untitled session"
+
+
 @dataclass
 class SearchHit:
     session_pi_id: str
-    session_name: str
+    session_title: str  # its name, else its first user message (never its id)
     session_cwd: str
     entry_pi_id: str
     role: str
@@ -326,13 +330,15 @@ def _hits(ids: list[int], query: str) -> list[SearchHit]:
         label=F("entry__label"),
         session_pi_id=F("session__pi_id"),
         session_name=F("session__name"),
+        session_first_message=F("session__first_message"),
         session_cwd=F("session__cwd"),
     )
     by_pk = {row.pop("entry_id"): row for row in rows}
     words = [text for op, text in parse_query(query) if op != "not"]
     hits = []
     for row in (by_pk[pk] for pk in ids if pk in by_pk):
-        row["session_name"] = row["session_name"] or row["session_pi_id"]
+        name, first = row.pop("session_name"), row.pop("session_first_message")
+        row["session_title"] = name or first or UNTITLED
         hits.append(SearchHit(snippet=snippet(row.pop("text"), words), **row))
     return hits
 

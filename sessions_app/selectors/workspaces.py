@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
+from django.utils.text import slugify
 
 from sessions_app.agent.paths import (
     PATH_MAX,
@@ -220,6 +222,26 @@ def existing_workspaces(user) -> list[str]:
         except OSError:
             continue
     return sorted(found)[:MAX_LISTED]
+
+
+# How long the name of a fresh folder may be (from the session's name).
+FRESH_NAME_CHARS = 40
+
+
+def fresh_folder(user, name: str = "") -> str:
+    """A folder not yet used in the user's area for a new session: named after the
+    session (`name`, as a slug), else after the time; `-2`, `-3`… when taken. The new
+    session form offers it by default, so nobody types an absolute path."""
+    base = slugify(name)[:FRESH_NAME_CHARS].strip("-") or timezone.localtime().strftime(
+        "session-%Y-%m-%d-%H%M"
+    )
+    area = user_area(user)
+    taken = {os.path.basename(path) for path in existing_workspaces(user)}
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}-{number}"
+    return str(area / candidate)
 
 
 def project_dir(session, user, leaf=_UNSET) -> str | None:

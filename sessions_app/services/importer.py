@@ -895,9 +895,9 @@ def _import_from_header(
 ) -> _Import:
     """The import once the first object (the header) is read; `records` is the rest."""
     header = first.value
-    problem = header_problem(header)
+    problem = header_problem(header, first.number)
     if problem:
-        raise SessionImportError(f"line {first.number}: {problem}; pi cannot load this file either")
+        raise SessionImportError(f"{problem}; pi cannot load this file either")
     problem = id_problem("the session header id", header["id"])
     if problem:
         raise SessionImportError(f"line {first.number}: {problem}; the file was not imported")

@@ -11,6 +11,7 @@ from sessions_app.params import form
 from sessions_app.responses import notice, session_view
 from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.jobs import queued_messages
+from sessions_app.selectors.panels import chat as chat_panel
 from sessions_app.selectors.panels.chat import run_context, transcript_context
 from sessions_app.services import chat
 
@@ -46,6 +47,7 @@ def stop(request, access):
         "message": message,
         "level": "ok",
         "run_id": str(stopped.job.pk),
+        "code": "stopping",
         "restored": stopped.restored,
     }
     return render(request, "sessions_app/chat/_stopped.html", context)
@@ -97,6 +99,14 @@ def queue_list(request, access):
     """The queued messages (refreshed on `queue_changed`)."""
     context = {"queue": queued_messages(access.session), "can_edit": access.can_edit}
     return render(request, "sessions_app/chat/_queue.html", context)
+
+
+@session_view()
+def model_notice(request, access):
+    """Whether the model at the leaf can run (refreshed when that may have changed)."""
+    models = chat_panel.model_context(access.session, request.user)
+    context = {"session": access.session, "notice": chat_panel.model_notice(models)}
+    return render(request, "sessions_app/chat/_model_notice.html", context)
 
 
 @session_view()

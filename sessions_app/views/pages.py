@@ -25,7 +25,13 @@ from sessions_app.selectors.panels.head import context_gauge, head_context
 from sessions_app.selectors.panels.page import session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
-from sessions_app.selectors.sessions import SORTS, ListFilters, list_choices, visible_list
+from sessions_app.selectors.sessions import (
+    SORTS,
+    ListFilters,
+    list_choices,
+    visible_list,
+    visible_sessions,
+)
 from sessions_app.selectors.workspaces import WorkspaceError
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services.jobs.session_import import request_import
@@ -54,6 +60,8 @@ def _table_context(request) -> dict:
         }
     return {
         "page": page,
+        # Nobody's session to show at all (not merely none matching): the first-run state.
+        "first_run": not page.paginator.count and not visible_sessions(request.user).exists(),
         "filters": filters,
         "query": filters.query,
         "source": filters.source,
@@ -73,6 +81,8 @@ def _list_context(request, **extra) -> dict:
         # Where the user's sessions may live (their own folder of each root, or on a
         # single-user setup the roots themselves): new sessions must live inside one.
         "workspace_roots": [str(p) for p in workspaces.user_areas_of(request.user)],
+        # The new session form: a fresh folder by default, or one the user already has.
+        "new_folders": workspaces.existing_workspaces(request.user),
         "import_limit": settings.PIWEB_MAX_UPLOAD_BYTES,
         "import_limit_text": limit_text(),
         **extra,
@@ -165,11 +175,12 @@ def _import_answer(request, context, status=None):
 
 @piweb_view(methods=("POST",))
 def new_session(request):
+    """`folder`: one of the user's folders (the form's list), or empty for a fresh folder
+    named after the session; `cwd` (the composer's /new) a path in the user's area."""
     params = form(request)
-    cwd = params.stripped("cwd")
     name = params.stripped("name", limit=500)
     profile = params.stripped("model_profile")
-    problem = None if cwd else "Give the working directory for the session."
+    cwd, problem = _new_session_folder(request.user, params, name)
     if profile and profile not in model_profiles():
         problem = problem or f"Unknown model profile {profile!r}."
     real_cwd = ""
@@ -192,6 +203,19 @@ def new_session(request):
             sessions_service.rename_session(session, name, actor=request.user)
     messages.success(request, "Session created.")
     return redirect("sessions_app:session_detail", session_id=session.pi_id)
+
+
+def _new_session_folder(user, params, name: str) -> tuple[str, str | None]:
+    """(the folder asked for, the problem with it or None)."""
+    cwd = params.stripped("cwd")
+    if cwd:
+        return cwd, None
+    folder = params.stripped("folder")
+    if not folder:
+        return workspaces.fresh_folder(user, name), None
+    if folder not in workspaces.existing_workspaces(user):
+        return "", "Pick one of your folders, or a new folder."
+    return folder, None
 
 
 @session_view(methods=None)

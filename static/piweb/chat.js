@@ -25,6 +25,13 @@
     notice.innerHTML = html; // server-rendered, escaped partial
   }
 
+  // A notice about a state ("Stopping…", "Queued as a follow-up") goes when the state
+  // ends, without a reload: `codes` are the notices (their data-code) no longer true.
+  function dropNotice(codes) {
+    var shown = notice && notice.querySelector(".notice[data-code]");
+    if (shown && codes.indexOf(shown.dataset.code) !== -1) notice.innerHTML = "";
+  }
+
   function formatSize(bytes) {
     if (bytes < 1024) return bytes + "B";
     if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + "KB";
@@ -176,15 +183,22 @@
       runId = null;
       resetLive();
       setRunning(false);
+      dropNotice(["stopping", "queued", "held"]);
     });
     document.addEventListener("piweb:run_state", function (ev) {
       loadState(ev.detail && ev.detail.run);
-      if (!(ev.detail && ev.detail.run)) setRunning(false);
+      if (!(ev.detail && ev.detail.run)) {
+        setRunning(false);
+        dropNotice(["stopping", "queued", "held"]);
+      }
     });
     document.addEventListener("htmx:afterSettle", syncPiWriting);
     // The transcript refreshes itself (its hx-trigger); after each swap, follow the end.
     document.addEventListener("htmx:afterSwap", function (ev) {
-      if (ev.detail && ev.detail.target && ev.detail.target.id === "chat-transcript") scrollDown();
+      var target = ev.detail && ev.detail.target;
+      if (target && target.id === "chat-transcript") scrollDown();
+      // The run took the queued message (or it was cancelled): it is no longer queued.
+      if (target && target.id === "chat-queue" && !target.querySelector(".queued")) dropNotice(["queued"]);
     });
     document.addEventListener("piweb:prefill-input", function (ev) {
       if (!input) return;

@@ -101,6 +101,23 @@
   });
   document.addEventListener("focusin", selectAll);
   document.addEventListener("click", selectAll);
+  // A button that stands for a control elsewhere on the page (the sessions list's first
+  // run): `data-pick-files="id"` opens that file input's picker, `data-open-details="id"`
+  // opens that card and puts the cursor in its first field.
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("[data-pick-files], [data-open-details]");
+    if (!button) return;
+    var target = document.getElementById(button.dataset.pickFiles || button.dataset.openDetails);
+    if (!target) return;
+    if (button.dataset.pickFiles) {
+      target.click();
+      return;
+    }
+    target.open = true;
+    target.scrollIntoView({ block: "nearest" });
+    var field = target.querySelector("input:not([type=hidden]), select, textarea");
+    if (field) field.focus();
+  });
   // The sessions list asks for its rows again (htmx, `piweb:sessions-refresh`) a second
   // after a change, so a burst of changes costs one request and the last one is never
   // missed; once the socket is open, for what changed before (while the page loaded or

@@ -48,8 +48,18 @@ def test_type_watch_streamed_text_and_live_bash_then_stop(
     expect(live_bash.locator("pre")).to_contain_text("tick20", timeout=20000)
     expect(live_bash.locator(".live-tool-info")).to_contain_text("showing lines 1")
     assert page.locator("#chat").get_attribute("data-running") == "true"
+    # Every text the notice shows, in order (the "Stopping…" may be short-lived).
+    page.evaluate(
+        """() => { window.noticeTexts = [];
+        new MutationObserver(() => window.noticeTexts.push(
+            document.getElementById("chat-notice").textContent)
+        ).observe(document.getElementById("chat-notice"), {childList: true, subtree: true}); }"""
+    )
     page.click("#chat-stop")
     expect(page.locator("#chat")).to_have_attribute("data-running", "false", timeout=20000)
+    # "Stopping…" was said, and went when the run ended, without a reload.
+    assert any("Stopping" in t for t in page.evaluate("window.noticeTexts"))
+    expect(page.locator("#chat-notice")).not_to_contain_text("Stopping")
     expect(page.locator("#chat-transcript")).to_contain_text("Command aborted")
     expect(page.locator("#chat-live")).to_be_hidden()
     job = wait_run(session)
@@ -93,6 +103,8 @@ def test_busy_and_no_model_messages_show_in_the_page(worker, page_for, llm, make
     page.select_option("#chat-model-select", "openai-compatible/scripted-model")
     page.click(".chat-model-form button")
     expect(page.locator("#chat-notice")).to_contain_text("Model: openai-compatible/scripted-model")
+    # The model can run now: the notice saying it cannot goes, without a reload.
+    expect(page.locator("#chat-nomodel")).to_have_count(0)
     llm.push(text("hello from the model", chunk_size=4, delay_between_chunks=0.02))
     page.fill("#chat-input", "hello again")
     page.press("#chat-input", "Enter")

@@ -56,28 +56,32 @@ def test_steer_and_follow_up_are_queued_cancelled_and_delivered_in_order(
     page.fill("#chat-input", "drop me")
     page.click("#chat-steer")
     expect(queue).to_have_count(2)
-    page.fill("#chat-input", "then follow")
-    page.press("#chat-input", "Alt+Enter")  # a follow-up
-    expect(queue).to_have_count(3)
-    expect(queue.nth(2)).to_have_attribute("data-mode", "follow_up")
-    expect(queue.nth(2)).to_contain_text("Follow-up")
     # Every tab of the session sees the queue (over the websocket).
-    expect(other_tab.locator("#chat-queue .queued")).to_have_count(3)
+    expect(other_tab.locator("#chat-queue .queued")).to_have_count(2)
 
     queue.filter(has_text="drop me").locator(".queued-cancel").click()
-    expect(queue).to_have_count(2)
-    expect(other_tab.locator("#chat-queue .queued")).to_have_count(2)
+    expect(queue).to_have_count(1)
+    expect(other_tab.locator("#chat-queue .queued")).to_have_count(1)
     # Stored server-side: a reload shows the same queue.
     page.reload()
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
-    expect(queue).to_have_count(2)
+    expect(queue).to_have_count(1)
     expect(queue.nth(0)).to_have_attribute("data-mode", "steer")
     expect(queue.nth(0)).to_contain_text("steer please")
+    page.fill("#chat-input", "then follow")
+    page.press("#chat-input", "Alt+Enter")  # a follow-up
+    expect(queue).to_have_count(2)
+    expect(queue.nth(1)).to_have_attribute("data-mode", "follow_up")
+    expect(queue.nth(1)).to_contain_text("Follow-up")
+    expect(other_tab.locator("#chat-queue .queued")).to_have_count(2)
+    expect(page.locator("#chat-notice")).to_contain_text("Queued as a follow-up")
 
     (workspace / "go").write_text("")  # the tool call finishes: the steer goes in
     transcript = page.locator("#chat-transcript")
     expect(transcript).to_contain_text("Follow-up answer.", timeout=30000)
     expect(queue).to_have_count(0)
+    # Delivered: the notice that said it was queued is gone, without a reload.
+    expect(page.locator("#chat-notice")).not_to_contain_text("Queued")
     expect(other_tab.locator("#chat-queue .queued")).to_have_count(0)
     shown = transcript.text_content()
     order = ["start", "released", "steer please", "Steered answer.", "then follow"]

@@ -178,7 +178,7 @@ def world(make_user):
 
 
 def test_every_page_loads_without_a_failed_request_or_console_error(
-    page_for, asgi_server, world, tmp_path
+    page_for, asgi_server, world, tmp_path, make_user
 ):
     origin = asgi_server.url
     pi1, branched = world["pi1"].pi_id, world["branched"].pi_id
@@ -269,6 +269,10 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     viewer = Crawl(page_for(world["mate"]), origin)
     viewer.visit(f"/s/{pi1}/", live=True)
     viewer.visit(f"/s/{pi1}/sharing/", status=403)
+    # Someone with no session yet: the sessions list's first-run state.
+    newcomer = Crawl(page_for(make_user("crawl-newcomer")), origin)
+    newcomer.visit("/", live=True)
+    newcomer.page.locator("#first-run").wait_for()
 
     # Logged out: the login page, the share link and its export.
     visitor = Crawl(page_for(None), origin)
@@ -276,7 +280,7 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     visitor.visit(f"/l/{token}/", live=True)
     visitor.page.locator(".rv-node").first.wait_for()
 
-    problems = crawl.problems + viewer.problems + visitor.problems
+    problems = crawl.problems + viewer.problems + newcomer.problems + visitor.problems
     assert not problems, "\n".join(problems)
 
     # Every page route was visited, or is an action or a download that says so.

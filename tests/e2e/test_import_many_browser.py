@@ -80,7 +80,7 @@ def test_dropped_files_each_get_a_row_and_one_bad_file_stops_nothing(page_for, w
     expect(row(page, "broken.jsonl")).to_have_attribute("data-state", "failed", timeout=IMPORT_WAIT)
     expect(row(page, "broken.jsonl")).to_contain_text("malformed")
     expect(row(page, "not-pi.jsonl")).to_have_attribute("data-state", "failed", timeout=IMPORT_WAIT)
-    expect(row(page, "not-pi.jsonl")).to_contain_text("not a session header")
+    expect(row(page, "not-pi.jsonl")).to_contain_text("line 1 is not a pi session header")
 
     # the live list shows the imported session; one upload per .jsonl file
     page.wait_for_selector(f'#sessions-live a[href="/s/{sid}/"]', timeout=IMPORT_WAIT)
@@ -104,8 +104,10 @@ def test_a_folder_and_several_files_from_the_pickers(page_for, worker, make_user
     errors = collect_errors(page)
     posts = watch_uploads(page)
     page.goto("/")
-    page.locator("summary", has_text="Import pi session").click()
-    page.set_input_files("#import-folder", folder)
+    # A first run: the folder picker is one of its three ways in.
+    with page.expect_file_chooser() as chooser:
+        page.click('#first-run [data-pick-files="import-folder"]')
+    chooser.value.set_files(folder)
     expect(page.locator(".import-row")).to_have_count(4)
     expect(row(page, "proj/nested/readme.md")).to_have_attribute("data-state", "skipped")
     for path, sid in (("proj/a.jsonl", sid_a), ("proj/nested/deeper/b.jsonl", sid_b)):
@@ -202,5 +204,36 @@ def test_a_dropped_folder_is_walked_to_its_nested_files(page_for, worker, make_u
     expect(row(page, "logs/2026/bad.jsonl")).to_have_attribute(
         "data-state", "failed", timeout=IMPORT_WAIT
     )
+    assert Session.objects.get(pi_id=sid).owner_id == owner.pk
+    assert errors == []
+
+
+def test_the_first_run_imports_through_its_own_button_then_shows_the_list(
+    page_for, worker, make_user
+):
+    owner = make_user("first-run")
+    page = page_for(owner)
+    errors = collect_errors(page)
+    page.goto("/")
+    # No session yet: three ways in, no empty table, no filter bar.
+    expect(page.locator("#first-run .first-run-action")).to_have_count(3)
+    expect(page.locator("#sessions-table")).to_have_count(0)
+    expect(page.locator("#session-filters")).to_have_count(0)
+    expect(page.locator("#import-card")).to_be_hidden()
+    # "New session…" opens the form, the cursor in its first field (a visible focus).
+    page.click("#first-run-new button")
+    expect(page.locator("#new-session-name")).to_be_focused()
+    expect(page.locator("#new-session-folder")).to_have_value("")  # a fresh folder
+    # "Choose session files…" opens the picker of the import card.
+    sid, good = good_session("hello from the first run")
+    with page.expect_file_chooser() as chooser:
+        page.click("#first-run-import button.primary")
+    chooser.value.set_files(
+        {"name": "first.jsonl", "mimeType": "application/jsonl", "buffer": good.encode()}
+    )
+    expect(row(page, "first.jsonl")).to_have_attribute("data-state", "done", timeout=IMPORT_WAIT)
+    # The list refreshes itself: the session replaces the first-run state, no reload.
+    page.wait_for_selector(f'#sessions-live a[href="/s/{sid}/"]', timeout=IMPORT_WAIT)
+    expect(page.locator("#first-run")).to_have_count(0)
     assert Session.objects.get(pi_id=sid).owner_id == owner.pk
     assert errors == []

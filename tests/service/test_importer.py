@@ -148,8 +148,22 @@ def test_all_lines_malformed_is_refused_with_line_numbers(owner):
 
 
 def test_first_line_must_be_a_header(owner):
-    with pytest.raises(SessionImportError, match="not a session header"):
+    with pytest.raises(
+        SessionImportError,
+        match="line 1 is not a pi session header: it is a 'message' entry, so the start",
+    ):
         do_import(jsonl_text(message("a", None), [])[:-1].split("\n")[0] + "\n", owner)
+    assert not Session.objects.exists()
+
+
+def test_a_first_line_without_a_type_is_said_in_words(owner):
+    with pytest.raises(SessionImportError) as raised:
+        do_import(b'{nope\n{"id": "x"}\n', owner)
+    assert (
+        "line 2 (the first line that could be read) is not a pi session header: "
+        'it is a JSON object without a "type"'
+    ) in str(raised.value)
+    assert "None" not in str(raised.value)
     assert not Session.objects.exists()
 
 

@@ -80,7 +80,8 @@ ROUTES: dict[str, Route] = {
     "session_list": Route("login"),
     "session_table": Route("login", htmx=True),
     "session_import": Route("login", "POST", ok=400),  # no file: refused after login
-    "session_new": Route("login", "POST", ok=400),  # no cwd
+    # a folder that is not one of the user's: refused after login
+    "session_new": Route("login", "POST", ok=400, data={"folder": "/nowhere"}),
     # an import job is its uploader's alone: a job of another kind is nobody's import
     "import_status": Route("login", ok=404, kwargs={"job_id": "job_pk"}),
     "session_detail": Route("viewer", kwargs=S),
@@ -126,6 +127,7 @@ ROUTES: dict[str, Route] = {
     "chat_thinking": Route("editor", "POST", ok=400, kwargs=S, data={"level": "nope"}, htmx=True),
     "chat_transcript": Route("viewer", kwargs=S),
     "chat_state": Route("viewer", kwargs=S),
+    "chat_model_notice": Route("viewer", kwargs=S),
     # jobs
     "jobs_panel": Route("viewer", kwargs=S),
     "jobs_compact": Route("editor", "POST", ok=200, kwargs=S, htmx=True),

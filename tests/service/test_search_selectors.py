@@ -43,6 +43,21 @@ def test_finds_message_text_tool_calls_and_results_with_deep_links(people):
 
 
 @pytest.mark.embedded
+def test_hits_are_titled_by_the_session_name_else_its_first_message_never_its_id(people):
+    owner, *_ = people
+    named = build_branchy_session(owner)
+    unnamed = build_branchy_session(owner, cwd="/work/beta", name="")
+    empty = sessions.create_session(owner=owner, cwd="/work/gamma")
+    sessions.append_entry(empty, assistant("zebrafish without a question"), actor=owner)
+    titles = {h.session_pi_id: h.session_title for h in search.search(owner, "zebrafish").hits}
+    assert titles == {
+        named.session.pi_id: "Parser fix",
+        unnamed.session.pi_id: "Please fix the parser bug in tokenizer.py",
+        empty.pi_id: search.UNTITLED,
+    }
+
+
+@pytest.mark.embedded
 def test_never_returns_sessions_the_user_cannot_see(people):
     owner, member, stranger, team = people
     data = build_branchy_session(owner)

@@ -3,6 +3,8 @@ a single-user setup), the folders a session may work in, and the files of its ar
 directory a page may hand out. (A session's choice of another folder is tested in
 test_workspace_choice.py.)"""
 
+import os
+
 import pytest
 
 from sessions_app.selectors import workspaces as workspace_reads
@@ -90,3 +92,19 @@ def test_users_whose_ids_are_prefixes_of_each_other_never_share_an_area(
     # Nor can a session be made there, nor an imported one run there.
     with pytest.raises(WorkspaceError):
         workspace_reads.session_cwd(sessions.create_session(owner=short, cwd=str(theirs)))
+
+
+def test_a_fresh_folder_is_named_after_the_session_and_never_one_in_use(
+    fresh_workspace_root, make_user
+):
+    me, other = make_user(), make_user()
+    mine = workspaces.user_workspace(me)
+    assert workspace_reads.fresh_folder(me, "Fix the Parser!") == str(mine / "fix-the-parser")
+    (mine / "fix-the-parser").mkdir()
+    (mine / "fix-the-parser-2").mkdir()
+    assert workspace_reads.fresh_folder(me, "Fix the Parser!") == str(mine / "fix-the-parser-3")
+    # Another user's folders do not count; a name with no letters gives the time.
+    (workspaces.user_workspace(other) / "notes").mkdir()
+    assert workspace_reads.fresh_folder(me, "notes") == str(mine / "notes")
+    assert workspace_reads.fresh_folder(me, "!!!").startswith(str(mine / "session-"))
+    assert len(os.path.basename(workspace_reads.fresh_folder(me, "x" * 300))) == 40

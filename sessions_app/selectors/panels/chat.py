@@ -116,6 +116,16 @@ def _thinking_context(seen, user, model) -> dict:
     }
 
 
+def model_notice(models: dict) -> dict:
+    """Whether the model at the leaf can run, and if not why and how to fix it (the notice
+    above the composer), from :func:`model_context`."""
+    return {
+        "configured": models["resolved"] is not None,
+        "problem": models["problem"],
+        "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
+    }
+
+
 def chat_context(access, user=None) -> dict:
     """The whole chat panel of the session page (`chat` in its template)."""
     session = access.session
@@ -125,8 +135,7 @@ def chat_context(access, user=None) -> dict:
     return {
         "profile": profile,
         "models": models,
-        "configured": models["resolved"] is not None,
-        "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
+        "model_notice": model_notice(models),
         "can_edit": access.can_edit,
         "composer": composer_context(
             access,

@@ -12,7 +12,12 @@ from tests.support.workspaces import area_of
 
 pytestmark = [pytest.mark.django_db]
 
-READS = [Call("chat_transcript"), Call("chat_state"), Call("chat_queued")]
+READS = [
+    Call("chat_transcript"),
+    Call("chat_state"),
+    Call("chat_queued"),
+    Call("chat_model_notice"),
+]
 CHANGES = [
     post("chat_send", {"text": "hello"}),
     post("chat_stop"),
@@ -74,3 +79,15 @@ def test_only_editors_queue_and_cancel_and_viewers_see_the_queue_without_cancel(
     assert (
         garbled.status_code == 400 and "item: expected a whole number" in garbled.content.decode()
     )
+
+
+def test_the_model_notice_says_when_the_model_cannot_run_and_goes_once_it_can(make_user, settings):
+    owner = make_user()
+    cwd = str(area_of(settings, owner))
+    broken = sessions.create_session(owner=owner, cwd=cwd, model_profile="nothing-configured")
+    working = sessions.create_session(owner=owner, cwd=cwd, model_profile="scripted")
+    client = client_for(owner)
+    answer = client.get(reverse("sessions_app:chat_model_notice", args=[broken.pi_id]))
+    assert answer.status_code == 200 and 'id="chat-nomodel"' in answer.content.decode()
+    answer = client.get(reverse("sessions_app:chat_model_notice", args=[working.pi_id]))
+    assert answer.status_code == 200 and answer.content.decode().strip() == ""

@@ -88,6 +88,62 @@ def test_a_new_session_with_a_name_is_created_with_its_name(make_user, settings)
     assert session.entries.filter(type="session_info").count() == 1
 
 
+@pytest.mark.usefixtures("fresh_workspace_root")
+def test_a_new_session_gets_a_fresh_folder_or_one_picked_from_the_users_folders(
+    make_user, settings
+):
+    owner, other = make_user(), make_user()
+    c = client_for(owner)
+    new = reverse("sessions_app:session_new")
+    area = area_of(settings, owner)
+    # No folder given: a fresh one named after the session, never one already there.
+    assert c.post(new, {"name": "Parser fix!"}).status_code == 302
+    assert c.post(new, {"name": "Parser fix!"}).status_code == 302
+    cwds = sorted(Session.objects.filter(owner=owner).values_list("cwd", flat=True))
+    assert cwds == [str(area / "parser-fix"), str(area / "parser-fix-2")]
+    assert (area / "parser-fix").is_dir() and (area / "parser-fix-2").is_dir()
+    # Without a name, after the time.
+    assert c.post(new, {}).status_code == 302
+    unnamed = Session.objects.filter(owner=owner).order_by("-pk").first()
+    assert os.path.basename(unnamed.cwd).startswith("session-")
+    # The form lists the user's folders to pick from; a pick is used as it is.
+    page = c.get(reverse("sessions_app:session_list")).content.decode()
+    assert f'<option value="{area / "parser-fix"}">' in page
+    assert 'name="cwd"' not in page  # no path to type
+    assert c.post(new, {"folder": str(area / "parser-fix")}).status_code == 302
+    assert Session.objects.filter(owner=owner, cwd=str(area / "parser-fix")).count() == 2
+    # A folder not in the list (another user's, or anywhere else) is refused.
+    theirs = area_of(settings, other) / "theirs"
+    theirs.mkdir(parents=True)
+    for folder in (str(theirs), "/etc", str(area / "missing")):
+        response = c.post(new, {"folder": folder})
+        assert (
+            response.status_code == 400 and "Pick one of your folders" in response.content.decode()
+        )
+    assert Session.objects.filter(owner=owner).count() == 4
+
+
+def test_the_first_run_shows_three_ways_in_instead_of_an_empty_table(owner, workspace):
+    c = client_for(owner)
+    listing = reverse("sessions_app:session_list")
+    page = c.get(listing).content.decode()
+    assert 'id="first-run"' in page and 'id="sessions-table"' not in page
+    for action in ("first-run-import", "first-run-follow", "first-run-new"):
+        assert f'id="{action}"' in page
+    assert "PIWEB_PI_SESSION_DIRS" in page and "docs/sync.md" in page
+    assert 'data-pick-files="import-files"' in page
+    assert 'data-open-details="new-session-card"' in page
+    assert 'id="session-filters"' not in page  # no filter bar over nothing
+    # The live refresh (its table partial) says the same until a session exists.
+    assert 'id="first-run"' in c.get(reverse("sessions_app:session_table")).content.decode()
+    sessions.create_session(owner=owner, cwd=str(workspace), name="First")
+    page = c.get(listing).content.decode()
+    assert 'id="first-run"' not in page and 'id="sessions-table"' in page
+    # A filter that matches nothing is not a first run.
+    page = c.get(listing, {"q": "zzzz-nothing"}).content.decode()
+    assert 'id="first-run"' not in page and "No session matches" in page
+
+
 def test_sessions_list_search_import_and_new(owner, workspace):
     c = client_for(owner)
     from django.core.files.uploadedfile import SimpleUploadedFile
@@ -132,6 +188,7 @@ def test_the_live_refresh_of_the_list_is_the_table_alone_through_the_users_right
     assert 'class="sort asc" href="?sort=-entries"' in partial  # (the page's own query)
     assert "Import pi session" not in partial
     stranger = client_for(shared.stranger).get(table_url).content.decode()
-    assert 'id="sessions-table"' in stranger and shared.session.pi_id not in stranger
+    # (The stranger sees no session at all: the first-run state, without this one.)
+    assert 'id="first-run"' in stranger and shared.session.pi_id not in stranger
     anonymous = Client().get(table_url)
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]

@@ -23,9 +23,9 @@ def test_search_page_view(client, make_user):
     response = client.get("/search/", {"q": "zebrafish"})
     assert response.status_code == 200
     body = response.content.decode()
-    assert (
-        f'href="/s/{data.session.pi_id}/?leaf={data.ids["q2"]}&amp;target={data.ids["q2"]}"' in body
-    )
+    link = f'href="/s/{data.session.pi_id}/?leaf={data.ids["q2"]}&amp;target={data.ids["q2"]}"'
+    # The hit is titled by the session's name, not its id.
+    assert f'<a class="rv-hit" {link}>Parser fix</a>' in body
     client.force_login(member)
     body = client.get("/search/", {"q": "zebrafish"}).content.decode()
     assert data.session.pi_id not in body and "No matches" in body
