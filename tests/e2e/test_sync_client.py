@@ -259,6 +259,7 @@ def test_the_open_page_shows_the_laptops_lines_as_they_come(laptop, page_for):
         page.goto(f"/s/{sid}/")
         page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
         page.evaluate("() => { window.piwebNotReloaded = true; }")
+        page.click("#session-more > summary")  # where the session comes from: the ⋯ menu
         assert "Synced live from test laptop" in page.locator(".provenance").inner_text()
         assert path.name in page.locator(".resume-command").inner_text()
         for n in range(2, 5):

@@ -150,7 +150,8 @@ def test_downgraded_editor_is_told_the_new_role(asgi_server, world):
             await asyncio.to_thread(
                 sharing.share_with_team, session, world["team"].pk, "viewer", actor=world["owner"]
             )
-            assert (await _until(ws, "access_changed"))["data"] == {"role": "viewer"}
+            # a team editor on a viewer share reads and scores (docs/scores.md): a reviewer
+            assert (await _until(ws, "access_changed"))["data"] == {"role": "reviewer"}
 
     asyncio.run(scenario())
 
