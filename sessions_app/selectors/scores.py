@@ -89,8 +89,9 @@ def scores_by_model(sessions, score_filter: str = "") -> list[dict]:
     many, their mean, and how many meet `score_filter` ("quality<3") when one is given."""
     scores = Score.objects.filter(session__in=sessions.values("pk"), target=Score.Target.ENTRY)
     meeting = Q()
-    if score_filter:
-        name, lookup, number = values.parse_score_filter(score_filter)
+    scored = values.parse_score_filter(score_filter)  # None for a blank filter
+    if scored is not None:
+        name, lookup, number = scored
         meeting = Q(config__name__iexact=name, **{f"value__{lookup}": number})
     rows = (
         scores.values("config__name", "entry__usage_key")

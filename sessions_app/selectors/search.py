@@ -266,8 +266,9 @@ def _filter_conditions(filters: SearchFilters, where: list, params: list, joins:
     if filters.date_to:
         where.append("d.date <= %s")
         params.append(datetime.combine(filters.date_to, time.max, tzinfo=UTC))
-    if filters.score:
-        name, lookup, number = parse_score_filter(filters.score)
+    scored = parse_score_filter(filters.score)  # None for a blank filter
+    if scored is not None:
+        name, lookup, number = scored
         where.append(
             f"d.entry_id IN (SELECT s.entry_id FROM {SCORE} s JOIN {SCORE_CONFIG} c "
             f"ON c.id = s.config_id WHERE LOWER(c.name) = %s AND s.target = 'entry' "

@@ -175,7 +175,10 @@ def visible_list(user, filters: ListFilters):
 
 def scored_so(score_filter: str):
     """The scores that meet a score filter such as "quality<3" (entry scores)."""
-    name, lookup, number = parse_score_filter(score_filter)
+    scored = parse_score_filter(score_filter)
+    if scored is None:  # a blank filter: every entry score
+        return Score.objects.filter(target=Score.Target.ENTRY)
+    name, lookup, number = scored
     return Score.objects.filter(
         config__name__iexact=name, target=Score.Target.ENTRY, **{f"value__{lookup}": number}
     )

@@ -100,3 +100,21 @@ def test_scores_over_time_has_a_line_per_score_and_model(make_user):
     [line] = chart["series"]
     assert line["label"].startswith("q · ") and line["values"] == [2.0, 4.0]
     assert scores_over_time(Session.objects.none()) == {"days": [], "series": []}
+
+
+def test_a_blank_score_filter_filters_nothing_in_every_reader(make_user):
+    """`parse_score_filter` reads a blank filter as none: every reader takes that as no
+    filter rather than unpacking None (a TypeError, a 500 on a page)."""
+    from sessions_app.models import Session
+    from sessions_app.selectors.scores import scores_by_model
+    from sessions_app.selectors.search import SearchFilters, search
+    from sessions_app.selectors.sessions import scored_so
+
+    owner = make_user()
+    build_branchy_session(owner)
+    sessions = Session.objects.filter(owner=owner)
+    assert scores_by_model(sessions, "   ") == scores_by_model(sessions, "")
+    assert list(scored_so("  ")) == list(scored_so("")) == []
+    blank = search(owner, "approach", SearchFilters(score="  "))
+    every = search(owner, "approach", SearchFilters())
+    assert len(blank.hits) == len(every.hits)
