@@ -4,6 +4,7 @@ list), and a root with thousands of children opens with a paged list of them."""
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
 
@@ -30,6 +31,15 @@ def test_an_upload_is_imported_by_the_worker_and_its_outcome_shown(
     page_for, worker, make_user, tmp_path
 ):
     owner = make_user("browser-importer")
+    # One session already: the list shows its import form (a first run shows the
+    # three-way empty state instead, tested in test_import_many_browser.py).
+    first = [header(str(uuid.uuid4())), message("f1", None, text="an earlier session")]
+    import_jsonl_stream(
+        io.BytesIO("".join(json.dumps(x) + "\n" for x in first).encode()),
+        owner,
+        filename="earlier.jsonl",
+        after_commit="off",
+    )
     page = page_for(owner)
     errors = collect_errors(page)
     upload(page, "broken.jsonl", b"this is not json\n{nor this\n")
@@ -63,8 +73,6 @@ def test_a_root_with_thousands_of_children_opens_and_pages_them(page_for, make_u
     lines = [header(sid), message("root", None, text="the root")]
     lines += [message(f"c{i}", "root", role="assistant", text=f"child {i}") for i in range(3000)]
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
-    import io
-
     import_jsonl_stream(io.BytesIO(data), owner, filename="wide.jsonl", after_commit="off")
     page = page_for(owner)
     errors = collect_errors(page)
