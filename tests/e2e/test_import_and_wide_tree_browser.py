@@ -13,7 +13,7 @@ import pytest
 from sessions_app.models import Job, Session
 from sessions_app.services.importer import import_jsonl_stream
 from tests.support.browser import collect_errors
-from tests.support.pi_files import header, message
+from tests.support.pi_files import an_earlier_session, header, message
 from tests.support.web import SERVER_UPLOAD_LIMIT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,13 +33,7 @@ def test_an_upload_is_imported_by_the_worker_and_its_outcome_shown(
     owner = make_user("browser-importer")
     # One session already: the list shows its import form (a first run shows the
     # three-way empty state instead, tested in test_import_many_browser.py).
-    first = [header(str(uuid.uuid4())), message("f1", None, text="an earlier session")]
-    import_jsonl_stream(
-        io.BytesIO("".join(json.dumps(x) + "\n" for x in first).encode()),
-        owner,
-        filename="earlier.jsonl",
-        after_commit="off",
-    )
+    an_earlier_session(owner)
     page = page_for(owner)
     errors = collect_errors(page)
     upload(page, "broken.jsonl", b"this is not json\n{nor this\n")

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from sessions_app.models import Entry, Job, Session
 from tests.support.browser import collect_errors
 from tests.support.pi1_session import REPLACEMENT, USAGE_NOTE, import_pi1_session
+from tests.support.pi_files import an_earlier_session
 from tests.support.scripted_llm import text
 from tests.support.tree_data import branched_jsonl, import_branched
 from tests.support.waiting import wait_db
@@ -29,6 +30,7 @@ def assert_inert(page):
 
 def test_tree_page_end_to_end(page_for, worker, make_user, workspace, artifact_dir):
     owner = make_user("tree-owner")
+    an_earlier_session(owner)  # the list with its forms, not the first-run state
     page = page_for(owner)
     errors = collect_errors(page)  # and failed requests, from the response hook:
     page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)

@@ -87,6 +87,15 @@ def do_import(data, owner, **kwargs):
     return import_jsonl_stream(as_file(data), owner, filename="test.jsonl", **kwargs)
 
 
+def an_earlier_session(owner):
+    """One small imported session of `owner`, so their sessions list shows the list and
+    its forms rather than the first-run state of someone with no session."""
+    import uuid
+
+    lines = [header(str(uuid.uuid4())), message("f1", None, text="an earlier session")]
+    return do_import(jsonl_text(lines[0], lines[1:]), owner, after_commit="off")
+
+
 def leaves(entries: list[dict]) -> list[str]:
     parents = {e.get("parentId") for e in entries}
     return [e["id"] for e in entries if e["id"] not in parents]
