@@ -165,7 +165,11 @@ def test_name_fork_tree_export_share_copy_and_new(page_for, make_user, workspace
     expect(page.locator(".session-page")).to_have_class(re.compile(r"\btree-closed\b"))
     run_command(page, "/tree")
     expect(page.locator(".session-page")).not_to_have_class(re.compile(r"\btree-closed\b"))
-    assert page.evaluate("document.activeElement.matches('#tree-panel .tree')")
+    # (the focus moves once the opened panel is shown: wait for it, not for a clock)
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.matches('#tree-panel .tree')",
+        timeout=10_000,
+    )
     # /export downloads the branch: HTML by default, or the format given.
     page.locator("#chat-input").focus()
     with page.expect_download() as download:
