@@ -152,6 +152,8 @@ def test_the_conversation_is_the_page_at_1280(page_for, make_user, workspace):
     # Escape closes the drawer an action opened.
     page.click("#n-e0000014 .preview")
     expect(page.locator("#drawer")).to_be_visible()
+    # the node's details have arrived (their swap would open the drawer again)
+    expect(page.locator('#entry-pane [data-entry="e0000014"]').first).to_be_visible()
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("Escape")
     expect(page.locator("#drawer")).to_be_hidden()
