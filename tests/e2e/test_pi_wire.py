@@ -38,7 +38,7 @@ import pytest
 from sessions_app.models import Job, Session
 from sessions_app.services import chat, jobs
 from sessions_app.services.importer import import_jsonl_stream
-from tests.support.pi_reference import ROOT, _node
+from tests.support.pi_reference import PI_WIRE_PACKAGE, ROOT, pi_wire_or_skip
 from tests.support.pi_wording import headings
 from tests.support.scripted_llm import Reply, text, tool_call, user_text
 from tests.support.workspaces import area_of
@@ -48,7 +48,7 @@ pytestmark = [
     pytest.mark.usefixtures("no_worker_for_these_jobs", "tasks_stay_in_process"),
 ]
 
-PI_PACKAGE = ROOT / "bench" / "pi_wire" / "node_modules" / "@earendil-works" / "pi-coding-agent"
+PI_PACKAGE = PI_WIRE_PACKAGE
 DRIVER = ROOT / "tests" / "support" / "pi_wire.mjs"
 MODEL = "scripted-model"
 WINDOW = 128_000
@@ -70,17 +70,6 @@ PROMPTS = {
 ZEROS = "printf '%0400d\\n' 0"  # a tool result of ~100 tokens: the next compaction splits the turn
 SPLIT_SUMMARY = "## Goal\nPrint zeros.\n\n## Next Steps\n1. none"
 EDITED = "Edited both places."
-
-
-def pi_or_skip() -> str:
-    node, why = _node()
-    if node is not None and not (PI_PACKAGE / "package.json").exists():
-        node, why = None, f"pi 0.80.2 is not installed in {PI_PACKAGE} (bin/install-pi-reference)"
-    if node is None:
-        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
-            pytest.fail(f"pi itself is not available: {why} (PIWEB_REQUIRE_PI=1)")
-        pytest.skip(f"pi itself is not available: {why}")
-    return node
 
 
 # --------------------------------------------------------------------------- the scenario
@@ -420,7 +409,7 @@ def compare_requests(pi_requests: list[dict], web_requests: list[dict]) -> list[
 def test_pi_and_piweb_send_the_same_requests(
     llm, settings, fresh_workspace_root, make_user, tmp_path
 ):
-    node = pi_or_skip()
+    node = pi_wire_or_skip()
     owner = make_user()
     scratch = tmp_path / "pi"
     scratch.mkdir()

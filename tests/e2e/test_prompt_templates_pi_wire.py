@@ -19,7 +19,7 @@ import pytest
 
 from sessions_app.core.prompt_templates import SKILL_REFERENCES
 from sessions_app.services import chat, jobs, sessions
-from tests.support.pi_reference import ROOT, _node
+from tests.support.pi_reference import PI_WIRE_PACKAGE, ROOT, pi_wire_or_skip
 from tests.support.scripted_llm import text
 from tests.support.workspaces import area_of
 
@@ -28,7 +28,7 @@ pytestmark = [
     pytest.mark.usefixtures("no_worker_for_these_jobs", "tasks_stay_in_process"),
 ]
 
-PI_PACKAGE = ROOT / "bench" / "pi_wire" / "node_modules" / "@earendil-works" / "pi-coding-agent"
+PI_PACKAGE = PI_WIRE_PACKAGE
 DRIVER = ROOT / "tests" / "support" / "pi_wire.mjs"
 MODEL = "scripted-model"
 TEMPLATE = (
@@ -38,17 +38,6 @@ TEMPLATE = (
 TYPED = '/review "src/app.py" fast'
 EXPANDED = "Review src/app.py fast; then nothing else.\nAll of it: src/app.py fast (fast)"
 SKILL = "---\nname: deploy\ndescription: Deploy the app.\n---\n\nRun ./scripts/go.sh\n"
-
-
-def pi_or_skip() -> str:
-    node, why = _node()
-    if node is not None and not (PI_PACKAGE / "package.json").exists():
-        node, why = None, f"pi 0.80.2 is not installed in {PI_PACKAGE} (bin/install-pi-reference)"
-    if node is None:
-        if os.environ.get("PIWEB_REQUIRE_PI") == "1":
-            pytest.fail(f"pi itself is not available: {why} (PIWEB_REQUIRE_PI=1)")
-        pytest.skip(f"pi itself is not available: {why}")
-    return node
 
 
 def write_agent_dir(agent: Path, base_url: str) -> None:
@@ -108,7 +97,7 @@ def user_texts(request: dict) -> list[str]:
 def test_pi_and_piweb_send_the_same_expansion(
     llm, settings, fresh_workspace_root, make_user, tmp_path
 ):
-    node = pi_or_skip()
+    node = pi_wire_or_skip()
     owner = make_user()
     scratch, home, agent = tmp_path / "pi", tmp_path / "home", tmp_path / "agent"
     scratch.mkdir()

@@ -47,24 +47,46 @@ def _node() -> tuple[str | None, str]:
     return str(node), ""
 
 
-def pi_or_skip() -> str:
-    """The Node binary to run pi with; skips (or, with PIWEB_REQUIRE_PI=1, fails) the
-    test when Node or either pi package is missing."""
+# pi 0.80.2 as the wire tests run it (bench/pi_wire: the package pinned for them).
+PI_WIRE_PACKAGE = (
+    ROOT / "bench" / "pi_wire" / "node_modules" / "@earendil-works" / "pi-coding-agent"
+)
+
+
+def _node_or_skip(missing: str | None) -> str:
+    """The Node binary, or skip (fail with PIWEB_REQUIRE_PI=1) the test with the reason:
+    no usable Node, or `missing` (what of pi is not installed) when given."""
     node, why = _node()
-    if node is not None:
-        missing = [v for v in VERSIONS if not (PACKAGES / f"pi-{v}" / "package.json").exists()]
-        if missing:
-            why = (
-                f"pi {', '.join(missing)} not installed in {PACKAGES} "
-                "(run bin/install-pi-reference or `make test`)"
-            )
-            node = None
+    if node is not None and missing:
+        node, why = None, missing
     if node is None:
         message = f"pi itself is not available: {why}"
         if os.environ.get("PIWEB_REQUIRE_PI") == "1":
             pytest.fail(message + " (PIWEB_REQUIRE_PI=1)")
         pytest.skip(message)
     return node
+
+
+def pi_or_skip() -> str:
+    """The Node binary to run pi with; skips (or, with PIWEB_REQUIRE_PI=1, fails) the
+    test when Node or either pi package is missing."""
+    missing = [v for v in VERSIONS if not (PACKAGES / f"pi-{v}" / "package.json").exists()]
+    return _node_or_skip(
+        f"pi {', '.join(missing)} not installed in {PACKAGES} "
+        "(run bin/install-pi-reference or `make test`)"
+        if missing
+        else None
+    )
+
+
+def pi_wire_or_skip() -> str:
+    """The same for the wire tests' pi 0.80.2 (bench/pi_wire)."""
+    installed = (PI_WIRE_PACKAGE / "package.json").exists()
+    return _node_or_skip(
+        None
+        if installed
+        else f"pi 0.80.2 is not installed in {PI_WIRE_PACKAGE} (bin/install-pi-reference)"
+    )
 
 
 def open_in_pi(node: str, files: list[Path], scratch: Path) -> dict[str, dict[str, dict]]:
