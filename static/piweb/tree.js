@@ -99,7 +99,9 @@
     row.tabIndex = 0;
     if (opts.focus !== false) row.focus({ preventScroll: true });
     row.scrollIntoView({ block: "nearest" });
-    if (row.dataset.id) {
+    // The leaf shown by default is not the user's choice: it stays out of the address, so a
+    // reload does not open the drawer on it.
+    if (row.dataset.id && opts.remember !== false) {
       state.target = row.dataset.id;
       syncUrl();
     }
@@ -107,9 +109,10 @@
 
   function restoreSelection(focus) {
     var row = state.target ? document.getElementById("n-" + state.target) : null;
+    var chosen = !!row;
     if (!row) row = document.querySelector("#tree-panel .tn.view-leaf");
     if (row) {
-      select(row, { focus: !!focus });
+      select(row, { focus: !!focus, remember: chosen });
       row.scrollIntoView({ block: "center" });
     }
   }
