@@ -294,6 +294,12 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    # Set for the jobs panel (selectors.panels.jobs.jobs_list_context): its progress in
+    # words, what started it, and whether the offline summarizer ran it.
+    progress_text: str
+    trigger: str
+    offline: bool
+
     class Meta:
         indexes = [models.Index(fields=["session", "status"])]
         ordering = ["-created_at"]
@@ -358,6 +364,9 @@ class Comment(models.Model):
     )
     resolved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    # A thread root's replies, oldest first: set by selectors.comments.threads_for_entry.
+    thread_replies: list["Comment"]
 
     class Meta:
         indexes = [models.Index(fields=["session", "resolved"])]
@@ -686,6 +695,11 @@ class ScoreConfig(models.Model):
     categories = models.JSONField(default=list, blank=True)
     description = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    # One reviewer's view of the config (selectors.review_queues.item_scores,
+    # presentation.review_mode): their score of the answer, and the keys that give each value.
+    given: "Score | None"
+    keys: list[str]
 
     class Meta:
         ordering = ["name", "id"]

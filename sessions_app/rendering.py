@@ -324,7 +324,9 @@ def full_output_path(payload: dict) -> str | None:
 
 
 def _truncation_notice(message: dict) -> str:
-    details = message.get("details") if isinstance(message.get("details"), dict) else {}
+    details = message.get("details")
+    if not isinstance(details, dict):
+        details = {}
     trunc = details.get("truncation") if isinstance(details.get("truncation"), dict) else None
     if trunc and trunc.get("truncated"):
         shown = trunc.get("outputLines")
@@ -428,7 +430,7 @@ def render_entry(payload: dict) -> list[Part]:
 
 
 def _render_entry(payload: dict) -> list[Part]:
-    kind = payload.get("type")
+    kind = str(payload.get("type"))
     if kind == "message":
         message = payload.get("message")
         return _message_parts(payload, message if isinstance(message, dict) else {})
@@ -486,7 +488,9 @@ def _stop_notice(message: dict) -> list[Part]:
 def _tool_result_parts(payload: dict, message: dict) -> list[Part]:
     text = content_text(message.get("content"))
     body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
-    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    blocks = message.get("content")
+    if not isinstance(blocks, list):
+        blocks = []
     images = [
         Part("image", render_image(b))
         for b in blocks[:MAX_BLOCKS]
@@ -606,8 +610,8 @@ def render_entries_within(payloads: list[dict], budget: int | None) -> list[list
     for i in range(len(payloads) - 1, -1, -1):
         if budget is not None and spent >= budget:
             break
-        out[i] = render_entry(payloads[i])
-        spent += sum(len(p.html) for p in out[i]) + ENTRY_MARKUP_CHARS
+        parts = out[i] = render_entry(payloads[i])
+        spent += sum(len(p.html) for p in parts) + ENTRY_MARKUP_CHARS
     return out
 
 

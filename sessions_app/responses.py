@@ -93,6 +93,7 @@ def export_response(request, access, fmt: str, leaf: str | None, visible: set | 
     the view gate."""
     export = exports.export_session(access.session, fmt, leaf, visible=visible)
     sessions.record_activity(access.session, request.user, "exported", format=fmt, leaf=leaf)
+    response: HttpResponseBase
     if export.streams:  # (the pi JSONL: never the whole file in memory)
         response = StreamingHttpResponse(export.content, content_type=export.content_type)
     else:
@@ -127,7 +128,11 @@ def forbidden(request, exception=None) -> HttpResponse:
 
 
 def error_response(
-    request, exc: Exception, *, as_notice: bool = False, target: str | None = None
+    request,
+    exc: ServiceError | Http404 | PermissionDenied,
+    *,
+    as_notice: bool = False,
+    target: str | None = None,
 ) -> HttpResponse:
     """The one mapping from a refusal to its answer. Http404 and PermissionDenied answer
     like the error handlers (the notice for htmx, else Django's page). A ServiceError is
@@ -225,8 +230,9 @@ def json_error(exc: ServiceError | Http404) -> JsonResponse:
     if isinstance(exc, Http404):
         return JsonResponse({"error": "Not found.", "code": "not_found"}, status=404)
     body = {"error": str(exc), "code": exc.code}
-    if getattr(exc, "offset", None) is not None:
-        body["offset"] = exc.offset
+    offset = getattr(exc, "offset", None)  # a sync conflict names the server's offset
+    if offset is not None:
+        body["offset"] = offset
     response = JsonResponse(body, status=exc.status)
     if exc.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="piweb"'

@@ -144,10 +144,12 @@ def branch_view(
         }
         for e, parts in zip(path, rendered, strict=True)
     ]
-    page_options = {}
     if budget is not None:  # a page: a wide node lists a page of its children
-        page_options = {"max_children": PAGE_CHILDREN, "children_page": children_page}
-    rows = tree_rows(entries, branch_ids, labels, **page_options)
+        rows = tree_rows(
+            entries, branch_ids, labels, max_children=PAGE_CHILDREN, children_page=children_page
+        )
+    else:
+        rows = tree_rows(entries, branch_ids, labels)
     not_listed = 0
     if budget is not None and len(rows) > PAGE_TREE_ROWS:  # (a page; a download lists all)
         rows, not_listed = rows[:PAGE_TREE_ROWS], len(rows) - PAGE_TREE_ROWS
@@ -214,6 +216,7 @@ def export_session(
     records the activity (`responses.export_response`)."""
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: use one of {', '.join(FORMATS)}.")
+    content: Iterable[bytes] | str
     if fmt == "jsonl":
         content = iter_session_chunks(session)
     elif fmt == "html":

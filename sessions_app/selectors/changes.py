@@ -74,6 +74,8 @@ def runs_in_folder(
         jobs = jobs.exclude(session=besides)
     found = []
     for job in jobs.select_related("session"):
+        if job.session is None:
+            continue
         try:
             cwd = workspaces.session_cwd(job.session)
         except WorkspaceError:
@@ -416,7 +418,7 @@ def branch_changes(
 ) -> ChangeSet:
     """Everything changed from the branch point (or ``start_pi_id``) down to the leaf."""
     path = paths.load_path(session, leaf_pi_id)
-    ids = [e.get("id") for e in path]
+    ids: list[str] = [e.get("id") or "" for e in path]
     start = start_pi_id if start_pi_id in ids else branch_point(session, ids)
     segment = path[ids.index(start) + 1 :] if start else path
     return segment_changes(session, segment, start, diffs=diffs)

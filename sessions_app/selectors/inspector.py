@@ -142,7 +142,7 @@ def _edits(path: list[dict], emitted: list[dict]) -> tuple[list[dict], dict[str,
     in_context = {e.get("id") for e in emitted}
     rows = []
     for edit in [*winning.values(), *overridden]:
-        target_id = edit.get("targetId")
+        target_id = edit.get("targetId") or ""
         target = by_id.get(target_id) or {}
         if winning.get(target_id) is not edit:
             status = "overridden by a later edit"
@@ -199,7 +199,7 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
     for entry in emitted:
         if entry.get("type") == "branch_summary" and not entry.get("summary"):
             continue
-        edit = winning_edits.get(entry.get("id"))
+        edit = winning_edits.get(entry.get("id") or "")
         if edit is not None and edit.get("replacement") is None:
             continue  # dropped from the context by a context_edit
         agent = message_from_entry(entry, include_compaction=entry.get("type") == "compaction")
@@ -228,7 +228,7 @@ def inspect_context(session, leaf_pi_id: str | None) -> InspectorReport:
                 entry_id=entry.get("id"),
                 entry_type=entry.get("type", ""),
                 source_role=source_role,
-                edit_id=(winning_edits.get(entry.get("id")) or {}).get("id"),
+                edit_id=(winning_edits.get(entry.get("id") or "") or {}).get("id"),
             )
         )
 

@@ -330,9 +330,8 @@ def model_input(
     """What the model receives with the leaf at `leaf` (a pi id; None: before the first
     entry; default: the session's leaf). `path`: the root→leaf payloads, when the caller
     holds them already (the context is then built from them, by the same core function)."""
-    if leaf is paths.UNSET:
-        leaf = session.leaf_pi_id
-    return ModelInput(session, leaf, path)
+    at = leaf if leaf is None or isinstance(leaf, str) else session.leaf_pi_id  # (UNSET)
+    return ModelInput(session, at, path)
 
 
 def summary_profile(session, user=None) -> ModelProfile | ResolvedModel | None:

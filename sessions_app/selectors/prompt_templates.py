@@ -186,8 +186,10 @@ def read_skill(skill: Skill, cwd: str | None) -> str | None:
     folder (whichever holds it); None otherwise."""
     path = os.path.normpath(skill.file_path)
     agent = workspaces.agent_skills_dir()
-    for named, real in ((cwd, cwd), (os.path.normpath(agent), os.path.realpath(agent))):
-        if named and is_within(path, named):
+    beneath = [(cwd, cwd)] if cwd else []
+    beneath.append((os.path.normpath(agent), os.path.realpath(agent)))
+    for named, real in beneath:
+        if is_within(path, named):
             return read_file_beneath(real, os.path.relpath(path, named))
     return None
 

@@ -33,8 +33,11 @@ def hold_cutoff():
 
 
 def member_role(team: Team, user) -> str | None:
+    """The user's role in the team, None for a non-member (or no user)."""
+    if getattr(user, "pk", None) is None:
+        return None
     return (
-        TeamMembership.objects.filter(team=team, user_id=getattr(user, "pk", None))
+        TeamMembership.objects.filter(team=team, user_id=user.pk)
         .values_list("role", flat=True)
         .first()
     )

@@ -320,7 +320,6 @@ def _like_prefix(text: str) -> str:
 
 
 def _hits(ids: list[int], query: str) -> list[SearchHit]:
-    # Named as SearchHit's fields, so a row becomes a hit as it is.
     rows = SearchDocument.objects.filter(entry_id__in=ids).values(
         "entry_id",
         "role",
@@ -334,14 +333,22 @@ def _hits(ids: list[int], query: str) -> list[SearchHit]:
         session_first_message=F("session__first_message"),
         session_cwd=F("session__cwd"),
     )
-    by_pk = {row.pop("entry_id"): row for row in rows}
+    by_pk = {row["entry_id"]: row for row in rows}
     words = [text for op, text in parse_query(query) if op != "not"]
-    hits = []
-    for row in (by_pk[pk] for pk in ids if pk in by_pk):
-        name, first = row.pop("session_name"), row.pop("session_first_message")
-        row["session_title"] = name or first or UNTITLED
-        hits.append(SearchHit(snippet=snippet(row.pop("text"), words), **row))
-    return hits
+    return [
+        SearchHit(
+            session_pi_id=row["session_pi_id"],
+            session_title=row["session_name"] or row["session_first_message"] or UNTITLED,
+            session_cwd=row["session_cwd"],
+            entry_pi_id=row["entry_pi_id"],
+            role=row["role"],
+            tool_name=row["tool_name"],
+            date=row["date"],
+            label=row["label"],
+            snippet=snippet(row["text"], words),
+        )
+        for row in (by_pk[pk] for pk in ids if pk in by_pk)
+    ]
 
 
 def snippet(text: str, words: list[str], width: int = 220) -> SafeString:

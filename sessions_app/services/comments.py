@@ -47,6 +47,12 @@ def _clean_body(body: str) -> str:
     return body
 
 
+def _thread_root(comment: Comment) -> Comment:
+    while comment.reply_to is not None:
+        comment = comment.reply_to
+    return comment
+
+
 @transaction.atomic
 def add_comment(
     session: Session, entry_pi_id: str, author, body: str, reply_to: int | None = None
@@ -62,8 +68,7 @@ def add_comment(
         parent = Comment.objects.filter(pk=reply_to, session=locked, entry=entry).first()
         if parent is None:
             raise CommentError("The comment you reply to does not exist on this entry.")
-        while parent.reply_to_id:
-            parent = parent.reply_to
+        parent = _thread_root(parent)
         if parent.resolved:
             # A reply reopens a resolved thread: someone has more to say.
             parent.resolved, parent.resolved_by, parent.resolved_at = False, None, None
@@ -85,8 +90,7 @@ def set_resolved(session: Session, comment_pk: int, user, resolved: bool = True)
     comment = Comment.objects.filter(pk=comment_pk, session=locked).first()
     if comment is None:
         raise CommentError("No such comment in this session.", 404)
-    while comment.reply_to_id:
-        comment = comment.reply_to
+    comment = _thread_root(comment)
     can_edit = role_for(user, locked) in (EDITOR, OWNER)
     if not may_resolve(comment, user, can_edit):
         raise CommentRightsError(

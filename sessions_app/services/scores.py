@@ -16,6 +16,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.core.text import clean_text
 from sessions_app.models import Score, ScoreConfig, Session, SessionShare, Team, TeamMembership
 from sessions_app.selectors.entries import find_entry
+from sessions_app.selectors.review_queues import member_role
 from sessions_app.services.sessions import lock_session, record_activity
 
 MAX_NAME = 60
@@ -32,16 +33,8 @@ class ScoreError(ServiceError):
     code = "score"
 
 
-def _member_role(team: Team, user) -> str | None:
-    return (
-        TeamMembership.objects.filter(team=team, user_id=getattr(user, "pk", None))
-        .values_list("role", flat=True)
-        .first()
-    )
-
-
 def require_team_admin(team: Team, actor) -> None:
-    if _member_role(team, actor) != TeamMembership.Role.ADMIN:
+    if member_role(team, actor) != TeamMembership.Role.ADMIN:
         raise ScoreError(f"Only an admin of {team.name} can change its score configs.", 403)
 
 
@@ -169,7 +162,7 @@ def _scoring_config(session: Session, config_pk: int, actor) -> ScoreConfig:
     config = ScoreConfig.objects.select_related("team").filter(pk=config_pk).first()
     if config is None:
         raise ScoreError("No such score config.", 404)
-    if _member_role(config.team, actor) not in SCORING_ROLES:
+    if member_role(config.team, actor) not in SCORING_ROLES:
         raise ScoreError(f"Scoring with {config.team.name}'s scores needs its reviewer role.", 403)
     shared = SessionShare.objects.filter(session=session, team=config.team).exists()
     if not shared and session.owner_id != actor.pk:

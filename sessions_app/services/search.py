@@ -153,7 +153,8 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
         if not rows:
             return done
         index_entries(
-            EntryText(pk, sid, *columns, json.loads(line)) for pk, sid, _seq, *columns, line in rows
+            EntryText(pk, sid, kind, timestamp, role, tool, json.loads(line))
+            for pk, sid, _seq, kind, timestamp, role, tool, line in rows
         )
         done += len(rows)
         last = rows[-1][2]
