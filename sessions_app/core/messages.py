@@ -25,6 +25,7 @@ Messages in the returned context are the *same* dict objects as in the entries
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -129,10 +130,11 @@ def message_from_entry(entry: Entry, *, include_compaction: bool = False) -> Mes
 # ---------------------------------------------------------------------------
 
 
-def _append_context_message(messages: list, entry: Entry) -> None:
+def _append_context_message(messages: list[Message], entry: Entry) -> None:
     etype = entry.get("type")
     if etype == "message":
-        messages.append(entry.get("message"))
+        message: Any = entry.get("message")  # (as pi: whatever the entry holds)
+        messages.append(message)
     elif etype == "custom_message":
         messages.append(create_custom_message(entry))
     elif etype == "branch_summary" and entry.get("summary"):
@@ -151,7 +153,7 @@ def build_session_context(
     ``by_id`` may be passed to avoid re-indexing.  Raises ``TreeCycleError`` if the
     parent chain loops.
     """
-    empty = {"messages": [], "thinkingLevel": "off", "model": None}
+    empty: dict[str, Any] = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
         return empty
     if not entries:
@@ -287,7 +289,8 @@ def collect_messages(
     for i in range(start, end):
         entry = path[i]
         if entry.get("type") == "message":
-            out.append(entry.get("message"))
+            message: Any = entry.get("message")  # (as pi: whatever the entry holds)
+            out.append(message)
         else:
             _append_special(out, entry, mode)
     return out
@@ -332,7 +335,7 @@ def _leaf_stop(entries: list[Entry], leaf_id: Any) -> int:
     return 0
 
 
-def _chain_context(entries: list[Entry], rest: list[Entry] = ()) -> dict[str, Any] | None:
+def _chain_context(entries: list[Entry], rest: Sequence[Entry] = ()) -> dict[str, Any] | None:
     """Context at the last entry when ``entries`` is itself the root-first path; else None.
 
     One pass that both verifies the chain (unique truthy ids, each parent is the
@@ -414,7 +417,7 @@ def _context_result(messages: list[Message], thinking_level: Any, model: Any) ->
     return result
 
 
-def _chain_is_the_path(entries: list[Entry], seen: set, rest: list[Entry]) -> bool:
+def _chain_is_the_path(entries: list[Entry], seen: set[Any], rest: Sequence[Entry]) -> bool:
     """_chain_context's checks once its pass is done: the ids are unique (so the walk
     from the last entry visits exactly this list) and none is falsy; the first entry's
     parent is none of them, and no other entry (`rest`) shares an id or is that parent."""
@@ -480,7 +483,9 @@ def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
     return -1
 
 
-def _path_model(path: list[Entry], types: list, last_model_change: int) -> dict[str, Any] | None:
+def _path_model(
+    path: list[Entry], types: list[Any], last_model_change: int
+) -> dict[str, Any] | None:
     """The model at the end of the path: the last assistant message after the last
     model_change, else that change."""
     for i in range(len(path) - 1, last_model_change, -1):
@@ -606,11 +611,11 @@ def _entry_context_messages(entry: Entry, first: bool) -> list[Message]:
     """
     etype = entry.get("type")
     if etype == "message":
-        message = entry.get("message")
+        message: Any = entry.get("message")
         if isinstance(message, dict) and message.get("role") == "system":
             if message.get("content") is None:
                 return [{**message, "content": ""}]
-        return [message]
+        return [message]  # (as pi: whatever the entry holds)
     if etype == "custom_message":
         return [create_custom_message(entry)]
     if etype == "branch_summary":

@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -109,9 +109,9 @@ def _pack(records: list) -> bytes:
     return _ENCODER.encode((entries, others))
 
 
-def _unpack(payload: bytes) -> list:
+def _unpack(payload: bytes | bytearray) -> list:
     chunk = _CHUNK_DECODER.decode(payload)
-    records = chunk.entries
+    records: list[Any] = chunk.entries  # the prepared entries, then the others in place
     for position, kind, *fields in chunk.others:  # (in order: each lands where it was)
         records.insert(position, _OTHER_KINDS[kind](*fields))
     return records
@@ -203,26 +203,28 @@ class _Helper:
             bufsize=0,  # (frames are read whole into one buffer, written whole)
             env={**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")},
         )
+        assert self.process.stdin is not None and self.process.stdout is not None  # (PIPE)
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
         try:  # a pipe as big as a chunk: a frame in one or two reads, not twenty
-            fcntl.fcntl(self.process.stdout.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
+            fcntl.fcntl(self.stdout.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
         except (AttributeError, OSError):  # (not Linux, or above the system's limit)
             pass
 
     def ask(self, run: list[tuple[str, int]]) -> None:
-        _write_frame(self.process.stdin, b"R", _ENCODER.encode(run))
+        _write_frame(self.stdin, b"R", _ENCODER.encode(run))
 
-    def receive(self) -> tuple[bytes, bytes]:
-        frame = _read_frame(self.process.stdout)
+    def receive(self) -> tuple[bytes, bytearray]:
+        frame = _read_frame(self.stdout)
         if frame is None:
             code = self.process.wait()
             raise ReadAheadError(f"the read-ahead helper stopped (exit code {code})")
         return frame
 
     def stop(self) -> None:
-        self.process.stdin.close()  # (it ends at the end of its input)
+        self.stdin.close()  # (it ends at the end of its input)
         self.process.kill()  # (what it was still preparing is of no use)
         self.process.wait()
-        self.process.stdout.close()
+        self.stdout.close()
 
 
 class ReadAhead:
