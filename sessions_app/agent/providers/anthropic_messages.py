@@ -153,7 +153,7 @@ def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     content = msg.get("content")
     if isinstance(content, str):
         return {"role": "user", "content": clean(content)} if content.strip() else None
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for item in content_list(content):
         if item.get("type") == "text":
             if (item.get("text") or "").strip():
@@ -166,7 +166,7 @@ def _user_message(msg: dict[str, Any]) -> dict[str, Any] | None:
 def _assistant_message(
     msg: dict[str, Any], compat: dict[str, Any], oauth: bool
 ) -> dict[str, Any] | None:
-    blocks = []
+    blocks: list[dict[str, Any]] = []
     for block in msg.get("content") or []:
         kind = block.get("type")
         if kind == "text":
@@ -298,6 +298,7 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
                 params["thinking"] = {"type": "adaptive", "display": "summarized"}
                 params["output_config"] = {"effort": effort}
             else:
+                assert thinking is not None  # (set above for every level without adaptive)
                 params["thinking"] = {**thinking, "display": "summarized"}
         elif (model.get("thinkingLevelMap") or {}).get("off", "") is not None:
             params["thinking"] = {"type": "disabled"}
@@ -442,6 +443,7 @@ class _State(StreamAssembly):
 
     def _start_block(self, index: int, cb: Any) -> None:
         ctype = _get(cb, "type")
+        block: dict[str, Any]
         if ctype == "text":
             block = {"type": "text", "text": ""}
         elif ctype == "thinking":

@@ -98,7 +98,7 @@ def transform_messages(
     model turned into text, tool-call ids normalized (results follow), failed or aborted
     assistant turns left out, and a synthetic error result for every call left without
     one."""
-    id_map: dict[str, str] = {}
+    id_map: dict[str | None, str] = {}
     prepared = [_prepare_message(msg, model, normalize_id, id_map) for msg in messages]
     return _answer_every_call(prepared)
 
@@ -107,7 +107,7 @@ def _prepare_message(
     msg: dict[str, Any],
     model: dict[str, Any],
     normalize_id: Callable[[str, dict], str] | None,
-    id_map: dict[str, str],
+    id_map: dict[str | None, str],
 ) -> dict[str, Any]:
     """One message as this model may see it (a copy); ``id_map`` gathers renamed calls."""
     msg = dict(msg)
@@ -141,7 +141,7 @@ def _replay_block(
     msg: dict[str, Any],
     same: bool,
     normalize_id: Callable[[str, dict], str] | None,
-    id_map: dict[str, str],
+    id_map: dict[str | None, str],
 ) -> dict[str, Any] | None:
     """An assistant block as sent back (None: left out); ``same``: the model that wrote
     it is the one asked now."""
@@ -178,7 +178,7 @@ def _answer_every_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     that has none before the next assistant or user message."""
     out: list[dict[str, Any]] = []
     pending: list[dict] = []
-    seen: set[str] = set()
+    seen: set[str | None] = set()  # (a call id may be missing)
     for msg in messages:
         role = msg.get("role")
         if role in ("assistant", "user"):
@@ -195,7 +195,7 @@ def _answer_every_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _missing_results(calls: list[dict], answered: set[str]) -> list[dict[str, Any]]:
+def _missing_results(calls: list[dict], answered: set[str | None]) -> list[dict[str, Any]]:
     return [
         {
             "role": "toolResult",

@@ -301,7 +301,7 @@ TEXT_DELTAS = {
 class _State(StreamAssembly):
     def __init__(self, message: dict, on_delta):
         super().__init__(message, on_delta)
-        self.slots: dict[int, dict] = {}
+        self.slots: dict[int | None, dict] = {}  # by output_index (which a stream may omit)
         self.by_reasoning_id: dict[str, dict] = {}
         self.terminal = False
 
@@ -312,8 +312,9 @@ class _State(StreamAssembly):
             return "An unknown error occurred"
         return None
 
-    def _slot(self, index: int, item: dict) -> dict | None:
+    def _slot(self, index: int | None, item: dict) -> dict | None:
         kind = item.get("type")
+        block: dict[str, Any]
         if kind == "reasoning":
             block = {"type": "thinking", "thinking": ""}
         elif kind == "message":
@@ -331,7 +332,7 @@ class _State(StreamAssembly):
         self.slots[index] = self.add_block(block)
         return block
 
-    def _get(self, index: int, kind: str) -> dict | None:
+    def _get(self, index: int | None, kind: str) -> dict | None:
         block = self.slots.get(index)
         return block if block is not None and block["type"] == kind else None
 
@@ -368,7 +369,7 @@ class _State(StreamAssembly):
             self.terminal = True
             self.error = _stream_error(_failure_text(event.get("response") or {}))
 
-    def _item_done(self, index: int, item: dict) -> None:
+    def _item_done(self, index: int | None, item: dict) -> None:
         """An output item as it ended: its full text, signature or arguments."""
         block = self.slots.get(index) or self._slot(index, item)
         if block is None:
