@@ -130,7 +130,11 @@ def _resolve_in_archive(name: str, target: str, links: dict[str, str]) -> None:
         pending = inner.split("/") + pending
 
 
-def _open_decompressed(path: str) -> BinaryIO:
+# A tar's bytes, decompressed as they are read.
+_Stream = gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile | BinaryIO
+
+
+def _open_decompressed(path: str) -> _Stream:
     with open(path, "rb") as raw:
         magic = raw.read(6)
     if magic[:2] == b"\x1f\x8b":
@@ -142,7 +146,7 @@ def _open_decompressed(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
-def _skip(stream: BinaryIO, count: int) -> None:
+def _skip(stream: _Stream, count: int) -> None:
     while count > 0:
         chunk = stream.read(min(count, 1 << 20))
         if not chunk:
@@ -150,21 +154,40 @@ def _skip(stream: BinaryIO, count: int) -> None:
         count -= len(chunk)
 
 
-def _tar_header(stream: BinaryIO, offset: int) -> tuple[bytes, int] | None:
+def _tar_header(stream: _Stream, offset: int) -> tuple[bytes, int] | None:
     """(type, size) of the header block at the stream's position; None at the end."""
     block = stream.read(BLOCK)
     if len(block) < BLOCK or block.count(0) == BLOCK:
         return None
     try:
-        valid = tarfile.nti(block[148:156]) in tarfile.calc_chksums(block)
-        size = tarfile.nti(block[124:136])
-    except (tarfile.HeaderError, ValueError, IndexError):
+        valid = _header_number(block[148:156]) in _header_checksums(block)
+        size = _header_number(block[124:136])
+    except ValueError:
         valid = False
     if not valid or size < 0:
         if offset == 0:
             raise ArchiveError("not a .tar.gz or .zip archive (no tar header at its start)")
         raise ArchiveError(f"a damaged tar header at byte {offset:,}")
     return block[156:157], size
+
+
+def _header_number(field: bytes) -> int:
+    """A number field of a tar header: octal text up to its NUL, or GNU's base-256 form
+    (first byte 0x80, or 0xff for a negative number); ValueError for anything else."""
+    if field[:1] in (b"\x80", b"\xff"):
+        value = int.from_bytes(field[1:], "big")
+        return value - 256 ** (len(field) - 1) if field[:1] == b"\xff" else value
+    text = field.split(b"\0", 1)[0].decode("ascii").strip()
+    return int(text or "0", 8)
+
+
+def _header_checksums(block: bytes) -> tuple[int, int]:
+    """The header's checksum as tar computes it, over unsigned then signed bytes, with
+    the checksum field itself read as eight spaces (either form is accepted)."""
+    rest = block[:148] + block[156:512]
+    unsigned = 8 * 32 + sum(rest)
+    signed = 8 * 32 + sum(b - 256 if b > 127 else b for b in rest)
+    return unsigned, signed
 
 
 def _scan_tar_headers(path: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.agent import archives
 from sessions_app.agent.archives import ArchiveError, unpack
 from tests.support.hostile_archives import link_chain_tar, link_chain_zip, pax_bomb
 
@@ -329,3 +330,22 @@ def test_a_loop_of_links_is_refused(tmp_path):
     )
     with pytest.raises(ArchiveError, match="a chain of links that cannot be followed"):
         unpack(archive, str(_dest(tmp_path)), **LIMITS)
+
+
+@pytest.mark.parametrize(
+    "size, fmt",
+    [(0, tarfile.USTAR_FORMAT), (1234567, tarfile.USTAR_FORMAT), (9 * 8**11, tarfile.GNU_FORMAT)],
+)
+def test_header_fields_are_read_as_tar_writes_them(size, fmt):
+    """Our reading of a header's size and checksum agrees with tarfile's own (including
+    GNU's base-256 size for members over 8 GiB)."""
+    info = tarfile.TarInfo("x" * 40)
+    info.size = size
+    block = info.tobuf(format=fmt, encoding="utf-8", errors="strict")[-512:]
+    assert archives._header_number(block[124:136]) == tarfile.nti(block[124:136]) == size
+    assert archives._header_number(block[148:156]) in archives._header_checksums(block)
+    assert archives._header_checksums(block) == tarfile.calc_chksums(block)
+    damaged = block[:148] + b"0000001\0" + block[156:]
+    assert archives._header_number(damaged[148:156]) not in archives._header_checksums(damaged)
+    with pytest.raises(ValueError):
+        archives._header_number(b"12x4567\0")
