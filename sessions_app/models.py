@@ -394,6 +394,10 @@ class ShareLink(models.Model):
     # Whether the link's page shows the scores of the entries it shows (docs/scores.md).
     show_scores = models.BooleanField(default=False)
 
+    # Set for the sharing page (views.sharing): whether it works now, and its address.
+    state: str
+    url: str
+
 
 class Activity(models.Model):
     """The audit list of a session: who imported, forked, navigated, compacted, …"""

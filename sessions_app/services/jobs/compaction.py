@@ -196,10 +196,12 @@ def compact_for_overflow(
 
 def run(job: Job, attempt: int) -> str | None:
     """Summarize what `prepare_compaction` chose at the prepared leaf, then attach."""
+    session = job.session
+    assert session is not None  # a compaction is always queued on a session
     cfg = CompactionSettings.from_dict((job.params or {}).get("settings"))
     focus = (job.params or {}).get("focus")
     prepared = job.prepared_leaf_pi_id
-    path, estimates = paths.load_path_estimates(job.session, prepared) if prepared else ([], [])
+    path, estimates = paths.load_path_estimates(session, prepared) if prepared else ([], [])
     prep = prepare_compaction(path, cfg, estimates=estimates)
     if prep is None or (not prep.messages_to_summarize and not prep.turn_prefix_messages):
         return complete(job, attempt, None, _attach, note="Nothing to compact at this point.")
@@ -219,7 +221,7 @@ def run(job: Job, attempt: int) -> str | None:
     plan = plan_compaction_requests(
         prep,
         custom_instructions=focus,
-        model_max_tokens=model_max_tokens(job.session, job.created_by),
+        model_max_tokens=model_max_tokens(session, job.created_by),
     )
     texts, meta = summarize(job, attempt, [plan["history"], plan["turnPrefix"]], offline)
     history_text = texts[0] if texts[0] is not None else (plan["historyPlaceholder"] or "")
@@ -250,8 +252,10 @@ def _attach(session: Session, job: Job, payload: dict, meta: dict) -> Entry | No
     else:
         leaf = session.leaf
         move = True
-    if job.prepared_leaf_pi_id is None or not is_ancestor_or_self(
-        session, job.prepared_leaf_pi_id, leaf
+    if (
+        leaf is None
+        or job.prepared_leaf_pi_id is None
+        or not is_ancestor_or_self(session, job.prepared_leaf_pi_id, leaf)
     ):
         lifecycle.finish(
             job,
