@@ -54,7 +54,11 @@ def test_an_admin_adds_an_endpoint_and_a_user_chats_on_it(
     llm.push(
         text(
             "Answered by the office endpoint.",
-            usage={"prompt_tokens": 1_000_000, "completion_tokens": 1000, "total_tokens": 1_001_000},
+            usage={
+                "prompt_tokens": 1_000_000,
+                "completion_tokens": 1000,
+                "total_tokens": 1_001_000,
+            },
         )
     )
     page.fill("#chat-input", "hello endpoint")

@@ -133,7 +133,9 @@ def test_a_deactivated_user_cannot_log_in(page_for, make_user):
     expect(row.locator(".user-status")).to_contain_text("deactivated")
     # No deactivating oneself.
     expect(
-        page.locator('#users-table tr[data-user="deactivating-admin"] button', has_text="Deactivate")
+        page.locator(
+            '#users-table tr[data-user="deactivating-admin"] button', has_text="Deactivate"
+        )
     ).to_have_count(0)
 
     fresh = page_for(None)
@@ -147,3 +149,42 @@ def test_a_deactivated_user_cannot_log_in(page_for, make_user):
     expect(page.locator(".messages")).to_contain_text("Reactivated leaver")
     _log_in(fresh, "leaver", leaver.raw_password)
     expect(fresh.locator(".topbar .who")).to_have_text("leaver")
+
+
+def test_the_new_pages_fit_a_phone_in_both_themes(page_for, make_user):
+    """At 390 px the Users page (with a fresh invitation link), the admin's Models page
+    (with an endpoint), the account page and an invitation page never scroll sideways."""
+    from sessions_app.services import endpoints, users
+
+    admin = make_user("phone-admin", is_staff=True)
+    endpoints.save_endpoint(
+        admin,
+        "a-rather-long-provider-name-for-a-phone",
+        "openai-completions",
+        "http://a-long-host-name.internal.example.org:11434/v1/and/a/long/path",
+        "a-model-with-a-very-long-identifier-that-goes-on:latest, 128k, 8k, 1.5, 3",
+        "sk-a-key-for-the-phone-0001",
+    )
+    invitation, _ = users.invite(admin, users.create_user(admin, "phone-invited"))
+    page = page_for(admin)
+    page.set_viewport_size({"width": 390, "height": 844})
+    visitor = page_for(None)
+    visitor.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/users/")
+    page.fill("#users-create-username", "phone-added")
+    page.click("#users-create button[type=submit]")
+    expect(page.locator("#invitation-link")).to_be_visible()
+    for scheme in ("light", "dark"):
+        for where, path in (
+            (page, None),  # the Users page with its link, as the form left it
+            (page, "/models/"),
+            (page, "/account/password/"),
+            (visitor, f"/invite/{invitation}/"),
+        ):
+            where.emulate_media(color_scheme=scheme)
+            if path is not None:
+                where.goto(path)
+            wide = where.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            assert wide <= 1, (scheme, path or "/users/", wide)
+        page.goto("/users/")
+        expect(page.locator('#users-table tr[data-user="phone-added"]')).to_be_visible()
