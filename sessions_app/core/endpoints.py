@@ -7,6 +7,7 @@ way; and the APIs such an endpoint may speak.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.pi_config import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, ZERO_COST
@@ -50,10 +51,10 @@ def _price(text: str, what: str, line: int) -> float:
     return value
 
 
-def parse_models(text: str) -> list[dict]:
+def parse_models(text: str) -> list[dict[str, Any]]:
     """The models box: one model a line, ``id, context window, max output, input $/M,
     output $/M`` (all but the id optional), as pi Model specs."""
-    models: list[dict] = []
+    models: list[dict[str, Any]] = []
     seen: set[str] = set()
     for number, raw in enumerate((text or "").splitlines(), 1):
         if not raw.strip() or raw.lstrip().startswith("#"):
@@ -70,7 +71,7 @@ def parse_models(text: str) -> list[dict]:
         if model_id in seen:
             raise EndpointError(f"Line {number}: {model_id} is listed twice.")
         seen.add(model_id)
-        spec: dict = {"id": model_id, "name": model_id}
+        spec: dict[str, Any] = {"id": model_id, "name": model_id}
         if parts[1]:
             spec["contextWindow"] = _tokens(parts[1], "context window", number)
         if parts[2]:
@@ -88,7 +89,7 @@ def parse_models(text: str) -> list[dict]:
     return models
 
 
-def models_text(models: list[dict]) -> str:
+def models_text(models: list[dict[str, Any]]) -> str:
     """The models box of a stored endpoint (what `parse_models` reads back)."""
     lines = []
     for m in models:

@@ -246,10 +246,11 @@ def endpoint_rows() -> list[dict[str, Any]]:
     rows = ModelEndpoint.objects.order_by("provider").values(
         "pk", "provider", "api", "base_url", "model_list", "hint", "encrypted_key"
     )
-    out = []
+    out: list[dict[str, Any]] = []
     for row in rows:
-        row["has_key"] = bool(row.pop("encrypted_key"))
-        out.append(row)
+        plain: dict[str, Any] = dict(row)
+        plain["has_key"] = bool(plain.pop("encrypted_key"))
+        out.append(plain)
     return out
 
 
