@@ -13,7 +13,7 @@ from sessions_app.models import Invitation
 from sessions_app.selectors.users import open_invitation
 from sessions_app.services import users
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]  # also on SQLite
 
 GOOD = "a long fresh passphrase 7"
 
