@@ -219,6 +219,7 @@ urlpatterns = [
     path("users/", users.users_page, name="users"),
     path("users/new/", users.create, name="users_create"),
     path("users/<int:user_id>/active/", users.set_active, name="users_active"),
+    path("users/<int:user_id>/admin/", users.set_admin, name="users_admin"),
     path("users/<int:user_id>/invite/", users.invite, name="users_invite"),
     path("invite/<str:token>/", users.accept_invitation, name="invitation"),
     path("account/password/", users.password, name="password"),

@@ -1,6 +1,7 @@
 """Users in the app (the Users page and the password page): an admin creates a user,
 deactivates or reactivates one, and makes an invitation link that sets a password (only a
-SHA-256 of its token is stored; it works once, for INVITATION_DAYS). Every user changes
+SHA-256 of its token is stored; it works once, for INVITATION_DAYS), and makes another
+user an admin or takes it back. Every user changes
 their own password. Passwords go through Django's validators (AUTH_PASSWORD_VALIDATORS).
 """
 
@@ -71,6 +72,18 @@ def set_active(actor, user, active: bool) -> None:
     if not active:
         Invitation.objects.filter(user=user, used_at__isnull=True).update(used_at=timezone.now())
     log.info("user %s set user %s active=%s", actor.pk, user.pk, bool(active))
+
+
+def set_admin(actor, user, admin: bool) -> None:
+    """Make a user an admin (staff) or take it back; never one's own (another admin does)."""
+    require_admin(actor)
+    if user.pk == actor.pk:
+        raise UserError("You cannot change your own admin right: another admin does.")
+    if not admin and user.is_superuser:
+        raise UserError(f"{user.get_username()} is a superuser: that stays an admin.")
+    user.is_staff = bool(admin)
+    user.save(update_fields=["is_staff"])
+    log.info("user %s set user %s admin=%s", actor.pk, user.pk, bool(admin))
 
 
 def invite(actor, user) -> tuple[str, Invitation]:

@@ -1,5 +1,5 @@
 """Users in the app: the admins' Users page (create a user, deactivate or reactivate one,
-make an invitation link), the invitation link that sets a password and logs in, and the
+make one an admin, make an invitation link), the invitation link that sets a password and logs in, and the
 page where a user changes their own password. Plain POST forms; refusals come back as
 messages, a non-admin gets 403 (services/users.py and selectors/users.py check)."""
 
@@ -80,6 +80,20 @@ def set_active(request, user_id: int):
     else:
         done = "Reactivated" if active else "Deactivated"
         messages.success(request, f"{done} {user.get_username()}.")
+    return redirect("sessions_app:users")
+
+
+@piweb_view(methods=("POST",))
+def set_admin(request, user_id: int):
+    user = user_for_admin(request.user, user_id)
+    admin = form(request).flag("admin")
+    try:
+        users.set_admin(request.user, user, admin)
+    except users.UserError as exc:
+        messages.error(request, str(exc))
+    else:
+        done = "is now an admin" if admin else "is no longer an admin"
+        messages.success(request, f"{user.get_username()} {done}.")
     return redirect("sessions_app:users")
 
 

@@ -259,6 +259,7 @@ ROUTES: dict[str, Route] = {
     "users_create": Route("admin", "POST", data={"username": "someone-new"}),
     "users_active": Route("admin", "POST", kwargs={"user_id": 1}, data={"active": "0"}),
     "users_invite": Route("admin", "POST", kwargs={"user_id": 1}),
+    "users_admin": Route("admin", "POST", kwargs={"user_id": 1}, data={"admin": "1"}),
     # an invitation link: anyone who holds a live one (this one is not: 410)
     "invitation": Route("public", ok=410, kwargs={"token": "no-such-invitation"}),
     # each user's own password

@@ -108,3 +108,19 @@ def test_a_user_changes_their_own_password(make_user):
     users.change_password(user, user.raw_password, GOOD, GOOD)
     user.refresh_from_db()
     assert user.check_password(GOOD)
+
+
+def test_admins_make_others_admins_never_themselves(admin, make_user):
+    user = make_user()
+    users.set_admin(admin, user, True)
+    user.refresh_from_db()
+    assert user.is_staff
+    users.set_admin(admin, user, False)
+    user.refresh_from_db()
+    assert not user.is_staff
+    with pytest.raises(users.UserError, match="your own admin right"):
+        users.set_admin(admin, admin, False)
+    with pytest.raises(users.UserError, match="superuser"):
+        users.set_admin(admin, make_user(is_superuser=True), False)
+    with pytest.raises(Forbidden):
+        users.set_admin(user, user, True)

@@ -67,3 +67,14 @@ def test_a_bad_user_id_is_a_404_for_an_admin(make_user):
     admin = client_for(make_user(is_staff=True))
     assert admin.post(reverse("sessions_app:users_invite", args=[987654])).status_code == 404
     assert admin.post(reverse("sessions_app:users_active", args=[987654])).status_code == 404
+
+
+def test_making_an_admin_says_so(make_user):
+    admin = client_for(make_user(is_staff=True))
+    user = make_user("promoted")
+    url = reverse("sessions_app:users_admin", args=[user.pk])
+    response = admin.post(url, {"admin": "1"}, follow=True)
+    assert said(response) == ["promoted is now an admin."]
+    assert "Remove admin" in response.content.decode()
+    response = admin.post(url, {"admin": "0"}, follow=True)
+    assert said(response) == ["promoted is no longer an admin."]
