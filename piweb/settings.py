@@ -95,6 +95,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "sessions_app.views.preferences.theme_context",
+                "sessions_app.views.users.admin_context",
             ],
         },
     },

@@ -839,3 +839,53 @@ class DisplayPreference(models.Model):
         return f"<DisplayPreference {self.user_id}:{self.theme}>"
 
     __str__ = __repr__
+
+
+class ModelEndpoint(models.Model):
+    """A model endpoint an admin added on the Models page, for everyone: an OpenAI-compatible,
+    Anthropic or Google API at ``base_url``, under the provider name ``provider``, with its
+    models (pi's Model fields: ``id``, ``name``, ``contextWindow``, ``maxTokens``, ``cost``)
+    and an optional key (selectors/llm/catalog.py merges them into the catalog,
+    services/endpoints.py stores them).
+
+    The key is stored only as a Fernet token, like a user's own key (``ProviderKey``), and
+    is never shown back; ``hint`` keeps its last four characters.
+    """
+
+    provider = models.CharField(max_length=100, unique=True)
+    api = models.CharField(max_length=40)
+    base_url = models.URLField(max_length=500)
+    model_list = models.JSONField(default=list)
+    encrypted_key = models.BinaryField(blank=True, default=b"")
+    hint = models.CharField(max_length=8, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __repr__(self):
+        return f"<ModelEndpoint {self.provider} {self.api}>"
+
+    __str__ = __repr__
+
+
+class Invitation(models.Model):
+    """A link that lets one user set their password (services/users.py): only a SHA-256 of
+    its token is stored; it works once, until ``expires_at``."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitations"
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __repr__(self):
+        return f"<Invitation {self.user_id} until {self.expires_at:%Y-%m-%d %H:%M}>"
+
+    __str__ = __repr__

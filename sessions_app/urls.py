@@ -25,6 +25,7 @@ from sessions_app.views import (
     teams,
     tree,
     usage,
+    users,
     workspace,
 )
 
@@ -212,6 +213,16 @@ urlpatterns = [
     path("models/key/remove/", models.remove_key, name="models_key_remove"),
     path("models/test/", models.test_model, name="models_test"),
     path("models/default/", models.save_default, name="models_default"),
+    path("models/endpoints/", models.save_endpoint, name="models_endpoint"),
+    path("models/endpoints/remove/", models.remove_endpoint, name="models_endpoint_remove"),
+    # --- users: the admin's Users page, invitation links, one's own password
+    path("users/", users.users_page, name="users"),
+    path("users/new/", users.create, name="users_create"),
+    path("users/<int:user_id>/active/", users.set_active, name="users_active"),
+    path("users/<int:user_id>/admin/", users.set_admin, name="users_admin"),
+    path("users/<int:user_id>/invite/", users.invite, name="users_invite"),
+    path("invite/<str:token>/", users.accept_invitation, name="invitation"),
+    path("account/password/", users.password, name="password"),
     # --- sync from a user's own machine: the tokens page, the client, the token API
     path("sync/", sync.tokens, name="sync_tokens"),
     path("sync/tokens/<int:token_pk>/revoke/", sync.revoke, name="sync_token_revoke"),

@@ -590,6 +590,26 @@ def _custom_model(
     return model
 
 
+def endpoint_provider(api: str, base_url: str, models: list[dict[str, Any]]) -> dict[str, Any]:
+    """An endpoint added on the Models page as the models.json provider it stands for."""
+    return {"api": api, "baseUrl": base_url, "models": models}
+
+
+def check_endpoint(name: str, provider: dict[str, Any]) -> str | None:
+    """models.json's checks of one custom provider (None: valid)."""
+    return _validate_provider(name, provider, builtin=False)
+
+
+def endpoint_models(name: str, provider: dict[str, Any]) -> list[dict[str, Any]]:
+    """The models of an endpoint, built as models.json builds its custom models."""
+    out = []
+    for spec in provider.get("models") or []:
+        model = _custom_model(name, provider, spec, {})
+        if model is not None:
+            out.append(model)
+    return out
+
+
 def supported_thinking_levels(model: dict[str, Any]) -> list[str]:
     """pi's getSupportedThinkingLevels: "off" only for a non-reasoning model; otherwise
     every level the model's thinkingLevelMap does not set to null, xhigh and max only

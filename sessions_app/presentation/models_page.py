@@ -3,6 +3,7 @@ the models they can call, and their default (never a key)."""
 
 from __future__ import annotations
 
+from sessions_app.core.endpoints import ENDPOINT_APIS, models_text
 from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import ModelPreference
 from sessions_app.selectors import provider_keys
@@ -11,8 +12,10 @@ from sessions_app.selectors.llm.catalog import (
     catalog,
     default_model_ref,
     default_thinking_level,
+    endpoint_rows,
 )
 from sessions_app.selectors.llm.resolution import all_models, available_models
+from sessions_app.selectors.users import is_admin
 
 
 def models_page_context(user) -> dict:
@@ -43,4 +46,14 @@ def models_page_context(user) -> dict:
         "levels": THINKING_LEVELS,
         "catalog_error": catalog().error,
         "agent_dir": agent_dir().path,
+        "is_admin": is_admin(user),
+        "endpoints": [
+            {
+                **row,
+                "models_text": models_text(row["model_list"]),
+                "api_label": ENDPOINT_APIS.get(row["api"], row["api"]),
+            }
+            for row in endpoint_rows()
+        ],
+        "endpoint_apis": sorted(ENDPOINT_APIS.items()),
     }

@@ -1,5 +1,6 @@
-"""Users' own API keys, one per provider, stored encrypted: reading them (storing them:
-`services/provider_keys.py`).
+"""Users' own API keys, one per provider, and the keys of the endpoints admins add on the
+Models page, stored encrypted: reading them (storing them: `services/provider_keys.py`,
+`services/endpoints.py`).
 
 The Fernet key comes from PIWEB_KEY_ENCRYPTION_KEY (a Fernet key: urlsafe base64 of 32
 bytes) or, when that is unset, from SECRET_KEY through HKDF-SHA256 (salt and info fixed
@@ -23,7 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
-from sessions_app.models import ProviderKey
+from sessions_app.models import ModelEndpoint, ProviderKey
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,19 @@ def user_key(user, provider: str) -> str | None:
         return fernet().decrypt(bytes(row.encrypted_key)).decode()
     except (InvalidToken, ValueError):
         log.warning("user %s's key for %s cannot be decrypted (secret changed?)", user.pk, provider)
+        return None
+
+
+def endpoint_key(provider: str) -> str | None:
+    """The key of an endpoint added on the Models page, decrypted (None: none, or
+    unreadable)."""
+    row = ModelEndpoint.objects.filter(provider=provider).only("encrypted_key").first()
+    if row is None or not row.encrypted_key:
+        return None
+    try:
+        return fernet().decrypt(bytes(row.encrypted_key)).decode()
+    except (InvalidToken, ValueError):
+        log.warning("the key of the endpoint %s cannot be decrypted (secret changed?)", provider)
         return None
 
 

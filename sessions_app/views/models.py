@@ -1,5 +1,5 @@
-"""The Models page (/models/): the user's own API keys, a test request, and their default
-model and thinking level. Plain forms (POST, then back to the page); keys are never
+"""The Models page (/models/): the user's own API keys, a test request, their default
+model and thinking level, and (admins) the endpoints added for everyone. Plain forms (POST, then back to the page); keys are never
 shown back, only where a provider's key comes from."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from sessions_app.params import form
 from sessions_app.presentation.models_page import models_page_context
 from sessions_app.responses import piweb_view
-from sessions_app.services import llm, provider_keys
+from sessions_app.services import endpoints, llm, provider_keys
 
 
 @piweb_view()
@@ -59,4 +59,39 @@ def save_default(request):
         messages.error(request, str(exc))
     else:
         messages.success(request, "Saved your default model and thinking level.")
+    return redirect("sessions_app:models_page")
+
+
+@piweb_view(methods=("POST",))
+def save_endpoint(request):
+    """Add or replace an endpoint (admins: services.endpoints refuses anyone else, 403)."""
+    params = form(request)
+    try:
+        row = endpoints.save_endpoint(
+            request.user,
+            params.text("provider", limit=200),
+            params.text("api", limit=40),
+            params.text("base_url", limit=600),
+            params.text("models", limit=40_000),
+            params.text("key", limit=5000),
+        )
+    except endpoints.EndpointError as exc:  # a message on the Models page
+        messages.error(request, str(exc))
+    else:
+        count = len(row.model_list)
+        messages.success(
+            request,
+            f"Saved the endpoint {row.provider}: {count} model{'s' if count != 1 else ''}, "
+            "for everyone.",
+        )
+    return redirect("sessions_app:models_page")
+
+
+@piweb_view(methods=("POST",))
+def remove_endpoint(request):
+    provider = form(request).text("provider", limit=200)
+    if endpoints.delete_endpoint(request.user, provider):
+        messages.success(request, f"Removed the endpoint {provider}.")
+    else:
+        messages.error(request, f"There is no endpoint {provider}.")
     return redirect("sessions_app:models_page")

@@ -26,7 +26,7 @@ from playwright.sync_api import expect
 
 from sessions_app import urls as app_urls
 from sessions_app.models import Team, TeamMembership
-from sessions_app.services import comments, sharing
+from sessions_app.services import comments, endpoints, sharing, users
 from tests.support.pi1_session import import_pi1_session
 from tests.support.tree_data import import_branched
 
@@ -42,6 +42,9 @@ ACTIONS = {
     "models_key_remove",
     "models_test",
     "models_default",
+    "models_endpoint",
+    "models_endpoint_remove",
+    "users_create",
     "templates_save",
     "templates_delete",
     "templates_import",
@@ -174,7 +177,22 @@ def world(make_user):
     sharing.share_with_team(pi1, team.pk, "viewer", actor=owner)
     comments.add_comment(pi1, "b0000002", owner, "why this read?")
     link = sharing.create_link(branched, actor=owner, leaf_pi_id=None)
-    return {"owner": owner, "mate": mate, "pi1": pi1, "branched": branched, "link": link}
+    # An admin, with an endpoint on the Models page and a user invited on the Users page.
+    admin = make_user("crawl-admin", is_staff=True)
+    endpoints.save_endpoint(
+        admin, "crawl-proxy", "openai-completions", "http://127.0.0.1:9/v1", "crawl-model, 32k"
+    )
+    invited = users.create_user(admin, "crawl-invited")
+    invitation, _ = users.invite(admin, invited)
+    return {
+        "owner": owner,
+        "mate": mate,
+        "pi1": pi1,
+        "branched": branched,
+        "link": link,
+        "admin": admin,
+        "invitation": invitation,
+    }
 
 
 def test_every_page_loads_without_a_failed_request_or_console_error(
@@ -248,6 +266,7 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
         "/models/",
         "/teams/",
         "/sync/",
+        "/account/password/",
     ):
         crawl.visit(path)
 
@@ -273,18 +292,34 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     newcomer = Crawl(page_for(make_user("crawl-newcomer")), origin)
     newcomer.visit("/", live=True)
     newcomer.page.locator("#first-run").wait_for()
+    # An admin: the Models page's endpoints, the Users page, a user added there (its
+    # invitation link shown once), and the 403 of the Users page to anyone else.
+    admin = Crawl(page_for(world["admin"]), origin)
+    admin.visit("/models/")
+    admin.page.locator("#endpoint-form").wait_for()
+    admin.visit("/users/")
+    admin.page.fill("#users-create-username", "crawl-added")
+    admin.page.click("#users-create button[type=submit]")
+    admin.page.locator("#invitation-link").wait_for()
+    admin.settle()
+    admin.check_accessibility()
+    viewer.visit("/users/", status=403)
 
     # Logged out: the login page, the share link and its export.
     visitor = Crawl(page_for(None), origin)
     visitor.visit("/login/")
+    visitor.visit(f"/invite/{world['invitation']}/")
+    visitor.page.locator("#invitation-form").wait_for()
     visitor.visit(f"/l/{token}/", live=True)
     visitor.page.locator(".rv-node").first.wait_for()
 
-    problems = crawl.problems + viewer.problems + newcomer.problems + visitor.problems
+    problems = (
+        crawl.problems + viewer.problems + newcomer.problems + admin.problems + visitor.problems
+    )
     assert not problems, "\n".join(problems)
 
     # Every page route was visited, or is an action or a download that says so.
-    visited = crawl.routes | viewer.routes | visitor.routes
+    visited = crawl.routes | viewer.routes | admin.routes | visitor.routes
     for name in sorted(ACTIONS):
         answer = page.request.get(origin + _path_of(name, pi1))
         assert answer.status == 405, f"{name}: listed as an action, but GET gives {answer.status}"
@@ -320,9 +355,15 @@ def test_the_main_pages_at_phone_width_load_without_a_failed_request_or_console_
         "/models/",
         "/templates/",
         "/teams/",
+        "/account/password/",
     ):
         crawl.visit(path)
-    assert not crawl.problems, "\n".join(crawl.problems)
+    admin = Crawl(page_for(world["admin"]), asgi_server.url)
+    admin.page.set_viewport_size({"width": 390, "height": 844})
+    admin.visit("/models/")
+    admin.visit("/users/")
+    problems = crawl.problems + admin.problems
+    assert not problems, "\n".join(problems)
 
 
 def _routes() -> list[tuple[str, set[str]]]:

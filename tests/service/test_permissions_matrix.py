@@ -62,7 +62,7 @@ RANK = {"viewer": 1, "team_viewer": 1, "reviewer": 2, "editor": 3, "owner": 4}
 class Route:
     # viewer | reviewer | editor | owner | login | link | team (a member of the viewers
     # team) | reviewers (a member of the reviewers team) | reviewers_admin (its admin) |
-    # public (anyone) | token (the sync API: a bearer token only; a login opens nothing)
+    # admin (a staff user; no persona is one) | public (anyone) | token (the sync API: a bearer token only; a login opens nothing)
     need: str
     method: str = "GET"
     ok: int = 200  # status for a persona that has the right
@@ -251,6 +251,19 @@ ROUTES: dict[str, Route] = {
     "models_key_remove": Route("login", "POST", ok=302, data={"provider": "openai"}),
     "models_test": Route("login", "POST", ok=302, data={"model": "nope/nothing"}),
     "models_default": Route("login", "POST", ok=302, data={"model": "", "thinking": ""}),
+    # admins only (no persona here is one: tests/e2e/test_users_browser.py and
+    # test_model_endpoints_browser.py are an admin's side)
+    "models_endpoint": Route("admin", "POST", data={"provider": "x", "api": "openai-completions"}),
+    "models_endpoint_remove": Route("admin", "POST", data={"provider": "x"}),
+    "users": Route("admin"),
+    "users_create": Route("admin", "POST", data={"username": "someone-new"}),
+    "users_active": Route("admin", "POST", kwargs={"user_id": 1}, data={"active": "0"}),
+    "users_invite": Route("admin", "POST", kwargs={"user_id": 1}),
+    "users_admin": Route("admin", "POST", kwargs={"user_id": 1}, data={"admin": "1"}),
+    # an invitation link: anyone who holds a live one (this one is not: 410)
+    "invitation": Route("public", ok=410, kwargs={"token": "no-such-invitation"}),
+    # each user's own password
+    "password": Route("login"),
     # prompt templates: each user's own
     "templates_page": Route("login"),
     "templates_edit": Route("login", ok=404, query={"name": "nope"}),
@@ -392,6 +405,8 @@ def expected_status(route: Route, persona: str) -> int:
         return 302  # to the login page; a share token opens nothing but the link pages
     if route.need == "login":
         return route.ok
+    if route.need == "admin":
+        return 403
     if route.need == "team":
         return route.ok if persona in ("viewer", "owner") else 404
     if route.need in ("reviewers", "reviewers_admin"):

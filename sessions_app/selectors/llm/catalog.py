@@ -1,6 +1,7 @@
 """Every model piweb knows and where it came from (see the package's doc): pi's built-in
-list, the ``models.json`` of pi's agent folder (re-read when it changes), the environment
-profiles (``PIWEB_LLM_*``, ``PIWEB_MODEL_PROFILES``); pi's ``settings.json`` and
+list, the ``models.json`` of pi's agent folder (re-read when it changes), the endpoints an
+admin added on the Models page (``ModelEndpoint``, built as models.json's custom
+providers are), the environment profiles (``PIWEB_LLM_*``, ``PIWEB_MODEL_PROFILES``); pi's ``settings.json`` and
 ``auth.json`` read from the same folder; a message priced from the catalog; the user's
 default model and thinking level.
 """
@@ -27,7 +28,7 @@ from sessions_app.core.pi_config import (
     ProjectSettings,
     WatchedJson,
 )
-from sessions_app.models import ModelPreference
+from sessions_app.models import ModelEndpoint, ModelPreference
 
 DEFAULT_PROFILE = "default"
 
@@ -215,6 +216,8 @@ class Catalog:
 
     merged: MergedModels
     env_profiles: dict[tuple[str, str], ModelProfile]
+    # Providers added on the Models page: whether each has a key stored.
+    endpoints: dict[str, bool] = field(default_factory=dict)
 
     @property
     def models(self) -> list[dict[str, Any]]:
@@ -233,14 +236,41 @@ class Catalog:
         key = (model["provider"], model["id"])
         if key in self.env_profiles:
             return "env"
+        if model["provider"] in self.endpoints:
+            return "endpoint"
         return "models.json" if key in self.merged.custom else "pi"
 
 
+def endpoint_rows() -> list[dict[str, Any]]:
+    """The endpoints added on the Models page, by provider (never their key)."""
+    rows = ModelEndpoint.objects.order_by("provider").values(
+        "pk", "provider", "api", "base_url", "model_list", "hint", "encrypted_key"
+    )
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        plain: dict[str, Any] = dict(row)
+        plain["has_key"] = bool(plain.pop("encrypted_key"))
+        out.append(plain)
+    return out
+
+
+def _add(merged: MergedModels, index: dict, model: dict[str, Any]) -> tuple[str, str]:
+    key = (model["provider"], model["id"])
+    if key in index:
+        merged.models[index[key]] = model
+    else:
+        index[key] = len(merged.models)
+        merged.models.append(model)
+    return key
+
+
 def catalog() -> Catalog:
-    """The merged catalog: pi's models, models.json, then the environment profiles."""
+    """The merged catalog: pi's models, models.json, the Models page's endpoints, then the
+    environment profiles."""
     base = agent_dir().merged()
     profiles = model_profiles()
-    if not profiles:
+    rows = endpoint_rows()
+    if not profiles and not rows:
         return Catalog(base, {})
     merged = MergedModels(
         list(base.models),
@@ -250,17 +280,16 @@ def catalog() -> Catalog:
         custom=set(base.custom),
     )
     index = {(m["provider"], m["id"]): i for i, m in enumerate(merged.models)}
+    endpoints: dict[str, bool] = {}
+    for row in rows:
+        provider = pi_config.endpoint_provider(row["api"], row["base_url"], row["model_list"])
+        for model in pi_config.endpoint_models(row["provider"], provider):
+            _add(merged, index, model)
+        endpoints[row["provider"]] = row["has_key"]
     env: dict[tuple[str, str], ModelProfile] = {}
     for profile in profiles.values():
-        model = profile.as_model()
-        key = (model["provider"], model["id"])
-        env[key] = profile
-        if key in index:
-            merged.models[index[key]] = model
-        else:
-            index[key] = len(merged.models)
-            merged.models.append(model)
-    return Catalog(merged, env)
+        env[_add(merged, index, profile.as_model())] = profile
+    return Catalog(merged, env, endpoints)
 
 
 def find_model(provider: str | None, model_id: str | None) -> dict[str, Any] | None:

@@ -25,11 +25,12 @@ from .catalog import Catalog, auth_entries, builtin_catalog, catalog
 
 log = logging.getLogger(__name__)
 
-KEY_SOURCES = ("user-key", "pi-auth", "models.json", "env", "none")
+KEY_SOURCES = ("user-key", "endpoint", "pi-auth", "models.json", "env", "none")
 
 
 KEY_SOURCE_LABELS = {
     "user-key": "your key",
+    "endpoint": "the endpoint's key",
     "pi-auth": "pi auth.json",
     "models.json": "pi models.json",
     "env": "server environment",
@@ -107,9 +108,12 @@ def key_status(user, provider: str, *, cat: Catalog | None = None, user_keys=Non
     keys = provider_keys.user_providers(user) if user_keys is None else user_keys
     if provider in keys:
         return KeyStatus("user-key")
+    cat = cat or catalog()
+    if provider in cat.endpoints:
+        # An admin's endpoint is for everyone, with its key or none (a local server).
+        return KeyStatus("endpoint", "" if cat.endpoints[provider] else "none needed")
     if not may_use_server_keys(user):
         return KeyStatus("none", "the server's keys are for staff only: add your own key")
-    cat = cat or catalog()
     env = _environ()
     entry = auth_entries().get(provider)
     if entry is not None and entry.type == "api_key":
@@ -146,6 +150,8 @@ def resolve_key(user, model: dict[str, Any], cat: Catalog) -> tuple[str, str]:
     own = provider_keys.user_key(user, provider)
     if own:
         return own, "user-key"
+    if provider in cat.endpoints:
+        return _endpoint_key(model, cat.endpoints[provider])
     if not may_use_server_keys(user):
         raise ModelUnavailable(
             f"No API key for {provider}: add your own key on the Models page "
@@ -185,6 +191,27 @@ def resolve_key(user, model: dict[str, Any], cat: Catalog) -> tuple[str, str]:
         )
     raise ModelUnavailable(
         f"No API key for {provider}: add one on the Models page, or give the server one."
+    )
+
+
+def _endpoint_key(model: dict[str, Any], has_key: bool) -> tuple[str, str]:
+    """The key of an endpoint added on the Models page. One stored with none is a local
+    server: an OpenAI-compatible one gets a placeholder (its clients want a string), as an
+    environment profile does; the other APIs need one."""
+    provider = model["provider"]
+    key = provider_keys.endpoint_key(provider) if has_key else None
+    if key:
+        return key, "endpoint"
+    if has_key:
+        raise ModelUnavailable(
+            f"The key of the {provider} endpoint cannot be read (the server's secret "
+            "changed?): an admin enters it again on the Models page."
+        )
+    if model["api"] == "openai-completions":
+        return "not-needed", "endpoint"
+    raise ModelUnavailable(
+        f"The {provider} endpoint has no key: an admin adds one on the Models page, "
+        "or add your own key for it."
     )
 
 

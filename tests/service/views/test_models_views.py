@@ -69,3 +69,30 @@ def test_an_unknown_default_model_is_refused_and_an_unknown_test_model_fails(mak
     assert len(refused) == 1 and "Saved" not in refused[0]
     failed = said(post(client, "models_test", {"model": "nobody/none"}))
     assert len(failed) == 1 and failed[0].startswith("Test failed: ")
+
+
+def test_an_admin_saves_and_removes_an_endpoint_and_mistakes_are_said(make_user):
+    admin = client_for(make_user(is_staff=True))
+    response = post(
+        admin,
+        "models_endpoint",
+        {
+            "provider": "office",
+            "api": "openai-completions",
+            "base_url": "http://127.0.0.1:11434/v1",
+            "models": "office-model, 32k",
+            "key": "sk-a-view-endpoint-key-1234",
+        },
+    )
+    assert said(response) == ["Saved the endpoint office: 1 model, for everyone."]
+    page = response.content.decode()
+    assert 'data-endpoint="office"' in page and "sk-a-view-endpoint-key-1234" not in page
+    assert "stored (…1234)" in page
+    response = post(
+        admin, "models_endpoint", {"provider": "office", "api": "x", "base_url": "", "models": ""}
+    )
+    assert said(response) == ["Choose the API the endpoint speaks."]
+    response = post(admin, "models_endpoint_remove", {"provider": "office"})
+    assert said(response) == ["Removed the endpoint office."]
+    response = post(admin, "models_endpoint_remove", {"provider": "office"})
+    assert said(response) == ["There is no endpoint office."]
