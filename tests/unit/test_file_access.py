@@ -12,8 +12,9 @@ Modules that need a user's files go through ``agent/safefs.py`` (descriptor help
 included: a listing, an entry scan, a file object over a descriptor); piweb's shipped
 files are read by name through ``core/shipped.py``. What is left here: the sandbox, the
 snapshots, archives and the quota's measure, piweb's own folders (var, the tokenizer
-cache, imports, the artifact folder) and pi's agent folder (the server's), and the
-management commands' paths (an administrator's)."""
+cache, imports, the artifact folder) and pi's agent folder (the server's); the
+management commands reach the paths an administrator gives them through
+``management/admin_paths.py`` alone, which only they may import."""
 
 import ast
 from pathlib import Path
@@ -42,6 +43,8 @@ OPENING_MODULES = {"io", "codecs", "gzip", "bz2", "lzma", "tarfile", "zipfile"} 
 ALLOWED: dict[str, tuple[str, set[str]]] = {
     "agent/safefs.py": ("the descriptor-walking file access everything else should use",
         {".is_dir", ".is_symlink", "open", "os.chown", "os.listdir", "os.open", "os.path.realpath", "os.readlink", "os.scandir"}),
+    "management/admin_paths.py": ("the paths an administrator gives the commands (-o FILE, folders to import or watch); only the commands import it",
+        {".is_file", ".read_text", ".rglob", ".write_text", "open", "os.path.exists", "os.path.isdir", "os.path.isfile", "os.path.lexists", "os.replace", "os.unlink"}),
     "core/shipped.py": ("piweb's own shipped files by name (static/, sessions_app/data/, the sync client)",
         {"open"}),
     "agent/archives.py": ("unpacks beneath a descriptor of the new folder (harden-read)",
@@ -62,16 +65,6 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
         {".open", "open", "os.makedirs", "os.path.exists", "os.path.getsize", "os.remove", "os.replace"}),
     "core/truncate.py": ("the full-output file in the artifact folder",
         {".is_dir", "os.open"}),
-    "management/commands/export_pi_session.py": ("an admin's export path",
-        {"open", "os.path.exists", "os.replace", "os.unlink"}),
-    "management/commands/export_session.py": ("an admin's export path",
-        {".is_dir", ".open"}),
-    "management/commands/import_pi_sessions.py": ("an admin's import path",
-        {".is_dir", ".is_file", ".open", ".rglob"}),
-    "management/commands/runpiweb.py": ("the var folder",
-        {".is_dir"}),
-    "management/commands/watch_pi_sessions.py": ("an admin's pi folder",
-        {".is_dir", "os.path.isdir", "os.path.lexists"}),
     "selectors/pi_file.py": ("a followed pi file's size",
         {"os.stat"}),
     "selectors/workspaces.py": ("lists the user's workspaces (to move into safefs)",
@@ -94,12 +87,8 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
         {"os.path.isdir", "shutil.rmtree"}),
     "selectors/prompt_templates.py": ("the real paths of the agent folder's shared prompts (the server's); files go through safefs",
         {"os.path.realpath"}),
-    "management/commands/configuration_table.py": ("writes docs/configuration.md (the repository's own file)",
-        {".read_text", ".write_text"}),
     "services/resources.py": ("free disk above the reserve (statvfs of piweb's folders)",
         {"os.path.exists", "os.stat", "os.statvfs"}),
-    "management/commands/export_dataset.py": ("an admin's output path (-o FILE)",
-        {"open"}),
 }  # fmt: skip
 
 
@@ -185,6 +174,45 @@ def test_every_allow_list_entry_is_still_needed():
     }
     stale = {m: c for m, c in stale.items() if c}
     assert not stale, f"granted but no longer called (shorten the list): {stale}"
+
+
+ADMIN_PATHS = "sessions_app.management.admin_paths"
+
+
+def admin_paths_importers(modules: dict[str, str]) -> list[str]:
+    """Modules (path → source) outside the management commands that import admin_paths,
+    the file access of the commands (administrators' paths): it is no way around the rule
+    for code that runs for a request or a job."""
+    out = []
+    for module, source in sorted(modules.items()):
+        if module.startswith("management/"):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if ADMIN_PATHS in names:
+                out.append(f"sessions_app/{module}")
+    return out
+
+
+def test_only_the_management_commands_import_admin_paths():
+    assert admin_paths_importers(app_modules()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from sessions_app.management import admin_paths\n",
+        "from sessions_app.management.admin_paths import open_input\n",
+        "import sessions_app.management.admin_paths\n",
+    ],
+)
+def test_importing_admin_paths_elsewhere_fails_the_check(source):
+    assert admin_paths_importers({"services/chat.py": source}) == ["sessions_app/services/chat.py"]
+    assert admin_paths_importers({"management/commands/x.py": source}) == []
 
 
 @pytest.mark.parametrize(
