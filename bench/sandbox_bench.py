@@ -10,9 +10,10 @@
    in the sandbox and unsandboxed: p50 of each and the difference, the cost the sandbox
    adds to each snapshot a run takes (target: sandboxed p50 < 150 ms).
 
-No Django needed: the sandbox is built from its defaults (``SandboxConfig()``).
+The sandbox is built from its defaults (``SandboxConfig()``); Django's settings are
+loaded (through bench/snapshot_bench.py) for the git binary, no database is opened.
 
-    .venv/bin/python bench/sandbox_bench.py [--runs 100] [--size 500M]
+    .venv/bin/python bench/sandbox_bench.py [--runs 100] [--size 500M] [--snapshots-only]
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--size", default="500M")
+    parser.add_argument("--snapshots-only", action="store_true", help="part 3 alone")
     args = parser.parse_args()
     size = parse_size(args.size)
     config = SandboxConfig()
@@ -94,12 +96,21 @@ def main() -> None:
         f"bwrap: {bwrap_binary(config)}; pids cgroup: {PidsCgroup.available()}; "
         f"cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}"
     )
+    if not args.snapshots_only:
+        commands(args.runs, args.size, size, config)
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o755)  # a root run's sandbox account passes through it
+        snapshots(workdir, min(args.runs, 100))
+
+
+def commands(runs: int, label: str, size: int, config: SandboxConfig) -> None:
+    """Parts 1 and 2: a command's overhead and streaming throughput."""
     with tempfile.TemporaryDirectory() as workdir:
         timings("true", workdir, config, 5)  # warm up: the staged /etc, page cache
-        bare = timings("true", workdir, None, args.runs)
-        boxed = timings("true", workdir, config, args.runs)
-        print(f"`true` x{args.runs} bare:    {summary(bare)}")
-        print(f"`true` x{args.runs} sandbox: {summary(boxed)}")
+        bare = timings("true", workdir, None, runs)
+        boxed = timings("true", workdir, config, runs)
+        print(f"`true` x{runs} bare:    {summary(bare)}")
+        print(f"`true` x{runs} sandbox: {summary(boxed)}")
         overhead = statistics.median(boxed) - statistics.median(bare)
         print(
             f"sandbox overhead per command (median difference): {overhead:.1f} ms (target < 20 ms)"
@@ -107,12 +118,9 @@ def main() -> None:
         bare_rate, _ = streaming(size, workdir, None)
         boxed_rate, _ = streaming(size, workdir, config)
         print(
-            f"streaming {args.size} through the truncator: bare {bare_rate:.0f} MB/s, "
+            f"streaming {label} through the truncator: bare {bare_rate:.0f} MB/s, "
             f"sandbox {boxed_rate:.0f} MB/s ({(boxed_rate / bare_rate - 1) * 100:+.0f}%)"
         )
-    with tempfile.TemporaryDirectory() as workdir:
-        os.chmod(workdir, 0o755)  # a root run's sandbox account passes through it
-        snapshots(workdir, min(args.runs, 100))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# The snapshots read piweb's settings (the git binary): no database is opened.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "piweb.settings")
+import django  # noqa: E402
+
+django.setup()
 
 from sessions_app.agent.sandbox import SandboxConfig  # noqa: E402
 from sessions_app.agent.snapshots import ShadowRepo  # noqa: E402

@@ -41,13 +41,15 @@ def pytest_configure(config):
 def sandbox_account_passes_through_test_folders(tmp_path_factory):
     """A root test run's commands run as PIWEB_SANDBOX_HOST_UID, whose bubblewrap opens
     the workspaces by path: let it pass through pytest's private temporary folders and
-    the folders above the test var folder (search access only) to what the tests make
+    the test var folder and the folders above it (search access only) to what the tests make
     there."""
     from django.conf import settings
 
     if os.geteuid() != 0:
         return
-    for inner in (tmp_path_factory.getbasetemp(), Path(settings.VAR_DIR)):
+    var = Path(settings.VAR_DIR)
+    var.mkdir(parents=True, exist_ok=True)
+    for inner in (tmp_path_factory.getbasetemp(), var / "x"):
         for directory in inner.parents:
             info = directory.stat()
             if info.st_uid == 0 and not info.st_mode & 0o001:

@@ -22,6 +22,7 @@ import errno
 import os
 import stat
 from collections.abc import Hashable, Iterable
+from typing import BinaryIO
 
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
@@ -152,6 +153,23 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def names_in(dir_fd: int) -> list[str]:
+    """The names in the directory open as ``dir_fd`` (a descriptor: no path is walked)."""
+    return os.listdir(dir_fd)
+
+
+def entries_in(dir_fd: int) -> list[tuple[str, bool, bool]]:
+    """(name, is a directory, is a symlink) of each entry of the directory open as
+    ``dir_fd``, sorted by name; neither test follows a link."""
+    with os.scandir(dir_fd) as it:
+        return sorted((e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it)
+
+
+def reader(fd: int) -> BinaryIO:
+    """A binary file object over the open descriptor ``fd`` (closing it closes ``fd``)."""
+    return open(fd, "rb")  # noqa: SIM115 (the caller closes it)
 
 
 def is_regular(fd: int) -> bool:

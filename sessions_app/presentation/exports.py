@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -20,6 +19,7 @@ from sessions_app import rendering
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.exports import branch_markdown, tree_rows
 from sessions_app.core.input_limits import display_value
+from sessions_app.core.shipped import read_shipped
 from sessions_app.core.usage import UsageTotals, breakdown_rows, totals_by_key
 from sessions_app.diff_rendering import render_changes
 from sessions_app.models import Entry, Session
@@ -172,13 +172,8 @@ def _inline_css() -> str:
 
 
 def _review_css() -> str:
-    from django.contrib.staticfiles import finders
-
-    css = []
-    for name in ("piweb/tokens.css", "piweb/review.css", "piweb/diff.css"):
-        found = finders.find(name)
-        css.append(Path(found).read_text() if found else "")
-    return "\n".join(css)
+    names = ("piweb/tokens.css", "piweb/review.css", "piweb/diff.css")
+    return "\n".join(read_shipped(f"static/{name}").decode() for name in names)
 
 
 def export_html(session: Session, leaf_pi_id: str | None = None, visible: set | None = None) -> str:

@@ -54,13 +54,8 @@ def repo_for(session: Session) -> ShadowRepo | None:
     no workspace here (an imported session whose cwd is elsewhere)."""
     if not settings.PIWEB_SNAPSHOTS:
         return None
-    try:
-        real = workspaces.session_cwd(session)
-    except WorkspaceError:
-        return None
-    if not os.path.isdir(real):
-        return None
-    return repo_at(real)
+    real = workspaces.session_folder(session)
+    return repo_at(real) if real else None
 
 
 def runs_in_folder(

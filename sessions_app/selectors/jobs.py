@@ -43,3 +43,8 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
 def queued_messages(session: Session) -> list[QueuedMessage]:
     """The messages waiting for the session's run (steers and follow-ups, oldest first)."""
     return list(QueuedMessage.objects.filter(session=session).select_related("created_by"))
+
+
+def queued_count(session: Session) -> int:
+    """How many messages wait for the session's run (the count the pages show)."""
+    return QueuedMessage.objects.filter(session=session).count()

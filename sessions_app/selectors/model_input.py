@@ -179,7 +179,7 @@ def system_prompt(session: Session, tools=None, leaf=paths.UNSET) -> SystemPromp
     refused."""
     if tools is None:
         tools = session_tools(session)
-    agent_dir = os.path.realpath(settings.PIWEB_AGENT_DIR)
+    agent_dir = workspaces.agent_dir()
     if len(session.cwd or "") > MAX_CWD_CHARS:
         found = ContextFilesResult()
         found.warnings.append(

@@ -117,7 +117,7 @@ def _folder_templates(root: str, folder: str, source: str) -> list[PromptTemplat
         except OSError:
             return []
         try:
-            names = sorted(os.listdir(dir_fd))
+            names = sorted(safefs.names_in(dir_fd))
         finally:
             os.close(dir_fd)
         ignored = _ignored(root, root_fd, folder)
@@ -176,7 +176,7 @@ def user_templates(user) -> list[PromptTemplate]:
 def session_skills(cwd: str | None) -> list[Skill]:
     """The skills of the system prompt's roots for `cwd` (the agent folder's alone when
     None), read through safefs beneath those folders as the system prompt reads them."""
-    agent_dir = os.path.realpath(settings.PIWEB_AGENT_DIR)
+    agent_dir = workspaces.agent_dir()
     files = BeneathFiles([agent_dir, *([cwd] if cwd else [])])
     return load_skills(skill_roots(cwd, agent_dir, files), files=files).skills
 

@@ -24,9 +24,15 @@ def run_state(session: Session) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+def _active_runs(session_pk: int):
+    return Job.objects.filter(session_id=session_pk, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
+
+
 def active_run(session: Session) -> Job | None:
-    return (
-        Job.objects.filter(session=session, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
-        .order_by("created_at")
-        .first()
-    )
+    """The session's queued or working agent run (the oldest, should there be two)."""
+    return _active_runs(session.pk).order_by("created_at").first()
+
+
+def run_active(session_pk: int) -> bool:
+    """Whether an agent run of the session is queued or working (no row loaded)."""
+    return _active_runs(session_pk).exists()

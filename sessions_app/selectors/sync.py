@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from django.http import Http404
 
+from sessions_app.core.shipped import read_shipped
 from sessions_app.models import AccessToken, Entry, Session, SyncedFile
+
+
+def client_source() -> bytes:
+    """The sync client, one standard-library file shipped with piweb."""
+    return read_shipped("piweb_sync.py")
 
 
 def tokens_of(user) -> list[AccessToken]:

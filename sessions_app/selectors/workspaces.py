@@ -22,11 +22,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.text import slugify
 
+from sessions_app.agent import safefs
 from sessions_app.agent.paths import (
     PATH_MAX,
     WorkspaceError,
@@ -122,6 +124,22 @@ def session_cwd(session, leaf_pi_id=_UNSET) -> str:
     return check_session_cwd(where.cwd, where.user_pk)
 
 
+def session_folder(session) -> str | None:
+    """The session's real working directory when it is a folder here; None when it is
+    refused or not there (an imported session whose cwd is elsewhere)."""
+    try:
+        real = session_cwd(session)
+    except WorkspaceError:
+        return None
+    return real if os.path.isdir(real) else None
+
+
+def agent_dir() -> str:
+    """The real path of pi's agent folder (the server's): context files and skills are
+    read beneath it."""
+    return os.path.realpath(settings.PIWEB_AGENT_DIR)
+
+
 def sandbox_config() -> SandboxConfig:
     """The sandbox as the settings describe it: every command, and the git of the
     workspaces' shadow repositories, run in it."""
@@ -160,6 +178,30 @@ def session_artifact_file(session, raw: str | None) -> Path | None:
     if real == root or not is_within(real, root) or not os.path.isfile(real):
         return None
     return Path(real)
+
+
+def open_artifact_file(session, raw: str | None) -> tuple[BinaryIO, str] | None:
+    """``session_artifact_file`` opened for reading, and its name: opened beneath the
+    artifact directory with no link followed, so a name swapped for a link after the
+    check fails to open instead of leading out."""
+    path = session_artifact_file(session, raw)
+    if path is None:
+        return None
+    root = os.path.realpath(artifact_dir(session))
+    try:
+        root_fd = safefs.open_root(root)
+        try:
+            fd = safefs.open_beneath(
+                root_fd, os.path.relpath(path, root), os.O_RDONLY | os.O_NONBLOCK, follow=False
+            )
+        finally:
+            os.close(root_fd)
+    except OSError:
+        return None
+    if not safefs.is_regular(fd):
+        os.close(fd)
+        return None
+    return safefs.reader(fd), path.name
 
 
 # --- what "Continue in…" offers (choosing: `services/workspace_choice.py`) ----------------

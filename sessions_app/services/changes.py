@@ -30,6 +30,7 @@ from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
+from sessions_app.selectors.runs import run_active
 from sessions_app.services import events, resources, sandboxing, sessions
 from sessions_app.services.jobs import snapshot_gc
 
@@ -232,10 +233,7 @@ def _restore(session: Session, user, commit: str, data: dict) -> Entry:
         raise RestoreError(f"The files cannot be restored now. {problem}", 507)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        running = Job.objects.filter(
-            session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
-        ).exists()
-        if running or runs_in_folder(repo.work_tree):
+        if run_active(locked.pk) or runs_in_folder(repo.work_tree):
             raise RestoreError(
                 "A run or command is active in this folder (in this session or another "
                 "that shares it); restore the files once it has finished."

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from sessions_app.core.errors import NotFound
-from sessions_app.models import Entry, Session
+from sessions_app.models import Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.navigation import resolve_target
 from sessions_app.services import events
@@ -50,13 +50,10 @@ def set_label(session: Session, target_pi_id: str, label: str | None, *, actor=N
     label = (label or "").strip()[:200]
     with transaction.atomic():
         lock_session(session.pk)
-        current = (
-            Entry.objects.filter(session=session, pi_id=target_pi_id)
-            .values_list("label", flat=True)
-            .first()
-        )
-        if current is None:
+        entry = find_entry(session, target_pi_id, "label")
+        if entry is None:
             raise NotFound(f"No entry {target_pi_id} in this session.")
+        current = entry.label
         if current == label:
             return None
         return label_entry(session, target_pi_id, label, actor=actor)

@@ -35,6 +35,7 @@ from django.utils import timezone
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.import_lines import stored_line
 from sessions_app.models import Entry, Session, SyncedFile
+from sessions_app.selectors.sync import synced_file
 from sessions_app.services import entry_written, following, importer
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services.jobs import search_index
@@ -90,7 +91,7 @@ def push(
     _check_size(offset, data)
     if rewrite:
         return _push_whole(owner, client, path, offset, data)
-    row = SyncedFile.objects.filter(owner=owner, client=client, client_path=path).first()
+    row = synced_file(owner, client, path)
     if row is None or row.session_id is None:
         return _push_whole(owner, client, path, offset, data)
     with following.file_transaction():
@@ -109,7 +110,7 @@ def push(
 def _push_whole(owner, client, path, offset, data) -> SyncedFile:
     """A new file (or one sent whole after a rewrite): imported from its header line."""
     if offset != 0:
-        row = SyncedFile.objects.filter(owner=owner, client=client, client_path=path).first()
+        row = synced_file(owner, client, path)
         held = row.offset if row is not None and row.session_id else 0
         raise SyncConflict(f"The server has this file up to byte {held}; send it from there.", held)
     if not data:

@@ -8,13 +8,14 @@ import functools
 import re
 
 from django import template
-from django.conf import settings
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from sessions_app.core.shipped import read_shipped
+
 register = template.Library()
 
-ICONS = settings.BASE_DIR / "static" / "vendor" / "lucide"
+ICONS = "static/vendor/lucide"
 NAME = re.compile(r"[a-z0-9-]+")
 
 
@@ -23,7 +24,7 @@ def _shapes(name: str) -> str:
     """The shapes inside the icon's <svg> element."""
     if not NAME.fullmatch(name):
         raise ValueError(f"not an icon name: {name!r}")
-    text = (ICONS / f"{name}.svg").read_text()
+    text = read_shipped(f"{ICONS}/{name}.svg").decode()
     return text[text.index(">", text.index("<svg")) + 1 : text.rindex("</svg>")].strip()
 
 

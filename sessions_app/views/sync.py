@@ -3,9 +3,8 @@ client served for download (/sync/piweb_sync.py), so a laptop needs no clone."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
-from django.http import FileResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
@@ -14,8 +13,6 @@ from sessions_app.params import form
 from sessions_app.responses import piweb_view
 from sessions_app.selectors import sync as sync_selectors
 from sessions_app.services import sync_tokens
-
-CLIENT_FILE = settings.BASE_DIR / "piweb_sync.py"
 
 
 def _page(request, **extra):
@@ -59,9 +56,8 @@ def revoke(request, token_pk: int):
 @piweb_view(login=False)
 def client(request):
     """The client itself: one standard-library file, the same for everyone."""
-    return FileResponse(
-        open(CLIENT_FILE, "rb"),  # noqa: SIM115 (FileResponse closes it)
-        content_type="text/x-python; charset=utf-8",
-        as_attachment=True,
-        filename="piweb_sync.py",
+    response = HttpResponse(
+        sync_selectors.client_source(), content_type="text/x-python; charset=utf-8"
     )
+    response["Content-Disposition"] = 'attachment; filename="piweb_sync.py"'
+    return response

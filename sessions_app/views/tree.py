@@ -148,12 +148,13 @@ def entry_raw(request, access, entry_id):
 def entry_output(request, access, entry_id):
     """The full output file an entry points at, as plain text, never outside our dirs."""
     entry = get_entry_or_404(access.session, entry_id)
-    path_ = workspaces.session_artifact_file(access.session, full_output_path(entry.payload))
-    if path_ is None:
+    found = workspaces.open_artifact_file(access.session, full_output_path(entry.payload))
+    if found is None:
         raise Http404("No full output file of this session for this entry.")
-    response = FileResponse(path_.open("rb"), content_type="text/plain; charset=utf-8")
+    file, name = found
+    response = FileResponse(file, content_type="text/plain; charset=utf-8")
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    return download(response, path_.name, inline=True)
+    return download(response, name, inline=True)
 
 
 # --- actions (each answers with the notice partial; errors keep their real status) ---

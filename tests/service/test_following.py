@@ -4,13 +4,17 @@ The watcher process itself is tested in tests/e2e/test_follow_watcher.py."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -191,25 +195,45 @@ def test_not_a_pi_file_is_reported_once(tmp_path, owner, caplog):
     assert not Session.objects.exists()
 
 
-def test_unreadable_file_is_logged_and_the_scan_goes_on(tmp_path, owner, caplog, monkeypatch):
+@contextlib.contextmanager
+def as_an_ordinary_account():
+    """Root opens any file whatever its mode: a root test run scans as ``nobody`` (the
+    effective uid alone, given back after), so a file's mode 000 is a real fault."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.fixture
+def open_folder():
+    """A folder other accounts may list (under /tmp: the test folders' file system may
+    refuse every other account)."""
+    folder = Path(tempfile.mkdtemp(prefix="piweb-follow-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_unreadable_file_is_logged_and_the_scan_goes_on(open_folder, owner, caplog):
+    tmp_path = open_folder
     bad = session_file(tmp_path, 1, sid="0199aaaa-bbbb-7ccc-8ddd-00000000000b")
     good = session_file(tmp_path, 2)
-    real_open = open
-
-    def guarded_open(file, *args, **kwargs):
-        if str(file) == str(bad):
-            raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(following, "open", guarded_open, raising=False)
-    with caplog.at_level(logging.WARNING, logger="piweb.follow"):
+    for folder in {bad.parent, good.parent}:
+        folder.chmod(0o755)
+    bad.chmod(0)  # a real file the follower cannot open
+    with caplog.at_level(logging.WARNING, logger="piweb.follow"), as_an_ordinary_account():
         totals = following.scan([str(tmp_path)], owner)
     assert (totals.errors, totals.changed) == (1, 1)
     assert any(
         str(bad) in r.getMessage() and "Permission denied" in r.getMessage() for r in caplog.records
     )
     assert Session.objects.get(pi_id=SID).entry_count == 2
-    monkeypatch.undo()
+    bad.chmod(0o644)
     totals = following.scan([str(tmp_path)], owner)
     assert totals.changed == 1 and Session.objects.count() == 2
     assert str(good) in FollowedFile.objects.values_list("path", flat=True)

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, reverse
 
-from sessions_app import services, urls
+from sessions_app import urls
 from sessions_app.core.errors import ServiceError
 from sessions_app.responses import session_view
 from sessions_app.services.chat import RunBusy
@@ -159,24 +159,20 @@ def test_an_unknown_choice_is_refused_with_its_message(session, client_for):
 # --- a bug is a 500 ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def broken(monkeypatch):
-    """Make a service fail as a bug would: a ValueError nobody meant to raise."""
+def corrupt(session, *pi_ids: str) -> None:
+    """A real fault: stored entries whose line is no longer JSON (a damaged row), so the
+    service that parses them fails with the ValueError (a JSONDecodeError) a bug would
+    raise, one nobody meant to refuse with a notice."""
+    from sessions_app.models import Entry
 
-    def fail(*args, **kwargs):
-        raise ValueError("an unexpected bug")
-
-    def break_(target, name):
-        monkeypatch.setattr(target, name, fail)
-
-    return break_
+    assert Entry.objects.filter(session=session, pi_id__in=pi_ids).update(
+        line='{"an unexpected bug'
+    ) == len(pi_ids)
 
 
 @pytest.mark.parametrize("htmx", [True, False])
-def test_an_unexpected_value_error_in_a_fork_is_a_500_not_a_notice(session, broken, htmx):
-    from sessions_app.views import tree
-
-    broken(tree, "fork_session")
+def test_an_unexpected_value_error_in_a_fork_is_a_500_not_a_notice(session, htmx):
+    corrupt(session, "e0000014")
     client = Client(raise_request_exception=False)
     client.force_login(session.owner)
     headers = HTMX if htmx else {}
@@ -185,8 +181,8 @@ def test_an_unexpected_value_error_in_a_fork_is_a_500_not_a_notice(session, brok
     assert "an unexpected bug" not in response.content.decode()
 
 
-def test_an_unexpected_value_error_in_a_branch_summary_is_a_500_not_a_notice(session, broken):
-    broken(services.jobs, "request_branch_summary")
+def test_an_unexpected_value_error_in_a_branch_summary_is_a_500_not_a_notice(session):
+    corrupt(session, "e000000a", session.leaf_pi_id)
     client = Client(raise_request_exception=False)
     client.force_login(session.owner)
     response = client.post(

@@ -44,6 +44,7 @@ LAYOUT: dict[str, tuple[tuple[str, ...], str]] = {
     "presentation": (("service",), "test_{}_presentation.py"),
     "templatetags": (("service",), "test_{}.py"),
     "management/commands": (("service",), "test_{}_command.py"),
+    "management": (("unit", "service"), "test_{}.py"),
     "views": (("service/views",), "test_{}_views.py"),
     # The top-level modules: pure ones (rendering, diff_rendering) test without the database.
     "": (("unit", "service"), "test_{}.py"),

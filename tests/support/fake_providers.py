@@ -69,6 +69,7 @@ class FakeProviders:
         self._lock = threading.Lock()
         self.requests: list[Request] = []
         self.disconnects = 0
+        self.frames_sent = 0  # stream frames written, over all requests
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -96,6 +97,7 @@ class FakeProviders:
             self._script.clear()
             self.requests.clear()
             self.disconnects = 0
+            self.frames_sent = 0
 
     def close(self) -> None:
         self._server.shutdown()
@@ -155,6 +157,8 @@ class FakeProviders:
                         frame += b"data: " + payload.encode() + b"\n\n"
                         self.wfile.write(frame)
                         self.wfile.flush()
+                        with server._lock:
+                            server.frames_sent += 1
                         if turn.delay:
                             time.sleep(turn.delay)
                 except (BrokenPipeError, ConnectionResetError):

@@ -1,16 +1,20 @@
 """Issue #33's rule as a check over the code's syntax tree: no process outside the
 sandbox opens, follows, copies or writes anything inside a user's folder by path. Only
-the modules listed in ``ALLOWED`` may call a file function (``open``, ``os.*`` and
-``os.path.*`` on paths, ``shutil.*``, ``pathlib`` reads, writes and walks) or start a
-process (``subprocess.*``: git, tar and the sandbox itself), and each only the kinds of
-call it makes today: a new call in another module, or a new kind of call in a listed
-one, fails here, so nothing bypasses the rule unseen. Each entry says why it may.
+the modules listed in ``ALLOWED`` may call a file function (``open``, ``Path.open``,
+``gzip``/``tarfile``/``io.open``, ``os.*`` and ``os.path.*`` on paths, ``shutil.*``,
+``pathlib`` reads, writes and walks) or start a process (``subprocess.*``: git, tar and
+the sandbox itself), and each only the kinds of call it makes today: a new call in
+another module, or a new kind of call in a listed one, fails here, so nothing bypasses
+the rule unseen. Importing a file function by name (``from os import listdir``) or
+renaming its module (``import os as o``) counts as a call. Each entry says why it may.
 
-The list is longer than it should be: the modules marked "(to move)" read files that a
-user cannot reach (pi's config, exports on the server's disk, imports) or will read
-context files through ``safefs`` (issue #33, A1/A2); they should shrink to the agent's
-file modules and the few that only touch piweb's own folders.
-"""
+Modules that need a user's files go through ``agent/safefs.py`` (descriptor helpers
+included: a listing, an entry scan, a file object over a descriptor); piweb's shipped
+files are read by name through ``core/shipped.py``. What is left here: the sandbox, the
+snapshots, archives and the quota's measure, piweb's own folders (var, the tokenizer
+cache, imports, the artifact folder) and pi's agent folder (the server's); the
+management commands reach the paths an administrator gives them through
+``management/admin_paths.py`` alone, which only they may import."""
 
 import ast
 from pathlib import Path
@@ -32,13 +36,19 @@ PATHLIB_METHODS = {
     "mkdir", "touch", "unlink", "rmdir", "symlink_to", "hardlink_to", "is_dir", "is_file",
     "is_symlink",
 }  # fmt: skip
+HIDDEN_BY_IMPORT = {"os", "os.path", "shutil", "subprocess", "io", "builtins"}
+OPENING_MODULES = {"io", "codecs", "gzip", "bz2", "lzma", "tarfile", "zipfile"}  # X.open(path)
 
 # module (relative to sessions_app/) → (why it may, the calls it makes)
 ALLOWED: dict[str, tuple[str, set[str]]] = {
     "agent/safefs.py": ("the descriptor-walking file access everything else should use",
-        {".is_dir", "os.chown", "os.listdir", "os.open", "os.path.realpath", "os.readlink", "os.scandir"}),
+        {".is_dir", ".is_symlink", "open", "os.chown", "os.listdir", "os.open", "os.path.realpath", "os.readlink", "os.scandir"}),
+    "management/admin_paths.py": ("the paths an administrator gives the commands (-o FILE, folders to import or watch); only the commands import it",
+        {".is_file", ".read_text", ".rglob", ".write_text", "open", "os.path.exists", "os.path.isdir", "os.path.isfile", "os.path.lexists", "os.replace", "os.unlink"}),
+    "core/shipped.py": ("piweb's own shipped files by name (static/, sessions_app/data/, the sync client)",
+        {"open"}),
     "agent/archives.py": ("unpacks beneath a descriptor of the new folder (harden-read)",
-        {".is_dir", "open", "os.listdir", "os.mkdir", "os.open", "os.scandir", "os.symlink", "os.unlink", "shutil.rmtree"}),
+        {".is_dir", "bz2.open", "gzip.open", "lzma.open", "open", "os.listdir", "os.mkdir", "os.open", "os.scandir", "os.symlink", "os.unlink", "shutil.rmtree", "tarfile.open"}),
     "agent/sandbox.py": ("builds the sandbox: the staged /etc, cgroups, bwrap itself",
         {"open", "os.access", "os.chmod", "os.listdir", "os.lstat", "os.makedirs", "os.mkdir", "os.open", "os.path.exists", "os.path.isdir", "os.path.islink", "os.readlink", "os.rename", "os.rmdir", "os.stat", "shutil.copyfile", "shutil.copytree", "shutil.rmtree", "shutil.which", "subprocess.CompletedProcess", "subprocess.Popen", "subprocess.run"}),
     "agent/shell.py": ("starts the sandboxed command",
@@ -52,25 +62,9 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
     "core/read_ahead.py": ("reads a followed pi file in a helper (the user's own pi file)",
         {"open", "subprocess.Popen"}),
     "core/tokenizer.py": ("the tokenizer's cache in piweb's folder",
-        {"open", "os.makedirs", "os.path.exists", "os.path.getsize", "os.remove", "os.replace"}),
+        {".open", "open", "os.makedirs", "os.path.exists", "os.path.getsize", "os.remove", "os.replace"}),
     "core/truncate.py": ("the full-output file in the artifact folder",
         {".is_dir", "os.open"}),
-    "management/commands/export_pi_session.py": ("an admin's export path",
-        {"open", "os.path.exists", "os.replace", "os.unlink"}),
-    "management/commands/export_session.py": ("an admin's export path",
-        {".is_dir"}),
-    "management/commands/import_pi_sessions.py": ("an admin's import path",
-        {".is_dir", ".is_file", ".rglob"}),
-    "management/commands/runpiweb.py": ("the var folder",
-        {".is_dir"}),
-    "management/commands/watch_pi_sessions.py": ("an admin's pi folder",
-        {".is_dir", "os.path.isdir", "os.path.lexists"}),
-    "presentation/exports.py": ("static files of the HTML export",
-        {".read_text"}),
-    "selectors/changes.py": ("is the workspace there (to move)",
-        {"os.path.isdir"}),
-    "selectors/model_input.py": ("a cwd's real path (to move, issue #33 A2)",
-        {"os.path.realpath"}),
     "selectors/pi_file.py": ("a followed pi file's size",
         {"os.stat"}),
     "selectors/workspaces.py": ("lists the user's workspaces (to move into safefs)",
@@ -78,48 +72,45 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
     "services/following.py": ("the followed pi files (the user's own pi folder)",
         {".is_dir", ".is_file", ".is_symlink", "open", "os.path.lexists", "os.scandir", "os.stat"}),
     "services/jobs/session_import.py": ("the uploaded file in the import folder",
-        {".unlink"}),
+        {".open", ".unlink"}),
     "services/workspace_choice.py": ("makes the new folder; the clone runs in the sandbox",
         {"os.mkdir", "os.path.lexists", "shutil.rmtree", "subprocess.run"}),
     "services/write_back.py": ("appends to the user's own followed pi file",
         {"os.open"}),
     "upload_handlers.py": ("streams an upload into the import folder",
         {".mkdir", ".unlink", "os.open"}),
-    "agent/tools/listing.py": ("grep, find and ls walk beneath the workspace descriptor (safefs)",
-        {".is_dir", ".is_symlink", "os.scandir"}),
-    "agent/tools/ls.py": ("ls lists a folder opened through safefs",
-        {"os.listdir"}),
-    "agent/tools/read.py": ("read opens a file through the workspace's descriptor (safefs)",
-        {"open"}),
-    "agent/tools/write.py": ("write: is the resolved target a folder (to move into safefs)",
-        {"os.path.isdir"}),
-    "selectors/llm/catalog.py": ("pi's agent folder (the server's, not a user's)",
-        {".read_text"}),
     "selectors/llm/keys.py": ("pi's agent folder and the pi binary (the server's)",
         {"shutil.which", "subprocess.run"}),
     "services/jobs/workspace_measure.py": ("the quota's measure: fwalk with descriptors, no link followed; shadow repositories (piweb's folder)",
         {"open", "os.chmod", "os.fwalk", "os.listdir", "os.open", "os.path.isdir", "os.path.islink", "os.stat"}),
     "services/jobs/snapshot_gc.py": ("removes an unused shadow repository (piweb's folder)",
         {"os.path.isdir", "shutil.rmtree"}),
-    "selectors/prompt_templates.py": ("lists the agent folder's shared prompts (the server's); project prompts go through safefs",
-        {"os.listdir", "os.path.realpath"}),
-    "management/commands/configuration_table.py": ("writes docs/configuration.md (the repository's own file)",
-        {".read_text", ".write_text"}),
-    "views/sync.py": ("serves the sync client, a file of piweb's own",
-        {"open"}),
+    "selectors/prompt_templates.py": ("the real paths of the agent folder's shared prompts (the server's); files go through safefs",
+        {"os.path.realpath"}),
     "services/resources.py": ("free disk above the reserve (statvfs of piweb's folders)",
         {"os.path.exists", "os.stat", "os.statvfs"}),
-    "management/commands/export_dataset.py": ("an admin's output path (-o FILE)",
-        {"open"}),
-    "templatetags/icon_tags.py": ("the vendored icons in static/ (piweb's own files)",
-        {".read_text"}),
 }  # fmt: skip
+
+
+def _pathlib_open(call: ast.Call) -> bool:
+    """``Path.open``: no argument, or a mode first (``p.open("rb")``), as opposed to the
+    opens that take what to open (``workspace.open(path, flags)``, ``zip.open(member)``)."""
+    first = call.args[0] if call.args else None
+    return first is None or isinstance(first, ast.Constant) and isinstance(first.value, str)
 
 
 def file_calls(source: str) -> set[str]:
     """The file functions and process starts called in ``source``."""
     found = set()
     for node in ast.walk(ast.parse(source)):
+        # A file function imported by name or its module renamed would hide the calls:
+        # such an import counts as a call (so it needs an entry, which no module has).
+        if isinstance(node, ast.ImportFrom) and node.module in HIDDEN_BY_IMPORT:
+            found.update(f"from {node.module} import" for _ in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(
+                f"import {a.name} as" for a in node.names if a.asname and a.name in HIDDEN_BY_IMPORT
+            )
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -138,6 +129,12 @@ def file_calls(source: str) -> set[str]:
                 found.add(f"os.path.{func.attr}")
             elif isinstance(owner, ast.Name) and owner.id in ("shutil", "subprocess"):
                 found.add(f"{owner.id}.{func.attr}")
+            elif (
+                isinstance(owner, ast.Name) and owner.id in OPENING_MODULES and func.attr == "open"
+            ):
+                found.add(f"{owner.id}.open")
+            elif func.attr == "open" and _pathlib_open(node):
+                found.add(".open")
             elif func.attr in PATHLIB_METHODS:
                 found.add(f".{func.attr}")
     return found
@@ -179,6 +176,45 @@ def test_every_allow_list_entry_is_still_needed():
     assert not stale, f"granted but no longer called (shorten the list): {stale}"
 
 
+ADMIN_PATHS = "sessions_app.management.admin_paths"
+
+
+def admin_paths_importers(modules: dict[str, str]) -> list[str]:
+    """Modules (path → source) outside the management commands that import admin_paths,
+    the file access of the commands (administrators' paths): it is no way around the rule
+    for code that runs for a request or a job."""
+    out = []
+    for module, source in sorted(modules.items()):
+        if module.startswith("management/"):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if ADMIN_PATHS in names:
+                out.append(f"sessions_app/{module}")
+    return out
+
+
+def test_only_the_management_commands_import_admin_paths():
+    assert admin_paths_importers(app_modules()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from sessions_app.management import admin_paths\n",
+        "from sessions_app.management.admin_paths import open_input\n",
+        "import sessions_app.management.admin_paths\n",
+    ],
+)
+def test_importing_admin_paths_elsewhere_fails_the_check(source):
+    assert admin_paths_importers({"services/chat.py": source}) == ["sessions_app/services/chat.py"]
+    assert admin_paths_importers({"management/commands/x.py": source}) == []
+
+
 @pytest.mark.parametrize(
     "module, source",
     [
@@ -187,6 +223,13 @@ def test_every_allow_list_entry_is_still_needed():
         ("services/chat.py", "import subprocess\nsubprocess.run(['git', 'clone', 'x'])\n"),
         ("services/fork.py", "import shutil\nshutil.copytree('a', 'b')\n"),
         ("services/manage.py", "from pathlib import Path\nPath('x').read_text()\n"),
+        ("views/tree.py", "def f(p):\n    return p.open('rb')\n"),
+        ("views/tree.py", "def f(p):\n    return p.open()\n"),
+        ("services/importer.py", "import gzip\ngzip.open('x.gz')\n"),
+        ("agent/tools/grep.py", "import io\nio.open('x')\n"),
+        ("selectors/sessions.py", "from os import listdir\nlistdir('x')\n"),
+        ("selectors/sessions.py", "import os as o\no.listdir('x')\n"),
+        ("selectors/sessions.py", "from os.path import isfile\n"),
         ("services/resources.py", "import shutil\nshutil.copyfile('a', 'b')\n"),  # a new kind
     ],
 )

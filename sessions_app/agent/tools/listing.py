@@ -99,20 +99,18 @@ def walk(start: str, ctx: ToolContext, *, include_dirs: bool = False) -> Iterato
         except OSError:
             continue
         try:
-            with os.scandir(fd) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = safefs.entries_in(fd)
         except OSError:
             continue
         finally:
             os.close(fd)
         subdirs = []
-        for entry in entries:
-            if entry.name == ".git":
+        for name, is_dir, is_link in entries:
+            if name == ".git":
                 continue
-            path = os.path.join(directory, entry.name)
+            path = os.path.join(directory, name)
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if entry.is_symlink():
+                if is_link:
                     target = workspace.open_in_root(
                         workspace.root_relative(path), os.O_PATH, follow=True
                     )

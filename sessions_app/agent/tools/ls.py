@@ -8,6 +8,7 @@ from typing import Any
 
 from sessions_app.core.truncate import DEFAULT_MAX_BYTES, LS_DEFAULT_LIMIT, ls_notice
 
+from .. import safefs
 from .base import ToolContext, ToolError, ToolResult, param, text_result
 from .listing import directory_arg, limit_arg, listing_result, listing_tool
 
@@ -21,7 +22,7 @@ def _ls(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             workspace.root_relative(directory), os.O_RDONLY | os.O_DIRECTORY, follow=True
         )
         try:
-            names = os.listdir(fd)
+            names = safefs.names_in(fd)
         finally:
             os.close(fd)
     except OSError as exc:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sessions_app.core.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, read_output_text
 
+from .. import safefs
 from .base import (
     Tool,
     ToolContext,
@@ -55,7 +56,7 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         os.close(fd)
         raise ToolError(f"{path} is not a regular file.")
     size = info.st_size
-    with open(fd, "rb") as fh:
+    with safefs.reader(fd) as fh:
         head = fh.read(16)
         mime = image_mime_type(head)
         if mime:

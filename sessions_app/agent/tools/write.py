@@ -16,9 +16,6 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path, content = args["path"], args["content"]
     if problem := write_refusal(ctx.bash_guard, f"write {path}"):
         raise ToolError(problem)
-    absolute = ctx.workspace.resolve(path)
-    if os.path.isdir(absolute):
-        raise ToolError(f"{path} is a directory.")
     ctx.workspace.make_parents(path)
     ctx.check_abort()
     data = content.encode("utf-8", errors="surrogatepass")

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from piweb import env
+from sessions_app.management import admin_paths
 
 
 class Command(BaseCommand):
@@ -21,7 +22,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file: Path, check: bool, **options):
-        document = file.read_text()
+        document = admin_paths.read_document(file)
         try:
             current = env.with_current_table(document)
         except ValueError as exc:
@@ -34,5 +35,5 @@ class Command(BaseCommand):
                 "run `manage.py configuration_table`."
             )
         else:
-            file.write_text(current)
+            admin_paths.write_document(file, current)
             self.stdout.write(f"{file}: configuration table written.")

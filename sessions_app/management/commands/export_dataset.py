@@ -7,6 +7,7 @@ from urllib.parse import parse_qs
 from django.core.management.base import BaseCommand, CommandError
 from django.http import QueryDict
 
+from sessions_app.management import admin_paths
 from sessions_app.models import ReviewQueue, Team
 from sessions_app.selectors import datasets
 from sessions_app.selectors.sessions import ListFilters
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         except datasets.DatasetError as exc:
             raise CommandError(str(exc)) from exc
         rows = datasets.dataset_rows(answers, team_id, minimums)
-        stream = self.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+        stream = self.stdout if output == "-" else admin_paths.open_output(output, text=True)
         count = 0
         try:
             for line in datasets.dataset_lines(rows, format):

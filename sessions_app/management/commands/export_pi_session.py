@@ -1,10 +1,10 @@
 """export_pi_session SESSION_ID -o FILE: write a session as a pi JSONL file."""
 
-import os
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.management import admin_paths
 from sessions_app.models import Session
 from sessions_app.selectors.exporter import export_to_file
 
@@ -23,16 +23,10 @@ class Command(BaseCommand):
         if output == "-":
             export_to_file(session, sys.stdout.buffer)
             return
-        tmp = f"{output}.tmp-{os.getpid()}"
         try:
-            with open(tmp, "wb") as fh:
-                size = export_to_file(session, fh)
-            os.replace(tmp, output)
+            size = admin_paths.write_whole(output, lambda fh: export_to_file(session, fh))
         except OSError as exc:
             raise CommandError(f"Cannot write {output}: {exc}") from exc
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         self.stdout.write(
             f"Exported session {session.pi_id} ({session.entry_count} entries, {size} bytes) to {output}"
         )

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.management import admin_paths
 from sessions_app.models import Session
 from sessions_app.presentation import exports
 
@@ -36,10 +37,10 @@ class Command(BaseCommand):
             sys.stdout.buffer.flush()
             return
         target = Path(output)
-        if target.is_dir():
+        if admin_paths.is_folder(target):
             target = target / result.filename
         written = 0
-        with target.open("wb") as out:
+        with admin_paths.open_output(target) as out:
             for chunk in chunks:
                 out.write(chunk)
                 written += len(chunk)

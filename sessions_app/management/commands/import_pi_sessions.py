@@ -5,6 +5,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.management import admin_paths
 from sessions_app.services.importer import SessionImportError, import_jsonl_stream
 
 
@@ -13,9 +14,9 @@ def session_files(paths: list[str]) -> list[Path]:
     found: list[Path] = []
     for raw in paths:
         path = Path(raw).expanduser()
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        elif path.is_file():
+        if admin_paths.is_folder(path):
+            found.extend(admin_paths.jsonl_files_under(path))
+        elif admin_paths.is_regular_file(path):
             found.append(path)
         else:
             raise CommandError(f"{raw}: no such file or directory")
@@ -50,7 +51,7 @@ class Command(BaseCommand):
         counts = {"created": 0, "updated": 0, "unchanged": 0}
         for path in files:
             try:
-                with path.open("rb") as fh:
+                with admin_paths.open_input(path) as fh:
                     report = import_jsonl_stream(
                         fh, user, filename=str(path), source_path=str(path.resolve())
                     )

@@ -19,6 +19,7 @@ from django.db import connection
 
 from piweb import embedded, queues
 from piweb.supervisor import Supervisor
+from sessions_app.management import admin_paths
 from sessions_app.services import resources, sandboxing
 
 
@@ -136,7 +137,7 @@ class Command(BaseCommand):
             return
         pi_dir = settings.PIWEB_PI_DEFAULT_SESSION_DIR
         single_user = get_user_model().objects.filter(is_active=True).count() <= 1
-        if not settings.PIWEB_PI_SESSION_DIRS and single_user and pi_dir.is_dir():
+        if not settings.PIWEB_PI_SESSION_DIRS and single_user and admin_paths.is_folder(pi_dir):
             self.stdout.write(
                 f"pi sessions found in {pi_dir}: to see them here as pi writes them, start "
                 f"with PIWEB_PI_SESSION_DIRS={pi_dir} (see docs/follow.md)."

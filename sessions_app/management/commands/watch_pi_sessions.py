@@ -1,7 +1,6 @@
 """watch_pi_sessions DIR... : follow pi's session folders live (see services/following.py)."""
 
 import logging
-import os
 import signal
 import threading
 import time
@@ -11,6 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 
+from sessions_app.management import admin_paths
 from sessions_app.management.commands.import_pi_sessions import Command as ImportCommand
 from sessions_app.services import following, write_back
 
@@ -63,7 +63,7 @@ class Command(BaseCommand):
         roots = []
         for raw in dirs:
             root = Path(raw).expanduser().resolve()
-            if not root.is_dir():
+            if not admin_paths.is_folder(root):
                 raise CommandError(f"{raw}: not a directory")
             roots.append(str(root))
         self.owner = user
@@ -146,9 +146,9 @@ class Command(BaseCommand):
         """One batch of watcher events: each path once, files first, then new folders.
         (One thread: the work is mostly Python, so threads only made it slower.)"""
         paths = sorted({path for _change, path in changes})
-        folders = [p for p in paths if os.path.isdir(p)]
+        folders = admin_paths.folders_among(paths)
         for path in paths:
-            if path not in folders and (path.endswith(".jsonl") or not os.path.lexists(path)):
+            if path not in folders and (path.endswith(".jsonl") or not admin_paths.lexists(path)):
                 self._guarded(path, lambda p=path: self._sync(p))
         for path in folders:
             # A folder that appeared (or was moved in): its files may predate the watch.

@@ -28,12 +28,13 @@ from sessions_app.core.pi_config import (
     ProjectSettings,
     WatchedJson,
 )
+from sessions_app.core.shipped import read_shipped
 from sessions_app.models import ModelEndpoint, ModelPreference
 
 DEFAULT_PROFILE = "default"
 
 
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "data" / "pi_models.json"
+CATALOG_FILE = "sessions_app/data/pi_models.json"
 
 
 # APIs piweb can call: those the providers package speaks.
@@ -153,7 +154,7 @@ def resolve_profile(name: str | None) -> ModelProfile | None:
 @functools.cache
 def builtin_catalog() -> tuple[tuple[dict[str, Any], ...], dict[str, tuple[str, ...]]]:
     """pi's built-in models and, per provider, the variables pi reads its key from."""
-    data = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))
+    data = json.loads(read_shipped(CATALOG_FILE).decode("utf-8"))
     models: list[dict] = []
     env_keys: dict[str, tuple[str, ...]] = {}
     for provider, entry in data["providers"].items():

@@ -39,10 +39,12 @@ from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import AnswerInput, FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors import workspaces
+from sessions_app.selectors.jobs import queued_count
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
 from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import retry_policy
 from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.runs import run_active
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import changes, events, sandboxing, sessions
 from sessions_app.services.jobs import compaction, lifecycle
@@ -389,7 +391,7 @@ def user_message(text: str) -> dict:
 
 def publish_queue(session: Session) -> None:
     """Tell every page of the session that its queue changed (after the commit)."""
-    count = QueuedMessage.objects.filter(session=session).count()
+    count = queued_count(session)
     events.publish(session.pk, "queue_changed", {"count": count})
 
 
@@ -419,9 +421,7 @@ def start_queued_run(session: Session) -> Job | None:
     starts the next run, as sending it would have: steering first, then follow-ups."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        if Job.objects.filter(
-            session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
-        ).exists():
+        if run_active(locked.pk):
             return None
         queued = QueuedMessage.objects.filter(session=locked)
         item = queued.filter(mode=QueuedMessage.Mode.STEER).first() or queued.first()

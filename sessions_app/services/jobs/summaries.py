@@ -15,6 +15,7 @@ from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_pk
 from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.selectors.model_input import summary_profile
+from sessions_app.selectors.runs import run_active
 from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
@@ -139,12 +140,6 @@ def is_ancestor_or_self(session: Session, ancestor_pi_id: str, leaf: Entry | Non
     return ancestor_pk is not None and ancestor_pk in paths.path_entry_pks(leaf.pk)
 
 
-def agent_run_active(session_pk: int) -> bool:
-    return Job.objects.filter(
-        session_id=session_pk, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
-    ).exists()
-
-
 _WAIT = object()
 
 
@@ -192,7 +187,7 @@ def _complete_once(job, attempt, payload, attach, waits, note, meta, extra):
         )
         if locked.status != Status.RUNNING or locked.attempts != attempt or locked.result_entry_id:
             return None  # someone else took it over (we were presumed dead): write nothing
-        if payload is not None and waits and waits(locked) and agent_run_active(session.pk):
+        if payload is not None and waits and waits(locked) and run_active(session.pk):
             return _WAIT
         if payload is None:
             lifecycle.finish(locked, Status.DONE, phase="done", note=note, **meta)

@@ -54,5 +54,5 @@ def test_a_user_revokes_only_their_own_tokens(make_user):
 def test_the_client_is_served_as_it_is_in_the_repository():
     response = Client().get(reverse("sessions_app:sync_client"))
     assert response.status_code == 200
-    body = b"".join(response.streaming_content)
-    assert body == (settings.BASE_DIR / "piweb_sync.py").read_bytes()
+    assert response["Content-Disposition"] == 'attachment; filename="piweb_sync.py"'
+    assert response.content == (settings.BASE_DIR / "piweb_sync.py").read_bytes()
