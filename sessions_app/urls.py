@@ -218,6 +218,7 @@ urlpatterns = [
     path("sync/piweb_sync.py", sync.client, name="sync_client"),
     path("api/v1/me", sync_api.whoami, name="api_whoami"),
     path("api/v1/files/push", sync_api.push, name="api_push"),
+    path("api/v1/files/push.jsonl", sync_api.push_lines, name="api_push_lines"),
     path("api/v1/files/state", sync_api.file_state, name="api_file_state"),
     path("api/v1/files/pending", sync_api.pending, name="api_pending"),
     path(

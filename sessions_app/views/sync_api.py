@@ -8,7 +8,8 @@ from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
-from sessions_app.params import json_body, query
+from sessions_app.core.errors import ServiceError
+from sessions_app.params import json_body, query, raw_body
 from sessions_app.responses import token_view
 from sessions_app.selectors import exporter
 from sessions_app.selectors import sync as sync_selectors
@@ -43,6 +44,26 @@ def push(request, user):
         body.integer("offset"),
         body.data_bytes(),
         rewrite=body.flag("rewrite"),
+    )
+    return JsonResponse(_file_json(row))
+
+
+@token_view(methods=("POST",))
+def push_lines(request, user):
+    """`push` with the lines as the body itself (pi's JSONL bytes, any encoding) and the
+    other fields in the query: no JSON string to escape and parse (the client's way; an
+    8 MiB batch spent about 100 ms of a 500 ms request in json.dumps and json.loads)."""
+    params = query(request)
+    offset = params.integer("offset")
+    if offset is None:
+        raise ServiceError('"offset" is required.', 400, "bad_parameter")
+    row = sync.push(
+        user,
+        params.text("client"),
+        params.text("path"),
+        offset,
+        raw_body(request, settings.PIWEB_SYNC_MAX_BATCH_BYTES),
+        rewrite=params.flag("rewrite"),
     )
     return JsonResponse(_file_json(row))
 
