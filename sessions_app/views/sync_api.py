@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.params import json_body, query, raw_body
+from sessions_app.presentation import api_schema
 from sessions_app.responses import token_view
 from sessions_app.selectors import exporter
 from sessions_app.selectors import sync as sync_selectors
@@ -27,6 +28,17 @@ def _file_json(row) -> dict:
         "url": reverse("sessions_app:session_detail", args=[session.pi_id]) if session else None,
         "pending": len(row.pending),
     }
+
+
+@token_view()
+def openapi(request, user):
+    """This API's OpenAPI 3.1 document (presentation/api_schema.py)."""
+    return JsonResponse(
+        api_schema.openapi(
+            max_batch_bytes=settings.PIWEB_SYNC_MAX_BATCH_BYTES,
+            max_file_bytes=settings.PIWEB_MAX_UPLOAD_BYTES,
+        )
+    )
 
 
 @token_view()
