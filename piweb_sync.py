@@ -67,20 +67,31 @@ class Server:
         self.token = token
         self.client = client
         self.timeout = timeout
+        self.raw_push = True
 
-    def call(self, method: str, path: str, body: dict | None = None, params=None) -> dict:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict | None = None,
+        params=None,
+        *,
+        raw: bytes | None = None,
+    ) -> dict:
         """One request, tried again (waiting longer each time) while the server cannot be
-        reached or answers 5xx or 429; a 4xx other than 404 and 409 is `Refused`."""
+        reached or answers 5xx or 429; a 4xx other than 404 and 409 is `Refused`. The
+        body is `body` as JSON, or `raw` as it is (JSON lines)."""
         url = f"{self.url}/api/v1/{path}"
         if params:
             url += "?" + urllib.parse.urlencode(params)
-        data = json.dumps(body).encode() if body is not None else None
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
+        kind = "application/x-ndjson" if raw is not None else "application/json"
         delay = 0.2
         while True:
             request = urllib.request.Request(url, data=data, method=method)
             request.add_header("Authorization", f"Bearer {self.token}")
             if data is not None:
-                request.add_header("Content-Type", "application/json")
+                request.add_header("Content-Type", kind)
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     return json.loads(response.read() or b"{}")
@@ -102,6 +113,17 @@ class Server:
             delay = min(MAX_DELAY, delay * 2)
 
     def push(self, path: str, offset: int, data: bytes, rewrite: bool = False) -> dict:
+        """Send lines: as the body itself (`files/push.jsonl`: no JSON string to escape
+        and parse, several times faster for a backlog), or, for a server without that
+        route, in a JSON body (`files/push`)."""
+        if self.raw_push:
+            params = {"client": self.client, "path": path, "offset": offset}
+            if rewrite:
+                params["rewrite"] = "true"
+            answer = self.call("POST", "files/push.jsonl", params=params, raw=data)
+            if not (answer.get("missing") and "code" not in answer):
+                return answer
+            self.raw_push = False  # an older server (its 404 page, not the API's answer)
         body = {"client": self.client, "path": path, "offset": offset, "rewrite": rewrite}
         try:
             body["data"] = data.decode("utf-8")

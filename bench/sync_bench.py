@@ -126,14 +126,31 @@ def latency(client: Path, base: str, token: str, work: Path, seconds: float) -> 
         follower.wait(10)
 
 
-def backlog(client: Path, base: str, token: str, work: Path, megabytes: int) -> tuple[int, float]:
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process `pid` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backlog(
+    client: Path, base: str, token: str, work: Path, megabytes: int, server_pid: int
+) -> tuple[int, float, float, float]:
+    """(bytes, seconds, the client's CPU seconds, the web process's CPU seconds): the CPU
+    figures compare runs on a busy machine, where the wall time says little."""
     path = work / "backlog.jsonl"
     size = write_session(path, megabytes)
     argv = [*PLAIN_PYTHON, str(client), "--server", base, "--token", token]
     argv += ["--client", "bench", "--state", str(work / "state-backlog.json"), "push", str(path)]
+    server_before = _cpu_seconds(server_pid)
+    children_before = os.times()
     started = time.monotonic()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-    return size, time.monotonic() - started
+    seconds = time.monotonic() - started
+    children = os.times()
+    client_cpu = (children.children_user - children_before.children_user) + (
+        children.children_system - children_before.children_system
+    )
+    return size, seconds, client_cpu, _cpu_seconds(server_pid) - server_before
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -208,11 +225,15 @@ def main() -> None:
             f"{'MET' if p50 < 300 and p95 < 1000 else 'NOT MET'})",
             flush=True,
         )
-        size, seconds = backlog(client, base, token, work, args.backlog_mb)
+        size, seconds, client_cpu, server_cpu = backlog(
+            client, base, token, work, args.backlog_mb, server.pid
+        )
         rate = size / MB / seconds
         print(
             f"backlog: {size / MB:.0f} MB pushed in {seconds:.1f} s: {rate:.1f} MB/s "
-            f"(target 20 MB/s: {'MET' if rate >= 20 else 'NOT MET'})",
+            f"(target 20 MB/s: {'MET' if rate >= 20 else 'NOT MET'}); CPU: client "
+            f"{client_cpu:.1f} s, web process {server_cpu:.1f} s; load average "
+            f"{os.getloadavg()[0]:.1f}",
             flush=True,
         )
     finally:

@@ -135,9 +135,9 @@ class JsonBody:
             raise ServiceError(f'"{name}" is not valid base64.', 400, "bad_parameter") from None
 
 
-def json_body(request, limit: int) -> JsonBody:
-    """The request's body as a JSON object, refused (413) past `limit` bytes; read from
-    the stream, so Django's in-memory limit for form bodies does not apply."""
+def raw_body(request, limit: int) -> bytes:
+    """The request's body as bytes, refused (413) past `limit` bytes; read from the
+    stream, so Django's in-memory limit for form bodies does not apply."""
     raw = request.read(limit + 1)
     if len(raw) > limit:
         raise ServiceError(
@@ -145,6 +145,13 @@ def json_body(request, limit: int) -> JsonBody:
             413,
             "too_large",
         )
+    return raw
+
+
+def json_body(request, limit: int) -> JsonBody:
+    """The request's body as a JSON object, refused (413) past `limit` bytes; read from
+    the stream, so Django's in-memory limit for form bodies does not apply."""
+    raw = raw_body(request, limit)
     try:
         value = json.loads(raw)
     except ValueError:

@@ -227,8 +227,10 @@ urlpatterns = [
     path("sync/", sync.tokens, name="sync_tokens"),
     path("sync/tokens/<int:token_pk>/revoke/", sync.revoke, name="sync_token_revoke"),
     path("sync/piweb_sync.py", sync.client, name="sync_client"),
+    path("api/v1/openapi.json", sync_api.openapi, name="api_openapi"),
     path("api/v1/me", sync_api.whoami, name="api_whoami"),
     path("api/v1/files/push", sync_api.push, name="api_push"),
+    path("api/v1/files/push.jsonl", sync_api.push_lines, name="api_push_lines"),
     path("api/v1/files/state", sync_api.file_state, name="api_file_state"),
     path("api/v1/files/pending", sync_api.pending, name="api_pending"),
     path(

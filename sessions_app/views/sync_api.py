@@ -8,7 +8,9 @@ from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
-from sessions_app.params import json_body, query
+from sessions_app.core.errors import ServiceError
+from sessions_app.params import json_body, query, raw_body
+from sessions_app.presentation import api_schema
 from sessions_app.responses import token_view
 from sessions_app.selectors import exporter
 from sessions_app.selectors import sync as sync_selectors
@@ -29,6 +31,17 @@ def _file_json(row) -> dict:
 
 
 @token_view()
+def openapi(request, user):
+    """This API's OpenAPI 3.1 document (presentation/api_schema.py)."""
+    return JsonResponse(
+        api_schema.openapi(
+            max_batch_bytes=settings.PIWEB_SYNC_MAX_BATCH_BYTES,
+            max_file_bytes=settings.PIWEB_MAX_UPLOAD_BYTES,
+        )
+    )
+
+
+@token_view()
 def whoami(request, user):
     return JsonResponse({"user": user.get_username()})
 
@@ -43,6 +56,26 @@ def push(request, user):
         body.integer("offset"),
         body.data_bytes(),
         rewrite=body.flag("rewrite"),
+    )
+    return JsonResponse(_file_json(row))
+
+
+@token_view(methods=("POST",))
+def push_lines(request, user):
+    """`push` with the lines as the body itself (pi's JSONL bytes, any encoding) and the
+    other fields in the query: no JSON string to escape and parse (the client's way; an
+    8 MiB batch spent about 100 ms of a 500 ms request in json.dumps and json.loads)."""
+    params = query(request)
+    offset = params.integer("offset")
+    if offset is None:
+        raise ServiceError('"offset" is required.', 400, "bad_parameter")
+    row = sync.push(
+        user,
+        params.text("client"),
+        params.text("path"),
+        offset,
+        raw_body(request, settings.PIWEB_SYNC_MAX_BATCH_BYTES),
+        rewrite=params.flag("rewrite"),
     )
     return JsonResponse(_file_json(row))
 

@@ -68,11 +68,12 @@ ACTIONS = {
     "jobs_compact",
     "jobs_settings",
     "api_push",
+    "api_push_lines",
     "set_theme",
 }
 DOWNLOADS = {"usage_csv", "sync_client"}
 # The sync API: a bearer token only, so the browser's login gets 401.
-TOKEN_API = {"api_whoami", "api_file_state", "api_pending", "api_export"}
+TOKEN_API = {"api_whoami", "api_file_state", "api_pending", "api_export", "api_openapi"}
 
 # Shows a CSP violation as a console error, whatever reports it.
 CSP_REPORTER = """

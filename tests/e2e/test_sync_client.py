@@ -373,3 +373,17 @@ def test_pi_round_trip_continued_in_the_browser(laptop, llm, worker, page_for, w
         ("assistant", "piweb answer two"),
         ("user", "three"),
     ]
+
+
+@pytest.mark.urls("tests.support.urls_before_push_lines")
+def test_a_server_without_push_jsonl_gets_the_lines_in_json_bodies(
+    live_server, make_user, tmp_path
+):
+    """An older server (its 404 page for files/push.jsonl): the client sends the same
+    batches to files/push, and the server ends with the laptop's file."""
+    token = sync_tokens.create_token(make_user(), "laptop")[1]
+    client = download_client(live_server.url, tmp_path)
+    sid = "0199aaaa-bbbb-7ccc-8ddd-0000000000e7"
+    path = _new_file(tmp_path, sid, 40)
+    push_files(client, live_server.url, token, tmp_path / "state.json", path)
+    assert server_export(live_server.url, token, sid) == path.read_bytes()

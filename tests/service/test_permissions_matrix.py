@@ -276,6 +276,8 @@ ROUTES: dict[str, Route] = {
     "sync_client": Route("public"),
     "api_whoami": Route("token"),
     "api_push": Route("token", "POST"),
+    "api_push_lines": Route("token", "POST"),
+    "api_openapi": Route("token"),
     "api_file_state": Route("token"),
     "api_pending": Route("token"),
     "api_export": Route("token", kwargs=S),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import uuid
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
@@ -150,3 +151,28 @@ def test_too_many_bad_tokens_from_one_address_get_429(make_user, settings):
 def test_only_its_methods_are_allowed(make_user):
     client = _api(make_user())
     assert client.get(reverse("sessions_app:api_push")).status_code == 405
+
+
+def _push_lines(client, offset, data, **params):
+    url = reverse("sessions_app:api_push_lines")
+    query = urlencode({"client": CLIENT, "path": PATH, "offset": offset, **params})
+    return client.post(f"{url}?{query}", data, "application/x-ndjson")
+
+
+def test_lines_sent_as_the_body_follow_the_same_rules(make_user):
+    client = _api(make_user())
+    head = FILE[: FILE.index(b"\n") + 1]
+    assert _push_lines(client, 0, head).json()["offset"] == len(head)
+    whole = _push_lines(client, 0, FILE)  # the part held is compared, the rest appended
+    assert whole.status_code == 200 and whole.json()["offset"] == len(FILE)
+    assert _push_lines(client, 0, FILE).json() == whole.json()  # the same batch: nothing
+    different = FILE.replace(b'"text":"', b'"text":"changed ', 1)
+    assert different != FILE
+    conflict = _push_lines(client, 0, different)
+    assert conflict.status_code == 409 and conflict.json()["offset"] == len(FILE)
+    assert _push_lines(client, len(FILE) + 1, b"{}\n").json()["offset"] == len(FILE)
+    assert _push_lines(client, 0, FILE, rewrite="true").json()["offset"] == len(FILE)
+    assert _push_lines(client, "", FILE).status_code == 400
+    assert _push_lines(client, 0, FILE[:-1], rewrite="true").status_code == 400  # no newline
+    export = client.get(reverse("sessions_app:api_export", args=[SID]))
+    assert b"".join(export.streaming_content) == FILE
