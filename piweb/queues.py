@@ -14,6 +14,12 @@ never delay anyone's short command, summary or import:
 read when a task is sent, so a test that points the default queue elsewhere moves every
 queue with it. ``runpiweb`` starts one worker per group of :func:`worker_groups`; the
 test suite's worker consumes :func:`all_queues`.
+
+``runpiweb`` on one machine (the default) starts the light layout instead,
+:func:`light_workers`: two processes, the agent runs on a pool of threads (they wait on the
+network) and every other queue in one process whose pool keeps each queue's own threads
+(piweb/worker_pool.py). ``runworkers`` (a worker host of a scale-out layout) and
+``runpiweb --separate-workers`` keep one process pool per group.
 """
 
 from __future__ import annotations
@@ -66,6 +72,37 @@ def worker_groups(base_name: str, runs_concurrency: int) -> list[tuple[str, list
             settings.PIWEB_IMPORT_CONCURRENCY,
         ),
     ]
+
+
+def light_workers(
+    base_name: str, runs_concurrency: int, node_suffix: str
+) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
+    """(supervisor name, queues, command line, environment additions) of the two workers
+    of the light layout."""
+    from piweb import worker_pool
+
+    runs = max(1, runs_concurrency)
+    other = worker_pool.slots_by_queue(base_name)
+    common = ["-l", "warning", "--without-gossip", "--without-mingle"]
+    runs_argv = _celery_worker() + ["-P", "threads", "-c", str(runs)]
+    runs_argv += ["-Q", f"{base_name}-{RUNS}", "-n", f"runs-{node_suffix}@%h", *common]
+    queues_argv = _celery_worker() + ["-P", "custom"]  # (CELERY_CUSTOM_WORKER_POOL)
+    queues_argv += ["-c", str(sum(other.values()))]
+    queues_argv += ["--prefetch-multiplier", str(worker_pool.PREFETCH_MULTIPLIER)]
+    queues_argv += ["-Q", ",".join(other), "-n", f"queues-{node_suffix}@%h", *common]
+    return [
+        ("runs worker", [f"{base_name}-{RUNS}"], runs_argv, {}),
+        ("queues worker", list(other), queues_argv, {"CELERY_CUSTOM_WORKER_POOL": POOL}),
+    ]
+
+
+POOL = "piweb.worker_pool:QueuePool"
+
+
+def _celery_worker() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "celery", "-A", "piweb", "worker"]
 
 
 def worker_argv(label: str, names: list[str], slots: int, node_suffix: str) -> list[str]:
