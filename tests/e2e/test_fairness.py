@@ -2,8 +2,10 @@
 
 Was (issue 23): one user with as many sessions as worker slots sent `!sleep 3600` in each,
 and another user's `!echo` waited 43 s. Here the workers are started the way `runpiweb`
-starts them (piweb/queues.worker_groups: one worker per queue group, its own slots), on
-queues of this test's own, with a per-user limit of 2 runs and 3 command slots.
+starts them, on queues of this test's own, with a per-user limit of 2 runs and 3 command
+slots: the light layout of `make run` (piweb/queues.light_workers: runs on threads, the
+other queues on threads of their own in one process) and the separate process pools of
+`runworkers` (piweb/queues.worker_groups).
 """
 
 import sys
@@ -25,8 +27,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 LIMIT = 2
 
 
-@pytest.fixture
-def layout(child_env, tmp_path, settings, monkeypatch):
+@pytest.fixture(params=["light", "separate"])
+def layout(request, child_env, tmp_path, settings, monkeypatch):
     """The runs and commands workers of runpiweb's layout, on a base queue of our own."""
     from piweb.celery import app
 
@@ -41,16 +43,23 @@ def layout(child_env, tmp_path, settings, monkeypatch):
     )
     settings.PIWEB_COMMAND_CONCURRENCY = 3
     started = []
-    for label, names, slots in queues.worker_groups(base, 1):
-        if label not in ("celery worker", "commands worker"):
-            continue
-        argv = [sys.executable, "-m", "celery", "-A", "piweb", "worker", "-l", "info"]
-        argv += ["-c", str(slots), "-Q", ",".join(names), "--without-gossip"]
-        argv += ["--without-mingle", "-n", f"{label.split()[0]}-{base}@%h"]
+    if request.param == "light":
+        workers = [
+            (label, argv, {**env, **extra})
+            for label, _names, argv, extra in queues.light_workers(base, 1, base)
+        ]
+    else:
+        workers = [
+            (label, queues.worker_argv(label, names, slots, base), env)
+            for label, names, slots in queues.worker_groups(base, 1)
+            if label in ("celery worker", "commands worker")
+        ]
+    for label, argv, worker_env in workers:
+        argv = [("info" if arg == "warning" else arg) for arg in argv]
         proc = ManagedProcess(
             label.replace(" ", "-"),
             argv,
-            env,
+            worker_env,
             lambda p: "ready." in p.log.read_text(errors="replace"),
             tmp_path,
         )
