@@ -227,9 +227,9 @@ def turns(args, tmp: Path, llm) -> float:
             for t in range(args.turns):
                 job = chat.send_message(session, user, f"turn {t}: list the files")
                 wait(
-                    lambda job=job: Job.objects.filter(pk=job.pk)
-                    .exclude(status__in=Job.ACTIVE)
-                    .exists(),
+                    lambda job=job: (
+                        Job.objects.filter(pk=job.pk).exclude(status__in=Job.ACTIVE).exists()
+                    ),
                     180,
                     "a turn",
                 )

@@ -10,7 +10,7 @@ app. Its folder is first on ``sys.path``, so ``supervisor`` and ``embedded`` are
 as top-level modules. SPEC is JSON (no secrets: every child gets this process's
 environment plus the few variables of ``extra_env``)::
 
-    {"children": [{"name", "argv", "extra_env", "pass_fds"} | {"name", "redis_socket"}],
+    {"children": [{"name", "argv", "extra_env", "pass_fds"} | {"name", "redis_socket", "binary"}],
      "serving": [host, port], "banner": [lines printed once host:port answers]}
 """
 
@@ -35,7 +35,7 @@ def _report(text: str) -> None:
 
 def _starter(spec: dict):
     if "redis_socket" in spec:
-        return lambda: embedded.start(spec["redis_socket"])
+        return lambda: embedded.start(spec["redis_socket"], binary=spec["binary"])
     env = {**os.environ, **spec.get("extra_env", {})}
     argv, fds = spec["argv"], tuple(spec.get("pass_fds", ()))
     return lambda: subprocess.Popen(argv, env=env, pass_fds=fds)

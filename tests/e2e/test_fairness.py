@@ -8,7 +8,6 @@ other queues on threads of their own in one process) and the separate process po
 `runworkers` (piweb/queues.worker_groups).
 """
 
-import sys
 import time
 import uuid
 

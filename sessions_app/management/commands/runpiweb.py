@@ -25,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
-from piweb import queues
+from piweb import embedded, queues
 from sessions_app.services import resources, sandboxing
 
 
@@ -61,7 +61,11 @@ class Command(BaseCommand):
         specs: list[dict] = []
         if settings.USES_EMBEDDED_REDIS:
             specs.append(
-                {"name": "embedded redis", "redis_socket": str(settings.EMBEDDED_REDIS_SOCKET)}
+                {
+                    "name": "embedded redis",
+                    "redis_socket": str(settings.EMBEDDED_REDIS_SOCKET),
+                    "binary": embedded.redis_server_binary(),
+                }
             )
             self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
             self.layout.append("embedded Redis")
