@@ -101,16 +101,16 @@ class Command(BaseCommand):
             return [{"name": "daphne", "argv": argv}]
         # N daphnes accept on one socket opened here (the kernel hands each connection to
         # one of them); it stays open across the exec, and a restarted daphne takes it too.
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
+        if ":" in host:  # (twisted adopts an inherited socket as IPv4 only)
+            raise CommandError("--web with more than 1 process needs an IPv4 --host.")
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         listener.listen(1024)
         listener.set_inheritable(True)
         self._listener = listener
-        domain = "INET6" if family == socket.AF_INET6 else "INET"
         fd = listener.fileno()
-        argv = [*server, "-e", f"fd:fileno={fd}:domain={domain}", "piweb.asgi:application"]
+        argv = [*server, "-e", f"fd:fileno={fd}", "piweb.asgi:application"]
         self.layout.append(f"web server ({web} processes)")
         return [{"name": f"daphne {i + 1}", "argv": argv, "pass_fds": [fd]} for i in range(web)]
 
