@@ -81,21 +81,6 @@ def main():
         check=True,
         env=dict(os.environ),
     )
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.db import connection
-
-    from tests.support.tree_data import bulk_session
-
-    user = get_user_model().objects.create_user("load", password="load-bench-only")
-    workspace = tmp / "workspaces" / str(user.pk) / "s"
-    workspace.mkdir(parents=True)
-    session = bulk_session(user, str(workspace), args.entries, 0, name="load bench")
-    leaf = session.leaf.pi_id
-    connection.close()
-
     port = free_port()
     log_path = tmp / "runpiweb.log"
     argv = [sys.executable, "manage.py", "runpiweb", "--port", str(port), "--web", str(args.web)]
@@ -114,11 +99,12 @@ def main():
             if time.monotonic() > deadline or runpiweb.poll() is not None:
                 raise RuntimeError(log_path.read_text(errors="replace")[-3000:])
             time.sleep(0.2)
+        session_id, leaf = build_session(args, tmp)  # (with the server's Redis up)
         print(
             f"runpiweb --web {args.web} on {os.cpu_count()} cores; {args.clients} clients, "
             f"{args.sockets} websockets, {args.seconds:.0f} s, a {args.entries}-entry session"
         )
-        asyncio.run(load(args, port, session.pi_id, leaf))
+        asyncio.run(load(args, port, session_id, leaf))
     finally:
         os.killpg(runpiweb.pid, signal.SIGTERM)
         try:
@@ -126,6 +112,24 @@ def main():
         except subprocess.TimeoutExpired:
             os.killpg(runpiweb.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_session(args, tmp: Path) -> tuple[str, str]:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from tests.support.tree_data import bulk_session
+
+    user = get_user_model().objects.create_user("load", password="load-bench-only")
+    workspace = tmp / "workspaces" / str(user.pk) / "s"
+    workspace.mkdir(parents=True)
+    session = bulk_session(user, str(workspace), args.entries, 0, name="load bench")
+    leaf = session.leaf.pi_id
+    connection.close()
+    return session.pi_id, leaf
 
 
 async def login(base: str):
@@ -157,7 +161,7 @@ async def load(args, port: int, session_id: str, leaf: str) -> None:
     }
     cookie = f"sessionid={clients[0].cookies['sessionid']}"
     sockets = []
-    for i in range(args.sockets):
+    for _ in range(args.sockets):
         sockets.append(
             await websockets.connect(
                 f"ws://127.0.0.1:{port}/ws/sessions/{session_id}/",

@@ -184,3 +184,40 @@ def test_backoff_doubles_for_quick_deaths_and_resets_after_a_stable_run():
     supervisor.stopping = False
     supervisor.check()
     assert child.quick_deaths == 1 and supervisor.backoff(child) == 0.2
+
+
+def test_two_web_processes_share_the_port_and_one_keeps_serving_when_the_other_dies(
+    child_env, tmp_path
+):
+    port = free_port()
+    env = {**child_env, "PIWEB_CELERY_QUEUE": f"q-web2-{port}"}
+    log = tmp_path / "runpiweb.log"
+    argv = [sys.executable, "manage.py", "runpiweb", "--port", str(port), "--web", "2"]
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [*argv, "--concurrency", "1"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: BANNER in log.read_text(errors="replace"), 90, "the banner", log)
+        assert "web server (2 processes)" in log.read_text()
+        first, second = _pids(log, "daphne 1")[-1], _pids(log, "daphne 2")[-1]
+        wait_for(lambda: _serving(url), 60, "the web processes to serve", log)
+        os.kill(first, signal.SIGKILL)
+        # The other one answers every request meanwhile (the socket is shared, not lost).
+        for _ in range(5):
+            assert _serving(url, timeout=15), log.read_text(errors="replace")[-3000:]
+        assert _alive(second)
+        wait_for(lambda: len(_pids(log, "daphne 1")) == 2, 30, "daphne 1 to be restarted", log)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(40)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
