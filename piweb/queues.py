@@ -79,16 +79,14 @@ def light_workers(
 ) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
     """(supervisor name, queues, command line, environment additions) of the two workers
     of the light layout."""
-    from piweb import worker_pool
-
     runs = max(1, runs_concurrency)
-    other = worker_pool.slots_by_queue(base_name)
+    other = slots_by_queue(base_name)
     common = ["-l", "warning", "--without-gossip", "--without-mingle"]
     runs_argv = _celery_worker() + ["-P", "threads", "-c", str(runs)]
     runs_argv += ["-Q", f"{base_name}-{RUNS}", "-n", f"runs-{node_suffix}@%h", *common]
     queues_argv = _celery_worker() + ["-P", "custom"]  # (CELERY_CUSTOM_WORKER_POOL)
     queues_argv += ["-c", str(sum(other.values()))]
-    queues_argv += ["--prefetch-multiplier", str(worker_pool.PREFETCH_MULTIPLIER)]
+    queues_argv += ["--prefetch-multiplier", str(PREFETCH_MULTIPLIER)]
     queues_argv += ["-Q", ",".join(other), "-n", f"queues-{node_suffix}@%h", *common]
     return [
         ("runs worker", [f"{base_name}-{RUNS}"], runs_argv, {}),
@@ -97,6 +95,24 @@ def light_workers(
 
 
 POOL = "piweb.worker_pool:QueuePool"
+# Messages the queues worker may hold unacknowledged at once (its -c times this): more
+# than any queue's threads, so a full queue never keeps another's message in the broker.
+PREFETCH_MULTIPLIER = 64
+
+
+def slots_by_queue(base_name: str) -> dict[str, int]:
+    """Threads of each queue the light layout's queues worker serves (piweb/worker_pool.py);
+    the small tasks share the imports' threads, as they shared the imports worker."""
+    from django.conf import settings
+
+    imports = max(1, settings.PIWEB_IMPORT_CONCURRENCY)
+    summaries = settings.PIWEB_JOBS_QUEUE or f"{base_name}-{SUMMARIES}"
+    return {
+        f"{base_name}-{COMMANDS}": max(1, settings.PIWEB_COMMAND_CONCURRENCY),
+        summaries: max(1, settings.PIWEB_SUMMARY_CONCURRENCY),
+        f"{base_name}-{IMPORTS}": imports,
+        base_name: imports,
+    }
 
 
 def _celery_worker() -> list[str]:

@@ -61,7 +61,8 @@ def main(spec: dict) -> None:
     supervisor.start_all()
 
     def banner() -> None:
-        if wait_until_serving(*spec["serving"], supervisor):
+        host, port = spec["serving"]
+        if wait_until_serving(host, port, supervisor):
             sys.stdout.write("".join(f"{line}\n" for line in spec["banner"]))
             sys.stdout.flush()
 

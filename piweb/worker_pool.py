@@ -12,7 +12,7 @@ process on this pool. Each queue kind keeps its own threads, as the separate wor
 
 So a flood of imports or summaries waits in its own queue and never takes the thread a
 user's `!echo` needs. The worker is started with room to prefetch many messages (its
-``-c`` times its prefetch multiplier, see ``PREFETCH_ROOM``): tasks wait here, in their own
+``-c`` times ``queues.PREFETCH_MULTIPLIER``): tasks wait here, in their own
 queue's line, rather than in the broker behind a message the worker cannot take yet. They
 stay unacknowledged until they ran (acks_late), so a worker that dies loses none.
 """
@@ -22,46 +22,20 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from celery.concurrency.base import apply_target
-from celery.concurrency.thread import ApplyResult
+from celery.concurrency.base import BasePool, apply_target
+from celery.concurrency.thread import ApplyResult  # type: ignore[attr-defined]
 from celery.concurrency.thread import TaskPool as ThreadTaskPool
 
-# Messages the worker may hold unacknowledged at once (its -c times this multiplier):
-# more than any queue's slots, so a full queue never keeps another's message in the broker.
-PREFETCH_MULTIPLIER = 64
-
-
-def slots_by_queue(base_name: str) -> dict[str, int]:
-    """Threads of each queue this pool serves (the small tasks share the imports' line)."""
-    from django.conf import settings
-
-    from piweb import queues
-
-    imports = max(1, settings.PIWEB_IMPORT_CONCURRENCY)
-    return {
-        queues.name(queues.COMMANDS, base_name): max(1, settings.PIWEB_COMMAND_CONCURRENCY),
-        _summaries(base_name): max(1, settings.PIWEB_SUMMARY_CONCURRENCY),
-        queues.name(queues.IMPORTS, base_name): imports,
-        base_name: imports,
-    }
-
-
-def _summaries(base_name: str) -> str:
-    from django.conf import settings
-
-    from piweb import queues
-
-    return settings.PIWEB_JOBS_QUEUE or queues.name(queues.SUMMARIES, base_name)
+from piweb import queues
 
 
 class QueuePool(ThreadTaskPool):
-    """Celery's thread pool, one executor per queue kind (``slots_by_queue``)."""
+    """Celery's thread pool, one executor per queue kind (``queues.slots_by_queue``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.executor.shutdown()  # (the parent's single executor is not used)
+        BasePool.__init__(self, *args, **kwargs)  # (not the thread pool's single executor)
         base_name = self.app.conf.task_default_queue if self.app else "piweb"
-        slots = slots_by_queue(base_name)
+        slots = queues.slots_by_queue(base_name)
         # The imports and the small tasks share one line (as they shared one worker).
         shared = ThreadPoolExecutor(max_workers=slots[base_name], thread_name_prefix="imports")
         self.lines: dict[str, ThreadPoolExecutor] = {}
@@ -98,6 +72,6 @@ class QueuePool(ThreadTaskPool):
         return ApplyResult(future)
 
     def _get_info(self) -> dict:
-        info = super(ThreadTaskPool, self)._get_info()
+        info: dict = {"max-concurrency": self.limit}
         info["lines"] = {queue: e._max_workers for queue, e in self.lines.items()}
         return info
