@@ -15,9 +15,11 @@ import pytest
 
 from piweb import queues
 from sessions_app.models import Job
-from sessions_app.services import chat
+from sessions_app.services import chat, jobs
 from tests.support.agent_runs import new_session, send
+from tests.support.job_sessions import SMALL, make_session
 from tests.support.processes import ManagedProcess
+from tests.support.scripted_llm import hang, text
 from tests.support.waiting import wait_until
 from tests.support.web import client_for
 
@@ -39,6 +41,7 @@ def layout(request, child_env, tmp_path, settings, monkeypatch):
         PIWEB_CELERY_QUEUE=base,
         PIWEB_USER_MAX_RUNS=str(LIMIT),
         PIWEB_COMMAND_CONCURRENCY="3",
+        PIWEB_SUMMARY_CONCURRENCY="2",
     )
     settings.PIWEB_COMMAND_CONCURRENCY = 3
     started = []
@@ -135,3 +138,32 @@ def test_a_held_run_is_never_failed_as_lost(layout, make_user, tmp_path, setting
     for session in sessions:
         chat.stop_run(session, hog)
     assert wait_until(lambda: all(_status(j) not in Job.ACTIVE for j in jobs), 30)
+
+
+@pytest.mark.parametrize("layout", ["light"], indirect=True)
+def test_summaries_keep_to_their_own_threads_in_the_light_layouts_queue_pool(
+    layout, make_user, tmp_path, llm
+):
+    """Four compactions whose model hangs: two run (PIWEB_SUMMARY_CONCURRENCY), two wait in
+    their line, and another user's `!echo` in the same worker process is done meanwhile."""
+    owner, other = make_user(), make_user()
+    llm.push(*[hang(8)] * 4, *[text("## Goal\nShip it.")] * 8)
+    summaries = [
+        jobs.request_compaction(make_session(owner, compaction=SMALL), actor=owner)
+        for _ in range(4)
+    ]
+
+    def running():
+        return Job.objects.filter(pk__in=[j.pk for j in summaries], status="running").count()
+
+    assert wait_until(lambda: running() == 2, 60)
+    workspace = tmp_path / f"echo-{uuid.uuid4().hex[:6]}"
+    workspace.mkdir()
+    mine = new_session(other, workspace)
+    for i in range(2):
+        assert "Sent." in send(client_for(other), mine, f"!echo line-{i}").content.decode()
+        job = Job.objects.filter(session=mine, kind="agent_run").order_by("-created_at").first()
+        assert wait_until(lambda job=job: _status(job) == "done", 6, interval=0.05)
+    assert running() == 2, "the summaries hold their own two threads, no more"
+    done = ("done", "failed", "superseded")
+    assert wait_until(lambda: all(_status(j) in done for j in summaries), 120)
