@@ -81,7 +81,7 @@ def test_one_users_held_slots_never_delay_anothers_echo(layout, make_user, tmp_p
     hog_client = client_for(hog)
     sessions = []
     for i in range(LIMIT + 1):
-        workspace = tmp_path / f"hog-{i}"
+        workspace = tmp_path / f"hog-{i}-{uuid.uuid4().hex[:6]}"
         workspace.mkdir()
         sessions.append(new_session(hog, workspace))
     notices = [send(hog_client, s, "!sleep 300").content.decode() for s in sessions]
@@ -96,7 +96,7 @@ def test_one_users_held_slots_never_delay_anothers_echo(layout, make_user, tmp_p
 
     # Another user's `!echo`, several times: each is done while the hog's runs still hold
     # their slots (how fast: bench/fairness_bench.py, target p95 < 2 s).
-    workspace = tmp_path / "other"
+    workspace = tmp_path / f"other-{uuid.uuid4().hex[:6]}"
     workspace.mkdir()
     mine = new_session(other, workspace)
     for i in range(3):
@@ -125,7 +125,7 @@ def test_a_held_run_is_never_failed_as_lost(layout, make_user, tmp_path, setting
     hog = make_user()
     sessions = []
     for i in range(LIMIT + 1):
-        workspace = tmp_path / f"hog-{i}"
+        workspace = tmp_path / f"hog-{i}-{uuid.uuid4().hex[:6]}"
         workspace.mkdir()
         sessions.append(new_session(hog, workspace))
         chat.send_message(sessions[-1], hog, "!sleep 300")
