@@ -14,6 +14,12 @@ never delay anyone's short command, summary or import:
 read when a task is sent, so a test that points the default queue elsewhere moves every
 queue with it. ``runpiweb`` starts one worker per group of :func:`worker_groups`; the
 test suite's worker consumes :func:`all_queues`.
+
+``runpiweb`` on one machine (the default) starts the light layout instead,
+:func:`light_workers`: two processes, the agent runs on a pool of threads (they wait on the
+network) and every other queue in one process whose pool keeps each queue's own threads
+(piweb/worker_pool.py). ``runworkers`` (a worker host of a scale-out layout) and
+``runpiweb --separate-workers`` keep one process pool per group.
 """
 
 from __future__ import annotations
@@ -66,6 +72,53 @@ def worker_groups(base_name: str, runs_concurrency: int) -> list[tuple[str, list
             settings.PIWEB_IMPORT_CONCURRENCY,
         ),
     ]
+
+
+def light_workers(
+    base_name: str, runs_concurrency: int, node_suffix: str
+) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
+    """(supervisor name, queues, command line, environment additions) of the two workers
+    of the light layout."""
+    runs = max(1, runs_concurrency)
+    other = slots_by_queue(base_name)
+    common = ["-l", "warning", "--without-gossip", "--without-mingle"]
+    runs_argv = _celery_worker() + ["-P", "threads", "-c", str(runs)]
+    runs_argv += ["-Q", f"{base_name}-{RUNS}", "-n", f"runs-{node_suffix}@%h", *common]
+    queues_argv = _celery_worker() + ["-P", "custom"]  # (CELERY_CUSTOM_WORKER_POOL)
+    queues_argv += ["-c", str(sum(other.values()))]
+    queues_argv += ["--prefetch-multiplier", str(PREFETCH_MULTIPLIER)]
+    queues_argv += ["-Q", ",".join(other), "-n", f"queues-{node_suffix}@%h", *common]
+    return [
+        ("runs worker", [f"{base_name}-{RUNS}"], runs_argv, {}),
+        ("queues worker", list(other), queues_argv, {"CELERY_CUSTOM_WORKER_POOL": POOL}),
+    ]
+
+
+POOL = "piweb.worker_pool:QueuePool"
+# Messages the queues worker may hold unacknowledged at once (its -c times this): more
+# than any queue's threads, so a full queue never keeps another's message in the broker.
+PREFETCH_MULTIPLIER = 64
+
+
+def slots_by_queue(base_name: str) -> dict[str, int]:
+    """Threads of each queue the light layout's queues worker serves (piweb/worker_pool.py);
+    the small tasks share the imports' threads, as they shared the imports worker."""
+    from django.conf import settings
+
+    imports = max(1, settings.PIWEB_IMPORT_CONCURRENCY)
+    summaries = settings.PIWEB_JOBS_QUEUE or f"{base_name}-{SUMMARIES}"
+    return {
+        f"{base_name}-{COMMANDS}": max(1, settings.PIWEB_COMMAND_CONCURRENCY),
+        summaries: max(1, settings.PIWEB_SUMMARY_CONCURRENCY),
+        f"{base_name}-{IMPORTS}": imports,
+        base_name: imports,
+    }
+
+
+def _celery_worker() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "celery", "-A", "piweb", "worker"]
 
 
 def worker_argv(label: str, names: list[str], slots: int, node_suffix: str) -> list[str]:
