@@ -373,7 +373,8 @@ def _context_cases(entries: list[dict], n: int) -> tuple[dict, dict, list]:
 
     def branch_then_context(entries: list[dict], leaf: str) -> tuple[list, dict]:
         path = SessionTree(entries).get_branch(leaf)
-        return path, context_from_path(path)
+        # get_branch's paths have unique ids (its docstring says why): the caller says so.
+        return path, context_from_path(path, unique_ids=True)
 
     rows = [
         ("build_session_context(path)", lambda: build_session_context(entries),

@@ -7,7 +7,7 @@ Public API
 ----------
 - ``build_session_context(entries, leaf_id=UNSET, by_id=None)`` ->
   ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
-- ``context_from_path(path)`` -> same result for an already root-first path
+- ``context_from_path(path, unique_ids=False)`` -> same result for an already root-first path
   (what the service layer should call after loading a path from the database)
 - ``collect_messages(path, start, end, mode, view=None)`` -> messages of a slice of a path
   (``view=path_view(path)`` shares one scan of the entry types between calls)
@@ -175,7 +175,7 @@ def build_session_context(
         # A branched list: assemble the path from runs of consecutive entries.
         path = branch_of_list(entries, leaf_id)
         if path is not None:
-            return context_from_path(path)
+            return context_from_path(path, unique_ids=True)  # branch_of_list proved them
         by_id, _ = index_with_ids(entries)
     leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
     if leaf is None:
@@ -499,19 +499,25 @@ def _path_model(
     return None
 
 
-def context_from_path(path: list[Entry]) -> dict[str, Any]:
+def context_from_path(path: list[Entry], *, unique_ids: bool = False) -> dict[str, Any]:
     """Build the context from a root-first path (the tail of ``build_session_context``).
 
     Linear; the bulk of the work (runs of plain message entries) runs at C speed.
+
+    ``unique_ids``: the caller knows no two entries of ``path`` share an id (a path
+    from ``SessionTree.get_branch`` or ``branch_of_list``, which prove it).  Then a
+    compaction's first kept entry is searched backwards from the compaction (it is
+    usually just before it) instead of from the root: pi takes the first entry with
+    that id, which is the only one when the ids are unique.
     """
     try:
         view = _PathView(path)
-        return _context_fast(view)
+        return _context_fast(view, unique_ids)
     except (KeyError, TypeError, AttributeError):
         return context_from_path_reference(path)
 
 
-def _context_fast(view: _PathView) -> dict[str, Any]:
+def _context_fast(view: _PathView, unique_ids: bool = False) -> dict[str, Any]:
     path = view.path
     types = view.types
     thinking_level: Any = "off"
@@ -537,10 +543,15 @@ def _context_fast(view: _PathView) -> dict[str, Any]:
         compaction = path[compaction_idx]
         messages.append(_compaction_summary_from_entry(compaction))
         first_kept = compaction.get("firstKeptEntryId", UNSET)
-        try:
-            start = list(map(_get_id, path[:compaction_idx])).index(first_kept)
-        except ValueError:
-            start = compaction_idx
+        if unique_ids:
+            start = _position_before(path, first_kept, compaction_idx)
+            if start < 0:
+                start = compaction_idx
+        else:
+            try:
+                start = list(map(_get_id, path[:compaction_idx])).index(first_kept)
+            except ValueError:
+                start = compaction_idx
         view.collect(messages, start, compaction_idx, "context")
         for kept in messages[1:]:
             if kept.get("role") == "system":  # pi 1.6.0 drops these: slow path

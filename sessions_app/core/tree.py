@@ -549,7 +549,13 @@ class SessionTree:
     # -- paths --------------------------------------------------------------
 
     def get_branch(self, from_id: Any = UNSET) -> list[Entry]:
-        """Root-first path to ``from_id`` (default: the leaf); [] if unknown."""
+        """Root-first path to ``from_id`` (default: the leaf); [] if unknown.
+
+        No two entries of the path share an id: ``branch_of_list`` proves the list's
+        ids unique, and the index walk visits ``by_id`` values, one per id (a repeat
+        would be a loop, which raises).  So a caller may pass ``unique_ids=True`` to
+        ``messages.context_from_path``.
+        """
         start = self.leaf_id if from_id is UNSET or from_id is None else from_id
         if not start:
             return []

@@ -20,7 +20,13 @@ from sessions_app.core.messages import (
     convert_to_llm,
     iso_to_ms,
 )
-from sessions_app.core.tree import TreeCycleError, index_by_id, index_with_ids, path_to_root
+from sessions_app.core.tree import (
+    SessionTree,
+    TreeCycleError,
+    index_by_id,
+    index_with_ids,
+    path_to_root,
+)
 from tests.support.context_entries import assistant, entry, random_path, tool_result, user
 from tests.support.pi16_sessions import session, session_names
 
@@ -114,6 +120,64 @@ def test_fast_context_equals_reference_on_random_paths(seed):
     # the whole-list entry point (chain fast path) agrees with an explicit walk
     by_id = index_by_id(path)
     assert build_session_context(path) == context_from_path_reference(path_to_root(by_id, path[-1]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unique_ids_context_equals_reference_on_random_paths(seed):
+    """``unique_ids=True`` (a path from get_branch) searches the compaction's first kept
+    entry backwards; with unique ids that is the entry pi's forward search finds."""
+    rng = random.Random(500 + seed)
+    path = random_path(rng, rng.randint(1, 700))
+    assert context_from_path(path, unique_ids=True) == context_from_path_reference(path)
+
+
+@pytest.mark.parametrize("kept_back", [1, 200, 300, 2_000, 4_999])
+@pytest.mark.parametrize("kept", ["on the path", "unknown", "after the compaction"])
+def test_unique_ids_compaction_far_back_or_missing(kept_back, kept):
+    """The backward search crosses its growing windows, and a first kept id that is not
+    before the compaction keeps only the summary and what follows, as pi does."""
+    path = [user("u0", None)]
+    for i in range(1, 5_000):
+        path.append(user(f"u{i}", f"u{i - 1}", text=f"t{i}"))
+    first_kept = {
+        "on the path": f"u{5_000 - kept_back}",
+        "unknown": "nowhere",
+        "after the compaction": "u5001",
+    }[kept]
+    path.append(
+        entry("c", "u4999", "compaction", summary="S", firstKeptEntryId=first_kept, tokensBefore=9)
+    )
+    path.append(user("u5001", "c", text="after"))
+    expected = context_from_path_reference(path)
+    assert context_from_path(path, unique_ids=True) == expected
+    assert context_from_path(path) == expected
+    assert build_session_context(path) == expected
+    tree = SessionTree(path + [user("side", "u10")])  # a branched list: branch_of_list
+    assert tree.get_branch("u5001") == path
+    assert context_from_path(tree.get_branch("u5001"), unique_ids=True) == expected
+    assert build_session_context(tree.entries, "u5001") == expected
+    if kept == "on the path":
+        assert len(expected["messages"]) == kept_back + 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_get_branch_paths_have_unique_ids(seed):
+    """What lets a get_branch caller pass ``unique_ids=True``: with or without an index,
+    and with duplicate ids in the list (pi's map keeps the last one), the path's ids are
+    unique and its context is pi's."""
+    rng = random.Random(2000 + seed)
+    main = random_path(rng, 120, "m")
+    side = random_path(rng, 40, "s")
+    side[0]["parentId"] = main[rng.randrange(len(main))]["id"]
+    es = main + side
+    if seed % 2:
+        es.append(dict(rng.choice(main[:-1]), parentId=None))  # a duplicate id: index walk
+    for leaf in (main[-1]["id"], side[-1]["id"]):
+        path = SessionTree(es).get_branch(leaf)
+        ids = [e["id"] for e in path]
+        assert len(set(ids)) == len(ids)
+        expected = context_from_path_reference(path_to_root(index_by_id(es), index_by_id(es)[leaf]))
+        assert context_from_path(path, unique_ids=True) == expected
 
 
 @pytest.mark.parametrize("seed", range(20))
