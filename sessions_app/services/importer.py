@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
@@ -171,7 +172,7 @@ class _Import:
         self.source_path = source_path
         self.report = report
         self.batch_size = batch_size
-        self.session: Session | None = None
+        self._stored: Session | None = None
         self.pks: dict[str, int] = {}  # pi id -> pk (ids only, never payloads)
         self.lines: dict[str, int] = {}  # pi id -> line number (new entries)
         self.parent_of: dict[str, str] = {}  # for the cycle check of forward references
@@ -181,7 +182,7 @@ class _Import:
         self.first_message = ""
         self.last_pi_id: str | None = None
         self.next_seq = 0
-        self.existing: Iterator[tuple[str, str]] | None = None
+        self.existing: Iterator[tuple[str, str]] = iter(())
         self.existing_left = 0  # stored entries the file has not matched yet
         # A stored entry the file writes later than its place (piweb's exports end with
         # the leaf: selectors/exporter.py); one such entry is accepted.
@@ -189,6 +190,13 @@ class _Import:
         self.moved_seen = False
         self.header_number = 0  # the header's line, and the lines skipped before it
         self.skipped_before_header = 0
+
+    @property
+    def session(self) -> Session:
+        """The session the file's entries go to (found or made by its header)."""
+        if self._stored is None:
+            raise SessionImportError("the file's entries came before its session header")
+        return self._stored
 
     # -- header ----------------------------------------------------------------------
 
@@ -205,7 +213,7 @@ class _Import:
         )
         if not same_header:
             raise SessionImportError(cannot_import_message(header["id"]))
-        self.session = existing
+        self._stored = existing
         if self.source_path and existing.source_path != self.source_path:
             existing.source_path = self.source_path  # saved by finish()
         self._start_writer()
@@ -220,7 +228,7 @@ class _Import:
         parent_ref = clean_text(parent_ref)[:MAX_CWD_CHARS] if isinstance(parent_ref, str) else ""
         try:
             with transaction.atomic():
-                self.session = Session.objects.create(
+                self._stored = Session.objects.create(
                     pi_id=header["id"],
                     version=CURRENT_SESSION_VERSION,
                     cwd=header_text_field(header, "cwd"),
@@ -277,6 +285,7 @@ class _Import:
         self._write(entry)
 
     def _compare(self, entry: PreparedEntry) -> None:
+        stored_id: str | None
         if self.moved is not None and entry.eid == self.moved[0]:
             stored_id, stored_line = self.moved
             self.moved = None
@@ -318,7 +327,7 @@ class _Import:
                 # Not seen yet (a forward reference) or nowhere: settled at the end.
                 self.forward.append((pk, eid, entry.number, pid))
         if entry.effect is not None:
-            self._apply_effect(entry)
+            self._apply_effect(entry, entry.effect)
         self.writer.add(
             pk=pk,
             pi_id=eid,
@@ -333,12 +342,12 @@ class _Import:
         self.last_pi_id = eid
         self.report.entries_added += 1
 
-    def _apply_effect(self, entry: PreparedEntry) -> None:
-        kind = entry.effect[0]
+    def _apply_effect(self, entry: PreparedEntry, effect: tuple) -> None:
+        kind = effect[0]
         if kind == "label":
-            self.labels[entry.effect[1]] = entry.effect[2]
+            self.labels[effect[1]] = effect[2]
         elif kind == "name":
-            self.name = entry.effect[1]
+            self.name = effect[1]
         elif kind == "user" and not self.first_message:
             self.first_message = entry.columns[4]  # the preview
 
@@ -387,7 +396,8 @@ class _Import:
             session.name = clean_text(self.name)[:500]
         if not session.first_message and self.first_message:
             session.first_message = clean_text(self.first_message)[:300]
-        session.leaf_id = self.pks[self.last_pi_id]
+        if self.last_pi_id is not None:  # (always, once an entry was added)
+            session.leaf_id = self.pks[self.last_pi_id]
         session.next_seq = self.next_seq
         session.entry_count += self.report.entries_added
 
@@ -617,7 +627,7 @@ class NewSessionsBatch:
             self.writer.next_session(session)
         report = ImportReport(filename=new.filename, session=session, status="created")
         job = _Import(self.owner, report, self.batch_size, new.source_path)
-        job.session, job.writer = session, self.writer
+        job._stored, job.writer = session, self.writer
         digest = None
         try:
             for item in prepared:
@@ -665,7 +675,7 @@ class NewSessionsBatch:
         for session, labels in self.labels:
             apply_labels(session, labels)
         apply_to_new_sessions(self.writer.recorded)
-        sessions = [report.session for report in self.reports]
+        sessions = [report.session for report in self.reports if report.session is not None]
         now = timezone.now()
         for session in sessions:
             session.modified_at = now
@@ -689,6 +699,8 @@ class NewSessionsBatch:
 
 def _import_activity(report: ImportReport, owner) -> Activity:
     """The activity row of an import that added entries (not saved)."""
+    if report.session is None:
+        raise ValueError("an import's activity needs its session")
     return sessions_service.new_activity(
         report.session,
         owner,
@@ -701,11 +713,20 @@ def _import_activity(report: ImportReport, owner) -> Activity:
     )
 
 
+def _column(name: str) -> tuple[Field, str]:
+    """A Session field stored in a column of its own, and that column's name."""
+    field = Session._meta.get_field(name)
+    if not isinstance(field, Field) or field.column is None:
+        raise TypeError(f"Session.{name} is not a column")
+    return field, field.column
+
+
 def _save_columns(sessions: list[Session], names: list[str]) -> None:
     """UPDATE these columns of many sessions, one statement run for each (Django's
     bulk_update builds a CASE per column and row, which costs more than the rows)."""
-    fields = [Session._meta.get_field(name) for name in names]
-    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    columns = [_column(name) for name in names]
+    fields = [field for field, _ in columns]
+    assignments = ", ".join(f"{connection.ops.quote_name(column)} = %s" for _, column in columns)
     rows = [
         [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields] + [session.pk]
         for session in sessions
@@ -717,7 +738,11 @@ def _save_columns(sessions: list[Session], names: list[str]) -> None:
 def search_work(reports: list[ImportReport]) -> list[tuple[int, int]]:
     """(session pk, first new seq) of the reports that added entries: what
     `finish_imports` indexes."""
-    return [(r.session.pk, r.first_new_seq) for r in reports if r.entries_added]
+    return [
+        (r.session.pk, r.first_new_seq)
+        for r in reports
+        if r.entries_added and r.session is not None
+    ]
 
 
 def finish_imports(work: list[tuple[int, int]], *, where: str = "inline") -> None:
@@ -745,7 +770,7 @@ class _Append(_Import):
     target, a repeated id), a segment at a time, so an append costs what it adds."""
 
     def begin(self, session_pk: int) -> None:
-        self.session = Session.objects.select_for_update().get(pk=session_pk)
+        self._stored = Session.objects.select_for_update().get(pk=session_pk)
         self._start_writer()
         self.report.session = self.session
         self.report.status = "unchanged"
@@ -834,7 +859,7 @@ def append_lines(
                     "entry_appended",
                     {
                         "id": last,
-                        "parentId": job.parent_of.get(last),
+                        "parentId": job.parent_of.get(last) if last else None,
                         "type": job.last_type,
                         "leaf": last,
                         "count": report.entries_added,
