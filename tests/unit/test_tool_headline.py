@@ -42,3 +42,18 @@ def test_headlines(name, arguments, expected):
 def test_a_long_headline_is_cut_to_one_bounded_line():
     line = tool_headline("bash", {"command": "echo " + "x" * 1000})
     assert len(line) == MAX_CHARS and line.endswith("…") and "\n" not in line
+
+
+def test_headlines_from_a_stored_preview():
+    """The tree reads a call's headline from the preview column (`name({json})`), with
+    text before it, several calls, and a call cut off by the preview's length."""
+    from sessions_app.core.tool_headline import headlines_from_preview
+
+    assert headlines_from_preview('bash({"command": "ls -la"})') == ["$ ls -la"]
+    two = 'Let me look. read({"path": "a.py", "offset": 1, "limit": 9}) bash({"command": "make"})'
+    assert headlines_from_preview(two) == ["read a.py:1–9", "$ make"]
+    cut = 'bash({"command": "pytest -q tests/unit/test_tr'
+    assert headlines_from_preview(cut) == ["$ pytest -q tests/unit/test_tr"]
+    assert headlines_from_preview('edit({"path": "x.py", "edits": [{"oldText": "a') == ["edit x.py"]
+    assert headlines_from_preview("no call here (really)") == []
+    assert headlines_from_preview(None) == []
