@@ -146,3 +146,18 @@ def _salvage(cut: str) -> dict[str, str]:
             value = raw
         found.setdefault(key, value)
     return found
+
+
+def duration_text(seconds: float | None) -> str:
+    """How long a call took, short: "0.4 s", "12 s", "2 min 5 s" ("" if unknown)."""
+    if seconds is None or seconds < 0 or seconds != seconds:
+        return ""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
