@@ -103,6 +103,13 @@ _CALL_START = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w.:-]{0,63})\(\{")
 _DECODER = json.JSONDecoder()
 
 
+def text_before_calls(preview: object) -> str:
+    """The words of a stored preview line before its first tool call (`name({`)."""
+    text = _text(preview)
+    match = _CALL_START.search(text)
+    return (text[: match.start()] if match else text).strip()
+
+
 def headlines_from_preview(preview: object) -> list[str]:
     """The headline of each tool call in an entry's stored preview line.
 

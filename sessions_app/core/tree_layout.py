@@ -307,7 +307,7 @@ class Layout:
         """
         kind = node.kind
         if kind == "assistant" and node.tool_name:
-            return " · ".join(headlines_from_preview(node.preview)) if node.tool_only else ""
+            return " · ".join(headlines_from_preview(node.preview))
         if kind != "toolResult":
             return ""
         nth = 0

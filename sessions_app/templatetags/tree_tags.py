@@ -10,6 +10,7 @@ from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
+from sessions_app.core.tool_headline import text_before_calls
 from sessions_app.core.tree_layout import CHILDREN_PAGE, format_tokens
 from sessions_app.templatetags.score_tags import score_badges_html
 
@@ -182,7 +183,10 @@ def _preview_html(row, rc: _RowContext) -> str:
     )
     if not prefix and kind not in KIND_ICONS:
         prefix = kind  # an entry type (or message role) newer than piweb: show its name
-    if row.headline and kind == "assistant":  # a message that only calls tools
+    if row.headline and kind == "assistant":  # its words, then what its calls did
+        words = text_before_calls(n.preview)
+        if words:
+            out.append((highlight_terms(words, rc.q) if rc.q else _esc(words)) + " ")
         out.append(f'<code class="headline">{_esc(row.headline)}</code>')
     else:
         if row.headline:  # a tool result: the call it answers, then its output

@@ -57,3 +57,11 @@ def test_headlines_from_a_stored_preview():
     assert headlines_from_preview('edit({"path": "x.py", "edits": [{"oldText": "a') == ["edit x.py"]
     assert headlines_from_preview("no call here (really)") == []
     assert headlines_from_preview(None) == []
+
+
+def test_text_before_calls():
+    from sessions_app.core.tool_headline import text_before_calls
+
+    assert text_before_calls('Let me look. read({"path": "a.py"})') == "Let me look."
+    assert text_before_calls('bash({"command": "ls"})') == ""
+    assert text_before_calls("plain words (no call)") == "plain words (no call)"

@@ -254,17 +254,19 @@ def test_tool_rows_carry_the_chat_headline_of_their_call():
         ),
         msg("t1", "a1", "toolResult", "total 8", tool="bash"),
         msg("t2", "t1", "toolResult", "print(1)", tool="read"),
-        msg("a2", "t2", "assistant", "done"),
+        msg("a2", "t2", "assistant", 'Now the tests. bash({"command": "make test"})', tool="bash"),
+        msg("t3", "a2", "toolResult", "ok", tool="bash"),
     ]
     index = TreeIndex(rows_for(spec))
-    rows = Layout(index, view_leaf="a2", mode="all").rows()
+    rows = Layout(index, view_leaf="t3", mode="all").rows()
     heads = {r.node.id: r.headline for r in rows if r.kind == "node"}
     assert heads == {
         "u1": "",
         "a1": "$ ls -la · read src/app.py",
         "t1": "$ ls -la",
         "t2": "read src/app.py",
-        "a2": "",
+        "a2": "$ make test",  # with words before its call: the row shows both
+        "t3": "$ make test",
     }
 
 
