@@ -167,13 +167,22 @@ def _thinking_context(seen, user, model) -> dict:
     }
 
 
-def model_notice(models: dict) -> dict:
+def model_notice(models: dict, can_edit: bool = False) -> dict:
     """Whether the model at the leaf can run, and if not why and how to fix it (the notice
-    above the composer), from :func:`model_context`."""
+    above the composer), from :func:`model_context`. `fix`: for an editor, the runnable
+    model one click switches to: the same model id from another provider if there is one,
+    else the picker's first."""
+    configured = models["resolved"] is not None
+    fix = None
+    if not configured and can_edit:
+        choices = [c for _, group in models["groups"] for c in group]
+        wanted = models["current"].partition("/")[2]
+        fix = next((c for c in choices if c.id == wanted), choices[0] if choices else None)
     return {
-        "configured": models["resolved"] is not None,
+        "configured": configured,
         "problem": models["problem"],
         "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
+        "fix": fix,
     }
 
 
@@ -186,7 +195,7 @@ def chat_context(access, user=None) -> dict:
     return {
         "profile": profile,
         "models": models,
-        "model_notice": model_notice(models),
+        "model_notice": model_notice(models, access.can_edit),
         "can_edit": access.can_edit,
         "composer": composer_context(
             access,
