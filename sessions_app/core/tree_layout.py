@@ -263,10 +263,10 @@ class Layout:
         if self.target is not None:
             self._mark(index.path_pks(self.target), 2)
         for pk in self.matches:  # up to the first ancestor already marked: linear in all
-            node: Node | None = index.nodes[pk]
-            while node is not None and self.rank.get(node.pk, 0) < 1:
-                self.rank[node.pk] = 1
-                node = index.nodes.get(node.parent) if node.parent is not None else None
+            up: Node | None = index.nodes[pk]
+            while up is not None and self.rank.get(up.pk, 0) < 1:
+                self.rank[up.pk] = 1
+                up = index.nodes.get(up.parent) if up.parent is not None else None
 
     def _mark(self, pks: Iterable[int], rank: int) -> None:
         for pk in pks:
