@@ -118,3 +118,23 @@ def test_a_tool_call_is_one_card_with_status_duration_and_its_result_under_it(
     assert '<code class="result-preview">ok &lt;img' in result  # escaped, first line
     # The result's own entry no longer repeats it as a separate message.
     assert 'data-entry-id="e0000013"' not in html
+
+
+def test_the_cannot_run_notice_offers_an_editor_one_click_to_a_runnable_model(make_user, settings):
+    """A session whose model nothing configures: the notice names a model that can run,
+    as a button that posts the switch; a viewer sees the notice without the button."""
+    from tests.support.web import share
+
+    owner, viewer = make_user(), make_user()
+    cwd = str(area_of(settings, owner))
+    session = sessions.create_session(owner=owner, cwd=cwd, model_profile="nothing-configured")
+    share(session, viewer, "viewer")
+    url = reverse("sessions_app:chat_model_notice", args=[session.pi_id])
+    html = client_for(owner).get(url).content.decode()
+    assert 'id="chat-nomodel"' in html
+    assert 'id="chat-nomodel-fix"' in html
+    switch = reverse("sessions_app:chat_model", args=[session.pi_id])
+    assert f'hx-post="{switch}"' in html
+    assert "Use openai-compatible/scripted" in html
+    seen = client_for(viewer).get(url).content.decode()
+    assert 'id="chat-nomodel"' in seen and 'id="chat-nomodel-fix"' not in seen
