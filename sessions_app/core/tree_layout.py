@@ -257,7 +257,7 @@ class Layout:
                     if len(self.tail) >= TAIL_KEEP:
                         break
         self._calls: dict[int, list[str]] = {}  # an assistant's call headlines, by pk
-        self._sizes: dict[int, int] | None = None
+        self._sizes: dict[int, int] = {}  # subtree sizes, filled as branches are drawn
         self.rank: dict[int, int] = {}  # 3 = leads to the view leaf, 2 = target, 1 = match
         self._mark(self.on_path, 3)
         if self.target is not None:
@@ -388,21 +388,21 @@ class Layout:
         return out
 
     def subtree_size(self, head: Node) -> int:
-        """Entries under `head`, head included: every node's figure computed once, by one
-        iterative post-order walk (linear, no recursion)."""
-        if self._sizes is None:
-            sizes: dict[int, int] = {}
-            for root in self.index.roots:
-                stack: list[tuple[Node, bool]] = [(root, False)]
-                while stack:
-                    node, done = stack.pop()
-                    if done:
-                        sizes[node.pk] = 1 + sum(sizes[k.pk] for k in node.children)
-                    elif node.pk not in sizes:
-                        stack.append((node, True))
-                        stack.extend((k, False) for k in node.children if k.pk not in sizes)
-            self._sizes = sizes
-        return self._sizes.get(head.pk, 1)
+        """Entries under `head`, head included, by an iterative post-order walk of that
+        subtree only; every node it passes keeps its figure, so a branch nested in one
+        already counted costs nothing (side branches, not the whole tree, are walked)."""
+        sizes = self._sizes
+        if head.pk in sizes:
+            return sizes[head.pk]
+        stack: list[tuple[Node, bool]] = [(head, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                sizes[node.pk] = 1 + sum(sizes[k.pk] for k in node.children)
+            elif node.pk not in sizes:
+                stack.append((node, True))
+                stack.extend((k, False) for k in node.children if k.pk not in sizes)
+        return sizes[head.pk]
 
     def _open(self, head: Node) -> bool:
         return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded

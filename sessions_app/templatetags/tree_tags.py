@@ -266,8 +266,7 @@ def _node_html(row, rc: _RowContext) -> str:
     link_leaf = rc.view_leaf if (row.on_path and rc.view_leaf) else n.id
     href = f"{rc.page_url}?{urlencode({'leaf': link_leaf, 'target': n.id})}"
     out.append(
-        f'<span class="tok" title="{tok} tokens in this entry (estimate)" '
-        f'aria-label="{tok} tokens">{tok}</span>'
+        f'<span class="tok" title="{tok} tokens (estimate)">{tok}</span>'
         f'<a class="copy-link" href="{_esc(href)}" title="Link to this node (click to copy)" '
         f'aria-label="Copy link to this node">link</a></div>'
     )

@@ -457,6 +457,6 @@ def test_tree_rows_read_tool_calls_by_headline_and_label_their_numbers(owner, cl
     assert "call_b1" not in html
     call = re.search(r'<div class="[^"]*" id="n-e0000012".*?</div>', html, re.S).group(0)
     assert '<code class="headline">$ make test</code>' in call
-    assert re.search(r'class="tok" title="[^"]+ tokens in this entry \(estimate\)"', row)
+    assert re.search(r'class="tok" title="[^"]+ tokens \(estimate\)"', row)
     assert re.search(r'class="badge fork" title="Branch point: \d+ branches leave', html)
     assert re.search(r'class="fold-count">\d+ entr(y|ies) folded<', html)
