@@ -1,8 +1,8 @@
 """Tool calls say what they did, and a tree you can read (issue 34), in headless
-Chromium: in the chat a bash
-call reads as its command without a click, with its status and duration, and its result's
-first line under it; the call id only inside the folded call. In the tree the same
-call's rows carry the same headline."""
+Chromium. In the chat a bash call reads as its command without a click, with its status
+and duration and its result's first line under it; the call id only inside the folded
+call. In the tree the same call's rows carry the same headline, folds say what they hide,
+and numbers carry their tooltips."""
 
 import pytest
 from playwright.sync_api import expect
