@@ -65,3 +65,17 @@ def test_text_before_calls():
     assert text_before_calls('Let me look. read({"path": "a.py"})') == "Let me look."
     assert text_before_calls('bash({"command": "ls"})') == ""
     assert text_before_calls("plain words (no call)") == "plain words (no call)"
+
+
+def test_duration_text():
+    from sessions_app.core.tool_headline import duration_text
+
+    assert [duration_text(s) for s in (0.42, 9.96, 12.4, 60, 125, 3725)] == [
+        "0.4 s",
+        "10.0 s",
+        "12 s",
+        "1 min",
+        "2 min 5 s",
+        "1 h 2 min",
+    ]
+    assert duration_text(None) == duration_text(-1) == duration_text(float("nan")) == ""

@@ -58,7 +58,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "files": files.get(p.get("id")),
             }
         )
-    entries = tool_cards(entries)
+    entries = tool_cards(entries, running=active_run(session) is not None)
     return {
         "entries": entries,
         # Scores show beside the answers; like comments they never reach the model.
@@ -78,11 +78,12 @@ def _when(payload: dict) -> datetime | None:
         return None
 
 
-def tool_cards(entries: list[dict]) -> list[dict]:
+def tool_cards(entries: list[dict], running: bool = False) -> list[dict]:
     """Each tool call of the transcript as one card: its result moves under the call
     (`extra["result"]`), with a status (ok, error, running, or no result when a later
-    message came without one) and how long it ran (from the entry before the result to
-    the result). A tool-result entry left with nothing else to show leaves the list."""
+    message came without one, or the branch ends without one and no run is going) and how
+    long it ran (from the entry before the result to the result). A tool-result entry
+    left with nothing else to show leaves the list."""
     calls: dict[str, Part] = {}
     out: list[dict] = []
     before = None  # the time of the entry before this one
@@ -112,6 +113,9 @@ def tool_cards(entries: list[dict]) -> list[dict]:
                     calls[part.extra.get("id") or f"#{len(calls)}"] = part
             out.append(e)
         before = when or before
+    if not running:  # the branch ends on calls no run is answering
+        for call in calls.values():
+            call.extra["status"] = "missing"
     return out
 
 
