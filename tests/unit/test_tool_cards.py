@@ -43,7 +43,11 @@ def test_results_move_under_their_calls_with_status_and_duration():
     out = tool_cards(entries)
     assert [e["id"] for e in out] == ["a1", "a2"]  # the result messages joined their calls
     first, second = cards(out)
-    assert (first.title, first.extra["status"], first.extra["duration"]) == ("$ make", "ok", "3.0 s")
+    assert (first.title, first.extra["status"], first.extra["duration"]) == (
+        "$ make",
+        "ok",
+        "3.0 s",
+    )
     assert first.extra["result"].extra["preview"] == "built ok"
     assert (second.extra["status"], second.extra["duration"]) == ("error", "12 s")
 
