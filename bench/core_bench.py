@@ -511,6 +511,21 @@ def bench_tree() -> list[list[str]]:
     wide += [(i + 2, f"c{i}", 1, "message", "assistant", "", f"child {i}", "", 1, i + 2)
              for i in range(100_000)]  # fmt: skip
     index = TreeIndex(wide)
+    # 5,000 drawn rows: a chain of tool calls and results, every one a search match, so
+    # none is folded (each row gets its call's headline; matches were once quadratic).
+    tools = [(1, "r", None, "message", "user", "", "start", "", 1, 0)]
+    for i in range(2500):
+        call, result = 2 + 2 * i, 3 + 2 * i
+        preview = f'bash({{"command": "make test {i}"}})'
+        tools.append(
+            (call, f"a{i}", call - 1, "message", "assistant", "bash", preview, "", 5, call)
+        )
+        tools.append((result, f"t{i}", call, "message", "toolResult", "bash", "ok", "", 5, result))
+    tool_index = TreeIndex(tools)
+
+    def drawn_5000():
+        return Layout(tool_index, view_leaf="t2499", mode="all", query="bash").rows()
+
     rows = [
         ["cycle found (build_session_context)", "100,000", f"{_best_of(find_cycle):.3f} s"],
         [
@@ -522,6 +537,11 @@ def bench_tree() -> list[list[str]]:
             "rows of a root with 100,000 children (Layout)",
             "100,001",
             f"{_best_of(lambda: Layout(index, view_leaf='c0', session_leaf='c0').rows()):.3f} s",
+        ],
+        [
+            "5,001 drawn rows with tool headlines (Layout, all matched)",
+            "5,001",
+            f"{_best_of(drawn_5000):.3f} s",
         ],
     ]
     _print_table("Tree walks (best of 3)", ["walk", "entries", "wall"], rows)

@@ -485,6 +485,15 @@ def _stop_notice(message: dict) -> list[Part]:
     return []
 
 
+def result_preview(text: str, limit: int = 160) -> str:
+    """A tool's output in one line for its card: the first line that holds something."""
+    for line in text[: limit * 40].splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
 def _tool_result_parts(payload: dict, message: dict) -> list[Part]:
     text = content_text(message.get("content"))
     body = render_ansi(text) if text else mark_safe('<p class="hint">(no output)</p>')
@@ -514,6 +523,7 @@ def _tool_result_parts(payload: dict, message: dict) -> list[Part]:
                 "full_output": full_output_path(payload),
                 "lines": lines,
                 "tool_call_id": bounded(message.get("toolCallId", "")),
+                "preview": result_preview(text),
             },
         ),
         *images,

@@ -6,6 +6,7 @@ the details)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,3 +97,74 @@ def tool_headline(name: object, arguments: object) -> str:
         line = _other(name, arguments)
     line = line.rstrip()
     return line if len(line) <= MAX_CHARS else line[: MAX_CHARS - 1] + "…"
+
+
+_CALL_START = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w.:-]{0,63})\(\{")
+_DECODER = json.JSONDecoder()
+
+
+def text_before_calls(preview: object) -> str:
+    """The words of a stored preview line before its first tool call (`name({`)."""
+    text = _text(preview)
+    match = _CALL_START.search(text)
+    return (text[: match.start()] if match else text).strip()
+
+
+def headlines_from_preview(preview: object) -> list[str]:
+    """The headline of each tool call in an entry's stored preview line.
+
+    The preview column (core/preview.entry_digest) writes a call as `name({json})`, so the
+    tree can show what a call did without reading the entry's payload. A call whose JSON
+    was cut off by the preview's length still gets a headline from the arguments that
+    survived the cut (`$ make te…`), or its bare name.
+    """
+    text = _text(preview)
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _CALL_START.search(text, pos)
+        if match is None:
+            return out
+        name = match.group(1)
+        start = match.end() - 1
+        try:
+            arguments, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            salvaged = _salvage(text[start:])
+            if name == "edit":  # its line counts are lost with the cut
+                out.append(f"edit {salvaged.get('path', '')}".rstrip())
+            else:
+                out.append(tool_headline(name, salvaged))
+            return out
+        out.append(tool_headline(name, arguments))
+        pos = end
+
+
+_PARTIAL = re.compile(r'"(command|path|pattern)":\s*"((?:[^"\\]|\\.)*)')
+
+
+def _salvage(cut: str) -> dict[str, str]:
+    """The string arguments that begin in a cut-off JSON object (each maybe cut too)."""
+    found: dict[str, str] = {}
+    for key, raw in _PARTIAL.findall(cut):
+        try:
+            value = json.loads(f'"{raw}"')
+        except ValueError:
+            value = raw
+        found.setdefault(key, value)
+    return found
+
+
+def duration_text(seconds: float | None) -> str:
+    """How long a call took, short: "0.4 s", "12 s", "2 min 5 s" ("" if unknown)."""
+    if seconds is None or seconds < 0 or seconds != seconds:
+        return ""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"

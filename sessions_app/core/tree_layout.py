@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .input_limits import js_number
+from .tool_headline import headlines_from_preview
 
 FILTER_MODES = ("default", "no-tools", "user-only", "labeled-only", "all")
 SETTINGS_TYPES = frozenset(
@@ -145,6 +146,8 @@ class Row:
     sibling_count: int = 1
     group: str = ""
     start: int = 0
+    headline: str = ""  # a tool row: what its call did (core/tool_headline)
+    summary: str = ""  # a fold: what kinds of entries it hides ("3 user · 5 tool results")
 
 
 class TreeIndex:
@@ -253,12 +256,17 @@ class Layout:
                     self.tail.add(pk)
                     if len(self.tail) >= TAIL_KEEP:
                         break
+        self._calls: dict[int, list[str]] = {}  # an assistant's call headlines, by pk
+        self._sizes: dict[int, int] = {}  # subtree sizes, filled as branches are drawn
         self.rank: dict[int, int] = {}  # 3 = leads to the view leaf, 2 = target, 1 = match
         self._mark(self.on_path, 3)
         if self.target is not None:
             self._mark(index.path_pks(self.target), 2)
-        for pk in self.matches:
-            self._mark(index.path_pks(index.nodes[pk]), 1)
+        for pk in self.matches:  # up to the first ancestor already marked: linear in all
+            up: Node | None = index.nodes[pk]
+            while up is not None and self.rank.get(up.pk, 0) < 1:
+                self.rank[up.pk] = 1
+                up = index.nodes.get(up.parent) if up.parent is not None else None
 
     def _mark(self, pks: Iterable[int], rank: int) -> None:
         for pk in pks:
@@ -293,11 +301,33 @@ class Layout:
             best = kids[0]
         return [best, *[k for k in kids if k is not best]]
 
+    def headline(self, node: Node) -> str:
+        """What a tool row did, as the chat says it: the calls of a tool-only assistant
+        message, or the call a tool result answers (its k-th result answers its k-th call).
+        """
+        kind = node.kind
+        if kind == "assistant" and node.tool_name:
+            return " · ".join(headlines_from_preview(node.preview))
+        if kind != "toolResult":
+            return ""
+        nth = 0
+        parent = self.index.nodes.get(node.parent) if node.parent is not None else None
+        while parent is not None and parent.kind == "toolResult" and nth < 64:
+            nth += 1
+            parent = self.index.nodes.get(parent.parent) if parent.parent is not None else None
+        if parent is None or parent.kind != "assistant":
+            return ""
+        calls = self._calls.get(parent.pk)
+        if calls is None:
+            calls = self._calls[parent.pk] = headlines_from_preview(parent.preview)
+        return calls[nth] if nth < len(calls) else ""
+
     def _row(self, node: Node, depth: int, **kw: Any) -> Row:
         return Row(
             "node",
             node,
             depth,
+            headline=self.headline(node),
             on_path=node.pk in self.on_path,
             is_view_leaf=node is self.view_leaf,
             is_session_leaf=node is self.session_leaf,
@@ -345,8 +375,34 @@ class Layout:
         out = [self._row(n, depth) for n in visible[:RUN_PAGE]]
         rest = visible[RUN_PAGE:]
         if rest:
-            out.append(Row("fold", rest[0], depth, last=rest[-1], count=len(rest)))
+            out.append(
+                Row(
+                    "fold",
+                    rest[0],
+                    depth,
+                    last=rest[-1],
+                    count=len(rest),
+                    summary=fold_summary(rest),
+                )
+            )
         return out
+
+    def subtree_size(self, head: Node) -> int:
+        """Entries under `head`, head included, by an iterative post-order walk of that
+        subtree only; every node it passes keeps its figure, so a branch nested in one
+        already counted costs nothing (side branches, not the whole tree, are walked)."""
+        sizes = self._sizes
+        if head.pk in sizes:
+            return sizes[head.pk]
+        stack: list[tuple[Node, bool]] = [(head, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                sizes[node.pk] = 1 + sum(sizes[k.pk] for k in node.children)
+            elif node.pk not in sizes:
+                stack.append((node, True))
+                stack.extend((k, False) for k in node.children if k.pk not in sizes)
+        return sizes[head.pk]
 
     def _open(self, head: Node) -> bool:
         return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
@@ -374,7 +430,9 @@ class Layout:
             head, depth, connector, expanded, skip_head, s_index, s_count = task
             grouped = bool(connector) and not skip_head and bool(head.children)
             if grouped:
-                out.append(Row("gopen", head, depth, group="branch"))
+                out.append(
+                    Row("gopen", head, depth, group="branch", count=self.subtree_size(head) - 1)
+                )
             if not skip_head:
                 out.append(
                     self._row(
@@ -384,6 +442,7 @@ class Layout:
                         dimmed=not self._visible(head, structural=False),
                         sibling_index=s_index,
                         sibling_count=s_count,
+                        count=out[-1].count if grouped else 0,
                     )
                 )
             if not head.children:
@@ -475,14 +534,54 @@ class Layout:
             return
         limit = SMALL_RUN_FOLD if self.small else MIN_FOLD - 1
         if len(run) > limit and len(run) >= MIN_FOLD and run[0].pk not in self.expanded:
-            out.append(Row("fold", run[0], depth, last=run[-1], count=len(run)))
+            out.append(
+                Row("fold", run[0], depth, last=run[-1], count=len(run), summary=fold_summary(run))
+            )
         elif len(run) >= GROUP_RUN:
-            out.append(Row("gopen", run[0], depth, last=run[-1], count=len(run), group="run"))
+            out.append(
+                Row(
+                    "gopen",
+                    run[0],
+                    depth,
+                    last=run[-1],
+                    count=len(run),
+                    group="run",
+                    summary=fold_summary(run),
+                )
+            )
             out.extend(self._row(n, depth) for n in run)
             out.append(Row("gclose", run[-1], depth))
         else:
             out.extend(self._row(n, depth) for n in run)
         run.clear()
+
+
+#: How a fold names the entries it hides, by Node.kind (singular, plural).
+_KIND_WORDS = {
+    "user": ("user message", "user messages"),
+    "assistant": ("assistant message", "assistant messages"),
+    "toolResult": ("tool result", "tool results"),
+    "bash": ("bash command", "bash commands"),
+    "compaction": ("compaction", "compactions"),
+    "branch_summary": ("branch summary", "branch summaries"),
+    "custom_message": ("custom message", "custom messages"),
+    "model_change": ("model change", "model changes"),
+    "thinking_level_change": ("thinking change", "thinking changes"),
+}
+
+
+def fold_summary(nodes: Iterable[Node]) -> str:
+    """What a folded run holds, most frequent kind first: "5 tool results · 4 assistant
+    messages · 1 user message"."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        kind = node.kind
+        counts[kind] = counts.get(kind, 0) + 1
+    parts = []
+    for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        one, many = _KIND_WORDS.get(kind, ("other entry", "other entries"))
+        parts.append(f"{n} {one if n == 1 else many}")
+    return " · ".join(parts)
 
 
 def format_tokens(count: object) -> str:

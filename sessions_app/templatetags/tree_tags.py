@@ -10,6 +10,7 @@ from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
+from sessions_app.core.tool_headline import text_before_calls
 from sessions_app.core.tree_layout import CHILDREN_PAGE, format_tokens
 from sessions_app.templatetags.score_tags import score_badges_html
 
@@ -169,6 +170,36 @@ class _RowContext:
         return change_marker(self.change_counts.get(node_id))
 
 
+def _preview_html(row, rc: _RowContext) -> str:
+    """A row's text: a tool row's headline (and a result's output), else the kind's word
+    and the entry's first words."""
+    n = row.node
+    kind = n.kind
+    out: list[str] = []
+    prefix = (
+        _PREFIX.get(n.type)
+        or _PREFIX.get(kind)
+        or (n.tool_name or "tool" if kind == "toolResult" else "")
+    )
+    if not prefix and kind not in KIND_ICONS:
+        prefix = kind  # an entry type (or message role) newer than piweb: show its name
+    if row.headline and kind == "assistant":  # its words, then what its calls did
+        words = text_before_calls(n.preview)
+        if words:
+            out.append((highlight_terms(words, rc.q) if rc.q else _esc(words)) + " ")
+        out.append(f'<code class="headline">{_esc(row.headline)}</code>')
+    else:
+        if row.headline:  # a tool result: the call it answers, then its output
+            out.append(f'<b class="headline">{_esc(row.headline)}</b> ')
+        elif prefix:
+            out.append(f"<b>{_esc(prefix)}</b> ")
+        if n.preview:
+            out.append(highlight_terms(n.preview, rc.q) if rc.q else _esc(n.preview))
+        else:
+            out.append('<i class="hint">(empty)</i>')
+    return "".join(out)
+
+
 def _node_html(row, rc: _RowContext) -> str:
     n = row.node
     kind = n.kind
@@ -212,25 +243,17 @@ def _node_html(row, rc: _RowContext) -> str:
         out.append(f'<span class="label-chip">{_esc(n.label)}</span>')
     out.append(rc.marker(n.id))
     out.append('<span class="preview">')
-    prefix = (
-        _PREFIX.get(n.type)
-        or _PREFIX.get(kind)
-        or (n.tool_name or "tool" if kind == "toolResult" else "")
-    )
-    if not prefix and kind not in KIND_ICONS:
-        prefix = kind  # an entry type (or message role) newer than piweb: show its name
-    if prefix:
-        out.append(f"<b>{_esc(prefix)}</b> ")
-    if n.preview:
-        out.append(highlight_terms(n.preview, rc.q) if rc.q else _esc(n.preview))
-    else:
-        out.append('<i class="hint">(empty)</i>')
+    out.append(_preview_html(row, rc))
     out.append("</span>")
+    if row.count:  # the head of a foldable branch: what folding it hides
+        noun = "entry" if row.count == 1 else "entries"
+        out.append(f'<span class="fold-count">{row.count:,} {noun} folded</span>')
     out.append(rc.changes(n.id))
     if n.is_branch_point:
         count = len(n.children)
         out.append(
-            f'<span class="badge fork" title="Branch point: {count} branches">{count} branches</span>'
+            f'<span class="badge fork" title="Branch point: {count} branches leave this entry">'
+            f"{count} branches</span>"
         )
     if row.is_session_leaf:
         out.append(
@@ -239,14 +262,20 @@ def _node_html(row, rc: _RowContext) -> str:
         )
     elif n.is_leaf:
         out.append('<span class="badge end" title="End of a branch">end</span>')
+    tok = format_tokens(n.tokens)
     link_leaf = rc.view_leaf if (row.on_path and rc.view_leaf) else n.id
     href = f"{rc.page_url}?{urlencode({'leaf': link_leaf, 'target': n.id})}"
     out.append(
-        f'<span class="tok" title="tokens (estimate)">{format_tokens(n.tokens)}</span>'
+        f'<span class="tok" title="{tok} tokens (estimate)">{tok}</span>'
         f'<a class="copy-link" href="{_esc(href)}" title="Link to this node (click to copy)" '
         f'aria-label="Copy link to this node">link</a></div>'
     )
     return "".join(out)
+
+
+def _summary(row) -> str:
+    """A fold's "3 user messages · 5 tool results" (what it hides)."""
+    return f'<span class="fold-what">{_esc(row.summary)}</span>' if row.summary else ""
 
 
 def render_row(row, rc: _RowContext) -> str:
@@ -259,8 +288,9 @@ def render_row(row, rc: _RowContext) -> str:
             return (
                 f'<div class="tgroup run" role="none" data-group="{_esc(n.id)}"><div class="tgroup-toggle" '
                 f'style="--d:{row.depth}" role="treeitem" tabindex="-1" data-count="{row.count}" '
-                f'title="Fold or unfold this run of {row.count} entries"><span class="guides">'
-                f'</span><span class="tg-text">▾ fold {row.count} entries</span></div>'
+                f'title="Fold or unfold this run of {row.count} entries: {_esc(row.summary)}">'
+                f'<span class="guides"></span><span class="tg-text"><span class="tg-verb">▾ fold'
+                f"</span> {row.count} entries</span>{_summary(row)}</div>"
                 '<div class="tgroup-rows" role="none">'
             )
         return f'<div class="tgroup branch" role="none" data-group="{_esc(n.id)}">'
@@ -276,7 +306,7 @@ def render_row(row, rc: _RowContext) -> str:
             f'data-first="{_esc(n.id)}" data-last="{_esc(row.last.id)}" '
             f'hx-get="{_esc(url)}?depth={row.depth}&amp;{rc.query}" hx-swap="outerHTML">'
             f'<span class="guides"></span><span class="fold-text">⋯ {row.count} {noun} folded'
-            "</span></div>"
+            f"</span>{_summary(row)}</div>"
         )
     if kind == "children":
         url = rc.children_url.replace(_HEAD, _seg(n.id))

@@ -105,7 +105,8 @@ def queue_list(request, access):
 def model_notice(request, access):
     """Whether the model at the leaf can run (refreshed when that may have changed)."""
     models = chat_panel.model_context(access.session, request.user)
-    context = {"session": access.session, "notice": chat_panel.model_notice(models)}
+    notice = chat_panel.model_notice(models, access.can_edit)
+    context = {"session": access.session, "notice": notice}
     return render(request, "sessions_app/chat/_model_notice.html", context)
 
 

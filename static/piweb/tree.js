@@ -149,9 +149,8 @@
     var collapsed = group.classList.contains("collapsed");
     var toggle = group.querySelector(":scope > .tgroup-toggle");
     if (toggle) {
-      var text = toggle.querySelector(".tg-text");
-      var n = toggle.dataset.count || "";
-      if (text) text.textContent = (collapsed ? "▸ unfold " : "▾ fold ") + n + " entries";
+      var verb = toggle.querySelector(".tg-verb");
+      if (verb) verb.textContent = collapsed ? "▸ unfold" : "▾ fold";
       select(toggle);
     }
     var head = group.querySelector(":scope > .tn.node");

@@ -42,3 +42,40 @@ def test_headlines(name, arguments, expected):
 def test_a_long_headline_is_cut_to_one_bounded_line():
     line = tool_headline("bash", {"command": "echo " + "x" * 1000})
     assert len(line) == MAX_CHARS and line.endswith("…") and "\n" not in line
+
+
+def test_headlines_from_a_stored_preview():
+    """The tree reads a call's headline from the preview column (`name({json})`), with
+    text before it, several calls, and a call cut off by the preview's length."""
+    from sessions_app.core.tool_headline import headlines_from_preview
+
+    assert headlines_from_preview('bash({"command": "ls -la"})') == ["$ ls -la"]
+    two = 'Let me look. read({"path": "a.py", "offset": 1, "limit": 9}) bash({"command": "make"})'
+    assert headlines_from_preview(two) == ["read a.py:1–9", "$ make"]
+    cut = 'bash({"command": "pytest -q tests/unit/test_tr'
+    assert headlines_from_preview(cut) == ["$ pytest -q tests/unit/test_tr"]
+    assert headlines_from_preview('edit({"path": "x.py", "edits": [{"oldText": "a') == ["edit x.py"]
+    assert headlines_from_preview("no call here (really)") == []
+    assert headlines_from_preview(None) == []
+
+
+def test_text_before_calls():
+    from sessions_app.core.tool_headline import text_before_calls
+
+    assert text_before_calls('Let me look. read({"path": "a.py"})') == "Let me look."
+    assert text_before_calls('bash({"command": "ls"})') == ""
+    assert text_before_calls("plain words (no call)") == "plain words (no call)"
+
+
+def test_duration_text():
+    from sessions_app.core.tool_headline import duration_text
+
+    assert [duration_text(s) for s in (0.42, 9.96, 12.4, 60, 125, 3725)] == [
+        "0.4 s",
+        "10.0 s",
+        "12 s",
+        "1 min",
+        "2 min 5 s",
+        "1 h 2 min",
+    ]
+    assert duration_text(None) == duration_text(-1) == duration_text(float("nan")) == ""

@@ -238,3 +238,77 @@ def test_small_fan_out_is_drawn_as_before():
     rows = Layout(index, view_leaf="c0", session_leaf="c0").rows()
     assert not [r for r in rows if r.kind == "children"]
     assert set(drawn(rows)) == {"r"} | {f"c{i}" for i in range(FANOUT_SHOWN)}
+
+
+def test_tool_rows_carry_the_chat_headline_of_their_call():
+    """A tool-only assistant row reads as its calls; each tool result as the call it
+    answers (the k-th result after the message answers its k-th call)."""
+    spec = [
+        msg("u1", None, "user"),
+        msg(
+            "a1",
+            "u1",
+            "assistant",
+            'bash({"command": "ls -la"}) read({"path": "src/app.py"})',
+            tool="bash",
+        ),
+        msg("t1", "a1", "toolResult", "total 8", tool="bash"),
+        msg("t2", "t1", "toolResult", "print(1)", tool="read"),
+        msg("a2", "t2", "assistant", 'Now the tests. bash({"command": "make test"})', tool="bash"),
+        msg("t3", "a2", "toolResult", "ok", tool="bash"),
+    ]
+    index = TreeIndex(rows_for(spec))
+    rows = Layout(index, view_leaf="t3", mode="all").rows()
+    heads = {r.node.id: r.headline for r in rows if r.kind == "node"}
+    assert heads == {
+        "u1": "",
+        "a1": "$ ls -la · read src/app.py",
+        "t1": "$ ls -la",
+        "t2": "read src/app.py",
+        "a2": "$ make test",  # with words before its call: the row shows both
+        "t3": "$ make test",
+    }
+
+
+def test_folds_say_what_they_hide_and_a_folded_branch_counts_its_entries(monkeypatch):
+    monkeypatch.setattr(tree_layout, "SMALL_SESSION", 0)
+    spec = [msg("r", None, "user")]
+    parent = "r"
+    for i in range(40):  # a long mainline run (longer than the tail kept in view)
+        eid = f"m{i}"
+        spec.append(msg(eid, parent, "assistant" if i % 3 else "user"))
+        parent = eid
+    spec.append(msg("leaf", parent, "assistant", "end"))
+    spec.append(msg("side", "r", "user", "a side question"))
+    spec.append(msg("side2", "side", "assistant", "an answer"))
+    index = TreeIndex(rows_for(spec))
+    rows = Layout(index, view_leaf="leaf").rows()
+    folds = [r for r in rows if r.kind == "fold"]
+    assert folds
+    for fold in folds:  # e.g. "12 assistant messages · 6 user messages"
+        assert fold.summary
+        counted = sum(int(part.split()[0]) for part in fold.summary.split(" · "))
+        assert counted == fold.count
+    assert "assistant messages" in folds[0].summary and "user messages" in folds[0].summary
+    # The side branch's group and its head row know how many entries folding hides.
+    (group,) = [r for r in rows if r.kind == "gopen" and r.group == "branch"]
+    assert group.node.id == "side" and group.count == 1
+    (head,) = [r for r in rows if r.kind == "node" and r.node.id == "side"]
+    assert head.count == 1
+
+
+def test_fold_summary_counts_kinds_most_frequent_first():
+    index = TreeIndex(
+        rows_for(
+            [
+                msg("u", None, "user"),
+                msg("a", "u", "assistant"),
+                msg("t1", "a", "toolResult", tool="bash"),
+                msg("t2", "t1", "toolResult", tool="bash"),
+            ]
+        )
+    )
+    nodes = [index.by_id[i] for i in ("u", "a", "t1", "t2")]
+    assert (
+        tree_layout.fold_summary(nodes) == "2 tool results · 1 user message · 1 assistant message"
+    )

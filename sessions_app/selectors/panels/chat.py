@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sessions_app.core.file_changes import reconstruct, summarize
 from sessions_app.core.input_limits import bounded, display_value
 from sessions_app.core.pi_config import supported_thinking_levels
-from sessions_app.rendering import page_budget, render_entries_within
+from sessions_app.core.tool_headline import duration_text
+from sessions_app.rendering import Part, page_budget, render_entries_within
 from sessions_app.selectors import paths, prompt_templates
 from sessions_app.selectors.changes import change_counts
 from sessions_app.selectors.jobs import queued_messages
@@ -55,6 +58,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "files": files.get(p.get("id")),
             }
         )
+    entries = tool_cards(entries, running=active_run(session) is not None)
     return {
         "entries": entries,
         # Scores show beside the answers; like comments they never reach the model.
@@ -62,6 +66,57 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
         "hidden": hidden + len(tail) - len(entries),
         "leaf": leaf,
     }
+
+
+def _when(payload: dict) -> datetime | None:
+    stamp = payload.get("timestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def tool_cards(entries: list[dict], running: bool = False) -> list[dict]:
+    """Each tool call of the transcript as one card: its result moves under the call
+    (`extra["result"]`), with a status (ok, error, running, or no result when a later
+    message came without one, or the branch ends without one and no run is going) and how
+    long it ran (from the entry before the result to the result). A tool-result entry
+    left with nothing else to show leaves the list."""
+    calls: dict[str, Part] = {}
+    out: list[dict] = []
+    before = None  # the time of the entry before this one
+    for e in entries:
+        when = _when(e["payload"])
+        if e["role"] == "toolResult":
+            rest = []
+            for part in e["parts"]:
+                call = calls.pop(part.extra.get("tool_call_id") or "", None)
+                if part.kind == "tool_result" and call is not None:
+                    call.extra["result"] = part
+                    call.extra["status"] = "error" if part.extra.get("is_error") else "ok"
+                    if when and before:
+                        call.extra["duration"] = duration_text((when - before).total_seconds())
+                else:
+                    rest.append(part)
+            e = {**e, "parts": rest}
+            if rest or e.get("files"):
+                out.append(e)
+        else:
+            for call in calls.values():  # a message came: those calls got no result
+                call.extra["status"] = "missing"
+            calls = {}
+            for part in e["parts"]:
+                if part.kind == "tool_call":
+                    part.extra["status"] = "running"
+                    calls[part.extra.get("id") or f"#{len(calls)}"] = part
+            out.append(e)
+        before = when or before
+    if not running:  # the branch ends on calls no run is answering
+        for call in calls.values():
+            call.extra["status"] = "missing"
+    return out
 
 
 def model_context(session, user) -> dict:
@@ -116,13 +171,22 @@ def _thinking_context(seen, user, model) -> dict:
     }
 
 
-def model_notice(models: dict) -> dict:
+def model_notice(models: dict, can_edit: bool = False) -> dict:
     """Whether the model at the leaf can run, and if not why and how to fix it (the notice
-    above the composer), from :func:`model_context`."""
+    above the composer), from :func:`model_context`. `fix`: for an editor, the runnable
+    model one click switches to: the same model id from another provider if there is one,
+    else the picker's first."""
+    configured = models["resolved"] is not None
+    fix = None
+    if not configured and can_edit:
+        choices = [c for _, group in models["groups"] for c in group]
+        wanted = models["current"].partition("/")[2]
+        fix = next((c for c in choices if c.id == wanted), choices[0] if choices else None)
     return {
-        "configured": models["resolved"] is not None,
+        "configured": configured,
         "problem": models["problem"],
         "how_to_configure": models["problem"] or HOW_TO_CONFIGURE,
+        "fix": fix,
     }
 
 
@@ -135,7 +199,7 @@ def chat_context(access, user=None) -> dict:
     return {
         "profile": profile,
         "models": models,
-        "model_notice": model_notice(models),
+        "model_notice": model_notice(models, access.can_edit),
         "can_edit": access.can_edit,
         "composer": composer_context(
             access,

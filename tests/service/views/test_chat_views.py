@@ -91,3 +91,50 @@ def test_the_model_notice_says_when_the_model_cannot_run_and_goes_once_it_can(ma
     assert answer.status_code == 200 and 'id="chat-nomodel"' in answer.content.decode()
     answer = client.get(reverse("sessions_app:chat_model_notice", args=[working.pi_id]))
     assert answer.status_code == 200 and answer.content.decode().strip() == ""
+
+
+def test_a_tool_call_is_one_card_with_status_duration_and_its_result_under_it(
+    make_user, client_for, workspace
+):
+    """Issue 34: the transcript shows the bash call as `$ make test` with a success mark
+    and how long it ran (the result came 1 s after the call), the result's first line
+    under the call in the same card, and the call id only inside the folded call."""
+    import re
+
+    from tests.support.tree_data import import_branched
+
+    owner = make_user("cards-owner")
+    session = import_branched(owner, str(workspace))
+    html = client_for(owner).get(reverse("sessions_app:chat_transcript", args=[session.pi_id]))
+    html = html.content.decode()
+    cards = re.findall(r'<div class="tool-card st-ok">.*?</details></div>', html, re.S)
+    (card,) = [c for c in cards if "$ make test" in c]
+    head = re.search(r"<summary class=\"tool-call-head\">.*?</summary>", card, re.S).group(0)
+    assert '<code class="tool-headline">$ make test</code>' in head
+    assert '<span class="tool-duration" title="How long the call ran">1.0 s</span>' in head
+    assert 'aria-label="succeeded"' in head
+    assert "call_b1" not in head and "call_b1" in card  # the id only in the details
+    result = card[card.index('<details class="tool-result') :]
+    assert '<code class="result-preview">ok &lt;img' in result  # escaped, first line
+    # The result's own entry no longer repeats it as a separate message.
+    assert 'data-entry-id="e0000013"' not in html
+
+
+def test_the_cannot_run_notice_offers_an_editor_one_click_to_a_runnable_model(make_user, settings):
+    """A session whose model nothing configures: the notice names a model that can run,
+    as a button that posts the switch; a viewer sees the notice without the button."""
+    from tests.support.web import share
+
+    owner, viewer = make_user(), make_user()
+    cwd = str(area_of(settings, owner))
+    session = sessions.create_session(owner=owner, cwd=cwd, model_profile="nothing-configured")
+    share(session, viewer, "viewer")
+    url = reverse("sessions_app:chat_model_notice", args=[session.pi_id])
+    html = client_for(owner).get(url).content.decode()
+    assert 'id="chat-nomodel"' in html
+    assert 'id="chat-nomodel-fix"' in html
+    switch = reverse("sessions_app:chat_model", args=[session.pi_id])
+    assert f'hx-post="{switch}"' in html
+    assert "Use openai-compatible/scripted" in html
+    seen = client_for(viewer).get(url).content.decode()
+    assert 'id="chat-nomodel"' in seen and 'id="chat-nomodel-fix"' not in seen

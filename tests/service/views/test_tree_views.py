@@ -444,3 +444,19 @@ def test_inspector_page_shows_edits_and_system_changes(pi1_session, pi1_owner):
     assert 'class="ctx-edit edit-dropped"' in html and "Find the flaky test" in html
     assert "section rules" in html and "&lt;rules&gt;Always run the quokka linter" in html
     assert "<code>+lint</code>" in html and "<code>-grep</code>" in html
+
+
+def test_tree_rows_read_tool_calls_by_headline_and_label_their_numbers(owner, client_for, session):
+    """Issue 34: a tool result's row says what its call did (`$ make test`, the chat's
+    headline), never the call id; the numbers on a row say what they count; a side
+    branch's head carries how many entries folding it hides."""
+    c = client_for(owner)
+    html = c.get(url("tree_panel", session) + "?filter=all").content.decode()
+    row = re.search(r'<div class="[^"]*" id="n-e0000013".*?</div>', html, re.S).group(0)
+    assert '<b class="headline">$ make test</b>' in row
+    assert "call_b1" not in html
+    call = re.search(r'<div class="[^"]*" id="n-e0000012".*?</div>', html, re.S).group(0)
+    assert '<code class="headline">$ make test</code>' in call
+    assert re.search(r'class="tok" title="[^"]+ tokens \(estimate\)"', row)
+    assert re.search(r'class="badge fork" title="Branch point: \d+ branches leave', html)
+    assert re.search(r'class="fold-count">\d+ entr(y|ies) folded<', html)
