@@ -39,6 +39,11 @@ def test_an_invitation_link_sets_a_password_and_logs_in(page_for, make_user):
     expect(page.locator(".messages")).to_contain_text("Created newcomer")
     link = page.locator("#invitation-link").input_value()
     assert "/invite/" in link
+    # The copy button puts the link on the clipboard and says so.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("#invitation-copy")
+    expect(page.locator("#invitation-copy")).to_contain_text("Copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == link
     row = page.locator('#users-table tr[data-user="newcomer"]')
     expect(row.locator(".user-status")).to_contain_text("invited")
     newcomer = get_user_model().objects.get(username="newcomer")
