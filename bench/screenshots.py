@@ -14,7 +14,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.browser_support import REPO, chromium, daphne, logged_in_context, test_database  # noqa: E402
 
-
 # Long forms: the whole page, not only the first screen.
 FULL_PAGE = ("models", "users")
 
