@@ -14,11 +14,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.browser_support import REPO, chromium, daphne, logged_in_context, test_database  # noqa: E402
 
+# Long forms: the whole page, not only the first screen.
+FULL_PAGE = ("models", "users")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    parser.add_argument("--only", default="", help="comma list of screen names (default: all)")
     args = parser.parse_args()
+    only = {name for name in args.only.split(",") if name}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with test_database() as connection:
@@ -29,7 +34,7 @@ def main() -> None:
         from tests.support.tree_data import import_branched
 
         users = get_user_model().objects
-        owner = users.create_user("demo", password="demo-only")
+        owner = users.create_user("demo", password="demo-only", is_staff=True)  # an admin
         mate = users.create_user("reviewer", password="demo-only")
         session = import_branched(owner, "/home/demo/project")
         sessions.rename_session(session, "Fix the flaky upload test", actor=owner)
@@ -54,6 +59,24 @@ def main() -> None:
         first = review_queues.take_next(queue, actor=owner)
         review_queues.score_item(queue, first.pk, quality.pk, "4", actor=owner)
 
+        # the Models page: a key of one's own and an endpoint for everyone; the Users page
+        from sessions_app.services import endpoints, provider_keys
+        from sessions_app.services import users as user_admin
+
+        provider_keys.set_key(owner, "anthropic", "sk-ant-demo-only-0000000000000000wxyz")
+        endpoints.save_endpoint(
+            owner, "ollama", "openai-completions", "http://127.0.0.1:11434/v1",
+            "llama3.1:8b, 128k, 4096\nqwen2.5-coder:14b, 32k, 8192", "",
+        )  # fmt: skip
+        user_admin.invite(owner, user_admin.create_user(owner, "newcomer", email="new@example.org"))
+
+        invited = iter(range(1, 100))
+
+        def new_invitation(page):
+            page.fill("#users-create-username", f"another{next(invited)}")
+            page.click("#users-create button[type=submit]")
+            page.wait_for_load_state("networkidle")
+
         def open_chart(page):
             page.click("#context-gauge")
             page.wait_for_selector('[data-usage-chart="context"][data-ready]')
@@ -76,10 +99,13 @@ def main() -> None:
             ("usage", "/usage/", None),
             ("review-mode", f"/queues/{queue.pk}/review/", None),
             ("review-queues", f"/teams/{team.pk}/queues/", None),
+            ("models", "/models/", None),
+            ("users", "/users/", new_invitation),
+            ("account", "/account/password/", None),
         ]
         # Every screen at 1280x800, the main ones at 390x844 too, each in the light and the
         # dark theme (the browser's prefers-color-scheme; the user's choice is "system").
-        phone_shots = ("session-chat", "sessions-list", "session-node-drawer")
+        phone_shots = ("session-chat", "sessions-list", "session-node-drawer", "models", "users")
         with daphne(connection) as base, chromium() as browser:
             for scheme in ("light", "dark"):
                 for viewport, suffix in (
@@ -91,14 +117,14 @@ def main() -> None:
                     )
                     page = context.new_page()
                     for name, url, prepare in shots:
-                        if suffix and name not in phone_shots:
+                        if (suffix and name not in phone_shots) or (only and name not in only):
                             continue
                         page.goto(url, wait_until="networkidle")
                         if prepare:
                             prepare(page)
                         theme = "" if scheme == "light" else "-dark"
                         path = out / f"{name}{suffix}{theme}.png"
-                        page.screenshot(path=str(path))
+                        page.screenshot(path=str(path), full_page=name in FULL_PAGE)
                         print(path)
                     context.close()
 

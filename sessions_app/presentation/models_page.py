@@ -30,13 +30,18 @@ def models_page_context(user) -> dict:
     for provider, hint in hints.items():
         providers.setdefault(provider, {"provider": provider, "key": None, "count": 0})
         providers[provider]["hint"] = hint
+    rows = sorted(providers.values(), key=lambda r: r["provider"])
+    for row in rows:  # a key of one's own, or one the server has: its models can run
+        row["ready"] = bool(row.get("hint")) or bool(row["key"] and row["key"].available)
     groups: dict[str, list] = {}
     for choice in available_models(user):
         groups.setdefault(choice.provider, []).append(choice)
     pref = ModelPreference.objects.filter(user=user).first()
     default = default_model_ref(user)
     return {
-        "providers": sorted(providers.values(), key=lambda r: r["provider"]),
+        "providers": rows,
+        "ready_providers": [row for row in rows if row["ready"]],
+        "other_providers": [row for row in rows if not row["ready"]],
         "groups": sorted(groups.items()),
         "own_keys": sorted(hints),
         "pref_ref": f"{pref.provider}/{pref.model_id}" if pref and pref.model_id else "",

@@ -6,7 +6,7 @@ messages, a non-admin gets 403 (services/users.py and selectors/users.py check).
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import login, update_session_auth_hash
+from django.contrib.auth import authenticate, login, update_session_auth_hash
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
@@ -138,15 +138,28 @@ def accept_invitation(request, token: str):
     )
 
 
+def _current_password_right(request, current: str) -> bool:
+    """The current password, checked the way a log-in is (django.contrib.auth.authenticate):
+    a wrong one counts as a failed log-in for django-axes, and once the limit is reached
+    AxesMiddleware answers with the lockout page, here as on the login form; while locked
+    out even the right password is refused. A guesser holding someone's open session
+    cannot try more passwords here than at the login form."""
+    found = authenticate(request, username=request.user.get_username(), password=current)
+    return found is not None and found.pk == request.user.pk
+
+
 @piweb_view(methods=("GET", "POST"))
 def password(request):
     error = ""
     if request.method == "POST":
         params = form(request)
+        current = params.text("current", limit=4096)
         try:
+            if not _current_password_right(request, current):
+                raise users.UserError("Your current password is not right.")
             users.change_password(
                 request.user,
-                params.text("current", limit=4096),
+                current,
                 params.text("password", limit=4096),
                 params.text("again", limit=4096),
             )

@@ -227,6 +227,40 @@
       later();
     });
   });
+  // A copy button: <button class="copy-button" data-copy-from="#field-id"> copies that
+  // field's value (the clipboard API, else a selection and execCommand on plain http) and
+  // says "Copied" for a moment, in its label and to a screen reader (aria-live).
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("button.copy-button[data-copy-from]");
+    if (!button) return;
+    var field = document.querySelector(button.dataset.copyFrom);
+    if (!field) return;
+    ev.preventDefault();
+    function done() {
+      var label = button.querySelector(".copy-label");
+      if (label) {
+        if (!button.dataset.label) button.dataset.label = label.textContent;
+        label.textContent = "Copied";
+      }
+      button.classList.add("copied");
+      clearTimeout(button._copyTimer);
+      button._copyTimer = setTimeout(function () {
+        button.classList.remove("copied");
+        if (label) label.textContent = button.dataset.label;
+      }, 2000);
+    }
+    function fallback() {
+      field.focus();
+      field.select();
+      try { document.execCommand("copy"); } catch (e) { /* the field stays selected */ }
+      done();
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(done, fallback);
+    } else {
+      fallback();
+    }
+  });
   // hx-confirm: the question in the page's <dialog> (base.html), not window.confirm.
   document.addEventListener("htmx:confirm", function (ev) {
     var dialog = document.getElementById("confirm-dialog");

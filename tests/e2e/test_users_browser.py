@@ -39,6 +39,11 @@ def test_an_invitation_link_sets_a_password_and_logs_in(page_for, make_user):
     expect(page.locator(".messages")).to_contain_text("Created newcomer")
     link = page.locator("#invitation-link").input_value()
     assert "/invite/" in link
+    # The copy button puts the link on the clipboard and says so.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("#invitation-copy")
+    expect(page.locator("#invitation-copy")).to_contain_text("Copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == link
     row = page.locator('#users-table tr[data-user="newcomer"]')
     expect(row.locator(".user-status")).to_contain_text("invited")
     newcomer = get_user_model().objects.get(username="newcomer")
@@ -184,6 +189,8 @@ def test_the_new_pages_fit_a_phone_in_both_themes(page_for, make_user):
             where.emulate_media(color_scheme=scheme)
             if path is not None:
                 where.goto(path)
+            if path == "/models/":  # the providers without a key unfolded, too
+                where.click("#models-providers-table details.more-rows > summary")
             wide = where.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
             assert wide <= 1, (scheme, path or "/users/", wide)
         page.goto("/users/")

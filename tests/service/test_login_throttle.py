@@ -132,3 +132,53 @@ def test_client_ip_rules(settings):
     settings.PIWEB_CLIENT_IP_HEADER = "X-Forwarded-For"
     xff = "6.6.6.6, 1.2.3.4, 10.0.0.5"  # the left-most is whatever the client wrote
     assert client_ip(rf.get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=xff)) == "1.2.3.4"
+
+
+# --- the Account page's current password counts like a log-in (views/users.py) ---------
+
+NEW_PW = "a long fresh passphrase 7"
+
+
+def change_password(client, current):
+    url = reverse("sessions_app:password")
+    return client.post(url, {"current": current, "password": NEW_PW, "again": NEW_PW})
+
+
+def signed_in(user, ip=ALICE_IP):
+    client = Client(REMOTE_ADDR=ip)
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.embedded
+def test_wrong_current_passwords_on_the_account_page_lock_the_log_in(alice, settings):
+    client = signed_in(alice)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        refused = change_password(client, "wrong")
+        assert refused.status_code == 400 and "not right" in refused.content.decode()
+    locked = change_password(client, "wrong")
+    assert locked.status_code == 429 and "Too many failed log-ins" in locked.content.decode()
+    # now even the right current password is refused, and the password stays as it was
+    assert change_password(client, "alice-right-pw").status_code == 429
+    alice.refresh_from_db()
+    assert alice.check_password("alice-right-pw")
+    # the login form refuses alice, from any address (the username is locked)
+    assert not log_in("alice", "alice-right-pw", ip=BOB_IP)[1]
+
+
+def test_account_page_and_login_form_failures_add_up(alice, settings):
+    client = signed_in(alice)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert change_password(client, "wrong").status_code == 400
+    response, logged_in = log_in("alice", "wrong")
+    assert not logged_in and response.status_code == 429
+    assert not log_in("alice", "alice-right-pw")[1]
+
+
+def test_below_the_limit_the_account_page_still_changes_the_password(alice, settings):
+    client = signed_in(alice)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert change_password(client, "wrong").status_code == 400
+    assert change_password(client, "alice-right-pw").status_code == 302
+    alice.refresh_from_db()
+    assert alice.check_password(NEW_PW)
