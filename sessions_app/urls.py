@@ -172,6 +172,7 @@ urlpatterns = [
         "s/<str:session_id>/e/<str:entry_id>/navigate/", tree.action_navigate, name="entry_navigate"
     ),
     path("s/<str:session_id>/e/<str:entry_id>/label/", tree.action_label, name="entry_label"),
+    path("s/<str:session_id>/e/<str:entry_id>/archive/", tree.action_archive, name="entry_archive"),
     path("s/<str:session_id>/e/<str:entry_id>/fork/", tree.action_fork, name="entry_fork"),
     path("s/<str:session_id>/inspect/", tree.inspector, name="inspector"),
     # --- file changes: per node, per branch, compared; restoring files

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from sessions_app.models import Job, QueuedMessage, Session
 
 
@@ -40,6 +42,12 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
     )
 
 
-def queued_messages(session: Session) -> list[QueuedMessage]:
-    """The messages waiting for the session's run (steers and follow-ups, oldest first)."""
-    return list(QueuedMessage.objects.filter(session=session).select_related("created_by"))
+def queued_messages(session: Session, job=None) -> list[QueuedMessage]:
+    """The messages waiting for a branch's run `job` (steers and follow-ups, oldest
+    first); with no run, those recorded without one."""
+    queued = QueuedMessage.objects.filter(session=session)
+    if job is None:
+        queued = queued.filter(run__isnull=True)
+    else:
+        queued = queued.filter(Q(run=job) | Q(run__isnull=True))
+    return list(queued.select_related("created_by"))

@@ -104,6 +104,7 @@ ROUTES: dict[str, Route] = {
     "entry_raw": Route("viewer", kwargs=E),
     "entry_navigate": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
+    "entry_archive": Route("editor", "POST", ok=200, kwargs=E, data={"archive": "1"}, htmx=True),
     "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "inspector": Route("viewer", kwargs=S),
     # file changes (this session's cwd is no workspace here: nothing to restore)

@@ -43,6 +43,7 @@ from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
 from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import retry_policy
 from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.runs import run_covering, state_key
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import changes, events, sandboxing, sessions
 from sessions_app.services.jobs import compaction, lifecycle
@@ -174,7 +175,7 @@ class RunState:
     """The in-progress run, mirrored to Redis (throttled) for pages that (re)connect."""
 
     def __init__(self, session_pk: int, run_id: str, mode: str):
-        self.key = redis_key("run", session_pk)
+        self.key = state_key(session_pk, run_id)
         self.data: dict[str, Any] = {
             "run_id": run_id,
             "mode": mode,
@@ -343,7 +344,7 @@ class _Hooks:
 
     def take_queued(self, mode: str) -> bool:
         """Deliver the oldest queued message of this mode onto the run's branch."""
-        entry = deliver_queued(self.session, mode, self.parent)
+        entry = deliver_queued(self.session, mode, self.parent, self.job)
         if entry is None:
             return False
         self.parent = entry.pi_id
@@ -387,19 +388,29 @@ def user_message(text: str) -> dict:
     }
 
 
-def publish_queue(session: Session) -> None:
-    """Tell every page of the session that its queue changed (after the commit)."""
-    count = QueuedMessage.objects.filter(session=session).count()
-    events.publish(session.pk, "queue_changed", {"count": count})
+def queue_of(session: Session, job: Job | None):
+    """The messages queued for one run (a branch's), oldest first; an item recorded
+    without a run waits for whichever run takes it first."""
+    queued = QueuedMessage.objects.filter(session=session)
+    if job is None:
+        return queued.filter(run__isnull=True)
+    return queued.filter(Q(run=job) | Q(run__isnull=True))
 
 
-def deliver_queued(session: Session, mode: str, parent: str | None):
-    """Take the oldest queued message of `mode` and append it under `parent` as the
-    user's message; its entry, or None. Under the session lock, like a cancel: a message
-    is delivered once or cancelled, never both."""
+def publish_queue(session: Session, job: Job | None = None) -> None:
+    """Tell every page of the session that a run's queue changed (after the commit)."""
+    count = queue_of(session, job).count()
+    run_id = str(job.pk) if job is not None else None
+    events.publish(session.pk, "queue_changed", {"count": count, "run_id": run_id})
+
+
+def deliver_queued(session: Session, mode: str, parent: str | None, job: Job | None = None):
+    """Take the oldest message of `mode` queued for `job` and append it under `parent`
+    as the user's message; its entry, or None. Under the session lock, like a cancel: a
+    message is delivered once or cancelled, never both."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = QueuedMessage.objects.filter(session=locked, mode=mode).first()
+        item = queue_of(locked, job).filter(mode=mode).first()
         if item is None:
             return None
         entry = sessions.append_entry(
@@ -410,39 +421,48 @@ def deliver_queued(session: Session, mode: str, parent: str | None):
             actor=item.created_by,
         )
         item.delete()
-        publish_queue(locked)
+        publish_queue(locked, job)
     return entry
 
 
-def start_queued_run(session: Session) -> Job | None:
-    """A message queued in the moment the run ended (after its last look at the queue)
-    starts the next run, as sending it would have: steering first, then follow-ups."""
+def start_queued_run(session: Session, job: Job, parent: str | None) -> Job | None:
+    """A message queued for `job` in the moment it ended (after its last look at the
+    queue) starts the next run on the same branch (under `parent`, the run's last
+    entry), as sending it there would have: steering first, then follow-ups. Its other
+    queued messages wait for that run."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        if Job.objects.filter(
-            session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE
-        ).exists():
-            return None
-        queued = QueuedMessage.objects.filter(session=locked)
+        queued = queue_of(locked, job)
         item = queued.filter(mode=QueuedMessage.Mode.STEER).first() or queued.first()
         if item is None:
             return None
+        others = Job.objects.filter(session=locked, kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE)
+        if run_covering(locked, list(others), parent) is not None:
+            return None
         user = item.created_by or locked.owner
         try:
-            resolved = model_input(locked).resolved(user)
+            resolved = model_input(locked, parent).resolved(user)
         except ModelUnavailable:
             resolved = None
         if resolved is None:
             return None  # it stays queued, visible and cancellable
-        entry = sessions.append_entry(locked, user_message(item.text), actor=user)
+        entry = sessions.append_entry(
+            locked,
+            user_message(item.text),
+            parent_pi_id=parent,
+            move_leaf=locked.leaf_pi_id == parent,
+            actor=user,
+        )
         item.delete()
-        publish_queue(locked)
-        return create(
+        following = create(
             locked,
             actor=user,
             params={"mode": "agent", "parent": entry.pi_id, "key_source": resolved.key_source},
             model=f"{resolved.provider}/{resolved.model_id}"[:200],
         )
+        queue_of(locked, job).update(run=following)
+        publish_queue(locked, following)
+        return following
 
 
 def run(job: Job, attempt: int) -> str:
@@ -495,7 +515,7 @@ def run(job: Job, attempt: int) -> str:
         _after_run(session)
     if status == "done":
         try:
-            start_queued_run(session)
+            start_queued_run(session, job, hooks.parent)
         except Exception:
             log.exception("could not start the queued message of session %s", session.pk)
     return status

@@ -444,3 +444,30 @@ def test_inspector_page_shows_edits_and_system_changes(pi1_session, pi1_owner):
     assert 'class="ctx-edit edit-dropped"' in html and "Find the flaky test" in html
     assert "section rules" in html and "&lt;rules&gt;Always run the quokka linter" in html
     assert "<code>+lint</code>" in html and "<code>-grep</code>" in html
+
+
+def test_archiving_a_branch_folds_it_shows_it_again_and_keeps_it_in_exports(
+    session, owner, client_for
+):
+    from sessions_app.models import ArchivedBranch
+    from sessions_app.selectors.exporter import export_jsonl
+
+    c = client_for(owner)
+    before = export_jsonl(session)
+    assert 'id="n-e000000b"' in c.get(url("tree_panel", session)).content.decode()
+    pane = c.get(url("session_detail", session), {"target": "e000000a"}).content.decode()
+    assert "Archive this branch" in pane
+    response = c.post(url("entry_archive", session, "e000000a"), {"archive": "1"})
+    assert response.status_code == 200 and b"Branch archived" in response.content
+    c.post(url("entry_archive", session, "e000000a"), {"archive": "1"})  # idempotent
+    assert ArchivedBranch.objects.filter(session=session).count() == 1
+    html = c.get(url("tree_panel", session)).content.decode()
+    head = html.split('id="n-e000000a"')[0].rsplit("<div", 1)[1]
+    assert "archived" in head and 'id="n-e000000b"' not in html  # folded away
+    assert export_jsonl(session) == before  # still in exports, unchanged
+    pane = c.get(url("session_detail", session), {"target": "e000000a"}).content.decode()
+    assert "Show archived branch again" in pane
+    c.post(url("entry_archive", session, "e000000a"), {"archive": "0"})
+    assert not ArchivedBranch.objects.filter(session=session).exists()
+    assert 'id="n-e000000b"' in c.get(url("tree_panel", session)).content.decode()
+    assert c.post(url("entry_archive", session, "nope1234"), {"archive": "1"}).status_code == 404
