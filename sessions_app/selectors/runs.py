@@ -66,14 +66,15 @@ def run_covering(session: Session, runs: list[Job], leaf_pi_id) -> Job | None:
     )
     if leaf_pk is None:
         return None
-    starts = dict(
+    starts: dict[str, int] = dict(
         Entry.objects.filter(
             session=session, pi_id__in=[job.prepared_leaf_pi_id for job in runs]
         ).values_list("pi_id", "pk")
     )
     on_path = set(paths.path_pks(session, leaf_pk))
     for job in runs:
-        if starts.get(job.prepared_leaf_pi_id) in on_path:
+        start = starts.get(job.prepared_leaf_pi_id or "")
+        if start is not None and start in on_path:
             return job
     return None
 
