@@ -49,13 +49,17 @@ def repo_at(work_tree: str) -> ShadowRepo:
     )
 
 
-def repo_for(session: Session) -> ShadowRepo | None:
-    """The session's workspace repository; None when snapshots are off or the session has
-    no workspace here (an imported session whose cwd is elsewhere)."""
+def repo_for(session: Session, leaf_pi_id=paths.UNSET) -> ShadowRepo | None:
+    """The repository of the session's workspace at `leaf_pi_id` (default: its leaf; a
+    branch may work in a folder of its own); None when snapshots are off or the session
+    has no workspace here (an imported session whose cwd is elsewhere)."""
     if not settings.PIWEB_SNAPSHOTS:
         return None
     try:
-        real = workspaces.session_cwd(session)
+        if leaf_pi_id is paths.UNSET:
+            real = workspaces.session_cwd(session)
+        else:
+            real = workspaces.session_cwd(session, leaf_pi_id)
     except WorkspaceError:
         return None
     if not os.path.isdir(real):

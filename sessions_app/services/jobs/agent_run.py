@@ -478,11 +478,13 @@ def run(job: Job, attempt: int) -> str:
     status, error = "error", ""
     try:
         workspaces.session_cwd(session, job.params.get("parent"))
-        hooks.files_base = changes.begin(session)
+        hooks.files_base = changes.begin(session, job.params.get("parent"))
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
             status, error = _run_agent(job, hooks, abort)
+            if status == "done" and job.params.get("check"):
+                _run_check(job, hooks, abort)
     except Exception as exc:
         log.exception("agent run %s failed", job.pk)
         status, error = "failed", f"{exc.__class__.__name__}: {exc}"
@@ -567,6 +569,42 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
     if status == "error" and hooks.last_entry is not None:
         error = (hooks.last_entry.payload.get("message") or {}).get("errorMessage", "")
     return status, error
+
+
+CHECK_TYPE = "piweb.check"
+CHECK_PREVIEW_CHARS = 2000
+
+
+def _run_check(job: Job, hooks: _Hooks, abort: AbortSignal) -> None:
+    """An alternative's check command (issue 36), run once the run is done, in the
+    branch's workspace, in the sandbox: its exit status, duration and the end of its
+    output, as a custom entry (``piweb.check``: pi ignores it) at the end of the branch."""
+    command = job.params["check"]
+    started = time.monotonic()
+    data: dict[str, Any] = {"command": command}
+    try:
+        outcome = sandboxing.run_command(
+            job.session, command, abort=abort, leaf_pi_id=hooks.parent, output_prefix="check"
+        )
+    except SandboxUnavailable as exc:
+        data.update(exitCode=None, output=str(exc)[-CHECK_PREVIEW_CHARS:])
+    else:
+        output = outcome.result.truncation.content
+        data.update(
+            exitCode=outcome.exit_code,
+            output=output[-CHECK_PREVIEW_CHARS:],
+            cancelled=outcome.aborted or outcome.timed_out,
+        )
+    data["seconds"] = round(time.monotonic() - started, 3)
+    entry = append_on_branch(
+        job.session, {"type": "custom", "customType": CHECK_TYPE, "data": data}, hooks.parent
+    )
+    hooks.parent = entry.pi_id
+    events.publish_now(
+        job.session.pk,
+        "message_end",
+        {"run_id": str(job.pk), "entry_id": entry.pi_id, "role": "check", "tool_call_id": None},
+    )
 
 
 def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
