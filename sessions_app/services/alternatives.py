@@ -23,6 +23,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from sessions_app.agent.sandbox import Bind, SandboxUnavailable, launch_in, run_in
@@ -30,9 +31,9 @@ from sessions_app.agent.shell import command_problem
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.pi_config import THINKING_LEVELS
-from sessions_app.models import Job, Session
+from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import changes as changes_selectors
-from sessions_app.selectors import workspaces
+from sessions_app.selectors import paths, runs, workspaces
 from sessions_app.selectors.entries import get_entry
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model
 from sessions_app.selectors.llm.keys import ModelUnavailable
@@ -210,7 +211,7 @@ def _start_one(session, user, at_pi_id, index, variant: Variant, made, check) ->
         head = add({"type": "custom", "customType": workspaces.CHOICE_TYPE, "data": data}, at_pi_id)
         locked.refresh_from_db()
         chosen = dict((locked.settings or {}).get("workspaces") or {})
-        chosen[head.pi_id] = {"cwd": made.path, "by": user.pk}
+        chosen[head.pi_id] = {"cwd": made.path, "by": user.pk, "alternative": True}
         locked.settings = {**(locked.settings or {}), "workspaces": chosen}
         locked.save(update_fields=["settings"])
         parent = head.pi_id
@@ -244,6 +245,34 @@ def _start_one(session, user, at_pi_id, index, variant: Variant, made, check) ->
         )
         sessions.record_activity(locked, user, "alternative_started", at=at_pi_id, index=index)
     return Started(job, variant, made, head.pi_id)
+
+
+def remove_copies(session: Session, head_pi_id: str | None = None) -> list[str]:
+    """Delete the workspace copies of the session's variants (of the branch whose head is
+    `head_pi_id`, else all): its branch was archived, or the session is deleted. The
+    branch stays; a continuation there would find its folder gone. The removed paths."""
+    chosen = (session.settings or {}).get("workspaces") or {}
+    busy = _heads_running(session)
+    removed = []
+    for head, choice in chosen.items():
+        if not choice.get("alternative") or (head_pi_id is not None and head != head_pi_id):
+            continue
+        if head in busy:  # a run still works there: it keeps its folder
+            continue
+        owner = get_user_model().objects.filter(pk=choice.get("by")).first()
+        if owner is not None and remove_variant_workspace(owner, choice["cwd"]):
+            removed.append(choice["cwd"])
+    return removed
+
+
+def _heads_running(session: Session) -> set[str]:
+    """The pi ids of every entry on the paths of the session's active runs."""
+    starts = [job.prepared_leaf_pi_id for job in runs.active_runs(session)]
+    pks = Entry.objects.filter(session=session, pi_id__in=[s for s in starts if s])
+    on_paths: set[int] = set()
+    for pk in pks.values_list("pk", flat=True):
+        on_paths.update(paths.path_entry_pks(pk))
+    return set(Entry.objects.filter(pk__in=on_paths).values_list("pi_id", flat=True))
 
 
 def stop_all(session: Session, user, jobs) -> list[Job]:

@@ -18,7 +18,7 @@ from sessions_app.core.errors import NotFound
 from sessions_app.models import ArchivedBranch, Entry, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.navigation import resolve_target
-from sessions_app.services import events
+from sessions_app.services import alternatives, events
 from sessions_app.services.sessions import label_entry, lock_session, record_activity
 
 
@@ -81,5 +81,7 @@ def set_archived(session: Session, head_pi_id: str, archived: bool, *, actor=Non
         record_activity(
             locked, actor, "branch_archived" if archived else "branch_unarchived", entry=head_pi_id
         )
+        if archived:  # an alternative's workspace copy goes with it (the quota counts it)
+            alternatives.remove_copies(locked, head_pi_id)
         events.publish(locked.pk, "session_changed", {"archived": head_pi_id if archived else None})
     return True

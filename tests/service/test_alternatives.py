@@ -85,3 +85,32 @@ def test_a_node_without_a_snapshot_gets_a_copy_of_the_current_folder(
     assert _files(made.path) == {"a.txt": "now\n", os.path.join("sub", "deep.txt"): "deep\n"}
     (workspace / "a.txt").write_text("changed\n")  # a copy, not a link
     assert _files(made.path)["a.txt"] == "now\n"
+
+
+@pytest.mark.usefixtures("own_snapshot_dir")
+def test_the_copies_go_when_their_branch_is_archived_or_the_session_deleted(
+    session, owner, workspace
+):
+    from sessions_app.services import manage, navigation
+
+    run_here(session, owner, "!printf 'x\\n' > a.txt")
+    node = session.leaf_pi_id
+    started = []
+    for n in (1, 2):
+        made = alternatives.make_variant_workspace(session, owner, node, n)
+        started.append(
+            alternatives._start_one(
+                session, owner, node, n, alternatives.Variant(f"try {n}"), made, ""
+            )
+        )
+    for s in started:  # (no worker here: the runs stay queued; they are not what is tested)
+        s.job.status = "cancelled"
+        s.job.save(update_fields=["status"])
+    session.refresh_from_db()
+    navigation.set_archived(session, started[0].head_pi_id, True, actor=owner)
+    assert not os.path.exists(started[0].workspace.path)
+    assert os.path.isdir(started[1].workspace.path)
+    assert (workspace / "a.txt").exists()  # the session's own folder stays
+    navigation.set_archived(session, started[0].head_pi_id, False, actor=owner)  # shown again
+    manage.delete_session(session, actor=owner, confirm=session.pi_id)
+    assert not os.path.exists(started[1].workspace.path) and (workspace / "a.txt").exists()
