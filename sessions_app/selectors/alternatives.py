@@ -86,3 +86,37 @@ def column(session: Session, job: Job) -> dict:
 
 def comparison(session: Session, jobs) -> list[dict]:
     return [column(session, Job.objects.get(pk=job.pk)) for job in jobs]
+
+
+COMPARED = ("answer", "turns", "files_changed", "check_exit", "status")
+
+
+def jobs_at(session: Session, at_pi_id: str) -> list[Job]:
+    """The variants tried at a node (their run jobs), oldest first."""
+    jobs = Job.objects.filter(session=session, kind=Job.Kind.AGENT_RUN).order_by("created_at")
+    return [j for j in jobs if ((j.params or {}).get("alternative") or {}).get("at") == at_pi_id]
+
+
+def page_columns(session: Session, at_pi_id: str, archived: set[str]) -> dict:
+    """The comparison at a node: its columns (archived branches apart), which of the
+    compared values differ between the shown columns, and whether any still runs."""
+    columns = []
+    for job in jobs_at(session, at_pi_id):
+        col = column(session, job)
+        col["head"] = ((job.params or {}).get("alternative") or {}).get("head")
+        col["index"] = ((job.params or {}).get("alternative") or {}).get("index")
+        col["archived"] = col["head"] in archived
+        columns.append(col)
+    shown = [c for c in columns if not c["archived"]]
+    differs = {key: len({json_key(c[key]) for c in shown}) > 1 for key in COMPARED}
+    return {
+        "columns": shown,
+        "archived_columns": [c for c in columns if c["archived"]],
+        "differs": differs,
+        "running": any(c["status"] in Job.ACTIVE for c in columns),
+        "copied": any(c["source"] == "copy" for c in columns),
+    }
+
+
+def json_key(value) -> str:
+    return repr(value)
