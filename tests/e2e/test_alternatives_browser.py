@@ -53,6 +53,12 @@ def test_variants_from_the_page_compare_live_and_keep_one(
     expect(columns.nth(1).locator(".alt-check")).to_contain_text("exit 1", timeout=60000)
     expect(columns.nth(0).locator(".alt-files")).to_contain_text("f.txt")
     expect(columns.nth(0).locator(".alt-check.differs")).to_have_count(1)  # differences marked
+    # The diffs against the node, on demand.
+    columns.nth(0).locator(".alt-diffs summary").click()
+    diff = columns.nth(0).locator(".alt-diff-body")
+    expect(diff).to_contain_text("f.txt", timeout=30000)
+    expect(diff).to_contain_text("red")
+    expect(diff).to_contain_text("node")
     assert (workspace / "f.txt").read_text() == "node\n"
 
     # Keep the red one: the session page, at its branch; a command runs in its workspace.
