@@ -63,3 +63,23 @@ def test_start_compare_stop_all_and_keep(session, owner, client_for, workspace):
     tip = Entry.objects.get(session=session, pk=session.leaf_id)
     assert tip.label == "kept" and tip.payload["message"]["role"] == "user"
     assert "plan" in str(tip.payload) and "C" in str(tip.payload)
+
+
+def test_an_archived_variant_folds_away_in_the_comparison(session, owner, client_for):
+    from sessions_app.services import alternatives, navigation
+
+    run_here(session, owner, "!true")
+    node = session.leaf_pi_id
+    started = alternatives.start(
+        session, owner, node, [alternatives.Variant("one"), alternatives.Variant("two")]
+    )
+    alternatives.stop_all(session, owner, [s.job for s in started])
+    c = client_for(owner)
+    url = reverse("sessions_app:alternatives_columns", args=[session.pi_id])
+    assert c.get(url, {"at": node}).content.decode().count('class="alt-column"') == 2
+    navigation.set_archived(session, started[0].head_pi_id, True, actor=owner)
+    html = c.get(url, {"at": node}).content.decode()
+    assert html.count('class="alt-column"') == 1 and "1 archived variant(s) folded away" in html
+    assert str(started[1].job.pk) in html and str(started[0].job.pk) not in html
+    navigation.set_archived(session, started[0].head_pi_id, False, actor=owner)
+    assert c.get(url, {"at": node}).content.decode().count('class="alt-column"') == 2
