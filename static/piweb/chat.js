@@ -124,8 +124,7 @@
       if (runId) { live.hidden = true; setRunning(true); } // queued, nothing streamed yet
       else { setRunning(false); dropNotice(["stopping", "queued", "held"]); }
     }
-    var queue = document.getElementById("chat-queue");
-    if (queue && window.htmx) window.htmx.trigger(queue, "piweb:queue_changed");
+    window.piweb.dispatch("queue_changed"); // the queue shown is this run's now
   }
 
   function refreshState() {
