@@ -304,11 +304,12 @@ class Job(models.Model):
         indexes = [models.Index(fields=["session", "status"])]
         ordering = ["-created_at"]
         constraints = [
-            # Chat: at most one queued/running agent run per session (DB-level guard).
+            # Chat: at most one queued/running agent run per branch start (DB-level guard;
+            # runs are per branch, selectors/runs.py).
             models.UniqueConstraint(
-                fields=["session"],
+                fields=["session", "prepared_leaf_pi_id"],
                 condition=models.Q(kind="agent_run", status__in=["queued", "running"]),
-                name="one_active_agent_run_per_session",
+                name="one_active_agent_run_per_branch",
             ),
             # At most one queued workspace measure per user: it measures what is there
             # when it runs, so one more would find the same.
@@ -332,6 +333,10 @@ class QueuedMessage(models.Model):
         FOLLOW_UP = "follow_up", "Follow-up"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    # The run (of one branch) it waits for; None: the run on the session's leaf.
+    run = models.ForeignKey(
+        "Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="queued_messages"
+    )
     mode = models.CharField(max_length=16, choices=Mode.choices)
     text = models.TextField()
     created_by = models.ForeignKey(
@@ -342,6 +347,26 @@ class QueuedMessage(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["session", "mode", "created_at"])]
+
+
+class ArchivedBranch(models.Model):
+    """A branch folded away (issue 36): the subtree below `head_pi_id` is drawn folded
+    in the tree until shown again. Only a view: its entries stay in the session and in
+    its exports."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archived_branches")
+    head_pi_id = models.CharField(max_length=64)
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    archived_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "head_pi_id"], name="one_archive_per_branch_head"
+            )
+        ]
 
 
 class Comment(models.Model):

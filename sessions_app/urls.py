@@ -5,6 +5,7 @@ from django.urls import path
 
 from sessions_app.views import (
     activity,
+    alternatives,
     changes,
     chat,
     comments,
@@ -83,6 +84,15 @@ urlpatterns = [
     ),
     path("s/<str:session_id>/export/<str:fmt>/", exports.export, name="export"),
     path("s/<str:session_id>/compare/", compare.compare, name="compare"),
+    path("s/<str:session_id>/alternatives/", alternatives.page, name="alternatives"),
+    path(
+        "s/<str:session_id>/alternatives/columns/",
+        alternatives.columns,
+        name="alternatives_columns",
+    ),
+    path("s/<str:session_id>/alternatives/start/", alternatives.start, name="alternatives_start"),
+    path("s/<str:session_id>/alternatives/stop/", alternatives.stop_all, name="alternatives_stop"),
+    path("s/<str:session_id>/alternatives/keep/", alternatives.keep, name="alternatives_keep"),
     path("s/<str:session_id>/compare/summary/", compare.compare_summary, name="compare_summary"),
     path(
         "s/<str:session_id>/compare/summary/<uuid:job_id>/", compare.compare_job, name="compare_job"
@@ -173,6 +183,7 @@ urlpatterns = [
         "s/<str:session_id>/e/<str:entry_id>/navigate/", tree.action_navigate, name="entry_navigate"
     ),
     path("s/<str:session_id>/e/<str:entry_id>/label/", tree.action_label, name="entry_label"),
+    path("s/<str:session_id>/e/<str:entry_id>/archive/", tree.action_archive, name="entry_archive"),
     path("s/<str:session_id>/e/<str:entry_id>/fork/", tree.action_fork, name="entry_fork"),
     path("s/<str:session_id>/inspect/", tree.inspector, name="inspector"),
     # --- file changes: per node, per branch, compared; restoring files

@@ -331,6 +331,19 @@ class ShadowRepo:
             after = self._commit(tree, parents + ([target] if target != before else []), message)
             return before, after
 
+    def export_to(self, commit: str, folder: str) -> None:
+        """Write ``commit``'s files into ``folder`` (a new, empty work tree): ``git
+        read-tree -u --reset`` on a scratch index, in the sandbox with this repository
+        read-only; its own index and work tree are untouched."""
+        other = ShadowRepo(
+            self.git_dir, folder, max_file_bytes=self.max_file_bytes, sandbox=self.sandbox
+        )
+        scratch = tempfile.mkdtemp(prefix=".export-", dir=os.path.dirname(self.git_dir))
+        try:
+            other._git_in_sandbox("read-tree", "-u", "--reset", commit, restore_index=scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def _checkout(self, target: str) -> None:
         """``git read-tree -u --reset target`` on a copy of the index, which then becomes
         the repository's index (only once git finished: nothing else is taken back)."""

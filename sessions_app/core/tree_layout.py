@@ -148,6 +148,7 @@ class Row:
     start: int = 0
     headline: str = ""  # a tool row: what its call did (core/tool_headline)
     summary: str = ""  # a fold: what kinds of entries it hides ("3 user · 5 tool results")
+    archived: bool = False  # the head of an archived branch
 
 
 class TreeIndex:
@@ -231,8 +232,12 @@ class Layout:
         query: str = "",
         expand: Iterable[str] = (),
         max_rows: int = MAX_ROWS,
+        archived: Iterable[str] = (),
     ):
         self.index = index
+        # Archived branch heads: drawn folded (unless they lead to what is shown), last
+        # among their siblings.
+        self.archived = {index.by_id[i].pk for i in archived if i in index.by_id}
         self.max_rows = max_rows
         self.mode = mode if mode in FILTER_MODES else "default"
         self.view_leaf = index.by_id.get(view_leaf) if view_leaf else None
@@ -298,7 +303,7 @@ class Layout:
             return kids
         best = max(kids, key=lambda k: self.rank.get(k.pk, 0))
         if self.rank.get(best.pk, 0) == 0:
-            best = kids[0]
+            best = next((k for k in kids if k.pk not in self.archived), kids[0])
         return [best, *[k for k in kids if k is not best]]
 
     def headline(self, node: Node) -> str:
@@ -333,6 +338,7 @@ class Layout:
             is_session_leaf=node is self.session_leaf,
             is_target=node is self.target,
             is_match=node.pk in self.matches,
+            archived=node.pk in self.archived,
             **kw,
         )
 
@@ -405,7 +411,9 @@ class Layout:
         return sizes[head.pk]
 
     def _open(self, head: Node) -> bool:
-        return self.small or self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded
+        if self.rank.get(head.pk, 0) > 0 or head.pk in self.expanded:
+            return True
+        return self.small and head.pk not in self.archived
 
     def _draw(self, tasks: list[tuple[Any, ...]], out: list[Row]) -> None:
         """Draw blocks: a block is a chain from its head at one depth.

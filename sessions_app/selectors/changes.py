@@ -49,12 +49,13 @@ def repo_at(work_tree: str) -> ShadowRepo:
     )
 
 
-def repo_for(session: Session) -> ShadowRepo | None:
-    """The session's workspace repository; None when snapshots are off or the session has
-    no workspace here (an imported session whose cwd is elsewhere)."""
+def repo_for(session: Session, leaf_pi_id=paths.UNSET) -> ShadowRepo | None:
+    """The repository of the session's workspace at `leaf_pi_id` (default: its leaf; a
+    branch may work in a folder of its own); None when snapshots are off or the session
+    has no workspace here (an imported session whose cwd is elsewhere)."""
     if not settings.PIWEB_SNAPSHOTS:
         return None
-    real = workspaces.session_folder(session)
+    real = workspaces.session_folder(session, leaf_pi_id)
     return repo_at(real) if real else None
 
 
@@ -264,8 +265,10 @@ def _split_diff(text: str) -> list[str]:
     return chunks
 
 
-def _git_changes(session: Session, base: str, commit: str, *, diffs: bool) -> list[FileChange]:
-    repo = repo_for(session)
+def _git_changes(
+    session: Session, base: str, commit: str, *, diffs: bool, at=paths.UNSET
+) -> list[FileChange]:
+    repo = repo_for(session, at)
     if repo is None or not commit:
         return []
     stats = repo.diff_stats(base or None, commit)
@@ -291,15 +294,22 @@ def _from_rows(snap: FileSnapshot) -> list[FileChange]:
 
 
 def _snapshot_set(
-    session: Session, base: str, commit: str, fallback: FileSnapshot | None, diffs: bool
+    session: Session,
+    base: str,
+    commit: str,
+    fallback: FileSnapshot | None,
+    diffs: bool,
+    at=paths.UNSET,
 ) -> ChangeSet:
+    """The changes base → commit, read from the repository of the workspace in force at
+    the entry `at` (default: the leaf; a branch may work in a folder of its own)."""
     result = ChangeSet(source="snapshot", base=base, commit=commit)
-    if repo_for(session) is None:  # e.g. a fork owned by someone without that workspace
+    if repo_for(session, at) is None:  # e.g. a fork owned by someone without that workspace
         result.note = "The workspace's snapshots are not reachable from this session."
         result.files = _from_rows(fallback) if fallback is not None else []
         return result
     try:
-        result.files = _git_changes(session, base, commit, diffs=diffs)
+        result.files = _git_changes(session, base, commit, diffs=diffs, at=at)
     except SnapshotError as exc:
         result.note = f"The diff could not be read: {exc}"
         result.files = _from_rows(fallback) if fallback is not None else []
@@ -351,7 +361,7 @@ def entry_changes(session: Session, pi_id: str, *, diffs: bool = True) -> Change
     """What entry ``pi_id`` changed in the files."""
     snap = snapshots_by_pi_id(session, [pi_id]).get(pi_id)
     if snap is not None:
-        result = _snapshot_set(session, snap.base, snap.commit, snap, diffs)
+        result = _snapshot_set(session, snap.base, snap.commit, snap, diffs, pi_id)
         result.start_id = result.end_id = pi_id
         return result
     entry = Entry.objects.filter(session=session, pi_id=pi_id).only("line").first()
@@ -393,7 +403,7 @@ def segment_changes(
     ordered = [snaps[i] for i in ids if i in snaps]
     if ordered:
         first, last = ordered[0], ordered[-1]
-        result = _snapshot_set(session, first.base, last.commit, None, diffs)
+        result = _snapshot_set(session, first.base, last.commit, None, diffs, end_id)
     else:
         payloads = segment
         if start_id:
@@ -435,7 +445,7 @@ def path_changes(
         pi_id = payload.get("id")
         if pi_id in snaps:
             snap = snaps[pi_id]
-            change = _snapshot_set(session, snap.base, snap.commit, snap, left > 0)
+            change = _snapshot_set(session, snap.base, snap.commit, snap, left > 0, pi_id)
         elif pi_id in rebuilt:
             change = ChangeSet(files=rebuilt[pi_id], source="reconstructed")
             change.truncated = _bounded(change.files)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Q, QuerySet
+
 from sessions_app.models import Job, QueuedMessage, Session
 
 
@@ -40,11 +42,21 @@ def recent_jobs(session: Session, limit: int = 10) -> list[Job]:
     )
 
 
-def queued_messages(session: Session) -> list[QueuedMessage]:
-    """The messages waiting for the session's run (steers and follow-ups, oldest first)."""
-    return list(QueuedMessage.objects.filter(session=session).select_related("created_by"))
+def queue_of(session: Session, job: Job | None = None) -> QuerySet[QueuedMessage]:
+    """The messages queued for a branch's run `job` (steers and follow-ups, oldest first);
+    an item recorded without a run waits for whichever run takes it first. With no run,
+    only those."""
+    queued = QueuedMessage.objects.filter(session=session)
+    if job is None:
+        return queued.filter(run__isnull=True)
+    return queued.filter(Q(run=job) | Q(run__isnull=True))
 
 
-def queued_count(session: Session) -> int:
-    """How many messages wait for the session's run (the count the pages show)."""
-    return QueuedMessage.objects.filter(session=session).count()
+def queued_messages(session: Session, job: Job | None = None) -> list[QueuedMessage]:
+    """`queue_of`, loaded with their authors (the chat panel's list)."""
+    return list(queue_of(session, job).select_related("created_by"))
+
+
+def queued_count(session: Session, job: Job | None = None) -> int:
+    """How many messages wait for the run (the count the pages show)."""
+    return queue_of(session, job).count()

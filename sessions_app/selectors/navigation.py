@@ -11,7 +11,7 @@ and the entry pane use it.
 from dataclasses import dataclass
 
 from sessions_app.core.tree import SessionTree
-from sessions_app.models import Entry, Job, Session
+from sessions_app.models import ArchivedBranch, Entry, Job, Session
 from sessions_app.selectors.entries import entry_exists, get_entry
 
 BLOCKING_JOB_KINDS = (Job.Kind.COMPACTION, Job.Kind.BRANCH_SUMMARY)
@@ -42,3 +42,8 @@ def blocking_job(session: Session) -> Job | None:
         .order_by("created_at")
         .first()
     )
+
+
+def archived_heads(session: Session) -> set[str]:
+    """The heads (pi ids) of the session's archived branches."""
+    return set(ArchivedBranch.objects.filter(session=session).values_list("head_pi_id", flat=True))

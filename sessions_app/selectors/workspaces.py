@@ -124,11 +124,12 @@ def session_cwd(session, leaf_pi_id=_UNSET) -> str:
     return check_session_cwd(where.cwd, where.user_pk)
 
 
-def session_folder(session) -> str | None:
-    """The session's real working directory when it is a folder here; None when it is
-    refused or not there (an imported session whose cwd is elsewhere)."""
+def session_folder(session, leaf_pi_id=_UNSET) -> str | None:
+    """The session's real working directory at the leaf (default: its leaf) when it is a
+    folder here; None when it is refused or not there (an imported session whose cwd is
+    elsewhere)."""
     try:
-        real = session_cwd(session)
+        real = session_cwd(session, leaf_pi_id)
     except WorkspaceError:
         return None
     return real if os.path.isdir(real) else None

@@ -30,6 +30,7 @@ from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
 from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
+from sessions_app.selectors.paths import UNSET
 from sessions_app.selectors.runs import run_active
 from sessions_app.services import events, resources, sandboxing, sessions
 from sessions_app.services.jobs import snapshot_gc
@@ -45,18 +46,19 @@ class RestoreError(ServiceError):
     code = "restore"
 
 
-def _repo(session: Session) -> ShadowRepo | None:
-    """The session's shadow repository, with the folders above it reachable by the
-    sandbox its git runs in."""
-    repo = repo_for(session)
+def _repo(session: Session, leaf_pi_id=UNSET) -> ShadowRepo | None:
+    """The shadow repository of the session's workspace at `leaf_pi_id` (default: its
+    leaf), with the folders above it reachable by the sandbox its git runs in."""
+    repo = repo_for(session, leaf_pi_id)
     if repo is not None:
         sandboxing.make_var_reachable()
     return repo
 
 
-def begin(session: Session) -> str | None:
-    """The workspace's commit before a run (a snapshot of it as it is); None without one."""
-    repo = _repo(session)
+def begin(session: Session, leaf_pi_id=UNSET) -> str | None:
+    """The commit of the workspace at `leaf_pi_id` (the run's branch) before a run (a
+    snapshot of it as it is); None without one."""
+    repo = _repo(session, leaf_pi_id)
     if repo is None:
         return None
     try:
@@ -133,9 +135,12 @@ def _skip(session: Session, entry: Entry, repo: ShadowRepo, base, kind, reason: 
 def record(session: Session, entry: Entry | None, base: str | None, kind: str) -> str | None:
     """Snapshot the workspace after ``entry`` ran; store a row when files changed, or a
     skipped row saying why when another session's run still works in the folder.
-    Returns the new commit (the next turn's base), or ``base`` when nothing could be done."""
-    repo = _repo(session)
-    if repo is None or entry is None:
+    Returns the new commit (the next turn's base), or ``base`` when nothing could be done.
+    The workspace is the one in force at ``entry`` (a branch may work in its own)."""
+    if entry is None:
+        return base
+    repo = _repo(session, entry.pi_id)
+    if repo is None:
         return base
     if _others_working(session, repo):
         reason = (

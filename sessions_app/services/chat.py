@@ -10,15 +10,18 @@ to the session's channel-layer group and keeps the in-progress state (streamed t
 tool calls, the latest bash snapshot) in Redis with a TTL, from which a page that
 (re)connects renders the run as it is now.
 
-One run per session at a time: sending locks the session row, refuses while an active
-agent_run Job exists, and a partial unique index on Job (one queued/running agent_run
-per session) backs that up in the database. A second submit gets a clear "busy" error;
-the page queues it instead (:func:`queue_message`: a steer or a follow-up, which the run
-takes at pi's points, see ``agent/loop.py``).
+One run per branch at a time, several branches of one session at once: a run owns the
+branch below the entry it started from (``selectors/runs.py``). Sending locks the
+session row and refuses while an active run covers the leaf (it started on the leaf's
+path); a partial unique index on Job (one queued/running agent_run per session and
+starting entry) backs that up in the database. A second submit on a running branch gets
+a clear "busy" error; the page queues it instead (:func:`queue_message`: a steer or a
+follow-up for that branch's run, which the run takes at pi's points, see
+``agent/loop.py``). A message sent from another node of the tree starts its own run.
 
-Stop crosses processes through Redis: the view sets an abort key, the run polls it
-(every 0.2 s) and triggers its AbortSignal, which closes the LLM stream and kills the
-bash process group.
+Stop crosses processes through Redis: the view sets the run's abort key, the run polls
+it (every 0.2 s) and triggers its AbortSignal, which closes the LLM stream and kills the
+bash process group. Stop, the queue and the live state are the run's (its branch's).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import thinking_for
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.pi_file import pi_writing_since
-from sessions_app.selectors.runs import active_run
+from sessions_app.selectors.runs import active_run, run_of
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import (
     resources,
@@ -222,8 +225,9 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
             busy = active_run(locked)
             if busy is not None:
                 raise RunBusy(
-                    "A run is already in progress on this session. Wait for it to finish or "
-                    "press Stop, then send again."
+                    "A run is already in progress on this branch. Wait for it to finish or "
+                    "press Stop, then send again (or send from another node: a branch of "
+                    "its own runs beside it)."
                 )
             params: dict[str, Any] = {"mode": parsed.mode}
             if resolved is not None:
@@ -255,7 +259,7 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
                 model=f"{resolved.provider}/{resolved.model_id}"[:200] if resolved else "",
             )
     except IntegrityError:
-        raise RunBusy("A run is already in progress on this session.") from None
+        raise RunBusy("A run is already in progress on this branch.") from None
     session.refresh_from_db()
     return job
 
@@ -265,9 +269,20 @@ def is_held(job: Job) -> bool:
     return agent_run.is_held(job)
 
 
-def queue_message(session: Session, user, text: str, mode: str) -> QueuedMessage:
-    """Queue a message for the active run: a steer (delivered after the current tool
-    calls, before the next model request) or a follow-up (when the run would end)."""
+def _target_run(session: Session, run_id=None) -> Job | None:
+    """The run a request names (`run_id`, one of the session's active runs), else the
+    run on the session's leaf."""
+    if run_id:
+        return run_of(session, run_id)
+    return active_run(session)
+
+
+def queue_message(
+    session: Session, user, text: str, mode: str, run_id: str | None = None
+) -> QueuedMessage:
+    """Queue a message for a branch's active run (`run_id`, else the run on the leaf): a
+    steer (delivered after the current tool calls, before the next model request) or a
+    follow-up (when the run would end)."""
     if mode not in QueuedMessage.Mode.values:
         raise ChatError(f"Unknown queue mode: {mode!r}.", "bad_mode")
     parsed = parse_input(text)
@@ -276,12 +291,13 @@ def queue_message(session: Session, user, text: str, mode: str) -> QueuedMessage
     parsed = _expanded(session, user, parsed)
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        if active_run(locked) is None:
+        job = _target_run(locked, run_id)
+        if job is None:
             raise ChatError("Nothing is running: send the message instead.", "not_running")
         item = QueuedMessage.objects.create(
-            session=locked, mode=mode, text=parsed.text, created_by=user
+            session=locked, run=job, mode=mode, text=parsed.text, created_by=user
         )
-        agent_run.publish_queue(locked)
+        agent_run.publish_queue(locked, job)
         sessions.record_activity(locked, user, "chat_queued", mode=mode)
     return item
 
@@ -291,23 +307,25 @@ def cancel_queued(session: Session, user, item_id: int | None) -> None:
     cancel and delivery one or the other)."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        deleted, _ = QueuedMessage.objects.filter(session=locked, pk=item_id).delete()
-        if not deleted:
+        item = QueuedMessage.objects.filter(session=locked, pk=item_id).first()
+        if item is None:
             raise QueueGone("This message was already delivered or cancelled.")
-        agent_run.publish_queue(locked)
+        run = item.run
+        item.delete()
+        agent_run.publish_queue(locked, run)
         sessions.record_activity(locked, user, "chat_unqueued")
 
 
-def _take_back_queue(session: Session) -> str:
-    """Empty the session's queue (steers first, then follow-ups, oldest first) and give
-    back its texts, as pi puts them back in its editor when a run is stopped."""
+def _take_back_queue(session: Session, job: Job) -> str:
+    """Empty the run's queue (steers first, then follow-ups, oldest first) and give back
+    its texts, as pi puts them back in its editor when a run is stopped."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        items = list(QueuedMessage.objects.filter(session=locked))
+        items = list(agent_run.queue_of(locked, job))
         if not items:
             return ""
         QueuedMessage.objects.filter(pk__in=[i.pk for i in items]).delete()
-        agent_run.publish_queue(locked)
+        agent_run.publish_queue(locked, job)
     steers = [i.text for i in items if i.mode == QueuedMessage.Mode.STEER]
     return "\n\n".join(steers + [i.text for i in items if i.mode != QueuedMessage.Mode.STEER])
 
@@ -318,12 +336,36 @@ class Stopped:
     restored: str  # the queued messages' texts, for the chat box
 
 
-def stop_run(session: Session, user) -> Stopped | None:
-    """Stop the session's active run: cancel it if still queued, else signal the worker.
-    Its queued messages come back (to the box of whoever stopped it)."""
-    job = active_run(session)
+def stop_run(session: Session, user, run_id: str | None = None) -> Stopped | None:
+    """Stop a branch's active run (`run_id`, else the run on the session's leaf): cancel
+    it if still queued, else signal the worker. Its queued messages come back (to the box
+    of whoever stopped it). The session's other branches run on."""
+    job = _target_run(session, run_id)
     if job is None:
         return None
+    _stop(job)
+    sessions.record_activity(session, user, "chat_stopped", job=str(job.pk))
+    return Stopped(job, _take_back_queue(session, job))
+
+
+def stop_runs(session: Session, user, run_ids) -> list[Job]:
+    """Stop several runs of the session at once ("Stop all"); those it stopped."""
+    stopped = []
+    for run_id in run_ids:
+        job = run_of(session, run_id)
+        if job is None:
+            continue
+        _stop(job)
+        _take_back_queue(session, job)
+        stopped.append(job)
+    if stopped:
+        sessions.record_activity(
+            session, user, "chat_stopped", job=",".join(str(j.pk) for j in stopped)
+        )
+    return stopped
+
+
+def _stop(job: Job) -> None:
     if not lifecycle.cancel_queued(job, "Stopped before it started."):
         try:
             redis_client().set(redis_key("abort", job.pk), "1", ex=ABORT_TTL)
@@ -332,8 +374,6 @@ def stop_run(session: Session, user) -> Stopped | None:
             raise ChatUnavailable(
                 "Could not reach Redis to stop the run; it is still running. Try again soon."
             ) from None
-    sessions.record_activity(session, user, "chat_stopped", job=str(job.pk))
-    return Stopped(job, _take_back_queue(session))
 
 
 def switch_model(session: Session, user, choice: str):

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from sessions_app.core.errors import NotFound
-from sessions_app.models import Session
+from sessions_app.models import ArchivedBranch, Entry, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.navigation import resolve_target
-from sessions_app.services import events
+from sessions_app.services import alternatives, events
 from sessions_app.services.sessions import label_entry, lock_session, record_activity
 
 
@@ -57,3 +57,28 @@ def set_label(session: Session, target_pi_id: str, label: str | None, *, actor=N
         if current == label:
             return None
         return label_entry(session, target_pi_id, label, actor=actor)
+
+
+def set_archived(session: Session, head_pi_id: str, archived: bool, *, actor=None) -> bool:
+    """Archive the branch below `head_pi_id` (it folds away in the tree and the
+    comparison) or show it again; idempotent. True when something changed. The entries
+    stay: an archived branch is still in the session and its exports."""
+    with transaction.atomic():
+        locked = lock_session(session.pk)
+        if not Entry.objects.filter(session=locked, pi_id=head_pi_id).exists():
+            raise NotFound(f"No entry {head_pi_id} in this session.")
+        rows = ArchivedBranch.objects.filter(session=locked, head_pi_id=head_pi_id)
+        if archived:
+            if rows.exists():
+                return False
+            by = actor if getattr(actor, "is_authenticated", False) else None
+            ArchivedBranch.objects.create(session=locked, head_pi_id=head_pi_id, archived_by=by)
+        elif not rows.delete()[0]:
+            return False
+        record_activity(
+            locked, actor, "branch_archived" if archived else "branch_unarchived", entry=head_pi_id
+        )
+        if archived:  # an alternative's workspace copy goes with it (the quota counts it)
+            alternatives.remove_copies(locked, head_pi_id)
+        events.publish(locked.pk, "session_changed", {"archived": head_pi_id if archived else None})
+    return True

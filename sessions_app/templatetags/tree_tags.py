@@ -211,6 +211,7 @@ def _node_html(row, rc: _RowContext) -> str:
         (row.is_target, "selected"),
         (row.is_match, "match"),
         (row.dimmed, "dimmed"),
+        (row.archived, "archived"),
         (n.is_branch_point, "branch-point"),
         (n.is_leaf, "leaf"),
     ):
@@ -241,6 +242,11 @@ def _node_html(row, rc: _RowContext) -> str:
     )
     if n.label:
         out.append(f'<span class="label-chip">{_esc(n.label)}</span>')
+    if row.archived:
+        out.append(
+            '<span class="badge archived-chip" title="An archived branch: folded away, '
+            'still in the session and its exports">archived</span>'
+        )
     out.append(rc.marker(n.id))
     out.append('<span class="preview">')
     out.append(_preview_html(row, rc))

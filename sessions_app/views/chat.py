@@ -7,12 +7,13 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from sessions_app.params import form
+from sessions_app.params import form, query
 from sessions_app.responses import notice, session_view
 from sessions_app.selectors.access import EDITOR
 from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.panels import chat as chat_panel
 from sessions_app.selectors.panels.chat import run_context, transcript_context
+from sessions_app.selectors.runs import active_run, run_of
 from sessions_app.services import chat
 
 # A POST that needs editor rights, answered with the notice partial (the chat panel's
@@ -37,7 +38,8 @@ def send(request, access):
 
 @chat_action
 def stop(request, access):
-    stopped = chat.stop_run(access.session, request.user)
+    """Stop the run `run` (a branch's), else the run on the leaf."""
+    stopped = chat.stop_run(access.session, request.user, form(request).optional("run", limit=64))
     if stopped is None:
         return notice(request, "Nothing is running.")
     message = "Stopping…"
@@ -55,10 +57,15 @@ def stop(request, access):
 
 @chat_action
 def queue(request, access):
-    """Queue a message for the active run: `mode` "steer" or "follow_up"."""
+    """Queue a message for a branch's run (`run`, else the run on the leaf): `mode`
+    "steer" or "follow_up"."""
     params = form(request)
     item = chat.queue_message(
-        access.session, request.user, params.text("text"), params.text("mode", "steer")
+        access.session,
+        request.user,
+        params.text("text"),
+        params.text("mode", "steer"),
+        run_id=params.optional("run", limit=64),
     )
     what = "steering message" if item.mode == "steer" else "follow-up"
     return notice(request, f"Queued as a {what}.", level="ok", code="queued")
@@ -96,8 +103,11 @@ def transcript(request, access):
 
 @session_view()
 def queue_list(request, access):
-    """The queued messages (refreshed on `queue_changed`)."""
-    context = {"queue": queued_messages(access.session), "can_edit": access.can_edit}
+    """The queued messages of a branch's run (`run`, else the run on the leaf; refreshed
+    on `queue_changed`)."""
+    run_id = query(request).optional("run", limit=64)
+    job = run_of(access.session, run_id) if run_id else active_run(access.session)
+    context = {"queue": queued_messages(access.session, job), "can_edit": access.can_edit}
     return render(request, "sessions_app/chat/_queue.html", context)
 
 

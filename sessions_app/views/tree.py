@@ -258,6 +258,22 @@ def action_label(request, access, entry_id):
 
 
 @entry_action
+def action_archive(request, access, entry_id):
+    """Archive the branch below this node (`archive`=1) or show it again (`archive`=0)."""
+    session = _editable(access, entry_id)
+    archived = form(request).flag("archive")
+    navigation.set_archived(session, entry_id, archived, actor=request.user)
+    return notice(
+        request,
+        "Branch archived: it is folded away (and still in exports)."
+        if archived
+        else "Branch shown again.",
+        level="ok",
+        triggers={"piweb:tree-refresh": {"entry": entry_id}},
+    )
+
+
+@entry_action
 def action_fork(request, access, entry_id):
     session = _editable(access, entry_id)
     scope = form(request).choice("scope", FORK_SCOPES, "path", "Unknown fork scope.")

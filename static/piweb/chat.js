@@ -2,10 +2,18 @@
 // bash snapshots). The transcript and the queue refresh themselves (their hx-trigger) on
 // the same events. Server events arrive as DOM events `piweb:<event>` from piweb.js (one
 // websocket per page).
+//
+// Runs are per branch: several branches of one session may run at once, every event
+// carries its run's id, and this page keeps to the run of the branch it shows (`runId`;
+// the server says which: the panel's data-run-id, the socket's run_state, the state
+// URL after the leaf moved). A run it does not know yet is asked about once.
 (function () {
   "use strict";
   var root, input, live, liveText, liveThinking, liveTools, statusEl, notice, form;
   var runId = null;
+  var others = {}; // runs known to be on other branches
+  var sending = false; // a send is on its way: the next unknown run is this page's
+  var refreshing = null;
 
   function post(url, data) {
     var body = new URLSearchParams(data || {});
@@ -93,6 +101,8 @@
   function mine(detail) {
     if (!detail || !detail.run_id) return false;
     if (runId !== detail.run_id) {
+      if (others[detail.run_id]) return false;
+      if (!sending) { refreshState(); return false; }
       runId = detail.run_id;
       resetLive();
     }
@@ -101,10 +111,35 @@
     return true;
   }
 
+  // The server's word on the runs (`run_context`): which is this branch's, which others'.
+  function applyContext(ctx) {
+    ctx = ctx || {};
+    others = {};
+    Object.keys(ctx.runs || {}).forEach(function (id) { if (id !== ctx.active) others[id] = true; });
+    if (ctx.active && ctx.active !== runId && sending) sending = false;
+    runId = ctx.active || null;
+    root.dataset.runId = runId || "";
+    loadState(ctx.run);
+    if (!ctx.run) {
+      if (runId) { live.hidden = true; setRunning(true); } // queued, nothing streamed yet
+      else { setRunning(false); dropNotice(["stopping", "queued", "held"]); }
+    }
+    window.piweb.dispatch("queue_changed"); // the queue shown is this run's now
+  }
+
+  function refreshState() {
+    if (refreshing || !root.dataset.stateUrl) return;
+    refreshing = fetch(root.dataset.stateUrl, { credentials: "same-origin" })
+      .then(function (resp) { return resp.ok ? resp.json() : null; })
+      .then(function (ctx) { refreshing = null; if (ctx) applyContext(ctx); },
+            function () { refreshing = null; });
+  }
+
   function loadState(state) {
     resetLive();
     if (!state || !state.run_id) return;
     runId = state.run_id;
+    root.dataset.runId = runId;
     live.hidden = false;
     setRunning(true);
     liveText.textContent = state.text || "";
@@ -179,18 +214,20 @@
     });
     document.addEventListener("piweb:run_end", function (ev) {
       var d = ev.detail || {};
-      if (runId && d.run_id && d.run_id !== runId) return;
+      if (d.run_id && d.run_id !== runId) { delete others[d.run_id]; return; }
       runId = null;
+      root.dataset.runId = "";
       resetLive();
       setRunning(false);
       dropNotice(["stopping", "queued", "held"]);
     });
-    document.addEventListener("piweb:run_state", function (ev) {
-      loadState(ev.detail && ev.detail.run);
-      if (!(ev.detail && ev.detail.run)) {
-        setRunning(false);
-        dropNotice(["stopping", "queued", "held"]);
-      }
+    document.addEventListener("piweb:run_state", function (ev) { applyContext(ev.detail); });
+    // Another node is shown: its branch may have a run of its own, or none.
+    document.addEventListener("piweb:leaf_moved", function () { refreshState(); });
+    // The queue shown is this branch's run's.
+    document.addEventListener("htmx:configRequest", function (ev) {
+      var elt = ev.detail && ev.detail.elt;
+      if (elt && elt.id === "chat-queue" && runId) ev.detail.parameters.run = runId;
     });
     document.addEventListener("htmx:afterSettle", syncPiWriting);
     // The transcript refreshes itself (its hx-trigger); after each swap, follow the end.
@@ -259,7 +296,7 @@
         });
       }
       document.getElementById("chat-stop").addEventListener("click", function () {
-        post(root.dataset.stopUrl, {}).then(function (res) {
+        post(root.dataset.stopUrl, runId ? { run: runId } : {}).then(function (res) {
           showNotice(res.html);
           // The queued messages come back to the box, before what is typed there (as pi).
           var restored = notice.querySelector(".chat-restored");
@@ -275,15 +312,27 @@
   function sendMessage(text) {
     var send = document.getElementById("chat-send");
     send.disabled = true;
+    sending = true;
     post(root.dataset.sendUrl, { text: text }).then(function (res) {
       send.disabled = false;
+      sending = false;
       showNotice(res.html);
       if (res.ok) {
         input.value = "";
+        var sent = notice.querySelector("[data-run-id]");
+        var id = sent && sent.dataset.runId;
+        if (id && id !== runId) {
+          if (runId) others[runId] = true; // (adopted in the meantime: another branch's)
+          delete others[id];
+          runId = id;
+          root.dataset.runId = id;
+          resetLive();
+        }
         setRunning(true);
       }
     }, function () {
       send.disabled = false;
+      sending = false;
       notice.textContent = "Could not reach the server.";
     });
   }
@@ -296,7 +345,9 @@
     if (!text.trim()) return;
     input.value = ""; // at once: the next message may be typed while this one is stored
     function giveBack() { if (!input.value.trim()) input.value = text; }
-    post(root.dataset.queueUrl, { text: text, mode: mode }).then(function (res) {
+    var data = { text: text, mode: mode };
+    if (runId) data.run = runId;
+    post(root.dataset.queueUrl, data).then(function (res) {
       if (res.status === 400 && /data-code="not_running"/.test(res.html)) {
         setRunning(false);
         giveBack();
@@ -355,6 +406,7 @@
     notice = document.getElementById("chat-notice");
     bind();
     syncPiWriting();
+    runId = root.dataset.runId || null;
     var initial = document.getElementById("chat-run-state");
     if (initial) {
       try { loadState(JSON.parse(initial.textContent)); } catch (e) { /* no state */ }

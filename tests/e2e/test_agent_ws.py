@@ -140,7 +140,7 @@ def test_full_turn_over_websocket_is_stored_as_pi_would(
     }
     assert len(log.of("entry_appended")) >= 4
     # Nothing left behind in Redis.
-    assert run_state(session) is None
+    assert run_state(session, job) is None
 
 
 def test_read_only_tools_run_and_the_turn_continues(worker, llm, make_user, workspace):
@@ -430,15 +430,18 @@ def test_second_send_while_running_is_refused(worker, llm, make_user, workspace)
     assert wait_run(session).status == "done"
 
 
-def test_database_refuses_two_active_runs(make_user, workspace):
+def test_database_refuses_two_active_runs_on_one_branch(make_user, workspace):
     from django.db import IntegrityError, transaction
 
     user = make_user()
     session = new_session(user, workspace)
-    Job.objects.create(session=session, kind="agent_run", status="running")
+    start = dict(session=session, kind="agent_run", prepared_leaf_pi_id="aaaa0001")
+    Job.objects.create(status="running", **start)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Job.objects.create(session=session, kind="agent_run", status="queued")
-    Job.objects.create(session=session, kind="agent_run", status="done")  # finished ones are fine
+        Job.objects.create(status="queued", **start)
+    Job.objects.create(status="done", **start)  # finished ones are fine
+    # Another branch (another starting entry) runs beside it.
+    Job.objects.create(session=session, kind="agent_run", status="queued", prepared_leaf_pi_id="b2")
 
 
 # --- user bash ----------------------------------------------------------------------------------

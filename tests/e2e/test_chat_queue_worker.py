@@ -125,7 +125,7 @@ def test_queueing_needs_a_running_agent_and_a_plain_message(make_user, workspace
             chat.cancel_queued(session, owner, unknown)
 
 
-def _race(session, owner, item_pk, parent) -> dict:
+def _race(session, owner, item_pk, parent, run) -> dict:
     """Deliver and cancel the same queued message at once, from two connections."""
     barrier = threading.Barrier(2)
     result = {}
@@ -133,7 +133,7 @@ def _race(session, owner, item_pk, parent) -> dict:
     def deliver():
         barrier.wait()
         try:
-            result["entry"] = agent_run.deliver_queued(session, "steer", parent)
+            result["entry"] = agent_run.deliver_queued(session, "steer", parent, run)
         finally:
             close_old_connections()
 
@@ -158,12 +158,12 @@ def _race(session, owner, item_pk, parent) -> dict:
 def test_a_queued_message_is_delivered_once_or_cancelled_never_both(make_user, workspace):
     owner = make_user()
     session = new_session(owner, workspace)
-    Job.objects.create(session=session, kind="agent_run", status="running")
+    run = Job.objects.create(session=session, kind="agent_run", status="running")
     parent = session.leaf_pi_id
     delivered = 0
     for i in range(8):
         item = chat.queue_message(session, owner, f"race {i}", "steer")
-        result = _race(session, owner, item.pk, parent)
+        result = _race(session, owner, item.pk, parent, run)
         assert (result["entry"] is not None) != result["cancelled"], result
         delivered += result["entry"] is not None
     session.refresh_from_db()

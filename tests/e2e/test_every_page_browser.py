@@ -56,6 +56,9 @@ ACTIONS = {
     "sharing_team",
     "sharing_link",
     "compare_summary",
+    "alternatives_start",
+    "alternatives_stop",
+    "alternatives_keep",
     "review_comment_add",
     "chat_send",
     "chat_stop",
@@ -246,6 +249,8 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     for path in (
         f"/s/{branched}/compare/?a=e0000014&b=e0000016",
         f"/s/{branched}/compare/files/?a=e0000014&b=e0000016",
+        f"/s/{branched}/alternatives/?at=e0000004",
+        f"/s/{branched}/alternatives/columns/?at=e0000004",
         f"/s/{pi1}/sharing/",
         f"/s/{pi1}/review/",
         f"/s/{pi1}/review/comments/?entry=b0000002",
@@ -352,6 +357,7 @@ def test_the_main_pages_at_phone_width_load_without_a_failed_request_or_console_
     crawl.visit(f"/s/{branched}/", live=True)
     for path in (
         f"/s/{branched}/compare/?a=e0000014&b=e0000016",
+        f"/s/{branched}/alternatives/?at=e0000004",
         f"/s/{pi1}/sharing/",
         f"/s/{pi1}/activity/",
         f"/l/{world['link'].token}/",

@@ -125,7 +125,8 @@ def test_stop_sets_the_abort_key_for_a_running_job(session, owner):
 
 
 def test_run_state_round_trip(session):
-    state = agent_run.RunState(session.pk, "run-1", "agent")
+    job = Job.objects.create(session=session, kind="agent_run", status="running")
+    state = agent_run.RunState(session.pk, str(job.pk), "agent")
     state.apply("text_delta", {"run_id": "run-1", "delta": "Hel", "kind": "text"})
     state.apply("text_delta", {"run_id": "run-1", "delta": "lo", "kind": "text"})
     state.apply(
@@ -136,11 +137,11 @@ def test_run_state_round_trip(session):
         "bash_snapshot", {"run_id": "run-1", "tool_call_id": "t1", "text": "a\n", "total_lines": 2}
     )
     state.flush(force=True)
-    saved = run_state(session)
-    assert saved["text"] == "Hello"
+    saved = run_state(session)  # (the run on the leaf)
+    assert saved == run_state(session, job) and saved["text"] == "Hello"
     assert saved["tools"]["t1"]["snapshot"] == {"text": "a\n", "total_lines": 2}
     state.clear()
-    assert run_state(session) is None
+    assert run_state(session, job) is None
 
 
 def test_thinking_deltas_become_a_thinking_block(session, owner, llm):

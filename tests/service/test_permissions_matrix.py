@@ -104,6 +104,7 @@ ROUTES: dict[str, Route] = {
     "entry_raw": Route("viewer", kwargs=E),
     "entry_navigate": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "entry_label": Route("editor", "POST", ok=200, kwargs=E, data={"label": "x"}, htmx=True),
+    "entry_archive": Route("editor", "POST", ok=200, kwargs=E, data={"archive": "1"}, htmx=True),
     "entry_fork": Route("editor", "POST", ok=200, kwargs=E, htmx=True),
     "inspector": Route("viewer", kwargs=S),
     # file changes (this session's cwd is no workspace here: nothing to restore)
@@ -157,6 +158,16 @@ ROUTES: dict[str, Route] = {
     "sharing_link_revoke": Route("owner", "POST", ok=302, kwargs={**S, "link_id": "spare_link_pk"}),
     "export": Route("viewer", kwargs={**S, "fmt": "html"}),
     "compare": Route("viewer", kwargs=S, query={"a": "entry", "b": "other_leaf"}),
+    "alternatives": Route("viewer", kwargs=S, query={"at": "entry"}),
+    "alternatives_columns": Route("viewer", kwargs=S, query={"at": "entry"}, htmx=True),
+    # no variant given: refused after the rights check
+    "alternatives_start": Route(
+        "editor", "POST", ok=400, kwargs=S, data={"at": "entry"}, htmx=True
+    ),
+    "alternatives_stop": Route("editor", "POST", kwargs=S, data={"at": "entry"}, htmx=True),
+    "alternatives_keep": Route(
+        "editor", "POST", ok=404, kwargs=S, data={"at": "entry", "run": "x"}, htmx=True
+    ),
     "compare_summary": Route(  # a paid LLM job: editors and owners only
         "editor", "POST", kwargs=S, data={"a": "entry", "b": "other_leaf"}, htmx=True
     ),

@@ -102,6 +102,7 @@ class ScriptedLLM:
     def __init__(self, model: str = "scripted-model"):
         self.model = model
         self._script: list[Reply] = []
+        self._routes: dict[str, list[Reply]] = {}
         self._lock = threading.Lock()
         self.requests: list[dict] = []
         self.authorizations: list[str | None] = []  # each request's Authorization header
@@ -121,6 +122,7 @@ class ScriptedLLM:
     def reset(self) -> None:
         with self._lock:
             self._script.clear()
+            self._routes.clear()
             self.requests.clear()
             self.authorizations.clear()
 
@@ -132,10 +134,20 @@ class ScriptedLLM:
         self._server.shutdown()
         self._server.server_close()
 
+    def push_for(self, marker: str, *replies: Reply) -> None:
+        """Replies for the requests whose messages contain `marker` (in any order with the
+        others: runs at once, each its own script), ahead of the common script."""
+        with self._lock:
+            self._routes.setdefault(marker, []).extend(replies)
+
     def _next(self, body: dict, authorization: str | None = None) -> Reply | None:
         with self._lock:
             self.requests.append(body)
             self.authorizations.append(authorization)
+            seen = json.dumps(body.get("messages") or [])
+            for marker, replies in self._routes.items():
+                if replies and marker in seen:
+                    return replies.pop(0)
             return self._script.pop(0) if self._script else None
 
     def _handler_class(self):

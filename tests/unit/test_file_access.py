@@ -75,6 +75,8 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
         {".open", ".unlink"}),
     "services/workspace_choice.py": ("makes the new folder; the clone runs in the sandbox",
         {"os.mkdir", "os.path.lexists", "shutil.rmtree", "subprocess.run"}),
+    "services/alternatives.py": ("makes and removes a variant's folder; the copy and checkout run in the sandbox",
+        {"os.makedirs", "os.mkdir", "os.path.isdir", "os.path.lexists", "os.path.realpath", "shutil.rmtree", "subprocess.run"}),
     "services/write_back.py": ("appends to the user's own followed pi file",
         {"os.open"}),
     "upload_handlers.py": ("streams an upload into the import folder",

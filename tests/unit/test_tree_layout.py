@@ -312,3 +312,23 @@ def test_fold_summary_counts_kinds_most_frequent_first():
     assert (
         tree_layout.fold_summary(nodes) == "2 tool results · 1 user message · 1 assistant message"
     )
+
+
+def test_an_archived_branch_is_folded_and_drawn_last_until_it_leads_to_the_view():
+    index = TreeIndex(rows_for(SPEC))
+    # Small sessions are drawn fully expanded; an archived branch is not.
+    shown = Layout(index, view_leaf="a4", session_leaf="a4").rows()
+    assert "a2" in ids(shown)
+    folded = Layout(index, view_leaf="a4", session_leaf="a4", archived=["u2"]).rows()
+    assert "a2" not in ids(folded)  # below the archived head: folded
+    head = next(r for r in folded if r.kind == "node" and r.node.id == "u2")
+    assert head.archived and not any(r.archived for r in folded if r.node.id != "u2")
+    assert [r.node.id for r in folded if r.kind == "more"] == ["u2"]
+    # Opened (its "more" row), or leading to the shown leaf, it is drawn again.
+    opened = Layout(index, view_leaf="a4", session_leaf="a4", archived=["u2"], expand=["u2"])
+    assert "a2" in ids(opened.rows())
+    viewing = Layout(index, view_leaf="a2", session_leaf="a4", archived=["u2"]).rows()
+    assert "a2" in ids(viewing)
+    # With no rank to choose by, the continuation is a branch that is not archived.
+    plain = Layout(index, archived=["u2"])
+    assert plain._ordered_children(index.by_id["a1"])[0].id != "u2"

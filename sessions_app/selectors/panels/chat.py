@@ -22,7 +22,7 @@ from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import available_models, thinking_for
 from sessions_app.selectors.model_input import model_input
 from sessions_app.selectors.panels.composer import composer_context
-from sessions_app.selectors.runs import active_run, run_state
+from sessions_app.selectors.runs import active_run, active_runs, run_covering, run_state
 from sessions_app.selectors.scores import badges_by_entry
 
 TRANSCRIPT_LIMIT = 200
@@ -207,17 +207,22 @@ def chat_context(access, user=None) -> dict:
             prompt_templates.slash_choices(session, user) if access.can_edit and user else None,
         ),
         "active_job": job,
-        "run_state": (run_state(session) if job else None) or None,
-        "queue": queued_messages(session),
+        "run_state": (run_state(session, job) if job else None) or None,
+        "queue": queued_messages(session, job),
         **transcript_context(session),
     }
 
 
 def run_context(session) -> dict:
-    """The in-progress run, for a page or socket that (re)connects."""
-    job = active_run(session)
+    """The in-progress runs, for a page or socket that (re)connects: the run on the
+    session's leaf (`active`, `status`, `run`) and every branch's (`runs`, by id; each
+    page keeps to the run of the branch it shows)."""
+    runs = active_runs(session)
+    job = run_covering(session, runs, session.leaf_pi_id)
+    states = {str(r.pk): run_state(session, r) for r in runs}
     return {
         "active": str(job.pk) if job else None,
         "status": job.status if job else None,
-        "run": run_state(session) if job else None,
+        "run": states.get(str(job.pk)) if job else None,
+        "runs": states,
     }

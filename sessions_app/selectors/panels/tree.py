@@ -13,7 +13,7 @@ from sessions_app.selectors.changes import change_counts, reconstructed_counts, 
 from sessions_app.selectors.comments import open_comment_counts_by_pi_id
 from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
 from sessions_app.selectors.inspector import inspect_context
-from sessions_app.selectors.navigation import blocking_job, resolve_target
+from sessions_app.selectors.navigation import archived_heads, blocking_job, resolve_target
 from sessions_app.selectors.paths import path_entry_pks
 from sessions_app.selectors.scores import badges_by_entry
 
@@ -66,6 +66,7 @@ def build_layout(session: Session, state: dict) -> Layout:
         mode=state["filter"],
         query=state["q"],
         expand=state["open"],
+        archived=archived_heads(session),
     )
 
 
@@ -149,6 +150,9 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "entry_chars": len(entry.line),
         "is_large": len(entry.line) > page_limit(),
         "has_snapshots": snapshots_exist(session),
+        # A branch's head (a child of a node with siblings, or any non-root) may be archived.
+        "can_archive": entry.parent_id is not None,
+        "archived": entry.pi_id in archived_heads(session),
     }
 
 

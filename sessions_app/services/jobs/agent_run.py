@@ -39,12 +39,12 @@ from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import AnswerInput, FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors import workspaces
-from sessions_app.selectors.jobs import queued_count
+from sessions_app.selectors.jobs import queue_of, queued_count
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
 from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import retry_policy
 from sessions_app.selectors.model_input import model_input
-from sessions_app.selectors.runs import run_active
+from sessions_app.selectors.runs import active_runs, run_covering, state_key
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services import changes, events, sandboxing, sessions
 from sessions_app.services.jobs import compaction, lifecycle
@@ -176,7 +176,7 @@ class RunState:
     """The in-progress run, mirrored to Redis (throttled) for pages that (re)connect."""
 
     def __init__(self, session_pk: int, run_id: str, mode: str):
-        self.key = redis_key("run", session_pk)
+        self.key = state_key(session_pk, run_id)
         self.data: dict[str, Any] = {
             "run_id": run_id,
             "mode": mode,
@@ -345,7 +345,7 @@ class _Hooks:
 
     def take_queued(self, mode: str) -> bool:
         """Deliver the oldest queued message of this mode onto the run's branch."""
-        entry = deliver_queued(self.session, mode, self.parent)
+        entry = deliver_queued(self.session, mode, self.parent, self.job)
         if entry is None:
             return False
         self.parent = entry.pi_id
@@ -389,19 +389,20 @@ def user_message(text: str) -> dict:
     }
 
 
-def publish_queue(session: Session) -> None:
-    """Tell every page of the session that its queue changed (after the commit)."""
-    count = queued_count(session)
-    events.publish(session.pk, "queue_changed", {"count": count})
+def publish_queue(session: Session, job: Job | None = None) -> None:
+    """Tell every page of the session that a run's queue changed (after the commit)."""
+    count = queued_count(session, job)
+    run_id = str(job.pk) if job is not None else None
+    events.publish(session.pk, "queue_changed", {"count": count, "run_id": run_id})
 
 
-def deliver_queued(session: Session, mode: str, parent: str | None):
-    """Take the oldest queued message of `mode` and append it under `parent` as the
-    user's message; its entry, or None. Under the session lock, like a cancel: a message
-    is delivered once or cancelled, never both."""
+def deliver_queued(session: Session, mode: str, parent: str | None, job: Job | None = None):
+    """Take the oldest message of `mode` queued for `job` and append it under `parent`
+    as the user's message; its entry, or None. Under the session lock, like a cancel: a
+    message is delivered once or cancelled, never both."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = QueuedMessage.objects.filter(session=locked, mode=mode).first()
+        item = queue_of(locked, job).filter(mode=mode).first()
         if item is None:
             return None
         entry = sessions.append_entry(
@@ -412,37 +413,47 @@ def deliver_queued(session: Session, mode: str, parent: str | None):
             actor=item.created_by,
         )
         item.delete()
-        publish_queue(locked)
+        publish_queue(locked, job)
     return entry
 
 
-def start_queued_run(session: Session) -> Job | None:
-    """A message queued in the moment the run ended (after its last look at the queue)
-    starts the next run, as sending it would have: steering first, then follow-ups."""
+def start_queued_run(session: Session, job: Job, parent: str | None) -> Job | None:
+    """A message queued for `job` in the moment it ended (after its last look at the
+    queue) starts the next run on the same branch (under `parent`, the run's last
+    entry), as sending it there would have: steering first, then follow-ups. Its other
+    queued messages wait for that run."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        if run_active(locked.pk):
-            return None
-        queued = QueuedMessage.objects.filter(session=locked)
+        queued = queue_of(locked, job)
         item = queued.filter(mode=QueuedMessage.Mode.STEER).first() or queued.first()
         if item is None:
             return None
+        if run_covering(locked, active_runs(locked), parent) is not None:
+            return None
         user = item.created_by or locked.owner
         try:
-            resolved = model_input(locked).resolved(user)
+            resolved = model_input(locked, parent).resolved(user)
         except ModelUnavailable:
             resolved = None
         if resolved is None:
             return None  # it stays queued, visible and cancellable
-        entry = sessions.append_entry(locked, user_message(item.text), actor=user)
+        entry = sessions.append_entry(
+            locked,
+            user_message(item.text),
+            parent_pi_id=parent,
+            move_leaf=locked.leaf_pi_id == parent,
+            actor=user,
+        )
         item.delete()
-        publish_queue(locked)
-        return create(
+        following = create(
             locked,
             actor=user,
             params={"mode": "agent", "parent": entry.pi_id, "key_source": resolved.key_source},
             model=f"{resolved.provider}/{resolved.model_id}"[:200],
         )
+        queue_of(locked, job).update(run=following)
+        publish_queue(locked, following)
+        return following
 
 
 def run(job: Job, attempt: int) -> str:
@@ -458,11 +469,13 @@ def run(job: Job, attempt: int) -> str:
     status, error = "error", ""
     try:
         workspaces.session_cwd(session, job.params.get("parent"))
-        hooks.files_base = changes.begin(session)
+        hooks.files_base = changes.begin(session, job.params.get("parent"))
         if mode == "bash":
             status = _run_user_bash(job, hooks, abort)
         else:
             status, error = _run_agent(job, hooks, abort)
+            if status == "done" and job.params.get("check"):
+                _run_check(job, hooks, abort)
     except Exception as exc:
         log.exception("agent run %s failed", job.pk)
         status, error = "failed", f"{exc.__class__.__name__}: {exc}"
@@ -495,7 +508,7 @@ def run(job: Job, attempt: int) -> str:
         _after_run(session)
     if status == "done":
         try:
-            start_queued_run(session)
+            start_queued_run(session, job, hooks.parent)
         except Exception:
             log.exception("could not start the queued message of session %s", session.pk)
     return status
@@ -547,6 +560,42 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
     if status == "error" and hooks.last_entry is not None:
         error = (hooks.last_entry.payload.get("message") or {}).get("errorMessage", "")
     return status, error
+
+
+CHECK_TYPE = "piweb.check"
+CHECK_PREVIEW_CHARS = 2000
+
+
+def _run_check(job: Job, hooks: _Hooks, abort: AbortSignal) -> None:
+    """An alternative's check command (issue 36), run once the run is done, in the
+    branch's workspace, in the sandbox: its exit status, duration and the end of its
+    output, as a custom entry (``piweb.check``: pi ignores it) at the end of the branch."""
+    command = job.params["check"]
+    started = time.monotonic()
+    data: dict[str, Any] = {"command": command}
+    try:
+        outcome = sandboxing.run_command(
+            job.session, command, abort=abort, leaf_pi_id=hooks.parent, output_prefix="check"
+        )
+    except SandboxUnavailable as exc:
+        data.update(exitCode=None, output=str(exc)[-CHECK_PREVIEW_CHARS:])
+    else:
+        output = outcome.result.truncation.content
+        data.update(
+            exitCode=outcome.exit_code,
+            output=output[-CHECK_PREVIEW_CHARS:],
+            cancelled=outcome.aborted or outcome.timed_out,
+        )
+    data["seconds"] = round(time.monotonic() - started, 3)
+    entry = append_on_branch(
+        job.session, {"type": "custom", "customType": CHECK_TYPE, "data": data}, hooks.parent
+    )
+    hooks.parent = entry.pi_id
+    events.publish_now(
+        job.session.pk,
+        "message_end",
+        {"run_id": str(job.pk), "entry_id": entry.pi_id, "role": "check", "tool_call_id": None},
+    )
 
 
 def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:

@@ -460,3 +460,30 @@ def test_tree_rows_read_tool_calls_by_headline_and_label_their_numbers(owner, cl
     assert re.search(r'class="tok" title="[^"]+ tokens \(estimate\)"', row)
     assert re.search(r'class="badge fork" title="Branch point: \d+ branches leave', html)
     assert re.search(r'class="fold-count">\d+ entr(y|ies) folded<', html)
+
+
+def test_archiving_a_branch_folds_it_shows_it_again_and_keeps_it_in_exports(
+    session, owner, client_for
+):
+    from sessions_app.models import ArchivedBranch
+    from sessions_app.selectors.exporter import export_jsonl
+
+    c = client_for(owner)
+    before = export_jsonl(session)
+    assert 'id="n-e000000b"' in c.get(url("tree_panel", session)).content.decode()
+    pane = c.get(url("session_detail", session), {"target": "e000000a"}).content.decode()
+    assert "Archive this branch" in pane
+    response = c.post(url("entry_archive", session, "e000000a"), {"archive": "1"})
+    assert response.status_code == 200 and b"Branch archived" in response.content
+    c.post(url("entry_archive", session, "e000000a"), {"archive": "1"})  # idempotent
+    assert ArchivedBranch.objects.filter(session=session).count() == 1
+    html = c.get(url("tree_panel", session)).content.decode()
+    head = html.split('id="n-e000000a"')[0].rsplit("<div", 1)[1]
+    assert "archived" in head and 'id="n-e000000b"' not in html  # folded away
+    assert export_jsonl(session) == before  # still in exports, unchanged
+    pane = c.get(url("session_detail", session), {"target": "e000000a"}).content.decode()
+    assert "Show archived branch again" in pane
+    c.post(url("entry_archive", session, "e000000a"), {"archive": "0"})
+    assert not ArchivedBranch.objects.filter(session=session).exists()
+    assert 'id="n-e000000b"' in c.get(url("tree_panel", session)).content.decode()
+    assert c.post(url("entry_archive", session, "nope1234"), {"archive": "1"}).status_code == 404
