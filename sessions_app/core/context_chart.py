@@ -199,7 +199,7 @@ _MESSAGE_TYPES = ("message", "custom_message", "branch_summary")
 
 
 def context_now_from_rows(
-    rows: list[tuple], read: Callable[[list[int]], dict[int, dict[str, Any]]]
+    rows: list[tuple[Any, ...]], read: Callable[[list[int]], dict[int, dict[str, Any]]]
 ) -> dict[str, Any]:
     """``context_now(path, complete=True)`` from the path's rows instead of its payloads.
 
