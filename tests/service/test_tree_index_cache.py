@@ -37,6 +37,8 @@ def test_one_index_per_version_of_the_session(make_user, monkeypatch):
         inside = tree.tree_index(session)
         assert len(inside) == 4 and tree.tree_index(session) is not inside
     assert list(tree._INDEX_CACHE.values()) == [newer]
+    tree.forget_tree_indexes()
+    assert not tree._INDEX_CACHE
 
 
 @pytest.mark.django_db(transaction=True)
