@@ -12,6 +12,7 @@ position on the path, so markers and turns share one axis.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .input_limits import js_number
@@ -191,3 +192,62 @@ def context_now(tail: list[dict[str, Any]], complete: bool) -> dict[str, Any] | 
     if not model and not complete:
         return None
     return {"current": context_timeline(tail[start:])["current"], "model": model or None}
+
+
+# The message types whose entries can add to the context (see message_from_entry).
+_MESSAGE_TYPES = ("message", "custom_message", "branch_summary")
+
+
+def context_now_from_rows(
+    rows: list[tuple[Any, ...]], read: Callable[[list[int]], dict[int, dict[str, Any]]]
+) -> dict[str, Any]:
+    """``context_now(path, complete=True)`` from the path's rows instead of its payloads.
+
+    `rows`: root→leaf, each (pk, id, type, role, pi_tokens, may restart, may set the
+    model), where pi_tokens is the stored `entry_token_estimate` and the two flags are
+    true for every entry that restarts the running figure (`_sets_context`) or sets the
+    model (`_model_set_by`), and maybe some that do not. `read(pks)` gives payloads.
+
+    Only payloads that can change the figure otherwise are read: the flagged entries from
+    the end back to the first that really restarts / sets the model, a compaction's kept
+    entries, and the few entries after the restart whose figure is not the stored
+    estimate (non-message entries that hold a message, bash runs, rows without one). A
+    plain message adds its stored estimate, which is `estimate_tokens` of its message."""
+
+    def last(flag: int, test: Callable[[dict[str, Any]], Any]) -> tuple[int | None, Any, Any]:
+        candidates = [i for i in range(len(rows) - 1, -1, -1) if rows[i][flag]]
+        done, step = 0, 16
+        while done < len(candidates):
+            batch = candidates[done : done + step]
+            payloads = read([rows[i][0] for i in batch])
+            for i in batch:
+                entry = payloads[rows[i][0]]
+                found = test(entry)
+                if found:
+                    return i, entry, found
+            done, step = done + step, step * 4
+        return None, None, None
+
+    start, start_entry, _ = last(5, _sets_context)
+    _, _, model = last(6, _model_set_by)
+    current, begin = 0, 0
+    if start is not None:
+        segment = [start_entry]
+        if start_entry.get("type") == "compaction":
+            first_kept = start_entry.get("firstKeptEntryId")
+            ids = [row[1] for row in rows[:start]]
+            if first_kept in ids:
+                kept = [row[0] for row in rows[ids.index(first_kept) : start]]
+                found = read(kept)
+                segment = [found[pk] for pk in kept] + segment
+        current, begin = context_timeline(segment)["current"], start + 1
+    slow = []
+    for pk, _id, etype, role, pi_tokens, _restart, _model in rows[begin:]:
+        if etype == "message" and role != "bashExecution" and pi_tokens is not None:
+            current += pi_tokens
+        elif etype in _MESSAGE_TYPES:
+            slow.append(pk)
+    if slow:
+        found = read(slow)
+        current += sum(context_timeline([found[pk]])["current"] for pk in slow)
+    return {"current": current, "model": model or None}

@@ -338,3 +338,49 @@ def load_all_entries(session: Session) -> list[dict]:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT line FROM {table} WHERE session_id = %s ORDER BY seq", [session.pk])
         return _decode_lines([row[0] for row in cursor.fetchall()])
+
+
+# What the context gauge needs of each entry on the path, without its payload: the
+# columns, and two flags computed in SQL from the stored line (JSON.stringify's form, so
+# a key is spelt out as written): whether the entry may restart the context chart's
+# running figure (a compaction, or an assistant message that has a "usage" key), and
+# whether it may set the model (a model_change, or an assistant message naming one).
+# A flag may be true for an entry that turns out not to (its payload then says so); it
+# is never false for one that does.
+_GAUGE_COLUMNS = """
+    e.pi_id, e.type, e.role, e.pi_tokens,
+    CASE WHEN e.type = 'compaction' OR (e.type = 'message' AND e.role = 'assistant'
+        AND e.line LIKE '%%"usage"%%') THEN 1 ELSE 0 END,
+    CASE WHEN e.type = 'model_change' OR (e.type = 'message' AND e.role = 'assistant'
+        AND (e.line LIKE '%%"model"%%' OR e.line LIKE '%%"responseModel"%%'))
+        THEN 1 ELSE 0 END
+"""
+
+
+def load_path_gauge_rows(session: Session) -> list[tuple]:
+    """(pk, pi id, type, role, pi_tokens, may restart the context, may set the model)
+    of every entry root→leaf (see _GAUGE_COLUMNS); no payload is read or decoded."""
+    if session.leaf_id is None:
+        return []
+    if not _large(session):
+        return _path_query(session.leaf_id, "e.id, " + _GAUGE_COLUMNS)
+    pks = _walk_pks(session, session.leaf_id)
+    table = Entry._meta.db_table
+    select = f"SELECT e.id, {_GAUGE_COLUMNS} FROM {table} e "
+    found: dict[int, tuple] = {}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(select + "WHERE e.id = ANY(%s)", [list(pks)])
+            found.update((row[0], row) for row in cursor.fetchall())
+        else:
+            for start in range(0, len(pks), 10000):
+                chunk = pks[start : start + 10000]
+                marks = ", ".join(["%s"] * len(chunk))
+                cursor.execute(select + f"WHERE e.id IN ({marks})", chunk)
+                found.update((row[0], row) for row in cursor.fetchall())
+    return [found[pk] for pk in pks]
+
+
+def load_payloads(pks: list[int]) -> dict[int, dict]:
+    """The payloads of the given entries, by primary key."""
+    return _payloads(list(pks)) if pks else {}

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from sessions_app.core.context_chart import context_now, context_timeline
+from sessions_app.core.context_chart import context_now, context_now_from_rows, context_timeline
 from sessions_app.models import Session
 from sessions_app.selectors.llm.windows import compaction_settings, session_window, window_of
-from sessions_app.selectors.paths import load_path, load_path_tail
+from sessions_app.selectors.paths import (
+    load_path,
+    load_path_gauge_rows,
+    load_path_tail,
+    load_payloads,
+)
 
 
 def context_window_for(model_key: str | None, default: int) -> int:
@@ -51,7 +56,7 @@ def current_context(session: Session) -> dict:
     reserve = compaction_settings(session).reserve_tokens
     hidden, tail = load_path_tail(session, CURRENT_CONTEXT_TAIL)
     now = context_now(tail, complete=hidden == 0)
-    if now is None:  # no turn with usage near the leaf: the whole path counts
-        timeline = context_timeline(load_path(session))
-        now = {"current": timeline["current"], "model": timeline["model"]}
+    if now is None:  # no turn with usage near the leaf: the whole path counts, but only
+        # its columns travel, and the few payloads whose figure is not the stored one
+        now = context_now_from_rows(load_path_gauge_rows(session), load_payloads)
     return {**now, "reserve": reserve}

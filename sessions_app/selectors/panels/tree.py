@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
+from django.db import connection
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -48,9 +52,50 @@ def tree_state(params) -> dict:
     }
 
 
+# The tree index of recently shown sessions, per process. Nothing in it depends on the
+# viewer (it holds the rows' light columns; what a viewer may see is decided when rows
+# are drawn), and it changes only when the session's rows do: entries are append-only,
+# and the one column ever updated (an entry's label) is updated by appending the label
+# entry. Every append moves the session's next_seq, so the key below is the session's
+# version. Readers share an index and never change it. At most TREE_INDEX_CACHE_NODES
+# nodes are kept in all (a 100,000-entry index is tens of MB).
+_INDEX_CACHE: OrderedDict[tuple, TreeIndex] = OrderedDict()
+TREE_INDEX_CACHE_NODES = 250_000
+_index_cache_lock = threading.Lock()
+
+
+def forget_tree_indexes() -> None:
+    """Empty this process's cache of tree indexes (bench/ui_bench.py's first-view time)."""
+    with _index_cache_lock:
+        _INDEX_CACHE.clear()
+
+
+def _index_key(session: Session) -> tuple:
+    return (session.pk, session.pi_id, session.created_at, session.next_seq, session.entry_count)
+
+
 def tree_index(session: Session) -> TreeIndex:
-    """The whole tree from one `values_list()` query of light columns (never payloads)."""
-    return TreeIndex(session_entries(session).values_list(*TREE_COLUMNS))
+    """The whole tree from one `values_list()` query of light columns (never payloads),
+    or the same index built for this version of the session before."""
+    key = _index_key(session)
+    with _index_cache_lock:
+        cached = _INDEX_CACHE.get(key)
+        if cached is not None:
+            _INDEX_CACHE.move_to_end(key)
+            return cached
+    index = TreeIndex(session_entries(session).values_list(*TREE_COLUMNS))
+    if connection.in_atomic_block:
+        return index  # may hold uncommitted rows: not for other transactions' eyes
+    with _index_cache_lock:
+        for old in [k for k in _INDEX_CACHE if k[0] == session.pk]:
+            del _INDEX_CACHE[old]  # an older version of the same session
+        _INDEX_CACHE[key] = index
+        total = sum(len(cached) for cached in _INDEX_CACHE.values())
+        while total > TREE_INDEX_CACHE_NODES and len(_INDEX_CACHE) > 1:
+            total -= len(_INDEX_CACHE.popitem(last=False)[1])
+        if total > TREE_INDEX_CACHE_NODES:
+            _INDEX_CACHE.clear()
+    return index
 
 
 def build_layout(session: Session, state: dict) -> Layout:
