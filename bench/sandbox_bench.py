@@ -9,11 +9,16 @@
 3. snapshots: a run's snapshot of a 1,000-file workspace (one file changed) with its git
    in the sandbox and unsandboxed: p50 of each and the difference, the cost the sandbox
    adds to each snapshot a run takes (target: sandboxed p50 < 150 ms).
+4. context reads: what a run reads before it asks the model (the context files from the
+   filesystem root down to a workspace four folders deep, and 20 skills of the agent
+   folder), through ``safefs.BeneathFiles`` (beneath checked roots, no link followed out)
+   and through plain by-path reads: p50 of each and the difference per run.
 
 The sandbox is built from its defaults (``SandboxConfig()``); Django's settings are
 loaded (through bench/snapshot_bench.py) for the git binary, no database is opened.
 
     .venv/bin/python bench/sandbox_bench.py [--runs 100] [--size 500M] [--snapshots-only]
+                                            [--context-only]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.snapshot_bench import SANDBOXES, make_workspace, turns  # noqa: E402
 from bench.stream_bench import parse_size  # noqa: E402
+from sessions_app.agent.safefs import BeneathFiles  # noqa: E402
 from sessions_app.agent.sandbox import PidsCgroup, SandboxConfig, bwrap_binary  # noqa: E402
 from sessions_app.agent.shell import run_shell  # noqa: E402
 from sessions_app.agent.snapshots import ShadowRepo  # noqa: E402
@@ -82,12 +88,81 @@ def snapshots(workdir: str, runs: int) -> None:
     )
 
 
+class PlainFiles:
+    """The core's file source read by path, following links (what the app did before
+    safefs): the baseline the context-read figure compares with."""
+
+    def kind(self, path: str) -> str | None:
+        if not os.path.lexists(path):
+            return None
+        if not os.path.exists(path):
+            return "broken_link"
+        return "file" if os.path.isfile(path) else "dir" if os.path.isdir(path) else "other"
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def list_dir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def identity(self, path: str) -> tuple[int, int]:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
+
+
+def context_reads(workdir: str, runs: int) -> None:
+    """p50 of one run's context-file and skill reads, through safefs and by path."""
+    from sessions_app.core.skills import load_skills
+    from sessions_app.core.system_prompt import load_context_files
+
+    root = Path(workdir) / "ctx"
+    cwd = root / "app" / "src" / "pkg" / "mod"
+    cwd.mkdir(parents=True)
+    for folder in (root, root / "app", cwd):
+        (folder / "AGENTS.md").write_text("# Rules\n" + "Keep it simple.\n" * 200)
+    agent = root / "agent"
+    for i in range(20):
+        skill = agent / "skills" / f"skill-{i}"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            f"---\nname: skill-{i}\ndescription: Skill number {i}.\n---\n" + "Step.\n" * 100
+        )
+    roots = [str(agent / "skills")]
+
+    def one_run(files) -> float:
+        started = time.perf_counter()
+        found = load_context_files(str(cwd), str(agent), files=files, top=str(root))
+        skills = load_skills(roots, files=files)
+        assert len(found.files) == 3 and len(skills.skills) == 20, (found, skills)
+        return (time.perf_counter() - started) * 1000
+
+    sources = {
+        "safefs": BeneathFiles([str(root)]),
+        "by path": PlainFiles(),
+    }
+    p50 = {}
+    for name, files in sources.items():
+        one_run(files)  # warm the page cache
+        p50[name] = statistics.median(one_run(files) for _ in range(runs))
+    print(
+        f"context reads of one run (3 context files, 20 skills) x{runs}: safefs p50 "
+        f"{p50['safefs']:.2f} ms, by path p50 {p50['by path']:.2f} ms: safefs adds "
+        f"{p50['safefs'] - p50['by path']:.2f} ms to each run"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--size", default="500M")
     parser.add_argument("--snapshots-only", action="store_true", help="part 3 alone")
+    parser.add_argument("--context-only", action="store_true", help="part 4 alone")
     args = parser.parse_args()
+    if args.context_only:
+        with tempfile.TemporaryDirectory() as workdir:
+            context_reads(workdir, args.runs)
+        return
     size = parse_size(args.size)
     config = SandboxConfig()
     if bwrap_binary(config) is None:
@@ -101,6 +176,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         os.chmod(workdir, 0o755)  # a root run's sandbox account passes through it
         snapshots(workdir, min(args.runs, 100))
+    if not args.snapshots_only:
+        with tempfile.TemporaryDirectory() as workdir:
+            context_reads(workdir, args.runs)
 
 
 def commands(runs: int, label: str, size: int, config: SandboxConfig) -> None:
