@@ -95,12 +95,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def _link_notice(self, event: str, data: dict) -> dict | None:
         """The part of an event a link visitor may see, or None."""
-        if event not in LINK_EVENTS or self.access.share_link.scope != ShareLink.Scope.SUBTREE:
+        link = self.access.share_link if self.access is not None else None
+        if event not in LINK_EVENTS or link is None or link.scope != ShareLink.Scope.SUBTREE:
             return None
         pi_id, parent = data.get("id"), data.get("parentId")
         if parent not in self.link_branch and not await database_sync_to_async(
             link_covers_new_entry
-        )(self.access.share_link, pi_id):
+        )(link, pi_id):
             return None  # appended on another branch
         self.link_branch.add(pi_id)
         return {"id": pi_id, "parentId": parent, "type": data.get("type")}

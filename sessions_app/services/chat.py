@@ -213,7 +213,8 @@ def send_message(session: Session, user, text: str, images=()) -> Job:
             sandboxing.check_available()
         except SandboxUnavailable as exc:
             raise ChatError(str(exc), "sandbox") from None
-        refusal = resources.command_guard(session).before(parsed.text)
+        guard = resources.command_guard(session)
+        refusal = guard.before(parsed.text) if guard.before is not None else None
         if refusal:
             raise ChatError(refusal, "resources")
     try:
@@ -307,7 +308,11 @@ def cancel_queued(session: Session, user, item_id: int | None) -> None:
     cancel and delivery one or the other)."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = QueuedMessage.objects.filter(session=locked, pk=item_id).first()
+        item = (
+            QueuedMessage.objects.filter(session=locked, pk=item_id).first()
+            if item_id is not None
+            else None
+        )
         if item is None:
             raise QueueGone("This message was already delivered or cancelled.")
         run = item.run

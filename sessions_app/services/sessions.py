@@ -131,16 +131,17 @@ def append_entry(
             },
         }
         usage = usage_with_day(full)
-        entry = Entry.objects.create(
+        entry = Entry(
             session=locked,
             pi_id=pi_id,
             parent=parent,
             parent_pi_id=parent.pi_id if parent else None,
             seq=locked.next_seq,
-            payload=full,
             **entry_columns(full),
             **usage_columns(usage[0] if usage else None),
         )
+        entry.payload = full  # (its line, serialized as pi writes it)
+        entry.save(force_insert=True)
         locked.next_seq += 1
         locked.entry_count += 1
         if move_leaf:

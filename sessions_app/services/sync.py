@@ -97,13 +97,16 @@ def push(
     with following.file_transaction():
         sessions_service.lock_session(row.session_id)  # (append_entry's lock order)
         row = SyncedFile.objects.select_for_update().get(pk=row.pk)
+        session = row.session
+        if session is None:  # deleted while this request waited for the lock
+            raise SyncConflict("The server no longer holds this file: send it whole.", 0)
         if offset > row.offset:
             raise SyncConflict(
                 f"There is a gap: the server has this file up to byte {row.offset}.", row.offset
             )
-        new = _new_part(row, offset, data)
+        new = _new_part(row, session, offset, data)
         if new:
-            _append(row, new, f"{client}:{path}")
+            _append(row, session, new, f"{client}:{path}")
     return SyncedFile.objects.select_related("session").get(pk=row.pk)
 
 
@@ -179,14 +182,14 @@ def _same_as_stored(session: Session, lines: list[bytes]) -> bool:
     return all(stored.get(pi_id) == line for pi_id, line in ids.items())
 
 
-def _new_part(row: SyncedFile, offset: int, data: bytes) -> bytes:
+def _new_part(row: SyncedFile, session: Session, offset: int, data: bytes) -> bytes:
     """The bytes of `data` past what the server holds, after checking the overlap."""
     overlap = row.offset - offset
     if overlap <= 0:
         return data
     held = data[:overlap]
     if (len(data) >= overlap and not held.endswith(b"\n")) or not _same_as_stored(
-        row.session, _split(held)
+        session, _split(held)
     ):
         raise SyncConflict(
             f"These lines differ from what the server holds at byte {offset}; it has the "
@@ -196,7 +199,7 @@ def _new_part(row: SyncedFile, offset: int, data: bytes) -> bytes:
     return data[overlap:]
 
 
-def _append(row: SyncedFile, new: bytes, filename: str) -> None:
+def _append(row: SyncedFile, session: Session, new: bytes, filename: str) -> None:
     """Append the new lines to the session (piweb's own lines, written back by the
     client, are stored already: they only leave `pending`)."""
     lines = _split(new)
@@ -214,7 +217,7 @@ def _append(row: SyncedFile, new: bytes, filename: str) -> None:
         row.pending = [pi_id for pi_id in row.pending if pi_id not in written]
     if fresh:
         importer.append_lines(
-            row.session_id,
+            session.pk,
             row.owner,
             io.BytesIO(b"".join(fresh)),
             lines_before=row.lines,

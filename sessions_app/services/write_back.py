@@ -142,7 +142,8 @@ def _savefile_state(session: Session, state: dict) -> None:
 def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
     """Turn write-back on or off for this session (`jobs.write_back.set_enabled` also
     queues the write of what is missing when it is turned on)."""
-    if followed_file(session) is None:
+    followed = followed_file(session)
+    if followed is None:
         raise WriteBackError("This session is not followed from a pi file: there is none to write.")
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
@@ -153,7 +154,7 @@ def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
         _savefile_state(locked, state)
         sessions.record_activity(locked, actor, "write_back_on" if on else "write_back_off")
     session.refresh_from_db()
-    return Result("on" if on else "off", path=followed_file(session).path)
+    return Result("on" if on else "off", path=followed.path)
 
 
 def flush_due() -> int:

@@ -55,7 +55,7 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "type": bounded(p.get("type", "")),
                 "role": bounded(role),
                 "parts": parts,
-                "files": files.get(p.get("id")),
+                "files": files.get(p.get("id") or ""),
             }
         )
     entries = tool_cards(entries, running=active_run(session) is not None)

@@ -176,7 +176,7 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
     """The entry pane (the session page's `?target=` and `entry_pane`)."""
     session = access.session
     leaf_pk = entry_pk(session, view_leaf)
-    on_path = bool(leaf_pk) and entry.pk in path_entry_pks(leaf_pk)
+    on_path = leaf_pk is not None and entry.pk in path_entry_pks(leaf_pk)
     target = resolve_target(session, entry)
     return {
         "access": access,
@@ -208,5 +208,5 @@ def inspector_context(access, leaf: str | None) -> dict:
     sizes = line_lengths(access.session, (m.entry_id for m in report.messages))
     for message in report.messages:
         message.parts = render_llm_message(message.message)
-        message.large = sizes.get(message.entry_id, 0) > page_limit()
+        message.large = sizes.get(message.entry_id or "", 0) > page_limit()
     return {"access": access, "session": access.session, "report": report}
