@@ -269,6 +269,7 @@ def _follow(
     sandbox: sandboxing.SandboxConfig | None,
     guard: CommandGuard | None = None,
 ) -> ShellOutcome:
+    assert proc.stdout is not None  # (started with stdout=PIPE)
     fd = proc.stdout.fileno()
     _open_pipe(fd)
     watch = _Watch(proc, started, timeout, abort, guard, launch, sandbox)
@@ -324,14 +325,17 @@ class _Watch:
         self.timeout = timeout
         self.abort = abort
         self.guard = guard if guard is not None and guard.during is not None else None
+        self.during = guard.during if guard is not None else None
         self.cgroup = launch.cgroup
         self.sandbox = sandbox
         self.deadline = started + timeout if timeout else None
         self.next_guard = started + (self.guard.interval if self.guard else 0)
         self.memory_cap = 0
+        self.memory_notice = ""
         if sandbox is not None and sandbox.enabled and sandbox.total_memory_mb:
             if self.cgroup is None or not self.cgroup.has_memory:
                 self.memory_cap = sandbox.total_memory_mb * 1024 * 1024
+                self.memory_notice = sandboxing.total_memory_notice(sandbox)
         self.next_memory = started
         self.killed_at: float | None = None
         self.exited_at: float | None = None
@@ -347,13 +351,13 @@ class _Watch:
             self.aborted = True
         elif self.deadline is not None and now >= self.deadline:
             self.timed_out = True
-        elif self.guard is not None and now >= self.next_guard:
+        elif self.guard is not None and self.during is not None and now >= self.next_guard:
             self.next_guard = now + self.guard.interval
-            self.stopped = self.guard.during()
+            self.stopped = self.during()
         if self.memory_cap and self.stopped is None and now >= self.next_memory:
             self.next_memory = now + MEMORY_WATCH_SECONDS
             if tree_rss(self.proc.pid) > self.memory_cap:
-                self.stopped = sandboxing.total_memory_notice(self.sandbox)
+                self.stopped = self.memory_notice
         if self.stopped:
             self.aborted = True
         if self.aborted or self.timed_out:
@@ -374,7 +378,8 @@ class _Watch:
         proc = self.proc
         if proc.poll() is None and self.killed_at is None and (self.aborted or self.timed_out):
             _kill_group(proc.pid)
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         try:
             proc.wait(10 if self.killed_at is not None else 30)
         except subprocess.TimeoutExpired:

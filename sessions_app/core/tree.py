@@ -92,7 +92,8 @@ def index_by_id(entries: list[Entry]) -> dict[str, Entry]:
     try:
         return dict(zip(map(_get_id, entries), entries, strict=True))
     except (KeyError, TypeError):
-        return {e.get("id"): e for e in entries}
+        keyed: dict[Any, Entry] = {e.get("id"): e for e in entries}  # (a missing id: None)
+        return keyed
 
 
 def path_to_root(by_id: dict[str, Entry], leaf: Entry | None) -> list[Entry]:
@@ -114,9 +115,10 @@ def path_to_root(by_id: dict[str, Entry], leaf: Entry | None) -> list[Entry]:
             parent_id = current["parentId"]
             if not parent_id:
                 break
-            current = get(parent_id)
-            if current is None:
+            parent = get(parent_id)
+            if parent is None:
                 break
+            current = parent
             append(current)
         else:
             raise TreeCycleError(leaf.get("id"), _find_cycle(by_id, leaf))
@@ -211,7 +213,8 @@ def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | 
     try:
         ids = list(map(_get_id, entries))
     except (KeyError, TypeError):
-        return {e.get("id"): e for e in entries}, None
+        keyed: dict[Any, Entry] = {e.get("id"): e for e in entries}  # (a missing id: None)
+        return keyed, None
     return dict(zip(ids, entries, strict=True)), ids
 
 

@@ -122,7 +122,7 @@ def _safe_close(stream: Any, close: Callable[[Any], None] | None) -> None:
         pass
 
 
-def parse_json_args(raw: str) -> tuple[dict[str, Any], str | None]:
+def parse_json_args(raw: str | None) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments out of streamed JSON: (args, problem). pi repairs partial
     JSON silently; piweb tells the model its arguments were not valid JSON instead."""
     text = (raw or "").strip()

@@ -83,12 +83,12 @@ def select_tools(names: Any) -> tuple[Tool, ...]:
     return tuple(chosen) or DEFAULT_TOOLS
 
 
-def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any] | None, str | None]:
-    """Tool-call arguments as a dict, or an error message when they are not a JSON object."""
+def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as a dict, and an error message when they are not a JSON
+    object (the dict is then empty)."""
     if isinstance(raw, dict):
         return raw, None
-    args, problem = parse_json_args(raw)
-    return (None, problem) if problem else (args, None)
+    return parse_json_args(raw)
 
 
 def validate_arguments(tool: Tool, args: dict[str, Any]) -> str | None:
