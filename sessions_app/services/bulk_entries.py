@@ -91,16 +91,16 @@ class EntryWriter:
         self.written = 0
         self.usage = UsageRecorder()
         extra = [
-            f
+            (f, f.column)
             for f in Entry._meta.concrete_fields
-            if f.column not in _KNOWN_COLUMNS and not f.primary_key
+            if f.column is not None and f.column not in _KNOWN_COLUMNS and not f.primary_key
         ]
         # Fields other areas may add later: written with their defaults.
         self.extra_values = [
             f.get_db_prep_save(f.get_default(), connection) if f.has_default() else None
-            for f in extra
+            for f, _ in extra
         ]
-        self.columns = list(_KNOWN_COLUMNS) + [f.column for f in extra]
+        self.columns: list[str] = list(_KNOWN_COLUMNS) + [column for _, column in extra]
         self._sequence: str | None = None
         self._sqlite_last_id = 0
         self._id_pool: list[int] = []
