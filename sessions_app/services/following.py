@@ -38,6 +38,7 @@ import stat as stat_module
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -142,7 +143,7 @@ def sync_file(
         return SyncResult(path, "ignored")
     if state is None:
         state = FollowedFile.objects.filter(path=path).first()
-    if is_unchanged(state, st):
+    if state is not None and is_unchanged(state, st):
         return SyncResult(path, "unchanged", session_pk=state.session_id)
     try:
         with open(path, "rb") as fh:
@@ -166,7 +167,7 @@ def _sync_open(path, fh, st, state, owner, search) -> SyncResult:
     )
     if rewritten or not state.appendable or state.state != State.FOLLOWING:
         return _read_whole(path, fh, st, state, owner, search)
-    return _read_appended(path, fh, st, state, owner)
+    return _read_appended(path, fh, st, state, state.session_id, owner)
 
 
 def _renamed_from(path: str, fh, st) -> FollowedFile | None:
@@ -241,7 +242,7 @@ def _read_whole(path, fh, st, state, owner, search) -> SyncResult:
             report = importer.import_jsonl_stream(
                 reader, owner, filename=path, after_commit="off", source_path=path
             )
-            session = report.session
+            session = report.stored
             if session.source_path != path:
                 Session.objects.filter(pk=session.pk).update(source_path=path)
             read_now = report.status != "unchanged" or state is None or state.session_id is None
@@ -295,7 +296,7 @@ def _lines_in(reader: RangeReader, fh, end: int) -> int:
     return count
 
 
-def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
+def _read_appended(path, fh, st, state: FollowedFile, session_pk: int, owner) -> SyncResult:
     """Add the complete lines written after `state.offset`."""
     end = complete_length(fh, state.offset, st.st_size)
     if end == state.offset:
@@ -309,7 +310,7 @@ def _read_appended(path, fh, st, state: FollowedFile, owner) -> SyncResult:
             if (locked.offset, locked.path) != (state.offset, path):
                 return SyncResult(path, "unchanged", session_pk=state.session_id)
             report = importer.append_lines(
-                state.session_id, owner, reader, lines_before=state.lines, filename=path
+                session_pk, owner, reader, lines_before=state.lines, filename=path
             )
             # (a file smaller than a block has a new first-block hash too)
             _save(
@@ -436,13 +437,19 @@ class ScanTotals:
     entries_added: int = 0
 
 
+class _Progress(Protocol):
+    """A progress bar counting bytes (tqdm's)."""
+
+    def update(self, n: float = 1) -> object: ...
+
+
 @dataclass
 class _Scan:
     """One scan's settings and running totals, and its read-ahead helper (or None)."""
 
     owner: object
     totals: ScanTotals
-    progress: object
+    progress: _Progress | None
     search: str
     helper: ReadAhead | None
 
@@ -617,9 +624,7 @@ def _import_together(files, run: _Scan) -> None:
         together, reports, alone = [], [], files
     for (path, _st, _new), report in zip(together, reports, strict=True):
         _log_skipped(path, report)
-        log.info(
-            "%s: new session %s (%d entries)", path, report.session.pi_id, report.entries_added
-        )
+        log.info("%s: new session %s (%d entries)", path, report.stored.pi_id, report.entries_added)
         _count(SyncResult(path, "created", entries_added=report.entries_added), run.totals)
     importer.finish_imports(importer.search_work(reports), where=run.search)
     for path, st, _new in alone:

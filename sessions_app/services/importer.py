@@ -116,6 +116,13 @@ class ImportReport:
     after_commit_seconds: float = 0.0  # finish_import (VACUUM, search index), after commit
     after_commit_queued: bool = False  # finish_import was left to a search_index job
 
+    @property
+    def stored(self) -> Session:
+        """The session of an import that did not raise (it always has one)."""
+        if self.session is None:
+            raise SessionImportError(f"{self.filename}: no session was stored")
+        return self.session
+
     def skip(self, line_no: int, reason: str) -> None:
         self.skipped_count += 1
         if len(self.skipped) < MAX_LISTED:
