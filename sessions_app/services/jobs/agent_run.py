@@ -37,7 +37,7 @@ from sessions_app.agent.sandbox import SandboxUnavailable
 from sessions_app.agent.shell import command_problem, snapshot_event
 from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
-from sessions_app.models import AnswerInput, FileSnapshot, Job, QueuedMessage, Session
+from sessions_app.models import AnswerInput, Entry, FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.jobs import queue_of, queued_count
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
@@ -70,7 +70,7 @@ HELD_NOTE = "queued behind your other runs"
 
 def runner_of(job: Job) -> int:
     """The user a run counts against: who sent it, else the session's owner."""
-    return job.created_by_id or job.session.owner_id
+    return job.created_by_id or lifecycle.session_of(job).owner_id
 
 
 def _runs_of(user_id: int):
@@ -108,7 +108,7 @@ def create(session: Session, *, actor, params: dict, model: str) -> Job:
 
 def dispatch(user_id: int) -> list[str]:
     """Send the user's oldest held runs while they are under their limit; their ids."""
-    sent = []
+    sent: list[str] = []
     with transaction.atomic():
         _lock_user(user_id)
         room = max(1, settings.PIWEB_USER_MAX_RUNS) - _sent_count(user_id)
@@ -161,7 +161,8 @@ def _run_end(job: Job) -> None:
     outcome = (job.progress or {}).get("outcome")
     if outcome is None:
         outcome = "cancelled" if job.status == Status.CANCELLED else "failed"
-    events.publish(job.session_id, "run_end", {"run_id": str(job.pk), "status": outcome})
+    if job.session_id is not None:  # (a run always has a session)
+        events.publish(job.session_id, "run_end", {"run_id": str(job.pk), "status": outcome})
     dispatch(runner_of(job))
 
 
@@ -285,13 +286,14 @@ class _Hooks:
         self.job = job
         self.state = state
         self.parent = parent
-        self.last_entry = None
+        self.last_entry: Entry | None = None
         # File snapshots: the workspace's commit before the next turn's tools, and the
         # agent reply whose tool calls are running (the entry a snapshot is keyed by).
         self.files_base: str | None = None
-        self.turn_entry = None
-        self.unsnapshotted = None
-        self.sent = None  # (system prompt, tools) of the run's requests, set by _run_agent
+        self.turn_entry: Entry | None = None
+        self.unsnapshotted: Entry | None = None
+        # (system prompt, tools) of the run's requests, set by _run_agent
+        self.sent: tuple[str, list[dict[str, Any]]] | None = None
 
     def emit(self, event: str, data: dict) -> None:
         structural = self.state.apply(event, data)
@@ -358,7 +360,7 @@ class _Hooks:
         except Exception as exc:
             log.warning("overflow compaction failed: %s", exc)
             return False
-        if result is None or result.status != Job.Status.DONE or not result.result_entry_id:
+        if result is None or result.status != Job.Status.DONE or result.result_entry is None:
             return False
         self.session.refresh_from_db()
         self.parent = result.result_entry.pi_id
@@ -458,7 +460,7 @@ def start_queued_run(session: Session, job: Job, parent: str | None) -> Job | No
 
 def run(job: Job, attempt: int) -> str:
     """Run one claimed agent_run job to the end (``lifecycle.run_job`` calls it)."""
-    session = job.session
+    session = lifecycle.session_of(job)
     mode = job.params.get("mode", "agent")
     abort = AbortSignal()
     watcher = _Watcher(job, abort)
@@ -523,7 +525,7 @@ def _after_run(session: Session) -> None:
 
 
 def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
-    seen = model_input(job.session, hooks.parent)
+    seen = model_input(lifecycle.session_of(job), hooks.parent)
     try:
         config = seen.resolved(job.created_by)
         problem = HOW_TO_CONFIGURE
@@ -538,7 +540,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
             }
         )  # fmt: skip
         return "error", "no model configured"
-    tool_ctx = sandboxing.tool_context(job.session, abort, leaf_pi_id=hooks.parent)
+    tool_ctx = sandboxing.tool_context(lifecycle.session_of(job), abort, leaf_pi_id=hooks.parent)
     hooks.sent = (seen.system_prompt, request_tools(seen.tools))
     run = AgentRun(
         llm=config,
@@ -552,7 +554,7 @@ def _run_agent(job: Job, hooks: _Hooks, abort: AbortSignal) -> tuple[str, str]:
         # pi's request keys: the session id (caches, session headers) and the thinking
         # level of the path (its last thinking_level_change, else the default; clamped to
         # the model's levels)
-        session_id=job.session.pi_id,
+        session_id=lifecycle.session_of(job).pi_id,
         thinking_level=seen.thinking_level(job.created_by),
     )
     status = run.run()
@@ -575,7 +577,11 @@ def _run_check(job: Job, hooks: _Hooks, abort: AbortSignal) -> None:
     data: dict[str, Any] = {"command": command}
     try:
         outcome = sandboxing.run_command(
-            job.session, command, abort=abort, leaf_pi_id=hooks.parent, output_prefix="check"
+            lifecycle.session_of(job),
+            command,
+            abort=abort,
+            leaf_pi_id=hooks.parent,
+            output_prefix="check",
         )
     except SandboxUnavailable as exc:
         data.update(exitCode=None, output=str(exc)[-CHECK_PREVIEW_CHARS:])
@@ -588,11 +594,13 @@ def _run_check(job: Job, hooks: _Hooks, abort: AbortSignal) -> None:
         )
     data["seconds"] = round(time.monotonic() - started, 3)
     entry = append_on_branch(
-        job.session, {"type": "custom", "customType": CHECK_TYPE, "data": data}, hooks.parent
+        lifecycle.session_of(job),
+        {"type": "custom", "customType": CHECK_TYPE, "data": data},
+        hooks.parent,
     )
     hooks.parent = entry.pi_id
     events.publish_now(
-        job.session.pk,
+        lifecycle.session_of(job).pk,
         "message_end",
         {"run_id": str(job.pk), "entry_id": entry.pi_id, "role": "check", "tool_call_id": None},
     )
@@ -625,7 +633,7 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
             outcome = None
         else:
             outcome = sandboxing.run_command(
-                job.session,
+                lifecycle.session_of(job),
                 command,
                 abort=abort,
                 on_snapshot=on_snapshot,
@@ -662,7 +670,9 @@ def _run_user_bash(job: Job, hooks: _Hooks, abort: AbortSignal) -> str:
         message["excludeFromContext"] = True
     hooks.persist(message)
     if outcome is not None:
-        changes.record(job.session, hooks.last_entry, hooks.files_base, FileSnapshot.Kind.BASH)
+        changes.record(
+            lifecycle.session_of(job), hooks.last_entry, hooks.files_base, FileSnapshot.Kind.BASH
+        )
     return "aborted" if outcome is not None and outcome.aborted else "done"
 
 

@@ -107,8 +107,7 @@ def request_branch_summary(
 
 def run(job: Job, attempt: int) -> str | None:
     """Summarize the entries of the branch left behind, then attach at the position."""
-    session = job.session
-    assert session is not None  # a branch summary is always queued on a session
+    session = lifecycle.session_of(job)
     params = job.params or {}
     position = params.get("position")
     old_leaf = job.prepared_leaf_pi_id

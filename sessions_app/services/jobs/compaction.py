@@ -196,8 +196,7 @@ def compact_for_overflow(
 
 def run(job: Job, attempt: int) -> str | None:
     """Summarize what `prepare_compaction` chose at the prepared leaf, then attach."""
-    session = job.session
-    assert session is not None  # a compaction is always queued on a session
+    session = lifecycle.session_of(job)
     cfg = CompactionSettings.from_dict((job.params or {}).get("settings"))
     focus = (job.params or {}).get("focus")
     prepared = job.prepared_leaf_pi_id

@@ -130,6 +130,14 @@ def max_attempts() -> int:
 # --- events -----------------------------------------------------------------------------
 
 
+def session_of(job: Job) -> Session:
+    """The session of a job kind that is always queued on one (runs, compactions,
+    branch summaries)."""
+    if job.session is None:
+        raise ValueError(f"job {job.pk} ({job.kind}) has no session")
+    return job.session
+
+
 def job_event_data(job: Job) -> dict:
     """The `job_progress` websocket payload (built here only)."""
     result = None
