@@ -563,6 +563,8 @@ def launch_in(
     ``binds`` (each opened here, its real path checked, and mounted through its
     descriptor). ``env`` is its whole environment, with the sandbox's PATH and HOME."""
     binary = require(config)
+    if binary is None:  # (callers run this only with the sandbox on)
+        raise SandboxUnavailable("The sandbox is off: nothing can be launched inside it.")
     fds: list[int] = []
     try:
         args = isolation_argv(config, binary)
@@ -654,8 +656,8 @@ class PidsCgroup:
         # in, starts bwrap (which inherits the cgroup) and steps back out, with no shell
         # in between. cgroup v2 has no such file: a tiny shell joins, then execs bwrap.
         self.per_thread = os.path.exists(os.path.join(path, "tasks"))
-        self.memory_per_thread = bool(memory_path) and os.path.exists(
-            os.path.join(memory_path, "tasks")
+        self.memory_per_thread = bool(
+            memory_path and os.path.exists(os.path.join(memory_path, "tasks"))
         )
 
     @property
@@ -675,7 +677,7 @@ class PidsCgroup:
         joins = []
         if self.per_thread:
             joins.append((self.path, str(self._parent)))
-        if self.memory_per_thread:
+        if self.memory_per_thread and self.memory_path:
             joins.append((self.memory_path, str(self._memory_parent)))
         tid = str(threading.get_native_id())
         joined = []
@@ -816,10 +818,10 @@ class PidsCgroup:
     def create(cls, limit: int, memory_bytes: int = 0) -> PidsCgroup | None:
         """A cgroup for one command: pids.max = ``limit`` and, when the memory controller
         is delegated too and ``memory_bytes`` is set, that total memory limit."""
-        if not cls.available():
+        if not cls.available() or not isinstance(parent := cls._parent, str):
             return None
         name = f"piweb-sandbox-{os.getpid()}-{os.urandom(6).hex()}"
-        path = os.path.join(cls._parent, name)
+        path = os.path.join(parent, name)
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as fh:
