@@ -299,6 +299,8 @@ def test_images_pasted_attached_dropped_removed_and_sent(
     )
     expect(thumbs).to_have_count(1)
     llm.push(text("A wide one."))
+    # The page knows the first run ended (else Enter would queue a steer for it).
+    expect(page.locator("#chat")).to_have_attribute("data-running", "false")
     page.fill("#chat-input", "and this one?")
     page.press("#chat-input", "Enter")
     expect(thumbs).to_have_count(0)
