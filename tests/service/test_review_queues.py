@@ -180,5 +180,8 @@ def test_two_reviewers_at_once_over_50_items_none_twice_none_lost(make_user):
     assert not errors, errors
     handed = got[w["r1"].pk] + got[w["r2"].pk]
     assert len(handed) == len(set(handed)) == 50  # none twice, none lost
-    assert got[w["r1"].pk] and got[w["r2"].pk]  # both took part
+    if connection.vendor == "postgresql":
+        # both took part (row locks let them interleave; SQLite's single write lock may
+        # hand every item to whichever thread holds it, so there only the above holds)
+        assert got[w["r1"].pk] and got[w["r2"].pk]
     assert ReviewItem.objects.filter(queue=queue, done_at=None).count() == 0
