@@ -20,7 +20,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from support import free_port, use_environment  # noqa: E402
 
 
 def parse_args():
@@ -40,12 +42,6 @@ def parse_args():
     p.add_argument("--command-slots", type=int, default=3, help="PIWEB_COMMAND_CONCURRENCY")
     p.add_argument("--hog-sessions", type=int, default=6)
     return p.parse_args()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values, p):
@@ -76,15 +72,7 @@ def main():
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
     }
-    os.environ.pop("REDIS_URL", None)
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "piweb.settings"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
-        check=True,
-        env=dict(os.environ),
-    )
+    use_environment(env)
     port = free_port()
     log_path = tmp / "runpiweb.log"
     with log_path.open("wb") as log:

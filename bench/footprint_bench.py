@@ -22,7 +22,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,9 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from support import free_port, use_environment  # noqa: E402
 
 MAX_PROCESSES, MAX_USS_MB = 5, 350
 
@@ -45,12 +47,6 @@ def parse_args():
     p.add_argument("--turns", type=int, default=3, help="agent turns per user")
     p.add_argument("--separate-workers", action="store_true", help="runworkers' layout")
     return p.parse_args()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait(predicate, timeout, what):
@@ -145,15 +141,7 @@ def main():
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
     }
-    os.environ.pop("REDIS_URL", None)
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "piweb.settings"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
-        check=True,
-        env=dict(os.environ),
-    )
+    use_environment(env)
     log_path = tmp / "runpiweb.log"
     argv = [sys.executable, "manage.py", "runpiweb", "--port", str(free_port())]
     if args.separate_workers:

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from support import free_port  # noqa: E402
+from support import free_port, use_environment  # noqa: E402
 
 TARGETS = {"session page": 1.0}  # seconds at p95; every other page 0.3
 
@@ -72,15 +72,7 @@ def main():
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
     }
-    os.environ.pop("REDIS_URL", None)
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "piweb.settings"
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
-        check=True,
-        env=dict(os.environ),
-    )
+    use_environment(env)
     port = free_port()
     log_path = tmp / "runpiweb.log"
     argv = [sys.executable, "manage.py", "runpiweb", "--port", str(port), "--web", str(args.web)]

@@ -7,9 +7,13 @@ Imported as ``support`` by the benches run as scripts (``bench/`` is their path)
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 WORDS = (
     "the session tree append leaf branch context compaction summary model token file "
@@ -49,6 +53,20 @@ def pg_name(pg_url: str) -> str:
     import dj_database_url
 
     return dj_database_url.parse(pg_url)["NAME"]
+
+
+def use_environment(env: dict[str, str]) -> None:
+    """Make ``env`` this process's environment (without REDIS_URL, so piweb starts its
+    embedded Redis), for the servers a bench starts too, and migrate its database."""
+    os.environ.pop("REDIS_URL", None)
+    os.environ.update(env)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "piweb.settings"
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+        env=dict(os.environ),
+    )
 
 
 def free_port() -> int:
