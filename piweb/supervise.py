@@ -25,7 +25,7 @@ import threading
 import time
 
 import embedded  # type: ignore[import-not-found]  # (piweb/embedded.py, see above)
-from supervisor import Supervisor  # type: ignore[import-not-found]
+from supervisor import Supervisor  # type: ignore[import-not-found]  # (piweb/supervisor.py)
 
 
 def _report(text: str) -> None:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from celery.concurrency.base import BasePool, apply_target
-from celery.concurrency.thread import ApplyResult  # type: ignore[attr-defined]
+from celery.concurrency.thread import ApplyResult  # type: ignore[attr-defined]  # celery-types' stub omits it
 from celery.concurrency.thread import TaskPool as ThreadTaskPool
 
 from piweb import queues

@@ -39,8 +39,10 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import IO, BinaryIO, Protocol
 
 from . import safefs
 
@@ -65,7 +67,7 @@ class _Member:
     size: int = 0
     mode: int = 0o644
     target: str = ""  # symlink target, or the hard link's member name
-    source: object = None  # the tarfile.TarInfo or zipfile.ZipInfo
+    source: tarfile.TarInfo | zipfile.ZipInfo | None = None
 
 
 @dataclass
@@ -329,7 +331,17 @@ def _makedirs(dest_fd: int, relative: str) -> int:
     return fd
 
 
-def _write_file(dest_fd: int, member: _Member, stream: BinaryIO, budget: list[int]) -> int:
+class _Reader(Protocol):
+    """A member's bytes as they are read (a zip's or a tar's member, a file)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+# Opens a file member of the archive for reading.
+_Opener = Callable[[_Member], AbstractContextManager[_Reader]]
+
+
+def _write_file(dest_fd: int, member: _Member, stream: _Reader, budget: list[int]) -> int:
     parent, _, base = member.name.rpartition("/")
     dir_fd = _makedirs(dest_fd, parent)
     try:
@@ -358,7 +370,7 @@ def _write_file(dest_fd: int, member: _Member, stream: BinaryIO, budget: list[in
     return written
 
 
-def _unpack(members: list[_Member], open_member, max_bytes: int, dest_fd: int) -> Unpacked:
+def _unpack(members: list[_Member], open_member: _Opener, max_bytes: int, dest_fd: int) -> Unpacked:
     done = Unpacked()
     budget = [max_bytes]
     for m in members:
@@ -397,7 +409,7 @@ def unpack(path: str, dest: str, *, max_bytes: int, max_files: int) -> Unpacked:
             with zipfile.ZipFile(path) as archive:
                 members = _zip_members(archive)
                 _check_totals(members, max_bytes, max_files)
-                return _run(members, lambda m: archive.open(m.source), dest, max_bytes)
+                return _run(members, _zip_opener(archive), dest, max_bytes)
         try:
             _scan_tar_headers(path)
             with tarfile.open(path, "r:*") as tar:
@@ -405,7 +417,7 @@ def unpack(path: str, dest: str, *, max_bytes: int, max_files: int) -> Unpacked:
             _check_totals(members, max_bytes, max_files)
             with tarfile.open(path, "r:*") as tar:
                 by_name = {_clean_name(i.name): i for i in tar.getmembers() if i.isfile()}
-                return _run(members, lambda m: tar.extractfile(by_name[m.name]), dest, max_bytes)
+                return _run(members, _tar_opener(tar, by_name), dest, max_bytes)
         except tarfile.TarError as exc:
             raise ArchiveError(f"not a .tar.gz or .zip archive ({exc})") from None
     except (ArchiveError, OSError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
@@ -415,7 +427,26 @@ def unpack(path: str, dest: str, *, max_bytes: int, max_files: int) -> Unpacked:
         raise ArchiveError(f"the archive cannot be read: {exc}") from None
 
 
-def _run(members, open_member, dest: str, max_bytes: int) -> Unpacked:
+def _zip_opener(archive: zipfile.ZipFile) -> _Opener:
+    def open_member(member: _Member) -> IO[bytes]:
+        if not isinstance(member.source, zipfile.ZipInfo):  # (_zip_members sets it)
+            raise ArchiveError(f"{member.name}: not a member of the zip")
+        return archive.open(member.source)
+
+    return open_member
+
+
+def _tar_opener(tar: tarfile.TarFile, by_name: dict[str, tarfile.TarInfo]) -> _Opener:
+    def open_member(member: _Member) -> IO[bytes]:
+        stream = tar.extractfile(by_name[member.name])
+        if stream is None:  # (by_name holds regular files only: each has its bytes)
+            raise ArchiveError(f"{member.name}: not a regular file")
+        return stream
+
+    return open_member
+
+
+def _run(members: list[_Member], open_member: _Opener, dest: str, max_bytes: int) -> Unpacked:
     dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         return _unpack(members, open_member, max_bytes, dest_fd)

@@ -28,10 +28,12 @@ tool calls and no steer waits, starting another turn of the same run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol
+
+from sessions_app.core.truncate import StreamSnapshot
 
 from .providers import stream_for
 from .providers.base import ModelRequest, ProviderError, ResolvedModel
@@ -46,7 +48,7 @@ TEXT_FLUSH_SECONDS = 0.05
 TEXT_FLUSH_CHARS = 4000
 
 
-def request_tools(tools) -> list[dict[str, Any]]:
+def request_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """The tools as a request carries them (each API module puts them in its wire shape);
     also what an agent run records beside its answers (models.AnswerInput)."""
     return [
@@ -135,7 +137,11 @@ class AgentRun:
     # ------------------------------------------------------------------ messages
 
     def _assistant(
-        self, content, stop_reason: str, usage=None, error: str | None = None
+        self,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        usage: dict[str, Any] | None = None,
+        error: str | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
@@ -232,7 +238,7 @@ class AgentRun:
             return text_result(problem, {}, True)
         call_id = block["id"]
 
-        def on_snapshot(snap) -> None:
+        def on_snapshot(snap: StreamSnapshot) -> None:
             self.hooks.emit(
                 "bash_snapshot",
                 {"run_id": self.run_id, "tool_call_id": call_id, **snapshot_event(snap)},
@@ -288,7 +294,7 @@ class AgentRun:
     def _take_queued(self, mode: str) -> bool:
         """pi's queues, one message per look: a steer after a turn's tool calls (and at
         the start), a follow-up when the run would otherwise end. None once aborted."""
-        take = getattr(self.hooks, "take_queued", None)
+        take: Callable[[str], bool] | None = getattr(self.hooks, "take_queued", None)
         if take is None or self.abort.is_set():
             return False
         return take(mode)

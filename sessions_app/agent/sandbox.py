@@ -38,6 +38,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from . import safefs, seccomp
@@ -235,7 +237,9 @@ def limits_prelude(config: SandboxConfig) -> str:
     )
 
 
-def sandbox_env(config: SandboxConfig, cwd: str, extra: dict[str, str] | None = None) -> dict:
+def sandbox_env(
+    config: SandboxConfig, cwd: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """The whole environment inside: nothing is inherited from the worker."""
     env = {
         "PATH": SANDBOX_PATH,
@@ -278,7 +282,9 @@ def _stage_root(config: SandboxConfig) -> str:
     return os.path.join(tempfile.gettempdir(), f"piweb-sandbox-{os.getuid()}")
 
 
-_staged: dict[tuple, str] = {}
+# (stage root, ((entry, mtime_ns, size, inode), ...)) -> the staged /etc
+_EtcKey = tuple[str, tuple[tuple[str, int, int, int], ...]]
+_staged: dict[_EtcKey, str] = {}
 _stage_lock = threading.Lock()
 
 
@@ -290,14 +296,14 @@ def staged_etc(config: SandboxConfig) -> str:
     gives a new copy) and renamed into place atomically.
     """
     entries = ETC_ENTRIES + (ETC_NETWORK_ENTRIES if config.network else ())
-    key_parts = []
+    key_parts: list[tuple[str, int, int, int]] = []
     for entry in entries:
         try:
             st = os.stat("/etc/" + entry)
         except OSError:
             continue
         key_parts.append((entry, st.st_mtime_ns, st.st_size, st.st_ino))
-    key = (_stage_root(config), tuple(key_parts))
+    key: _EtcKey = (_stage_root(config), tuple(key_parts))
     with _stage_lock:
         cached = _staged.get(key)
         if cached and os.path.isdir(cached):
@@ -353,7 +359,7 @@ class Launch:
                 pass
         self.pass_fds = ()
 
-    def spawning(self):
+    def spawning(self) -> AbstractContextManager[None]:
         return self.cgroup.spawning() if self.cgroup is not None else contextlib.nullcontext()
 
     def cleanup(self) -> None:
@@ -556,7 +562,7 @@ class Bind:
 
 
 def launch_in(
-    config: SandboxConfig, argv: list[str], binds: list[Bind], env: dict, chdir: str
+    config: SandboxConfig, argv: list[str], binds: list[Bind], env: dict[str, str], chdir: str
 ) -> Launch:
     """The sandboxed way to run ``argv`` (no shell, no limits: piweb's own tools such as
     git) as the commands' account, seeing nothing of the host but the system and
@@ -591,7 +597,7 @@ def launch_in(
 
 def run_in(
     launch: Launch, input: bytes | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[bytes]:
     """Run a launch to its end (killed at ``timeout`` seconds); its output and status."""
     try:
         proc = subprocess.Popen(
@@ -615,7 +621,9 @@ def run_in(
     return subprocess.CompletedProcess(launch.argv, proc.returncode, out, err)
 
 
-def launch_git(config: SandboxConfig, argv: list[str], mounts: GitMounts, env: dict) -> Launch:
+def launch_git(
+    config: SandboxConfig, argv: list[str], mounts: GitMounts, env: dict[str, str]
+) -> Launch:
     """The sandboxed way to run git on a shadow repository: as the commands' account,
     with nothing of the host but the system, that repository and (when the operation
     reads or writes files) its workspace. A workspace path swapped for a link while git
@@ -672,9 +680,9 @@ class PidsCgroup:
         return files
 
     @contextlib.contextmanager
-    def spawning(self):
+    def spawning(self) -> Iterator[None]:
         """Around Popen: the child process starts inside this cgroup (its v1 parts)."""
-        joins = []
+        joins: list[tuple[str, str]] = []
         if self.per_thread:
             joins.append((self.path, str(self._parent)))
         if self.memory_per_thread and self.memory_path:

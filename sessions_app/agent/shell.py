@@ -28,6 +28,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 import psutil
 
@@ -119,7 +120,19 @@ class ShellOutcome:
     stopped: str | None = None  # why a guard or the memory watch stopped it
 
 
-def snapshot_event(snap: StreamSnapshot) -> dict:
+class SnapshotEvent(TypedDict):
+    """The data of a bash_snapshot event: the visible tail of a running command."""
+
+    text: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    total_bytes: int
+    truncated: bool
+    has_full_output: bool
+
+
+def snapshot_event(snap: StreamSnapshot) -> SnapshotEvent:
     """The data of a bash_snapshot event (without run/tool ids)."""
     tr = snap.truncation
     total = tr.total_lines
@@ -258,7 +271,7 @@ def _drain(fd: int, tail: StreamingTail, until: float) -> tuple[bool, bool]:
 
 
 def _follow(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen[bytes],
     tail: StreamingTail,
     launch: sandboxing.Launch,
     started: float,
@@ -312,7 +325,7 @@ class _Watch:
 
     def __init__(
         self,
-        proc: subprocess.Popen,
+        proc: subprocess.Popen[bytes],
         started: float,
         timeout: float | None,
         abort: AbortSignal | None,

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 BLOCK = 8192
 _BACK_STEP = 1 << 16
@@ -93,7 +96,8 @@ class RangeReader(io.RawIOBase):
             self.furthest = self.position
         return data
 
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(view.nbytes)
+        view[: len(data)] = data
         return len(data)

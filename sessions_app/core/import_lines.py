@@ -59,7 +59,7 @@ class Warn(NamedTuple):
 
 class RawObject(NamedTuple):
     number: int
-    value: dict
+    value: dict[str, Any]
     text: str
 
 
@@ -71,10 +71,14 @@ class PreparedEntry(NamedTuple):
     columns: tuple[str, str, str, str, str, int, int]  # entry_row_columns(entry)
     # What the entry changes besides itself: ("label", target id, label or ""),
     # ("name", session name) or ("user",) for a user message; else None.
-    effect: tuple | None
+    effect: tuple[str, ...] | None
     # usage_with_day(entry): what it adds to the usage totals. (The types are spelled
     # out for `read_ahead`, which sends entries between processes with msgspec.)
     usage: tuple[EntryUsage, str | None] | None = None
+
+
+# What `LinePreparer` gives for a line.
+Record = Skip | Warn | RawObject | PreparedEntry
 
 
 def valid_id(value: object) -> bool:
@@ -96,7 +100,7 @@ def id_problem(what: str, value: str) -> str | None:
     )
 
 
-def header_problem(value: dict, number: int = 1) -> str | None:
+def header_problem(value: dict[str, Any], number: int = 1) -> str | None:
     """Why the first object read (line `number`) cannot start a pi session, in words a
     person reads in the import list (None when it can)."""
     where = f"line {number}" + (" (the first line that could be read)" if number > 1 else "")
@@ -112,7 +116,7 @@ def header_problem(value: dict, number: int = 1) -> str | None:
     return None
 
 
-def header_text_field(header: dict, key: str) -> str:
+def header_text_field(header: dict[str, Any], key: str) -> str:
     """A header's `cwd` or `parentSession` as the session row keeps it: text any database
     accepts, cut to `MAX_CWD_CHARS` (the stored header line keeps the original)."""
     value = header.get(key, "")
@@ -121,7 +125,7 @@ def header_text_field(header: dict, key: str) -> str:
     return clean_text(value if isinstance(value, str) else str(value))[:MAX_CWD_CHARS]
 
 
-def field_warnings(number: int, value: dict) -> list[Warn]:
+def field_warnings(number: int, value: dict[str, Any]) -> list[Warn]:
     """A warning for each short field of a header or entry longer than pages show."""
     return [
         Warn(
@@ -133,7 +137,7 @@ def field_warnings(number: int, value: dict) -> list[Warn]:
     ]
 
 
-def is_current_header(header: dict) -> bool:
+def is_current_header(header: dict[str, Any]) -> bool:
     """A v3 header: its entries are imported as they stream in, without migration."""
     version = header.get("version")
     return (
@@ -144,7 +148,7 @@ def is_current_header(header: dict) -> bool:
     )
 
 
-def entry_problem(value: dict) -> str | None:
+def entry_problem(value: dict[str, Any]) -> str | None:
     """Why an object cannot be stored as an entry (None when it can)."""
     etype = value.get("type")
     if etype == "session":
@@ -168,7 +172,7 @@ def entry_problem(value: dict) -> str | None:
     return None
 
 
-def stored_line(text: str, value: dict) -> str:
+def stored_line(text: str, value: dict[str, Any]) -> str:
     """The text stored for an entry: the line as written when it is one JSON object with
     nothing around it (pi's lines always are), so export gives back exactly what was
     imported; else (a CR before the newline, padding) JSON.stringify's text of it."""
@@ -177,7 +181,7 @@ def stored_line(text: str, value: dict) -> str:
     return serialize_entry(value)
 
 
-def prepare_entry(number: int, value: dict, text: str | None) -> PreparedEntry | Skip:
+def prepare_entry(number: int, value: dict[str, Any], text: str | None) -> PreparedEntry | Skip:
     """The record for one entry object; `text` is its line (None for a migrated entry)."""
     problem = entry_problem(value)
     if problem:
@@ -222,9 +226,9 @@ class LinePreparer:
         # After the first object: "entries" or "objects".
         self._mode: str | None = "entries" if lines_before else None
 
-    def feed(self, chunk: bytes) -> list[Any]:
+    def feed(self, chunk: bytes) -> list[Record]:
         """Records for the lines that end in this chunk."""
-        out: list[Any] = []
+        out: list[Record] = []
         lines = chunk.split(b"\n")
         rest = lines.pop()
         for index, raw in enumerate(lines):
@@ -234,9 +238,9 @@ class LinePreparer:
             self._hold(rest)
         return out
 
-    def end(self) -> list[Any]:
+    def end(self) -> list[Record]:
         """Records for a last line without a newline."""
-        out: list[Any] = []
+        out: list[Record] = []
         if self._held or self._overlong is not None:
             self._line(self._release(b""), out)
         return out
@@ -259,7 +263,7 @@ class LinePreparer:
         raw, self._held, self._held_size = b"".join(self._held), [], 0
         return raw
 
-    def _line(self, raw: bytes | int, out: list[Any]) -> None:
+    def _line(self, raw: bytes | int, out: list[Record]) -> None:
         self.number += 1
         number = self.number
         if isinstance(raw, int) or len(raw) > self.max_line_bytes:
@@ -288,7 +292,9 @@ class LinePreparer:
                 self._mode = "entries" if is_current_header(value) else "objects"
 
     @classmethod
-    def _parse(cls, raw: bytes, number: int, out: list[Any]) -> tuple[dict | None, str, str | None]:
+    def _parse(
+        cls, raw: bytes, number: int, out: list[Record]
+    ) -> tuple[dict[str, Any] | None, str, str | None]:
         """(object, text, None), (None, text, why it is skipped) or (None, text, None) for
         a blank line. A line that is one JSON object in valid UTF-8 (nearly every line
         of a pi file) is read by msgspec, three times faster than `json`; any other line
@@ -299,7 +305,7 @@ class LinePreparer:
         return cls._exact_parse(raw, number, out)
 
     @staticmethod
-    def _fast_object(raw: bytes) -> dict | None:
+    def _fast_object(raw: bytes) -> dict[str, Any] | None:
         """The object on the line, or None to leave the line to the exact path. Where it
         succeeds, msgspec reads what `json` reads (exact integers of any size, the last of
         repeated keys at the first one's place, correctly rounded floats); it declines
@@ -314,8 +320,8 @@ class LinePreparer:
 
     @staticmethod
     def _exact_parse(
-        raw: bytes, number: int, out: list[Any]
-    ) -> tuple[dict | None, str, str | None]:
+        raw: bytes, number: int, out: list[Record]
+    ) -> tuple[dict[str, Any] | None, str, str | None]:
         """`_parse` by pi's rules, with our messages: bytes that are not UTF-8 are replaced
         and reported, a byte-order mark at the start of the file is dropped, and the JSON
         is read by `parse_session_line`."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import gc
 import hashlib
+import io
 import os
 import queue
 import struct
@@ -30,12 +31,20 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple, Protocol
 
 import msgspec
 
 from .file_marks import Marks, RangeReader, complete_length, marks_at
-from .import_lines import MAX_LINE_BYTES, LinePreparer, PreparedEntry, RawObject, Skip, Warn
+from .import_lines import (
+    MAX_LINE_BYTES,
+    LinePreparer,
+    PreparedEntry,
+    RawObject,
+    Record,
+    Skip,
+    Warn,
+)
 
 CHUNK = 1 << 20  # bytes prepared and sent at a time
 # A helper runs at a lower priority: the follower and the database server, which write
@@ -54,11 +63,15 @@ class FileDigest(NamedTuple):
     marks: Marks  # file_marks.marks_at(end)
 
 
+# What `prepare_file` gives: the records of each chunk, then the file's digest.
+Prepared = list[Record] | FileDigest
+
+
 class ReadAheadError(RuntimeError):
     """The helper could not prepare a file (the message says why), or stopped."""
 
 
-def prepare_file(path: str, size: int, chunk_size: int = CHUNK) -> Iterator[list | FileDigest]:
+def prepare_file(path: str, size: int, chunk_size: int = CHUNK) -> Iterator[Prepared]:
     """The records of the complete lines among the first `size` bytes of `path`, one list
     per chunk read, then the file's `FileDigest`. A line still being written (no newline
     yet) is left out; raises OSError when the file cannot be read."""
@@ -88,7 +101,7 @@ def prepare_file(path: str, size: int, chunk_size: int = CHUNK) -> Iterator[list
 
 class _WireChunk(NamedTuple):
     entries: list[PreparedEntry]
-    others: list[tuple]  # (position in the chunk, kind, fields...) of the other records
+    others: list[tuple[Any, ...]]  # (position in the chunk, kind, fields...) of the other records
 
 
 _OTHER_KINDS = (Skip, Warn, RawObject)
@@ -99,8 +112,9 @@ _DIGEST_DECODER = msgspec.msgpack.Decoder(tuple[int, str, int, str, str])
 _RUN_DECODER = msgspec.msgpack.Decoder(list[tuple[str, int]])
 
 
-def _pack(records: list) -> bytes:
-    entries, others = [], []
+def _pack(records: list[Record]) -> bytes:
+    entries: list[PreparedEntry] = []
+    others: list[tuple[Any, ...]] = []
     for position, record in enumerate(records):
         if type(record) is PreparedEntry:
             entries.append(record)
@@ -109,22 +123,28 @@ def _pack(records: list) -> bytes:
     return _ENCODER.encode((entries, others))
 
 
-def _unpack(payload: bytes | bytearray) -> list:
+def _unpack(payload: bytes | bytearray) -> list[Record]:
     chunk = _CHUNK_DECODER.decode(payload)
-    records: list[Any] = chunk.entries  # the prepared entries, then the others in place
+    records: list[Record] = list(chunk.entries)  # the prepared entries, then the others in place
     for position, kind, *fields in chunk.others:  # (in order: each lands where it was)
         records.insert(position, _OTHER_KINDS[kind](*fields))
     return records
 
 
-def _write_frame(out, kind: bytes, payload: bytes) -> None:
+class _ByteSource(Protocol):
+    """A binary stream that reads into a buffer (a pipe, a file)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+def _write_frame(out: IO[bytes], kind: bytes, payload: bytes) -> None:
     for data in (_HEADER.pack(kind, len(payload)), payload):
         view = memoryview(data)
         while view:  # (an unbuffered pipe may take part of it)
             view = view[out.write(view) :]
 
 
-def _read_frame(source) -> tuple[bytes, bytearray] | None:
+def _read_frame(source: _ByteSource) -> tuple[bytes, bytearray] | None:
     """The next frame, or None at the end of the stream (the other side is gone)."""
     header = _read_exactly(source, _HEADER.size)
     if header is None:
@@ -134,7 +154,7 @@ def _read_frame(source) -> tuple[bytes, bytearray] | None:
     return None if payload is None else (kind, payload)
 
 
-def _read_exactly(source, size: int) -> bytearray | None:
+def _read_exactly(source: _ByteSource, size: int) -> bytearray | None:
     """`size` bytes from a stream that may return fewer per read (a pipe), read straight
     into one buffer; None when the stream ends first."""
     buffer = bytearray(size)
@@ -159,11 +179,11 @@ def _frames_of(path: str, size: int) -> Iterator[tuple[bytes, bytes]]:
         yield b"X", f"{path}: {exc}".encode("utf-8", "replace")
 
 
-def serve(requests, answers) -> None:
+def serve(requests: _ByteSource, answers: IO[bytes]) -> None:
     """The helper's loop (see above): `requests` and `answers` are binary streams. A
     writer thread sends the frames, so preparing runs up to AHEAD chunks ahead of the
     reader."""
-    frames: queue.Queue = queue.Queue(maxsize=AHEAD)
+    frames: queue.Queue[tuple[bytes, bytes] | None] = queue.Queue(maxsize=AHEAD)
 
     def send_frames() -> None:
         try:
@@ -193,7 +213,7 @@ def serve(requests, answers) -> None:
 class _Helper:
     """One helper process and its pipes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")
         self.process = subprocess.Popen(
@@ -204,7 +224,9 @@ class _Helper:
             env={**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")},
         )
         assert self.process.stdin is not None and self.process.stdout is not None  # (PIPE)
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert isinstance(self.process.stdout, io.FileIO)  # (unbuffered: bufsize=0)
+        self.stdin: IO[bytes] = self.process.stdin
+        self.stdout: io.FileIO = self.process.stdout
         try:  # a pipe as big as a chunk: a frame in one or two reads, not twenty
             fcntl.fcntl(self.stdout.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
         except (AttributeError, OSError):  # (not Linux, or above the system's limit)
@@ -243,10 +265,10 @@ class ReadAhead:
     def __enter__(self) -> ReadAhead:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def files(self, run: list[tuple[str, int]]) -> Iterator[Iterator[list | FileDigest]]:
+    def files(self, run: list[tuple[str, int]]) -> Iterator[Iterator[Prepared]]:
         if self._run_open:  # the last run was left half read: its chunks are still coming
             self.close()
         if not self._helpers:
@@ -263,7 +285,7 @@ class ReadAhead:
             yield self._one_file(helpers[index % len(helpers)])
         self._run_open = False
 
-    def _one_file(self, helper: _Helper) -> Iterator[list | FileDigest]:
+    def _one_file(self, helper: _Helper) -> Iterator[Prepared]:
         while True:
             try:
                 kind, payload = helper.receive()
@@ -290,7 +312,7 @@ class ReadAhead:
 
 def prepared_files(
     run: list[tuple[str, int]], helper: ReadAhead | None
-) -> Iterable[Iterator[list | FileDigest]]:
+) -> Iterable[Iterator[Prepared]]:
     """For each (path, size) of `run`, its `prepare_file` iterator: read by `helper` when
     there is one, else here, as it is consumed."""
     if helper is not None:
@@ -299,4 +321,6 @@ def prepared_files(
 
 
 if __name__ == "__main__":
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    requests = sys.stdin.buffer
+    assert isinstance(requests, io.BufferedReader)  # (a process's stdin, as Python opens it)
+    serve(requests, sys.stdout.buffer)

@@ -23,7 +23,9 @@ class ScoreValueError(ServiceError):
     code = "score"
 
 
-def check_config(kind: str, min_value, max_value, categories: list[str]) -> None:
+def check_config(
+    kind: str, min_value: float | None, max_value: float | None, categories: list[str]
+) -> None:
     """Refuse a config that could not be scored: a number needs min < max, a category
     2 to 9 distinct names."""
     if kind not in KINDS:
@@ -46,7 +48,9 @@ def parse_categories(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def parse_value(kind: str, raw: str, min_value, max_value, categories: list[str]):
+def parse_value(
+    kind: str, raw: str, min_value: float | None, max_value: float | None, categories: list[str]
+) -> tuple[float, str]:
     """(number, label) for what a reviewer typed or picked, or a ScoreValueError."""
     raw = (raw or "").strip()
     if kind == BOOLEAN:
@@ -64,9 +68,16 @@ def parse_value(kind: str, raw: str, min_value, max_value, categories: list[str]
         number = float(raw)
     except ValueError:
         raise ScoreValueError(f"{raw[:20]!r} is not a number.") from None
-    if not math.isfinite(number) or not min_value <= number <= max_value:
-        raise ScoreValueError(f"Score from {shown(min_value)} to {shown(max_value)}.")
+    low, high = _range(min_value, max_value)
+    if not math.isfinite(number) or not low <= number <= high:
+        raise ScoreValueError(f"Score from {shown(low)} to {shown(high)}.")
     return number, ""
+
+
+def _range(min_value: float | None, max_value: float | None) -> tuple[float, float]:
+    """A number config's bounds; check_config let none be saved without both."""
+    assert min_value is not None and max_value is not None, "a number score has a range"
+    return min_value, max_value
 
 
 def shown(number: float) -> str:
@@ -74,14 +85,16 @@ def shown(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
 
-def key_choices(kind: str, min_value, max_value, categories: list[str]) -> list[str]:
+def key_choices(
+    kind: str, min_value: float | None, max_value: float | None, categories: list[str]
+) -> list[str]:
     """The values reviewer mode's number keys 1-9 give, in order: a whole-number range of
     at most nine values, the categories, or yes / no. Empty when the keys cannot cover it."""
     if kind == BOOLEAN:
         return ["yes", "no"]
     if kind == CATEGORY:
         return list(categories)
-    low, high = min_value, max_value
+    low, high = _range(min_value, max_value)
     if float(low).is_integer() and float(high).is_integer() and high - low < 9:
         return [shown(n) for n in range(int(low), int(high) + 1)]
     return []

@@ -458,7 +458,7 @@ def _ts_ms(entry: Entry) -> float:
     return float("nan") if ms is None else ms
 
 
-def _sort_children(children: list[dict]) -> None:
+def _sort_children(children: list[dict[str, Any]]) -> None:
     keys = [_ts_ms(n["entry"]) for n in children]
     if all(k == k for k in keys):
         order = sorted(range(len(children)), key=keys.__getitem__)
@@ -534,7 +534,8 @@ class SessionTree:
         """Name from the last ``session_info`` entry that has a (non-empty) name."""
         for e in reversed(self.entries):
             if e.get("type") == "session_info" and e.get("name"):
-                return e["name"]
+                name: str = e["name"]
+                return name
         return None
 
     def children_index(self) -> dict[Any, list[Entry]]:

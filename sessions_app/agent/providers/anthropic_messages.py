@@ -15,12 +15,13 @@ compat turns eager input streaming off.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anthropic
 from anthropic.types import Message, RawMessageStreamEvent
 
-from .base import ModelRequest, ResolvedModel
+from .base import DeltaSink, ModelRequest, ResolvedModel
 from .conversion import clean, content_list, new_message, transform_messages
 from .openai_errors import from_sdk
 from .streaming import StreamAssembly, api_stream
@@ -55,10 +56,11 @@ def to_claude_code(name: str) -> str:
     return CLAUDE_CODE_TOOLS.get((name or "").lower(), name)
 
 
-def from_claude_code(name: str, tools: list[dict]) -> str:
+def from_claude_code(name: str, tools: list[dict[str, Any]]) -> str:
     for tool in tools:
         if tool["name"].lower() == (name or "").lower():
-            return tool["name"]
+            known: str = tool["name"]
+            return known
     return name
 
 
@@ -89,11 +91,11 @@ def _cache_control(compat: dict[str, Any]) -> dict[str, Any]:
     return control
 
 
-def _normalize_id(call_id: str, _source: dict) -> str:
+def _normalize_id(call_id: str, _source: dict[str, Any]) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:64]
 
 
-def _blocks(content: list[dict]) -> Any:
+def _blocks(content: list[dict[str, Any]]) -> Any:
     """A tool result's content: one string, or blocks when it holds images."""
     if not any(b.get("type") == "image" for b in content):
         return clean("\n".join(b.get("text", "") for b in content))
@@ -108,7 +110,7 @@ def _blocks(content: list[dict]) -> Any:
     return out
 
 
-def _image(block: dict) -> dict[str, Any]:
+def _image(block: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "image",
         "source": {
@@ -121,8 +123,8 @@ def _image(block: dict) -> dict[str, Any]:
 
 def convert_messages(
     model: dict[str, Any],
-    messages: list[dict],
-    control: dict | None,
+    messages: list[dict[str, Any]],
+    control: dict[str, Any] | None,
     compat: dict[str, Any],
     oauth: bool = False,
 ) -> list[dict[str, Any]]:
@@ -203,7 +205,7 @@ def _thinking_block(block: dict[str, Any], compat: dict[str, Any]) -> dict[str, 
     return {"type": "thinking", "thinking": clean(block["thinking"]), "signature": signature}
 
 
-def _tool_results(transformed: list[dict], start: int) -> tuple[dict[str, Any], int]:
+def _tool_results(transformed: list[dict[str, Any]], start: int) -> tuple[dict[str, Any], int]:
     """Consecutive tool results as one user message; the index after them."""
     results = []
     end = start
@@ -221,7 +223,7 @@ def _tool_results(transformed: list[dict], start: int) -> tuple[dict[str, Any], 
     return {"role": "user", "content": results}, end
 
 
-def _mark_last_block(last: dict[str, Any], control: dict) -> None:
+def _mark_last_block(last: dict[str, Any], control: dict[str, Any]) -> None:
     """``cache_control`` on the last block of the last (user) message."""
     if isinstance(last["content"], list):
         block = last["content"][-1] if last["content"] else None
@@ -305,7 +307,9 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
     return params
 
 
-def _headers(resolved: ResolvedModel, request: ModelRequest, compat: dict) -> dict[str, str]:
+def _headers(
+    resolved: ResolvedModel, request: ModelRequest, compat: dict[str, Any]
+) -> dict[str, str]:
     betas = []
     if request.tools and not compat["supportsEagerToolInputStreaming"]:
         betas.append(FINE_GRAINED_BETA)
@@ -330,7 +334,7 @@ def _headers(resolved: ResolvedModel, request: ModelRequest, compat: dict) -> di
     return {**headers, **request_headers(resolved)}
 
 
-def _opener(resolved: ResolvedModel, request: ModelRequest):
+def _opener(resolved: ResolvedModel, request: ModelRequest) -> Callable[[], Iterable[Any]]:
     """What opens the request's stream (raises ProviderError before any is sent)."""
     compat = get_compat(resolved.model)
     headers = _headers(resolved, request, compat)
@@ -384,15 +388,22 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 class _State(StreamAssembly):
-    def __init__(self, message: dict, on_delta, oauth_tools: list[dict] | None = None):
+    def __init__(
+        self,
+        message: dict[str, Any],
+        on_delta: DeltaSink | None,
+        oauth_tools: list[dict[str, Any]] | None = None,
+    ):
         super().__init__(message, on_delta)
         self.oauth_tools = oauth_tools
-        self.by_index: dict[int, dict] = {}
+        self.by_index: dict[int, dict[str, Any]] = {}
         self.started = False
         self.stopped = False
 
     @classmethod
-    def start(cls, resolved: ResolvedModel, request: ModelRequest, on_delta) -> _State:
+    def start(
+        cls, resolved: ResolvedModel, request: ModelRequest, on_delta: DeltaSink | None
+    ) -> _State:
         """With an OAuth token, tool names come back as Claude Code's."""
         oauth_tools = request.tools if is_oauth(resolved.api_key) else None
         return cls(new_message(resolved), on_delta, oauth_tools)
@@ -469,7 +480,7 @@ class _State(StreamAssembly):
             return
         self.by_index[index] = self.add_block(block)
 
-    def _delta(self, block: dict, delta: Any) -> None:
+    def _delta(self, block: dict[str, Any], delta: Any) -> None:
         dtype = _get(delta, "type")
         if dtype == "text_delta" and block["type"] == "text":
             self.append(block, "text", _get(delta, "text", ""))

@@ -66,7 +66,7 @@ def content_list(content: Any) -> list[dict[str, Any]]:
 def user_blocks(
     content: Any,
     text_block: Callable[[str], dict[str, Any]],
-    image_block: Callable[[dict], dict[str, Any]],
+    image_block: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """A user message's content (text or blocks) in an API's block shape, text cleaned."""
     return [
@@ -75,8 +75,8 @@ def user_blocks(
     ]
 
 
-def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
-    out: list[dict] = []
+def _image_placeholder(content: list[dict[str, Any]], placeholder: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     previous = False
     for block in content:
         if block.get("type") == "image":
@@ -92,7 +92,7 @@ def _image_placeholder(content: list[dict], placeholder: str) -> list[dict]:
 def transform_messages(
     messages: list[dict[str, Any]],
     model: dict[str, Any],
-    normalize_id: Callable[[str, dict], str] | None = None,
+    normalize_id: Callable[[str, dict[str, Any]], str] | None = None,
 ) -> list[dict[str, Any]]:
     """pi's transformMessages: images dropped for text-only models, thinking of another
     model turned into text, tool-call ids normalized (results follow), failed or aborted
@@ -106,7 +106,7 @@ def transform_messages(
 def _prepare_message(
     msg: dict[str, Any],
     model: dict[str, Any],
-    normalize_id: Callable[[str, dict], str] | None,
+    normalize_id: Callable[[str, dict[str, Any]], str] | None,
     id_map: dict[str | None, str],
 ) -> dict[str, Any]:
     """One message as this model may see it (a copy); ``id_map`` gathers renamed calls."""
@@ -140,7 +140,7 @@ def _replay_block(
     block: dict[str, Any],
     msg: dict[str, Any],
     same: bool,
-    normalize_id: Callable[[str, dict], str] | None,
+    normalize_id: Callable[[str, dict[str, Any]], str] | None,
     id_map: dict[str | None, str],
 ) -> dict[str, Any] | None:
     """An assistant block as sent back (None: left out); ``same``: the model that wrote
@@ -177,7 +177,7 @@ def _answer_every_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Failed or aborted assistant turns left out; an error result for each tool call
     that has none before the next assistant or user message."""
     out: list[dict[str, Any]] = []
-    pending: list[dict] = []
+    pending: list[dict[str, Any]] = []
     seen: set[str | None] = set()  # (a call id may be missing)
     for msg in messages:
         role = msg.get("role")
@@ -195,7 +195,9 @@ def _answer_every_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _missing_results(calls: list[dict], answered: set[str | None]) -> list[dict[str, Any]]:
+def _missing_results(
+    calls: list[dict[str, Any]], answered: set[str | None]
+) -> list[dict[str, Any]]:
     return [
         {
             "role": "toolResult",
@@ -210,9 +212,9 @@ def _missing_results(calls: list[dict], answered: set[str | None]) -> list[dict[
     ]
 
 
-def tool_text(content: list[dict]) -> str:
+def tool_text(content: list[dict[str, Any]]) -> str:
     return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
-def has_images(content: list[dict]) -> bool:
+def has_images(content: list[dict[str, Any]]) -> bool:
     return any(b.get("type") == "image" for b in content)

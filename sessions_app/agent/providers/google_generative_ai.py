@@ -18,6 +18,7 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -25,7 +26,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from .base import ModelRequest, ProviderError, ResolvedModel
+from .base import DeltaSink, ModelRequest, ProviderError, ResolvedModel
 from .conversion import clean, content_list, transform_messages, user_blocks
 from .errors import classify, header_retry_after
 from .streaming import Connection, StreamAssembly, api_stream, usage_of
@@ -188,7 +189,8 @@ def _level(effort: str, model_id: str) -> str:
 def _budget(model: dict[str, Any], effort: str) -> int:
     custom = model.get("thinkingBudgets") or {}
     if effort in custom:
-        return custom[effort]
+        budget: int = custom[effort]  # (models.json: a number of tokens)
+        return budget
     model_id = model.get("id", "")
     if "2.5-pro" in model_id:
         return {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}[effort]
@@ -293,7 +295,7 @@ def _opener(resolved: ResolvedModel, request: ModelRequest) -> Connection:
     if headers:
         options["headers"] = headers
 
-    def open_stream():
+    def open_stream() -> Iterator[dict[str, Any]]:
         # The SDK's own client sends the body (its auth header, URL building, SSE
         # reading and errors); the body is built here, as pi's SDK would build it: the
         # SDK's typed conversion would send some keys in snake_case and costs ~40 ms
@@ -312,7 +314,7 @@ STOP = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
 class _State(StreamAssembly):
-    def __init__(self, message: dict[str, Any], on_delta):
+    def __init__(self, message: dict[str, Any], on_delta: DeltaSink | None):
         super().__init__(message, on_delta)
         self.current: dict[str, Any] | None = None
 

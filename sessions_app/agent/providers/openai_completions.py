@@ -13,13 +13,14 @@ built (key order included) through the SDK's client.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from .base import ModelRequest, ResolvedModel
+from .base import DeltaSink, ModelRequest, ResolvedModel
 from .conversion import clean, content_list, transform_messages, user_blocks
 from .openai_errors import from_sdk
 from .streaming import StreamAssembly, api_stream, usage_of
@@ -127,8 +128,8 @@ def get_compat(model: dict[str, Any]) -> dict[str, Any]:
     return compat
 
 
-def _normalize_id(model: dict[str, Any]):
-    def normalize(call_id: str, _source: dict) -> str:
+def _normalize_id(model: dict[str, Any]) -> Callable[[str, dict[str, Any]], str]:
+    def normalize(call_id: str, _source: dict[str, Any]) -> str:
         if "|" in call_id:
             head = call_id.split("|")[0]
             return "".join(c if c.isalnum() or c in "_-" else "_" for c in head)[:40]
@@ -143,7 +144,10 @@ PROCESSED_TEXT = "I have processed the tool results."
 
 
 def convert_messages(
-    model: dict[str, Any], system_prompt: str, messages: list[dict], compat: dict[str, Any]
+    model: dict[str, Any],
+    system_prompt: str,
+    messages: list[dict[str, Any]],
+    compat: dict[str, Any],
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     transformed = transform_messages(messages, model, _normalize_id(model))
@@ -181,7 +185,7 @@ def convert_messages(
     return out
 
 
-def _image_url(block: dict) -> dict[str, Any]:
+def _image_url(block: dict[str, Any]) -> dict[str, Any]:
     url = f"data:{block.get('mimeType')};base64,{block.get('data')}"
     return {"type": "image_url", "image_url": {"url": url}}
 
@@ -219,7 +223,10 @@ def _assistant_message(
 
 
 def _assistant_text(
-    model: dict[str, Any], item: dict[str, Any], blocks: list[dict], compat: dict[str, Any]
+    model: dict[str, Any],
+    item: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    compat: dict[str, Any],
 ) -> None:
     """Text, and thinking as text or in the field it came in (its signature)."""
     texts = [
@@ -245,7 +252,7 @@ def _assistant_text(
             item[signature] = "\n".join(b["thinking"] for b in thinking)
 
 
-def _assistant_calls(item: dict[str, Any], calls: list[dict]) -> None:
+def _assistant_calls(item: dict[str, Any], calls: list[dict[str, Any]]) -> None:
     item["tool_calls"] = [
         {
             "id": c.get("id"),
@@ -273,7 +280,7 @@ def _assistant_calls(item: dict[str, Any], calls: list[dict]) -> None:
 
 def _tool_results(
     model: dict[str, Any],
-    transformed: list[dict],
+    transformed: list[dict[str, Any]],
     start: int,
     compat: dict[str, Any],
     out: list[dict[str, Any]],
@@ -281,7 +288,7 @@ def _tool_results(
     """Consecutive tool results as ``tool`` messages, their images (if the model takes
     images) in a user message after them; the index after them and the role sent last."""
     vision = "image" in (model.get("input") or ["text"])
-    images: list[dict] = []
+    images: list[dict[str, Any]] = []
     end = start
     while end < len(transformed) and transformed[end].get("role") == "toolResult":
         result = transformed[end]
@@ -311,7 +318,7 @@ def _tool_results(
     return end, "user"
 
 
-def _tools(tools: list[dict], compat: dict[str, Any]) -> list[dict[str, Any]]:
+def _tools(tools: list[dict[str, Any]], compat: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for tool in tools:
         function: dict[str, Any] = {
@@ -325,7 +332,7 @@ def _tools(tools: list[dict], compat: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _has_tool_history(messages: list[dict]) -> bool:
+def _has_tool_history(messages: list[dict[str, Any]]) -> bool:
     for msg in messages:
         if msg.get("role") == "toolResult":
             return True
@@ -361,7 +368,9 @@ def _mark_text(message: dict[str, Any], control: dict[str, Any]) -> bool:
     return False
 
 
-def _apply_cache_control(messages: list[dict], tools: list[dict] | None, control: dict) -> None:
+def _apply_cache_control(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, control: dict[str, Any]
+) -> None:
     for message in messages:
         if message.get("role") in ("system", "developer"):
             _mark_text(message, control)
@@ -421,7 +430,9 @@ def build_params(resolved: ResolvedModel, request: ModelRequest) -> dict[str, An
     return params
 
 
-def _apply_thinking(params: dict, model: dict, compat: dict, effort: str | None) -> None:
+def _apply_thinking(
+    params: dict[str, Any], model: dict[str, Any], compat: dict[str, Any], effort: str | None
+) -> None:
     """The thinking level in the endpoint's format (compat ``thinkingFormat``)."""
     if not model.get("reasoning"):
         return
@@ -436,7 +447,14 @@ def _apply_thinking(params: dict, model: dict, compat: dict, effort: str | None)
 class _Thinking:
     """What a thinking format writes into the body from."""
 
-    def __init__(self, params: dict, compat: dict, level_map: dict, effort, mapped):
+    def __init__(
+        self,
+        params: dict[str, Any],
+        compat: dict[str, Any],
+        level_map: dict[str, Any],
+        effort: str | None,
+        mapped: object,  # (the level map's value: a string, or null where pi has one)
+    ):
         self.params = params
         self.compat = compat
         self.level_map = level_map
@@ -529,7 +547,7 @@ def openai_client(api: str, resolved: ResolvedModel, headers: dict[str, str]) ->
     """The openai SDK client for an endpoint (both OpenAI APIs use it); ProviderError
     (auth) when there is no key."""
     key = require_key(resolved, headers)
-    return endpoint_client(
+    client: openai.OpenAI = endpoint_client(
         api,
         resolved,
         key,
@@ -542,6 +560,7 @@ def openai_client(api: str, resolved: ResolvedModel, headers: dict[str, str]) ->
             max_retries=0,
         ),
     )
+    return client
 
 
 STOP_REASONS = {
@@ -553,7 +572,7 @@ STOP_REASONS = {
 }
 
 
-def _opener(resolved: ResolvedModel, request: ModelRequest):
+def _opener(resolved: ResolvedModel, request: ModelRequest) -> Callable[[], Iterable[Any]]:
     """What opens the request's stream (raises ProviderError before any is sent)."""
     headers = request_headers(resolved)
     compat = get_compat(resolved.model)
@@ -575,12 +594,12 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
 
 class _State(StreamAssembly):
-    def __init__(self, message: dict, on_delta):
+    def __init__(self, message: dict[str, Any], on_delta: DeltaSink | None):
         super().__init__(message, on_delta)
-        self.text: dict | None = None
-        self.thinking: dict | None = None
-        self.calls_by_index: dict[int, dict] = {}
-        self.calls_by_id: dict[str, dict] = {}
+        self.text: dict[str, Any] | None = None
+        self.thinking: dict[str, Any] | None = None
+        self.calls_by_index: dict[int, dict[str, Any]] = {}
+        self.calls_by_id: dict[str, dict[str, Any]] = {}
         self.finished = False
 
     def incomplete(self) -> str | None:
@@ -620,7 +639,7 @@ class _State(StreamAssembly):
             self.error = error
         self.finished = True
 
-    def _reasoning(self, extra: dict) -> None:
+    def _reasoning(self, extra: dict[str, Any]) -> None:
         """The first reasoning field the endpoint sends (its name is the signature)."""
         for field in REASONING_FIELDS:
             value = extra.get(field)
@@ -659,7 +678,7 @@ class _State(StreamAssembly):
             if call.function.arguments:
                 self.add_arguments(block, call.function.arguments)
 
-    def _encrypted_reasoning(self, details: list) -> None:
+    def _encrypted_reasoning(self, details: list[Any]) -> None:
         for detail in details:
             if (
                 isinstance(detail, dict)
@@ -673,7 +692,7 @@ class _State(StreamAssembly):
 
 
 def parse_usage(raw: Any) -> dict[str, Any]:
-    def get(obj, name):
+    def get(obj: Any, name: str) -> Any:
         if obj is None:
             return None
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import openai
 from openai.types.responses import Response
 
-from .base import ModelRequest, ProviderError, ResolvedModel
+from .base import DeltaSink, ModelRequest, ProviderError, ResolvedModel
 from .conversion import clean, content_list, transform_messages, user_blocks
 from .errors import classify
 from .openai_completions import openai_client
@@ -65,8 +66,8 @@ def _id_part(part: str) -> str:
     return re.sub(r"_+$", "", re.sub(r"[^a-zA-Z0-9_-]", "_", part)[:64])
 
 
-def _normalizer(model: dict[str, Any]):
-    def normalize(call_id: str, source: dict) -> str:
+def _normalizer(model: dict[str, Any]) -> Callable[[str, dict[str, Any]], str]:
+    def normalize(call_id: str, source: dict[str, Any]) -> str:
         if model.get("provider") not in TOOL_CALL_PROVIDERS or "|" not in call_id:
             return _id_part(call_id)
         call, item = call_id.split("|")[:2]
@@ -97,7 +98,9 @@ def _text_signature(signature: str | None) -> dict[str, Any] | None:
     return {"id": signature}
 
 
-def convert_input(model: dict[str, Any], system_prompt: str, messages: list[dict]) -> list[dict]:
+def convert_input(
+    model: dict[str, Any], system_prompt: str, messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     transformed = transform_messages(messages, model, _normalizer(model))
     if system_prompt:
@@ -128,7 +131,9 @@ def _user_item(msg: dict[str, Any]) -> dict[str, Any] | None:
     return {"role": "user", "content": parts} if parts else None
 
 
-def _assistant_items(model: dict[str, Any], msg: dict[str, Any], index: int) -> list[dict]:
+def _assistant_items(
+    model: dict[str, Any], msg: dict[str, Any], index: int
+) -> list[dict[str, Any]]:
     """Reasoning items replayed as received, text as ``message`` items, calls as
     ``function_call`` items; ``index`` is the message's place (for fallback ids)."""
     items: list[dict[str, Any]] = []
@@ -211,7 +216,7 @@ def _tool_output(model: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def _image(block: dict) -> dict[str, Any]:
+def _image(block: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "input_image",
         "detail": "auto",
@@ -270,7 +275,7 @@ def _headers(resolved: ResolvedModel, request: ModelRequest) -> dict[str, str]:
     return {**headers, **request_headers(resolved)}
 
 
-def _opener(resolved: ResolvedModel, request: ModelRequest):
+def _opener(resolved: ResolvedModel, request: ModelRequest) -> Callable[[], Iterable[Any]]:
     """What opens the request's stream (raises ProviderError before any is sent)."""
     headers = _headers(resolved, request)
     client = openai_client(API, resolved, headers)
@@ -299,10 +304,12 @@ TEXT_DELTAS = {
 
 
 class _State(StreamAssembly):
-    def __init__(self, message: dict, on_delta):
+    def __init__(self, message: dict[str, Any], on_delta: DeltaSink | None):
         super().__init__(message, on_delta)
-        self.slots: dict[int | None, dict] = {}  # by output_index (which a stream may omit)
-        self.by_reasoning_id: dict[str, dict] = {}
+        self.slots: dict[
+            int | None, dict[str, Any]
+        ] = {}  # by output_index (which a stream may omit)
+        self.by_reasoning_id: dict[str, dict[str, Any]] = {}
         self.terminal = False
 
     def incomplete(self) -> str | None:
@@ -312,7 +319,7 @@ class _State(StreamAssembly):
             return "An unknown error occurred"
         return None
 
-    def _slot(self, index: int | None, item: dict) -> dict | None:
+    def _slot(self, index: int | None, item: dict[str, Any]) -> dict[str, Any] | None:
         kind = item.get("type")
         block: dict[str, Any]
         if kind == "reasoning":
@@ -332,7 +339,7 @@ class _State(StreamAssembly):
         self.slots[index] = self.add_block(block)
         return block
 
-    def _get(self, index: int | None, kind: str) -> dict | None:
+    def _get(self, index: int | None, kind: str) -> dict[str, Any] | None:
         block = self.slots.get(index)
         return block if block is not None and block["type"] == kind else None
 
@@ -369,7 +376,7 @@ class _State(StreamAssembly):
             self.terminal = True
             self.error = _stream_error(_failure_text(event.get("response") or {}))
 
-    def _item_done(self, index: int | None, item: dict) -> None:
+    def _item_done(self, index: int | None, item: dict[str, Any]) -> None:
         """An output item as it ended: its full text, signature or arguments."""
         block = self.slots.get(index) or self._slot(index, item)
         if block is None:
@@ -397,7 +404,7 @@ class _State(StreamAssembly):
             self.parse_arguments(block)
         self.slots.pop(index, None)
 
-    def _finalize_response(self, response: dict) -> None:
+    def _finalize_response(self, response: dict[str, Any]) -> None:
         self.terminal = True
         for item in response.get("output") or []:
             if item.get("type") != "reasoning" or not item.get("encrypted_content"):
@@ -427,7 +434,7 @@ class _State(StreamAssembly):
         self.message["stopReason"] = reason
 
 
-def _failure_text(response: dict) -> str:
+def _failure_text(response: dict[str, Any]) -> str:
     error = response.get("error")
     details = response.get("incomplete_details")
     if error:

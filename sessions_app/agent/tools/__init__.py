@@ -83,7 +83,7 @@ def select_tools(names: Any) -> tuple[Tool, ...]:
     return tuple(chosen) or DEFAULT_TOOLS
 
 
-def parse_arguments(raw: str | dict | None) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as a dict, and an error message when they are not a JSON
     object (the dict is then empty)."""
     if isinstance(raw, dict):
@@ -110,7 +110,7 @@ def validate_arguments(tool: Tool, args: dict[str, Any]) -> str | None:
 
 def execute_tool(
     name: str,
-    raw_arguments: str | dict | None,
+    raw_arguments: str | dict[str, Any] | None,
     ctx: ToolContext,
     tools: dict[str, Tool] | None = None,
 ) -> ToolResult:
