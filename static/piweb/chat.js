@@ -247,6 +247,7 @@
       document.addEventListener("htmx:afterRequest", answered);
       document.addEventListener("htmx:sendError", function (ev) {
         if (!root.contains(ev.detail.elt)) return;
+        sending = false;
         giveBack(ev.detail);
         notice.textContent = "Could not reach the server.";
       });
