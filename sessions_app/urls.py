@@ -153,6 +153,7 @@ urlpatterns = [
     path("s/<str:session_id>/chat/queued/", chat.queue_list, name="chat_queued"),
     path("s/<str:session_id>/chat/model/", chat.switch_model, name="chat_model"),
     path("s/<str:session_id>/chat/thinking/", chat.set_thinking, name="chat_thinking"),
+    path("s/<str:session_id>/chat/compact/", chat.compact, name="chat_compact"),
     path("s/<str:session_id>/chat/transcript/", chat.transcript, name="chat_transcript"),
     path("s/<str:session_id>/chat/state/", chat.state, name="chat_state"),
     path("s/<str:session_id>/chat/model-notice/", chat.model_notice, name="chat_model_notice"),

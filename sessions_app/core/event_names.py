@@ -35,7 +35,15 @@ SESSION_EVENTS = (
 LIST_EVENTS = ("hello", "pong", "sessions_changed")
 
 # Sent with an htmx response (`HX-Trigger`, through `responses.notice` or django-htmx).
-RESPONSE_EVENTS = ("tree-refresh", "job-queued", "prefill-input", "comments-changed")
+RESPONSE_EVENTS = (
+    "tree-refresh",
+    "job-queued",
+    "prefill-input",
+    "comments-changed",
+    "model-switched",  # the chat's model changed (the picker, its notice's fix, /model)
+    "thinking-set",
+    "session-renamed",  # /name
+)
 
 # Raised by the page itself: the socket's state, and one panel asking another.
 PAGE_EVENTS = (

@@ -14,10 +14,11 @@ from sessions_app.selectors.jobs import queued_messages
 from sessions_app.selectors.panels import chat as chat_panel
 from sessions_app.selectors.panels.chat import run_context, transcript_context
 from sessions_app.selectors.runs import active_run, run_of
-from sessions_app.services import chat
+from sessions_app.services import chat, jobs
 
 # A POST that needs editor rights, answered with the notice partial (the chat panel's
-# fetch calls read it); a ChatError becomes the error notice, with its status and code.
+# htmx forms and buttons put it in #chat-notice); a ChatError becomes the error notice,
+# with its status and code.
 chat_action = session_view(EDITOR, methods=("POST",), notice_errors=True)
 
 
@@ -82,9 +83,13 @@ def unqueue(request, access):
 def switch_model(request, access):
     """Record a model_change at the leaf: `profile` is `provider/model-id` or the name of
     an environment profile."""
-    entry = chat.switch_model(access.session, request.user, form(request).text("profile"))
+    profile = form(request).text("profile")
+    entry = chat.switch_model(access.session, request.user, profile)
     return notice(
-        request, f"Model: {entry.payload['provider']}/{entry.payload['modelId']}", level="ok"
+        request,
+        f"Model: {entry.payload['provider']}/{entry.payload['modelId']}",
+        level="ok",
+        triggers={"piweb:model-switched": {"profile": profile}},  # the header's picker
     )
 
 
@@ -92,7 +97,29 @@ def switch_model(request, access):
 def set_thinking(request, access):
     """Record a thinking_level_change at the leaf (clamped to the model's levels)."""
     entry = chat.set_thinking_level(access.session, request.user, form(request).text("level"))
-    return notice(request, f"Thinking: {entry.payload['thinkingLevel']}", level="ok")
+    level = entry.payload["thinkingLevel"]
+    return notice(
+        request,
+        f"Thinking: {level}",
+        level="ok",
+        triggers={"piweb:thinking-set": {"level": level}},  # the header's control
+    )
+
+
+@chat_action
+def compact(request, access):
+    """The chat box's /compact [focus]: queue a compaction, answered in the chat's notice
+    (the jobs panel's own button answers with its list)."""
+    focus = form(request).text("focus").strip()
+    job = jobs.request_compaction(access.session, actor=request.user, focus=focus)
+    message = f"Compaction queued, focused on: {focus}" if focus else "Compaction queued."
+    return notice(
+        request,
+        message,
+        level="ok",
+        code="compaction_queued",
+        triggers={"piweb:job-queued": {"job_id": str(job.pk), "kind": job.kind}},
+    )
 
 
 @session_view()
@@ -107,7 +134,11 @@ def queue_list(request, access):
     on `queue_changed`)."""
     run_id = query(request).optional("run", limit=64)
     job = run_of(access.session, run_id) if run_id else active_run(access.session)
-    context = {"queue": queued_messages(access.session, job), "can_edit": access.can_edit}
+    context = {
+        "session": access.session,
+        "queue": queued_messages(access.session, job),
+        "can_edit": access.can_edit,
+    }
     return render(request, "sessions_app/chat/_queue.html", context)
 
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from sessions_app.params import form
-from sessions_app.responses import session_view
+from sessions_app.responses import notice, session_view
 from sessions_app.selectors.access import EDITOR, OWNER
 from sessions_app.services import manage
 
@@ -24,7 +24,19 @@ def _back(request, session_id: str):
 
 @session_view(EDITOR, methods=("POST",))
 def rename(request, access):
-    manage.rename(access.session, form(request).text("name"), actor=request.user)
+    """The header's form (a plain POST, back to the page) and the chat box's /name (htmx:
+    the notice, and `session-renamed` for the page's title)."""
+    name = form(request).text("name")
+    manage.rename(access.session, name, actor=request.user)
+    if request.htmx:
+        access.session.refresh_from_db()
+        shown = access.session.name or name
+        return notice(
+            request,
+            f"Renamed: {shown}",
+            level="ok",
+            triggers={"piweb:session-renamed": {"name": shown}},
+        )
     return _back(request, access.session.pi_id)
 
 

@@ -1,6 +1,10 @@
-// Chat panel: send / steer / follow up / stop and the live run (streamed text, tool calls,
-// bash snapshots). The transcript and the queue refresh themselves (their hx-trigger) on
-// the same events. Server events arrive as DOM events `piweb:<event>` from piweb.js (one
+// Chat panel: the live run (streamed text, tool calls, bash snapshots) and what the box's
+// requests need to know about it. Send, Steer, Follow up, Stop, the model and thinking
+// pickers and a queued message's Cancel are htmx (hx-post, answered by a notice partial in
+// #chat-notice); this file only adjusts them through htmx's events: Enter while the agent
+// works goes to the queue as a steer, every request names this branch's run, and a sent
+// message's run becomes the one followed. The transcript and the queue refresh themselves
+// (their hx-trigger). Server events arrive as DOM events `piweb:<event>` from piweb.js (one
 // websocket per page).
 //
 // Runs are per branch: several branches of one session may run at once, every event
@@ -14,24 +18,6 @@
   var others = {}; // runs known to be on other branches
   var sending = false; // a send is on its way: the next unknown run is this page's
   var refreshing = null;
-
-  function post(url, data) {
-    var body = new URLSearchParams(data || {});
-    return fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "X-CSRFToken": window.piweb.csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
-      body: body,
-    }).then(function (resp) {
-      return resp.text().then(function (html) {
-        return { ok: resp.ok, status: resp.status, html: html };
-      });
-    });
-  }
-
-  function showNotice(html) {
-    notice.innerHTML = html; // server-rendered, escaped partial
-  }
 
   // A notice about a state ("Stopping…", "Queued as a follow-up") goes when the state
   // ends, without a reload: `codes` are the notices (their data-code) no longer true.
@@ -129,7 +115,7 @@
 
   function refreshState() {
     if (refreshing || !root.dataset.stateUrl) return;
-    refreshing = fetch(root.dataset.stateUrl, { credentials: "same-origin" })
+    refreshing = window.piweb.request(root.dataset.stateUrl)
       .then(function (resp) { return resp.ok ? resp.json() : null; })
       .then(function (ctx) { refreshing = null; if (ctx) applyContext(ctx); },
             function () { refreshing = null; });
@@ -244,123 +230,129 @@
     });
 
     if (form) {
-      form.addEventListener("submit", function (ev) {
-        ev.preventDefault();
-        var text = input.value;
-        if (!text.trim()) return;
-        if (root.dataset.running === "true") { queueMessage("steer"); return; }
-        sendMessage(text);
-      });
-      document.getElementById("chat-steer").addEventListener("click", function () { queueMessage("steer"); });
-      document.getElementById("chat-follow-up").addEventListener("click", function () { queueMessage("follow_up"); });
-      document.getElementById("chat-queue").addEventListener("click", function (ev) {
-        var button = ev.target.closest(".queued-cancel");
-        if (!button) return;
-        button.disabled = true;
-        post(root.dataset.unqueueUrl, { item: button.dataset.item }).then(function (res) {
-          showNotice(res.html);
-          window.piweb.dispatch("queue_changed"); // at once, before the socket's own
-        });
-      });
       input.addEventListener("keydown", function (ev) {
         if (ev.key === "Enter" && ev.altKey && !ev.isComposing) {
           ev.preventDefault();
-          if (root.dataset.running === "true") queueMessage("follow_up");
+          if (running()) document.getElementById("chat-follow-up").click();
           else form.requestSubmit();
         } else if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
           ev.preventDefault();
           form.requestSubmit();
         }
       });
-      var modelForm = root.querySelector(".chat-model-form");
-      if (modelForm) {
-        modelForm.addEventListener("submit", function (ev) {
-          ev.preventDefault();
-          var select = modelForm.querySelector("select");
-          post(modelForm.action, { profile: select.value }).then(function (res) {
-            showNotice(res.html);
-            if (!res.ok) return;
-            var option = select.options[select.selectedIndex];
-            var label = root.querySelector(".chat-model");
-            if (label) label.textContent = option.value;
-            updateThinking((option.dataset.levels || "off").split(","));
-          });
-        });
-      }
-      var thinkingForm = document.getElementById("chat-thinking-form");
-      if (thinkingForm) {
-        thinkingForm.addEventListener("submit", function (ev) {
-          ev.preventDefault();
-          var level = document.getElementById("chat-thinking-select").value;
-          post(thinkingForm.action, { level: level }).then(function (res) { showNotice(res.html); });
-        });
-      }
-      document.getElementById("chat-stop").addEventListener("click", function () {
-        post(root.dataset.stopUrl, runId ? { run: runId } : {}).then(function (res) {
-          showNotice(res.html);
-          // The queued messages come back to the box, before what is typed there (as pi).
-          var restored = notice.querySelector(".chat-restored");
-          if (!restored) return;
-          input.value = [restored.value, input.value].filter(function (t) { return t.trim(); }).join("\n\n");
-          restored.remove();
-          input.focus();
-        });
+      document.addEventListener("htmx:configRequest", configure);
+      document.addEventListener("htmx:beforeRequest", function (ev) {
+        if (ev.detail.pathInfo && ev.detail.pathInfo.requestPath === root.dataset.sendUrl && ev.detail.elt === form) sending = true;
       });
+      document.addEventListener("htmx:afterRequest", answered);
+      document.addEventListener("htmx:sendError", function (ev) {
+        if (!root.contains(ev.detail.elt)) return;
+        sending = false;
+        giveBack(ev.detail);
+        notice.textContent = "Could not reach the server.";
+      });
+    }
+    // The model changed (the picker, the notice's fix, /model): the header follows.
+    document.addEventListener("piweb:model-switched", function (ev) {
+      var profile = ev.detail && ev.detail.profile;
+      var select = document.getElementById("chat-model-select");
+      var label = document.getElementById("chat-model");
+      if (!select || !profile) return;
+      var option = Array.prototype.find.call(select.options, function (o) { return o.value === profile; });
+      if (!option) return;
+      select.value = profile;
+      if (label) label.textContent = profile;
+      updateThinking((option.dataset.levels || "off").split(","));
+    });
+    document.addEventListener("piweb:thinking-set", function (ev) {
+      var select = document.getElementById("chat-thinking-select");
+      var level = ev.detail && ev.detail.level;
+      if (!select || !level) return;
+      if (!Array.prototype.some.call(select.options, function (o) { return o.value === level; })) {
+        var option = document.createElement("option");
+        option.value = option.textContent = level;
+        select.appendChild(option);
+      }
+      select.value = level;
+    });
+  }
+
+  function running() { return root.dataset.running === "true"; }
+
+  // Before any request of the panel leaves (htmx:configRequest): Enter while the agent works
+  // queues a steer instead of sending; a queued message and Stop name this branch's run;
+  // an empty box sends nothing. composer.js has already turned a slash command into its
+  // own request (its listener is on the form, so it runs first).
+  function configure(ev) {
+    var d = ev.detail;
+    var elt = d.elt;
+    if (ev.defaultPrevented || !elt || !root.contains(elt)) return; // (a command done in the page)
+    if (elt.id === "chat-stop") {
+      if (runId) d.parameters.run = runId;
+      return;
+    }
+    if (elt !== form && !form.contains(elt)) return;
+    if (d.path === root.dataset.sendUrl && running()) {
+      d.path = root.dataset.queueUrl;
+      d.parameters.mode = "steer";
+    }
+    var text = d.parameters.text || "";
+    if (d.path === root.dataset.queueUrl) {
+      if (!text.trim()) { ev.preventDefault(); return; }
+      if (runId) d.parameters.run = runId;
+      input.value = ""; // at once: the next message may be typed while this one is stored
+    } else if (d.path === root.dataset.sendUrl) {
+      if (!text.trim() && !d.formData.has("images")) ev.preventDefault();
     }
   }
 
-  function sendMessage(text) {
-    var send = document.getElementById("chat-send");
-    send.disabled = true;
-    sending = true;
-    post(root.dataset.sendUrl, { text: text }).then(function (res) {
-      send.disabled = false;
-      sending = false;
-      showNotice(res.html);
-      if (res.ok) {
-        input.value = "";
-        var sent = notice.querySelector("[data-run-id]");
-        var id = sent && sent.dataset.runId;
-        if (id && id !== runId) {
-          if (runId) others[runId] = true; // (adopted in the meantime: another branch's)
-          delete others[id];
-          runId = id;
-          root.dataset.runId = id;
-          resetLive();
-        }
-        setRunning(true);
-      }
-    }, function () {
-      send.disabled = false;
-      sending = false;
-      notice.textContent = "Could not reach the server.";
-    });
+  // A queued message that was not stored comes back to the box (unless something new is there).
+  function giveBack(detail) {
+    if (!detail.pathInfo || detail.pathInfo.requestPath !== root.dataset.queueUrl) return;
+    var text = detail.requestConfig && detail.requestConfig.parameters.text;
+    if (text && !input.value.trim()) input.value = text;
   }
 
-  // While the agent works a message waits in the session's queue: "steer" (after the
-  // current tool calls) or "follow_up" (when the run would end). If the run ended
-  // meanwhile, it is sent as a new message.
-  function queueMessage(mode) {
-    var text = input.value;
-    if (!text.trim()) return;
-    input.value = ""; // at once: the next message may be typed while this one is stored
-    function giveBack() { if (!input.value.trim()) input.value = text; }
-    var data = { text: text, mode: mode };
-    if (runId) data.run = runId;
-    post(root.dataset.queueUrl, data).then(function (res) {
-      if (res.status === 400 && /data-code="not_running"/.test(res.html)) {
-        setRunning(false);
-        giveBack();
-        sendMessage(text);
-        return;
+  // After a request of the panel (its notice is in #chat-notice by now).
+  function answered(ev) {
+    var d = ev.detail;
+    if (!d.elt || !root.contains(d.elt) || !d.xhr) return;
+    var path = d.pathInfo && d.pathInfo.requestPath;
+    var ok = d.xhr.status >= 200 && d.xhr.status < 300;
+    if (path === root.dataset.sendUrl && (d.elt === form)) {
+      sending = false;
+      if (!ok) return;
+      input.value = "";
+      var sent = notice.querySelector("[data-run-id]");
+      var id = sent && sent.dataset.runId;
+      if (id && id !== runId) {
+        if (runId) others[runId] = true; // (adopted in the meantime: another branch's)
+        delete others[id];
+        runId = id;
+        root.dataset.runId = id;
+        resetLive();
       }
-      showNotice(res.html);
-      if (res.ok) window.piweb.dispatch("queue_changed");
-      else giveBack();
-    }, function () {
-      giveBack();
-      notice.textContent = "Could not reach the server.";
-    });
+      setRunning(true);
+    } else if (path === root.dataset.queueUrl) {
+      if (ok) { window.piweb.dispatch("queue_changed"); return; }
+      giveBack(d);
+      // The run ended meanwhile: the message is sent as a new one.
+      if (d.xhr.status === 400 && notice.querySelector('.notice[data-code="not_running"]')) {
+        notice.innerHTML = "";
+        setRunning(false);
+        form.requestSubmit();
+      }
+    } else if (d.elt.id === "chat-stop") {
+      if (!running()) dropNotice(["stopping"]); // the run ended before the answer came
+      // The queued messages come back to the box, before what is typed there (as pi).
+      var restored = notice.querySelector(".chat-restored");
+      if (!restored) return;
+      input.value = [restored.value, input.value].filter(function (t) { return t.trim(); }).join("\n\n");
+      restored.remove();
+      input.focus();
+    } else if (d.elt.classList.contains("queued-cancel") && ok) {
+      window.piweb.dispatch("queue_changed"); // at once, before the socket's own
+    }
   }
 
   // Live takeover: while pi writes the session (#pi-file[data-pi-writing], polled by
@@ -392,6 +384,41 @@
     thinkingForm.hidden = !reasoning;
   }
 
+  // A session with no usable folder (imported, followed) opens on its messages; where to
+  // continue is asked once the person starts to write. The choice reloads the page: what
+  // was typed is kept for it (sessionStorage, this tab only) and put back.
+  function askWhereWhenWriting() {
+    var box = document.querySelector("#workspace-box[data-when-writing]");
+    if (!box || !input) return;
+    function show() {
+      box.hidden = false;
+      input.removeEventListener("focus", show);
+      input.removeEventListener("input", show);
+    }
+    input.addEventListener("focus", show);
+    input.addEventListener("input", show);
+    if (document.activeElement === input) show();
+  }
+  function draftKey() { return "piweb-draft-" + root.dataset.session; }
+  function keepDraftAcrossReload() {
+    try {
+      var draft = sessionStorage.getItem(draftKey());
+      if (draft !== null) {
+        sessionStorage.removeItem(draftKey());
+        if (input && !input.value) input.value = draft;
+      }
+    } catch (e) { /* storage refused */ }
+    document.addEventListener("htmx:beforeRequest", function (ev) {
+      if (!input || !input.value.trim() || !ev.detail.elt || ev.detail.elt.id !== "workspace-form") return;
+      try { sessionStorage.setItem(draftKey(), input.value); } catch (e) { /* storage refused */ }
+    });
+    document.addEventListener("htmx:afterRequest", function (ev) {
+      var d = ev.detail;
+      if (!d.elt || d.elt.id !== "workspace-form" || !d.xhr || d.xhr.status < 300) return;
+      try { sessionStorage.removeItem(draftKey()); } catch (e) { /* storage refused */ } // refused: no reload
+    });
+  }
+
   function init() {
     root = document.getElementById("chat");
     if (!root || root.dataset.bound) return;
@@ -405,6 +432,8 @@
     statusEl = document.getElementById("chat-status");
     notice = document.getElementById("chat-notice");
     bind();
+    keepDraftAcrossReload();
+    askWhereWhenWriting();
     syncPiWriting();
     runId = root.dataset.runId || null;
     var initial = document.getElementById("chat-run-state");

@@ -1,10 +1,13 @@
 // The chat box: slash commands with completion, and images to send with a message.
 // The command list comes from the server (#composer-config, rendered from
-// selectors/panels/composer.py); each command calls the endpoint the rest of the page
-// uses for that action; the user's prompt templates and /skill: commands (marked
-// "sends") are sent as typed, and the server expands them as pi does. Runs before
-// chat.js's handlers (capture listeners on window):
-// a command or a message with images is handled here, anything else goes on to chat.js.
+// selectors/panels/composer.py); the user's prompt templates and /skill: commands (marked
+// "sends") are sent as typed, and the server expands them as pi does.
+// Commands hook into the box's own htmx request (htmx:configRequest, on the form, so before
+// chat.js's listener on the document, whatever the scripts' order): a command that is a
+// request (/model, /thinking, /compact, /name, /fork) sends the box's post to that
+// action's endpoint with its own fields, answered in #chat-notice like any other; one done
+// in the page (/tree, /export, /share, /copy, /new) cancels the post. Images ride on the
+// same post (multipart).
 (function () {
   "use strict";
   var NAME = /^\/([A-Za-z][\w-]*)(?:\s([\s\S]*))?$/;
@@ -25,23 +28,6 @@
     p.textContent = text;
     notice.innerHTML = "";
     notice.appendChild(p);
-  }
-
-  function request(url, data, extra) {
-    var body = data instanceof FormData ? data : new URLSearchParams(data || {});
-    var headers = { "X-CSRFToken": window.piweb.csrfToken() };
-    if (extra && extra.htmx) headers["HX-Request"] = "true";
-    return fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: headers,
-      body: body,
-      redirect: extra && extra.manual ? "manual" : "follow",
-    });
-  }
-
-  function showResponse(resp) {
-    return resp.text().then(function (html) { notice.innerHTML = html; }); // escaped partial
   }
 
   function leaf() {
@@ -176,58 +162,33 @@
 
   // --- the commands ------------------------------------------------------------------
 
+  // Each command returns the request it makes ({path, fields}), or nothing when it is
+  // done in the page (or refused, with a notice).
   var run = {
     model: function (arg) {
-      var select = modelSelect();
-      var modelForm = chat.querySelector(".chat-model-form");
       var known = modelChoices().some(function (c) { return c.value === arg; });
-      if (!select || !modelForm) return say("There are no models to choose from: add a key on the Models page.", "error");
+      if (!modelSelect()) return say("There are no models to choose from: add a key on the Models page.", "error");
       if (!known) return say("No model " + arg + " among yours: type /model and pick one from the list.", "error");
-      select.value = arg;
-      modelForm.requestSubmit(); // chat.js switches, as the picker does
+      return { path: box.dataset.modelUrl, fields: { profile: arg } }; // as the picker posts
     },
     thinking: function (arg) {
       var levels = thinkingLevels();
-      var select = document.getElementById("chat-thinking-select");
-      var thinkingForm = document.getElementById("chat-thinking-form");
-      if (levels.indexOf(arg) === -1 || !select || !thinkingForm) {
+      if (levels.indexOf(arg) === -1 || !document.getElementById("chat-thinking-form")) {
         return say("Thinking level " + arg + " is not one this model takes (" + levels.join(", ") + ").", "error");
       }
-      if (!Array.prototype.some.call(select.options, function (o) { return o.value === arg; })) {
-        var option = document.createElement("option");
-        option.value = option.textContent = arg;
-        select.appendChild(option);
-      }
-      select.value = arg;
-      thinkingForm.requestSubmit(); // chat.js sets it, as the thinking control does
+      return { path: box.dataset.thinkingUrl, fields: { level: arg } };
     },
     compact: function (arg) {
-      return request(box.dataset.compactUrl, { focus: arg }, { htmx: true }).then(function (resp) {
-        if (resp.ok) {
-          return say(arg ? "Compaction queued, focused on: " + arg : "Compaction queued.", "ok");
-        }
-        return showResponse(resp);
-      });
+      return { path: box.dataset.compactUrl, fields: { focus: arg } };
     },
     name: function (arg) {
-      return request(box.dataset.renameUrl, { name: arg }, { manual: true }).then(function (resp) {
-        if (resp.type !== "opaqueredirect" && !resp.ok) return say("Could not rename the session.", "error");
-        var title = document.querySelector(".session-head h1");
-        if (title) title.textContent = arg;
-        var nameInput = document.getElementById("rename-input");
-        if (nameInput) nameInput.value = arg;
-        document.title = arg + " \u00b7 piweb";
-        say("Renamed: " + arg, "ok");
-      });
+      return { path: box.dataset.renameUrl, fields: { name: arg } };
     },
     fork: function () {
       var at = leaf();
       if (!at) return say("Nothing to fork yet: the session has no entries.", "error");
-      return request(withEntry(box.dataset.forkUrl, at), { scope: "path" }, { htmx: true }).then(function (resp) {
-        var target = resp.headers.get("HX-Redirect");
-        if (resp.ok && target) { window.location.assign(target); return; }
-        return showResponse(resp);
-      });
+      // answered with HX-Redirect to the copy, which htmx follows
+      return { path: withEntry(box.dataset.forkUrl, at), fields: { scope: "path" } };
     },
     tree: function () {
       var page = document.querySelector(".session-page");
@@ -265,7 +226,7 @@
         document.querySelectorAll("#chat-transcript .chat-msg.r-assistant[data-entry-id]")).reverse();
       function next(i) {
         if (i >= answers.length) return Promise.resolve(say("No answer to copy yet.", "error"));
-        return fetch(withEntry(box.dataset.rawUrl, answers[i].dataset.entryId), { credentials: "same-origin" })
+        return window.piweb.request(withEntry(box.dataset.rawUrl, answers[i].dataset.entryId))
           .then(function (r) { return r.ok ? r.json() : null; })
           .then(function (entry) {
             var content = (entry && entry.message && entry.message.content) || [];
@@ -316,9 +277,11 @@
     return done ? Promise.resolve() : Promise.reject(new Error("copy refused"));
   }
 
-  // A command: run it and keep chat.js from sending it. Anything else goes on.
+  // A command (htmx:configRequest of the box's send): its own request in place of the
+  // message, or none. Anything else goes on as a message.
   function handleCommand(ev) {
-    var text = input.value.trim();
+    var d = ev.detail;
+    var text = (d.parameters.text || "").trim();
     var word = text.match(/^\/(\S+)/);
     if (word && sent[word[1]]) return false; // the server expands it, as pi does
     var m = text.match(NAME);
@@ -328,20 +291,25 @@
     if (!command) {
       if (confirmedUnknown === text) return false; // sent as text, as pi sends it
       confirmedUnknown = text;
-      stop(ev);
+      ev.preventDefault();
       say("/" + m[1] + " is not a command (type / for the list). Press Enter again to send it to the model as text, as pi does.", "error");
       return true;
     }
-    stop(ev);
     if (command.argument_required && !arg) {
+      ev.preventDefault();
       say("/" + command.name + " needs " + command.argument + ".", "error");
       return true;
     }
     input.value = "";
     closePopup();
-    Promise.resolve(run[command.name](arg)).catch(function () {
-      say("Could not reach the server.", "error");
-    });
+    var made = run[command.name](arg);
+    if (!made || !made.path) {
+      ev.preventDefault();
+      return true;
+    }
+    d.path = made.path;
+    Array.from(d.formData.keys()).forEach(function (key) { d.formData.delete(key); });
+    Object.keys(made.fields).forEach(function (key) { d.formData.set(key, made.fields[key]); });
     return true;
   }
 
@@ -442,58 +410,55 @@
   // The steering and follow-up queues hold text only: images wait here, with a reason,
   // instead of being left behind by a queued message.
   function refuseQueuedImages(ev) {
-    if (!images.length || chat.dataset.running !== "true") return false;
-    stop(ev);
+    var d = ev.detail;
+    var queued = d.path === chat.dataset.queueUrl || (d.path === chat.dataset.sendUrl && chat.dataset.running === "true");
+    if (!images.length || !queued) return false;
+    ev.preventDefault();
     say("Images cannot wait in the steering or follow-up queue: send them once the agent is done, or press Stop first. They stay attached.", "error");
     return true;
   }
 
-  function sendWithImages(ev) {
-    if (!images.length) return false;
-    stop(ev);
+  // The message's images go with it, as files of the box's multipart post.
+  function attachImages(ev) {
+    if (!images.length || ev.detail.path !== chat.dataset.sendUrl) return;
     if (images.some(function (image) { return !image.blob; })) {
+      ev.preventDefault();
       say("The images are still being read; send again in a moment.", "info");
-      return true;
+      return;
     }
-    var data = new FormData();
-    data.append("text", input.value);
-    images.forEach(function (image) { data.append("images", image.blob, image.name); });
-    var send = document.getElementById("chat-send");
-    if (send) send.disabled = true;
-    request(chat.dataset.sendUrl, data).then(function (resp) {
-      if (send) send.disabled = false;
-      if (resp.ok) {
-        input.value = "";
-        images = [];
-        renderTray();
-        chat.dataset.running = "true"; // as chat.js marks a sent message: Stop, steering
-      }
-      return showResponse(resp);
-    }, function () {
-      if (send) send.disabled = false;
-      say("Could not reach the server.", "error");
-    });
-    return true;
+    images.forEach(function (image) { ev.detail.formData.append("images", image.blob, image.name); });
   }
 
   // --- wiring ------------------------------------------------------------------------
 
   function bind() {
-    // Capture listeners on window run before chat.js's (on the form and the box).
-    window.addEventListener("submit", function (ev) {
-      if (ev.target !== form) return;
-      if (handleCommand(ev)) return;
+    // On the form itself: before chat.js's listener on the document.
+    form.addEventListener("htmx:configRequest", function (ev) {
+      var elt = ev.detail.elt;
+      if (elt === form && ev.detail.path === chat.dataset.sendUrl && handleCommand(ev)) return;
       if (refuseQueuedImages(ev)) return;
-      sendWithImages(ev);
-    }, true);
-
-    window.addEventListener("click", function (ev) {
-      if (ev.target.closest && ev.target.closest("#chat-steer, #chat-follow-up")) refuseQueuedImages(ev);
-    }, true);
+      attachImages(ev);
+    });
+    form.addEventListener("htmx:afterRequest", function (ev) {
+      var d = ev.detail;
+      if (!d.xhr || d.xhr.status >= 300 || !d.pathInfo || d.pathInfo.requestPath !== chat.dataset.sendUrl) return;
+      if (!d.requestConfig.formData.has("images")) return;
+      images = [];
+      renderTray();
+    });
+    // /name: the page's title follows.
+    document.addEventListener("piweb:session-renamed", function (ev) {
+      var name = ev.detail && ev.detail.name;
+      if (!name) return;
+      var title = document.querySelector(".session-head h1");
+      if (title) title.textContent = name;
+      var nameInput = document.getElementById("rename-input");
+      if (nameInput) nameInput.value = name;
+      document.title = name + " \u00b7 piweb";
+    });
 
     window.addEventListener("keydown", function (ev) {
       if (ev.target !== input) return;
-      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing && popup.hidden && refuseQueuedImages(ev)) return;
       if (!popup.hidden && items.length) {
         if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
           active = (active + (ev.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;

@@ -66,6 +66,7 @@ ACTIONS = {
     "chat_unqueue",
     "chat_model",
     "chat_thinking",
+    "chat_compact",
     "workspace_continue",
     "pi_file_write_back",
     "jobs_compact",
@@ -224,6 +225,7 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
     page.click("#context-gauge")
     expect(page.locator('[data-usage-chart="context"][data-ready]')).to_have_count(1)
     page.keyboard.press("Escape")
+    page.click("#chat-input")  # (a session with no usable folder asks only then)
     workspace_box = page.locator("#workspace-box")
     if workspace_box.get_attribute("open") is None:
         workspace_box.locator("summary").click()

@@ -63,7 +63,8 @@ def test_an_imported_session_opens_on_its_messages_with_a_one_click_model_fix(pa
     chat = page.locator("#chat-panel").bounding_box()
     # (it was a third before issue 34: a tall folder form and a two-line picker row)
     assert transcript["height"] >= 0.45 * chat["height"], (transcript, chat)
-    # The folder choice is there, compact, next to the composer.
+    # The folder choice is there, compact, next to the composer (once you start to write).
+    page.click("#chat-input")
     box = page.locator("#workspace-box").bounding_box()
     composer = page.locator("#chat-input").bounding_box()
     assert box["height"] <= 200, box

@@ -39,6 +39,7 @@ def open_and_choose(page_for, user, session, kind, name, fill=None, where=ELSEWH
     page = page_for(user)
     page.goto(f"/s/{session.pi_id}/")
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    page.click("#chat-input")  # the choice is asked once the person starts to write
     box = page.locator("#workspace-box")
     expect(box).to_have_attribute("open", "")  # open by itself: the folder is not usable
     expect(page.locator("#workspace-problem")).to_contain_text(where)
@@ -147,3 +148,43 @@ def test_continue_in_one_of_your_workspaces(worker, page_for, make_user, setting
     )  # fmt: skip
     expect(page.locator("#workspace-current")).to_have_text(str(existing), timeout=15000)
     run_here(page, session, "ls", "already-here.txt")
+
+
+def test_an_imported_session_asks_where_to_work_only_once_you_write(
+    worker, page_for, make_user, settings
+):
+    """It opens on its messages, with no folder choice in the way; typing brings the choice,
+    compact, just above the box; choosing keeps what was typed, and the message then runs
+    there."""
+    user = make_user()
+    session = imported_session(user)
+    page = page_for(user)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/s/{session.pi_id}/")
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    expect(page.locator("#chat-transcript .chat-msg", has_text="hi")).to_be_in_viewport()
+    box = page.locator("#workspace-box")
+    expect(box).to_be_hidden()
+    expect(page.locator("#workspace-problem")).to_be_hidden()
+    page.type("#chat-input", "!pwd")
+    expect(box).to_be_visible()
+    expect(box).to_have_attribute("open", "")
+    expect(page.locator("#workspace-problem")).to_contain_text(ELSEWHERE)
+    shown = box.bounding_box()
+    composer = page.locator("#chat-input").bounding_box()
+    assert shown["height"] <= 200, shown
+    assert 0 <= composer["y"] - (shown["y"] + shown["height"]) <= 120, (shown, composer)
+    name = f"chosen-{uuid.uuid4().hex[:6]}"
+    page.fill("#workspace-name", name)
+    page.check('#workspace-form input[name="kind"][value="empty"]')
+    page.click("#workspace-submit")
+    folder = str(area_of(settings, user) / name)
+    expect(page.locator("#workspace-current")).to_have_text(folder, timeout=15000)
+    # The page reloaded on the choice: what was typed is still in the box.
+    expect(page.locator("#chat-input")).to_have_value("!pwd")
+    expect(page.locator("#workspace-problem")).to_have_count(0)
+    page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
+    page.click("#chat-send")
+    expect(page.locator("#chat-transcript")).to_contain_text(folder, timeout=30000)
+    assert wait_run(session).status == "done"
+    expect(page.locator("#chat-input")).to_have_value("")

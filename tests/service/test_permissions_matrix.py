@@ -126,6 +126,7 @@ ROUTES: dict[str, Route] = {
     "chat_queued": Route("viewer", kwargs=S),
     "chat_model": Route("editor", "POST", ok=400, kwargs=S, data={"profile": "nope"}, htmx=True),
     "chat_thinking": Route("editor", "POST", ok=400, kwargs=S, data={"level": "nope"}, htmx=True),
+    "chat_compact": Route("editor", "POST", ok=200, kwargs=S, htmx=True),  # the box's /compact
     "chat_transcript": Route("viewer", kwargs=S),
     "chat_state": Route("viewer", kwargs=S),
     "chat_model_notice": Route("viewer", kwargs=S),

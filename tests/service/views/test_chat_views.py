@@ -1,5 +1,6 @@
-"""The chat views (sessions_app/views/chat.py): who may send, queue, cancel, stop and
-switch the model, who may read the transcript and the run state, and what a stop says when Redis is away."""
+"""The chat views (sessions_app/views/chat.py): who may send, queue, cancel, stop, compact
+and switch the model, who may read the transcript and the run state, what a stop says when
+Redis is away, and the HX-Trigger events the chat box's htmx answers carry."""
 
 import pytest
 from django.urls import reverse
@@ -24,6 +25,7 @@ CHANGES = [
     post("chat_queue", {"text": "steer", "mode": "steer"}),
     post("chat_unqueue", {"item": "1"}),
     post("chat_model", {"profile": "scripted"}),
+    post("chat_compact", {"focus": "the parser"}),
 ]
 
 
@@ -41,6 +43,7 @@ def test_it_requires_editor_rights_to_send_queue_stop_or_switch_the_model(shared
     assert statuses(client_for(shared.viewer), CHANGES, shared.session) == each(CHANGES, 403)
     assert not Job.objects.filter(session=shared.session).exists()
     assert not QueuedMessage.objects.filter(session=shared.session).exists()
+    assert not shared.session.jobs.filter(kind=Job.Kind.COMPACTION).exists()
     shared.session.refresh_from_db()
     assert shared.session.model_profile == "scripted"
 
@@ -138,3 +141,47 @@ def test_the_cannot_run_notice_offers_an_editor_one_click_to_a_runnable_model(ma
     assert "Use openai-compatible/scripted" in html
     seen = client_for(viewer).get(url).content.decode()
     assert 'id="chat-nomodel"' in seen and 'id="chat-nomodel-fix"' not in seen
+
+
+def test_the_box_s_answers_say_what_changed_for_the_page(make_user, settings):
+    """/compact is answered in the chat's notice (not the jobs panel's list) and says the
+    job is queued; the model, thinking and /name answers carry the HX-Trigger events the
+    page's header follows."""
+    import json
+
+    from sessions_app.selectors.paths import load_path
+
+    owner = make_user()
+    cwd = str(area_of(settings, owner))
+    session = sessions.create_session(owner=owner, cwd=cwd, model_profile="scripted")
+    sessions.append_entry(
+        session,
+        {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        actor=owner,
+    )
+    client = client_for(owner)
+    htmx = {"HTTP_HX_REQUEST": "true"}
+
+    def url(name):
+        return reverse(f"sessions_app:{name}", args=[session.pi_id])
+
+    answer = client.post(url("chat_compact"), {"focus": "the parser"}, **htmx)
+    html = answer.content.decode()
+    assert answer.status_code == 200 and 'data-code="compaction_queued"' in html
+    assert "Compaction queued, focused on: the parser" in html
+    job = session.jobs.get(kind=Job.Kind.COMPACTION)
+    assert json.loads(answer["HX-Trigger"]) == {
+        "piweb:job-queued": {"job_id": str(job.pk), "kind": job.kind}
+    }
+    answer = client.post(url("chat_model"), {"profile": "scripted"}, **htmx)
+    assert json.loads(answer["HX-Trigger"]) == {"piweb:model-switched": {"profile": "scripted"}}
+    answer = client.post(url("chat_thinking"), {"level": "off"}, **htmx)
+    assert json.loads(answer["HX-Trigger"]) == {"piweb:thinking-set": {"level": "off"}}
+    answer = client.post(url("session_rename"), {"name": "  Parser hunt "}, **htmx)
+    assert answer.status_code == 200 and "Renamed: Parser hunt" in answer.content.decode()
+    assert json.loads(answer["HX-Trigger"]) == {"piweb:session-renamed": {"name": "Parser hunt"}}
+    session.refresh_from_db()
+    assert [e["type"] for e in load_path(session)][-1] == "session_info"
+    # The header's plain form still goes back to the page.
+    plain = client.post(url("session_rename"), {"name": "Again"})
+    assert plain.status_code == 302
