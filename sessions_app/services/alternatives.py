@@ -239,13 +239,16 @@ def start(
     except SandboxUnavailable as exc:
         raise AlternativeError(str(exc), 503) from None
     started = []
-    for index, variant in enumerate(variants, 1):
-        made = make_variant_workspace(session, user, at_pi_id, index)
-        try:
-            started.append(_start_one(session, user, at_pi_id, index, variant, made, check))
-        except BaseException:
-            remove_variant_workspace(user, made.path)
-            raise
+    try:
+        for index, variant in enumerate(variants, 1):
+            made = make_variant_workspace(session, user, at_pi_id, index)
+            try:
+                started.append(_start_one(session, user, at_pi_id, index, variant, made, check))
+            except BaseException:
+                remove_variant_workspace(user, made.path)
+                raise
+    finally:
+        resources.request_measure(user.pk, force=True)  # the quota counts the copies
     return started
 
 
@@ -318,6 +321,7 @@ def remove_copies(session: Session, head_pi_id: str | None = None) -> list[str]:
         owner = get_user_model().objects.filter(pk=choice.get("by")).first()
         if owner is not None and remove_variant_workspace(owner, choice["cwd"]):
             removed.append(choice["cwd"])
+            resources.request_measure(owner.pk, force=True)
     return removed
 
 
