@@ -38,8 +38,12 @@ def column(session: Session, job: Job) -> dict:
     alt = (job.params or {}).get("alternative") or {}
     entries = branch_entries(session, alt.get("head", ""))
     answer, turns, tokens, cost, thinking, check = "", 0, 0, 0.0, "", None
+    asked = ""  # the variant's message (the first user message of its branch)
     for entry in entries:
         payload = entry.payload
+        said = payload.get("message") or {}
+        if payload.get("type") == "message" and said.get("role") == "user" and not asked:
+            asked = _text(said)
         if payload.get("type") == "thinking_level_change":
             thinking = payload.get("thinkingLevel", "")
         elif payload.get("type") == "custom" and payload.get("customType") == CHECK_TYPE:
@@ -81,6 +85,7 @@ def column(session: Session, job: Job) -> dict:
         "status": job.status,
         "held": job.status == Job.Status.QUEUED and bool((job.progress or {}).get("held")),
         "error": job.error,
+        "message": asked,
         "answer": answer,
         "turns": turns,
         "tokens": tokens,
@@ -100,7 +105,7 @@ def comparison(session: Session, jobs) -> list[dict]:
     return [column(session, Job.objects.get(pk=job.pk)) for job in jobs]
 
 
-COMPARED = ("answer", "turns", "files_changed", "check_exit", "status", "tools")
+COMPARED = ("message", "answer", "turns", "files_changed", "check_exit", "status", "tools")
 
 
 def jobs_at(session: Session, at_pi_id: str) -> list[Job]:

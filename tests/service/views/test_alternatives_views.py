@@ -52,7 +52,7 @@ def test_start_compare_stop_all_and_keep(session, owner, client_for, workspace):
     assert tools == [["read", "grep", "find", "ls"], ["read", "bash"]]
     page = c.get(page_url, {"at": node}).content.decode()
     assert page.count('class="alt-column"') == 2 and "Stop all" in page
-    assert "plan &lt;b&gt;C&lt;/b&gt;" not in page  # (the message is in the tree, not here)
+    assert "plan &lt;b&gt;C&lt;/b&gt;" in page  # each variant's message, escaped
     assert "thinking high" in page and "<b>C</b>" not in page
     tools_cells = page.split('class="alt-tools differs">')[1:]  # the tool sets differ: marked
     assert len(tools_cells) == 2 and "<code>grep</code>" in tools_cells[0]
