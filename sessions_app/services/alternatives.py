@@ -1,11 +1,13 @@
 """Alternatives (issue 36): the workspace copy each variant of a step runs in.
 
 `start` makes a copy per variant and starts each as a sibling branch at the node (see
-its docstring); the check command runs after each run (``jobs/agent_run.py``). The
-comparison view is still to come (docs/alternatives.md).
+its docstring); the check command runs after each run (``jobs/agent_run.py``); the
+comparison is ``selectors/alternatives.py`` (docs/alternatives.md).
 
 A variant's folder is a new folder in its user's area (``alternatives/<session>-<node>-
-v<n>``), so the quota counts it like any workspace of theirs. It holds the files as the
+v<n>-<random>``), made and removed through safefs, so the quota counts it like any
+workspace of theirs; archiving its branch removes it (`remove_copies`), showing the
+branch again restores it from the branch's snapshots (`restore_copy`). It holds the files as the
 node left them: the node's snapshot (the newest on its path, ``selectors.changes.
 state_at``) checked out from the session's shadow repository into the new folder, by
 ``git read-tree -u`` in the sandbox on a scratch index (the repository is mounted
