@@ -334,8 +334,10 @@ def restore_copy(session: Session, head_pi_id: str) -> str | None:
     the session's leaf if that lies on the branch, else of the branch's newest entry).
     The restored path; None when nothing was missing. Raises AlternativeError."""
     choice = ((session.settings or {}).get("workspaces") or {}).get(head_pi_id) or {}
-    owner = get_user_model().objects.filter(pk=choice.get("by")).first()
-    if not choice.get("alternative") or owner is None:
+    if not choice.get("alternative") or choice.get("by") is None:
+        return None
+    owner = get_user_model().objects.filter(pk=choice["by"]).first()
+    if owner is None:
         return None
     rel = _variant_rel(owner, choice["cwd"])
     if rel is None:
@@ -358,8 +360,9 @@ def _branch_end(session: Session, head_pi_id: str) -> str:
     """The session's leaf if it is on the branch below `head_pi_id`, else the branch's
     newest entry."""
     head = Entry.objects.get(session=session, pi_id=head_pi_id)
-    if session.leaf_id is not None and head.pk in paths.path_entry_pks(session.leaf_id):
-        return session.leaf_pi_id
+    leaf = session.leaf_pi_id
+    if leaf and session.leaf_id is not None and head.pk in paths.path_entry_pks(session.leaf_id):
+        return leaf
     below, newest = {head.pk}, head.pi_id
     rows = Entry.objects.filter(session=session, seq__gt=head.seq).order_by("seq")
     for pk, parent, pi_id in rows.values_list("pk", "parent_id", "pi_id"):
