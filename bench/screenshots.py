@@ -61,8 +61,8 @@ def seed_alternatives(owner) -> tuple[str, str]:
     wrong fix at thinking "high"; the check passes in one. (session id, node id)"""
     from django.conf import settings
 
-    from sessions_app.services import alternatives, chat, jobs, sessions
-    from sessions_app.services.workspaces import user_workspace
+    from sessions_app.services import alternatives, chat, jobs, sandboxing, sessions
+    from sessions_app.services.workspaces import protect_user_area, user_workspace
     from tests.support.scripted_llm import ScriptedLLM, text, tool_call
 
     llm = ScriptedLLM()
@@ -81,6 +81,7 @@ def seed_alternatives(owner) -> tuple[str, str]:
         "demo-small": {**profile, "model": "coder-small"},
     })  # fmt: skip
     folder = user_workspace(owner) / "calc"
+    protect_user_area(owner, sandboxing.make_var_reachable())  # (the sandbox passes)
     folder.mkdir()
     (folder / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     session = sessions.create_session(owner=owner, cwd=str(folder), model_profile="demo-large")
