@@ -121,7 +121,10 @@ def time_start(files: int, kilobytes: int, reps: int) -> float:
         work.mkdir()
         make_workspace(work, files, kilobytes)
         session = sessions.create_session(owner=owner, cwd=str(work), model_profile="bench")
-        assert jobs.run_job(str(chat.send_message(session, owner, "!true").pk)) == "done"
+        assert (
+            jobs.run_job(str(chat.send_message(session, owner, "!echo node > node.txt").pk))
+            == "done"
+        )
         session.refresh_from_db()
         node = session.leaf_pi_id
         variants = [alternatives.Variant(f"try {n}") for n in range(VARIANTS)]
