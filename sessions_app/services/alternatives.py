@@ -7,8 +7,8 @@ comparison is ``selectors/alternatives.py`` (docs/alternatives.md).
 A variant's folder is a new folder in its user's area (``alternatives/<session>-<node>-
 v<n>-<random>``), made and removed through safefs, so the quota counts it like any
 workspace of theirs; archiving its branch removes it (`remove_copies`), showing the
-branch again restores it from the branch's snapshots (`restore_copy`). It holds the files as the
-node left them: the node's snapshot (the newest on its path, ``selectors.changes.
+branch again restores it from the branch's snapshots (`restore_copy`). It holds the
+files as the node left them: the node's snapshot (the newest on its path, ``selectors.changes.
 state_at``) checked out from the session's shadow repository into the new folder, by
 ``git read-tree -u`` in the sandbox on a scratch index (the repository is mounted
 read-only: its own index and work tree are not touched). A node with no snapshot (an

@@ -1,6 +1,8 @@
-"""Alternatives (issue 36) through the real worker, with scripted models: variants of one
-step run as sibling branches, each in its own copy of the node's files, within the
-user's run limit; the check runs in each and is recorded; "Stop all" (the command line: tests/service/test_alternatives_command.py)."""
+"""Alternatives (issue 36) through real workers, with scripted models: variants of one
+step run as sibling branches, each in its own copy of the node's files, at once when the
+limit allows, else within each user's own run limit; the check runs in each (a failed
+one too) and is recorded; "Stop all" (no check after a stop). The command line:
+tests/service/test_alternatives_command.py."""
 
 import json
 import shutil
