@@ -7,7 +7,11 @@ Usage:  .venv/bin/python bench/screenshots.py [--out docs/screenshots]
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -15,7 +19,110 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.browser_support import REPO, chromium, daphne, logged_in_context, test_database  # noqa: E402
 
 # Long forms: the whole page, not only the first screen.
-FULL_PAGE = ("models", "users")
+FULL_PAGE = ("models", "users", "alternatives")
+
+
+@contextlib.contextmanager
+def demo_folders():
+    """Workspaces and snapshots of a folder of their own (in piweb's var folder, removed
+    afterwards), here and in daphne: the demo must not write in a real user's area."""
+    import os
+
+    from django.conf import settings
+
+    base = Path(tempfile.mkdtemp(prefix="screenshots-", dir=settings.VAR_DIR))
+    base.chmod(0o711)  # (the sandbox's account passes through it, as through var/)
+    saved = {k: os.environ.get(k) for k in ("PIWEB_WORKSPACE_ROOTS", "PIWEB_SNAPSHOT_DIR")}
+    old = (settings.PIWEB_WORKSPACE_ROOTS, settings.PIWEB_SNAPSHOT_DIR)
+    settings.PIWEB_WORKSPACE_ROOTS = [base / "workspaces"]
+    settings.PIWEB_SNAPSHOT_DIR = base / "snapshots"
+    os.environ["PIWEB_WORKSPACE_ROOTS"] = str(base / "workspaces")
+    os.environ["PIWEB_SNAPSHOT_DIR"] = str(base / "snapshots")
+    try:
+        yield base
+    finally:
+        settings.PIWEB_WORKSPACE_ROOTS, settings.PIWEB_SNAPSHOT_DIR = old
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(base, ignore_errors=True)
+
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+CHECK = "python3 -c 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3)'"
+
+
+def seed_alternatives(owner) -> tuple[str, str]:
+    """A session in a real workspace whose last node left calc.py with a bug, and three
+    finished variants of the next step (docs/alternatives.md), run here through the real
+    run job with a scripted model: a fix with the default tools, a read-only look, and a
+    wrong fix at thinking "high"; the check passes in one. (session id, node id)"""
+    from django.conf import settings
+
+    from sessions_app.services import alternatives, chat, jobs, sandboxing, sessions
+    from sessions_app.services.workspaces import protect_user_area, user_workspace
+    from tests.support.scripted_llm import ScriptedLLM, text, tool_call
+
+    llm = ScriptedLLM()
+    prices = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}
+    profile = {
+        "base_url": llm.base_url,
+        "api_key": "demo-only",
+        "provider": "demo",
+        "context_window": 200000,
+        "max_output": 8192,
+        "reasoning": True,
+        "cost": prices,
+    }
+    settings.PIWEB_MODEL_PROFILES_JSON = json.dumps({
+        "demo-large": {**profile, "model": "coder-large"},
+        "demo-small": {**profile, "model": "coder-small"},
+    })  # fmt: skip
+    folder = user_workspace(owner) / "calc"
+    protect_user_area(owner, sandboxing.make_var_reachable())  # (the sandbox passes)
+    folder.mkdir()
+    (folder / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    session = sessions.create_session(owner=owner, cwd=str(folder), model_profile="demo-large")
+    sessions.rename_session(session, "Fix add() in calc.py", actor=owner)
+
+    def run(job):
+        assert jobs.run_job(str(job.pk)) in ("done", "error"), job.pk
+
+    run(chat.send_message(session, owner, f"!printf '{BUGGY}' > calc.py"))
+    session.refresh_from_db()
+    node = session.leaf_pi_id
+    fix = {"path": "calc.py", "edits": [{"oldText": "a - b", "newText": "a + b"}]}
+    llm.push_for(
+        "Fix add",
+        tool_call("read", {"path": "calc.py"}),
+        tool_call("edit", fix),
+        text("Fixed: `add` subtracted; it now returns `a + b`."),
+    )
+    llm.push_for(
+        "Explain the bug",
+        tool_call("grep", {"pattern": "return", "path": "."}),
+        text("Line 2 of calc.py returns `a - b`: it should be `a + b`. No file was changed."),
+    )
+    wrong = {"path": "calc.py", "edits": [{"oldText": "a - b", "newText": "abs(a - b)"}]}
+    llm.push_for(
+        "Make add",
+        tool_call("edit", wrong),
+        text("`add` now returns `abs(a - b)`, so it is never negative."),
+    )
+    variants = [
+        alternatives.Variant("Fix add() so the check passes."),
+        alternatives.Variant(
+            "Explain the bug in add().", tools=alternatives.TOOL_SETS["read-only"]
+        ),
+        alternatives.Variant("Make add() never negative.", "demo/coder-small", "high"),
+    ]
+    started = alternatives.start(session, owner, node, variants, check=CHECK)
+    for s in started:
+        run(s.job)
+    llm.close()
+    return session.pi_id, node
 
 
 def main() -> None:
@@ -26,7 +133,7 @@ def main() -> None:
     only = {name for name in args.only.split(",") if name}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with test_database() as connection:
+    with test_database() as connection, demo_folders():
         from django.contrib.auth import get_user_model
 
         from sessions_app.models import Team, TeamMembership
@@ -44,6 +151,7 @@ def main() -> None:
         sharing.share_with_team(session, team.pk, "editor", actor=owner)
         link = sharing.create_link(session, actor=owner, leaf_pi_id=None)
         sid = session.pi_id
+        alt_sid, alt_node = seed_alternatives(owner)
         # scores and a review queue (docs/scores.md)
         from sessions_app.selectors.sessions import ListFilters
         from sessions_app.services import review_queues, scores
@@ -93,6 +201,7 @@ def main() -> None:
             ("session-context-chart", f"/s/{sid}/", open_chart),
             ("session-slash-commands", f"/s/{sid}/", slash_commands),
             ("compare", f"/s/{sid}/compare/?a=e0000014&b=e0000010", None),
+            ("alternatives", f"/s/{alt_sid}/alternatives/?at={alt_node}", None),
             ("sharing", f"/s/{sid}/sharing/?leaf=e0000014", None),
             ("share-page", f"/l/{link.token}/", None),
             ("teams", "/teams/", None),

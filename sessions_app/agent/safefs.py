@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import shutil
 import stat
 from collections.abc import Hashable, Iterable
 from typing import BinaryIO
@@ -199,6 +200,64 @@ def chown_tree(dir_fd: int, uid: int, gid: int) -> None:
                     continue  # gone or replaced meanwhile: nothing of ours to hand over
         finally:
             os.close(current)
+
+
+def _parts(rel: str) -> list[str]:
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise EscapeError(errno.EXDEV, "not a path beneath the folder", rel)
+    return parts
+
+
+def mkdir_beneath(root: str, rel: str, mode: int = 0o755) -> str:
+    """Make the folder ``rel`` (relative) beneath the folder ``root``, and any missing
+    folder on the way (those that exist are entered with no symlink followed: one that
+    is a link fails with EscapeError). The last must be new (FileExistsError). Its path,
+    joined to ``root`` as written."""
+    parts = _parts(rel)
+    fd = open_root(os.path.realpath(root))
+    try:
+        for i, part in enumerate(parts):
+            try:
+                os.mkdir(part, mode, dir_fd=fd)
+            except FileExistsError:
+                if i == len(parts) - 1:
+                    raise
+            inner = open_beneath(fd, part, os.O_PATH | os.O_DIRECTORY, follow=False)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    return os.path.join(root, *parts)
+
+
+def remove_beneath(root: str, rel: str) -> bool:
+    """Delete the folder ``rel`` (relative) beneath the folder ``root`` with all it holds,
+    following no symlink: its parent is opened beneath ``root`` with none on the way, and
+    the tree is removed through descriptors (``shutil.rmtree`` with ``dir_fd``), so a link
+    swapped in anywhere deletes nothing outside. False when there is no such folder (a
+    file or a link there is left alone)."""
+    parts = _parts(rel)
+    root_fd = open_root(os.path.realpath(root))
+    try:
+        parent = "/".join(parts[:-1]) or "."
+        try:
+            parent_fd = open_beneath(root_fd, parent, os.O_RDONLY | os.O_DIRECTORY, follow=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+    finally:
+        os.close(root_fd)
+    try:
+        try:
+            st = os.stat(parts[-1], dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        shutil.rmtree(parts[-1], dir_fd=parent_fd)
+        return True
+    finally:
+        os.close(parent_fd)
 
 
 class BeneathFiles:

@@ -38,8 +38,12 @@ def column(session: Session, job: Job) -> dict:
     alt = (job.params or {}).get("alternative") or {}
     entries = branch_entries(session, alt.get("head", ""))
     answer, turns, tokens, cost, thinking, check = "", 0, 0, 0.0, "", None
+    asked = ""  # the variant's message (the first user message of its branch)
     for entry in entries:
         payload = entry.payload
+        said = payload.get("message") or {}
+        if payload.get("type") == "message" and said.get("role") == "user" and not asked:
+            asked = _text(said)
         if payload.get("type") == "thinking_level_change":
             thinking = payload.get("thinkingLevel", "")
         elif payload.get("type") == "custom" and payload.get("customType") == CHECK_TYPE:
@@ -61,6 +65,15 @@ def column(session: Session, job: Job) -> dict:
     )
     for snap in snaps:
         files.update(f.get("path") for f in snap.files or [])
+    command = (job.params or {}).get("check") or ""
+    if check or not command:
+        check_note = ""
+    elif job.status == Job.Status.CANCELLED:
+        check_note = "stopped, no check"  # a stop runs nothing more
+    elif job.status in Job.ACTIVE:
+        check_note = "runs after the run"
+    else:
+        check_note = "no check"
     end = job.finished_at or timezone.now()
     seconds = (end - job.started_at).total_seconds() if job.started_at else 0.0
     return {
@@ -68,9 +81,11 @@ def column(session: Session, job: Job) -> dict:
         "entry": entries[-1].pi_id if entries else None,
         "model": job.model,
         "thinking": thinking,
+        "tools": list(alt.get("tools") or []),  # the variant's tool set; []: the node's
         "status": job.status,
         "held": job.status == Job.Status.QUEUED and bool((job.progress or {}).get("held")),
         "error": job.error,
+        "message": asked,
         "answer": answer,
         "turns": turns,
         "tokens": tokens,
@@ -79,6 +94,8 @@ def column(session: Session, job: Job) -> dict:
         "files_changed": sorted(f for f in files if f),
         "check_exit": check.get("exitCode") if check else None,
         "check": check,
+        "check_command": command,
+        "check_note": check_note,
         "workspace": alt.get("cwd"),
         "source": alt.get("source"),
     }
@@ -88,7 +105,7 @@ def comparison(session: Session, jobs) -> list[dict]:
     return [column(session, Job.objects.get(pk=job.pk)) for job in jobs]
 
 
-COMPARED = ("answer", "turns", "files_changed", "check_exit", "status")
+COMPARED = ("message", "answer", "turns", "files_changed", "check_exit", "status", "tools")
 
 
 def jobs_at(session: Session, at_pi_id: str) -> list[Job]:

@@ -10,7 +10,8 @@
   agent's read tool can open; its named sections concatenate to the prompt;
 - the tools, whose OpenAI specs the run sends: pi's default set (read, bash, edit,
   write) unless the session's settings (``settings["tools"]``) or its model profile
-  (``"tools"`` in its spec) name others, as pi's ``--tools`` does (`session_tools`);
+  (``"tools"`` in its spec) name others, as pi's ``--tools`` does (`session_tools`), or
+  a workspace choice on the path names a tool set of its own (an alternative's);
 - the messages: the core's `build_session_context` over the stored path
   (`selectors.paths.load_context_path` + `context_from_path`) and `convert_to_llm`;
 - the model and its context window: the window of the model the path records, from the
@@ -218,6 +219,12 @@ class ModelInput:
 
     @cached_property
     def tools(self) -> tuple[Tool, ...]:
+        """The session's tools (`session_tools`), unless the path chose a tool set of its
+        own (an alternative's tool-set variant, recorded with its workspace choice)."""
+        if (self.session.settings or {}).get("workspaces") and self.leaf is not None:
+            chosen = workspaces.session_workspace(self.session, self.leaf).tools
+            if chosen:
+                return select_tools(list(chosen))
         return session_tools(self.session, self.profile)
 
     @cached_property

@@ -20,7 +20,7 @@ These are reads; `services/workspaces.py` makes the folders.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -87,6 +87,9 @@ class SessionWorkspace:
     cwd: str
     user_pk: int
     choice_id: str | None = None
+    # the tool set a choice on the path names (an alternative's tool-set variant; the
+    # nearest that names one), None: the session's own
+    tools: tuple[str, ...] | None = None
 
 
 def session_workspace(session, leaf_pi_id=_UNSET) -> SessionWorkspace:
@@ -111,11 +114,16 @@ def session_workspace(session, leaf_pi_id=_UNSET) -> SessionWorkspace:
     pks = dict(
         Entry.objects.filter(session=session, pi_id__in=list(chosen)).values_list("pk", "pi_id")
     )
+    found: SessionWorkspace | None = None
     for pk in reversed(paths.path_pks(session, leaf_pk)):
-        if pk in pks:
-            choice = chosen[pks[pk]]
-            return SessionWorkspace(choice["cwd"], int(choice["by"]), pks[pk])
-    return default
+        if pk not in pks:
+            continue
+        choice = chosen[pks[pk]]
+        if found is None:
+            found = SessionWorkspace(choice["cwd"], int(choice["by"]), pks[pk])
+        if choice.get("tools"):
+            return replace(found, tools=tuple(choice["tools"]))
+    return found or default
 
 
 def session_cwd(session, leaf_pi_id=_UNSET) -> str:

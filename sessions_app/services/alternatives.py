@@ -1,12 +1,14 @@
 """Alternatives (issue 36): the workspace copy each variant of a step runs in.
 
 `start` makes a copy per variant and starts each as a sibling branch at the node (see
-its docstring); the check command runs after each run (``jobs/agent_run.py``). The
-comparison view is still to come (docs/alternatives.md).
+its docstring); the check command runs after each run (``jobs/agent_run.py``); the
+comparison is ``selectors/alternatives.py`` (docs/alternatives.md).
 
 A variant's folder is a new folder in its user's area (``alternatives/<session>-<node>-
-v<n>``), so the quota counts it like any workspace of theirs. It holds the files as the
-node left them: the node's snapshot (the newest on its path, ``selectors.changes.
+v<n>-<random>``), made and removed through safefs, so the quota counts it like any
+workspace of theirs; archiving its branch removes it (`remove_copies`), showing the
+branch again restores it from the branch's snapshots (`restore_copy`). It holds the
+files as the node left them: the node's snapshot (the newest on its path, ``selectors.changes.
 state_at``) checked out from the session's shadow repository into the new folder, by
 ``git read-tree -u`` in the sandbox on a scratch index (the repository is mounted
 read-only: its own index and work tree are not touched). A node with no snapshot (an
@@ -18,7 +20,6 @@ which (`source`), so that the comparison can say so.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -26,9 +27,11 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from sessions_app.agent import safefs
 from sessions_app.agent.sandbox import Bind, SandboxUnavailable, launch_in, run_in
 from sessions_app.agent.shell import command_problem
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
+from sessions_app.agent.tools import ALL_TOOLS, TOOLS_BY_NAME
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import Entry, Job, Session
@@ -59,49 +62,73 @@ class VariantWorkspace:
     commit: str = ""  # the snapshot checked out
 
 
-def variant_folder(user, session: Session, at_pi_id: str, index: int) -> str:
-    """Where variant `index` of a try at `at_pi_id` works (not made yet; each try at the
-    node gets folders of its own)."""
-    area = os.fspath(user_workspace(user))
-    name = f"{session.pi_id[:8]}-{at_pi_id[:16]}-v{index}-{uuid.uuid4().hex[:6]}"
-    return os.path.join(area, FOLDER, name)
+def variant_name(session: Session, at_pi_id: str, index: int) -> str:
+    """The name of a new folder for variant `index` of a try at `at_pi_id` (each try at
+    the node gets folders of its own)."""
+    return f"{session.pi_id[:8]}-{at_pi_id[:16]}-v{index}-{uuid.uuid4().hex[:6]}"
 
 
 def make_variant_workspace(session: Session, user, at_pi_id: str, index: int) -> VariantWorkspace:
     """A new folder holding the files as the node `at_pi_id` left them (see the module
     docstring). Raises AlternativeError."""
-    if problem := resources.reserve_problem() or resources.quota_problem(user.pk):
-        raise AlternativeError(f"No workspace copy can be made now. {problem}", 507)
-    folder = variant_folder(user, session, at_pi_id, index)
-    if os.path.lexists(folder):
-        raise AlternativeError(f"{folder} exists already.", 409)
-    os.makedirs(os.path.dirname(folder), mode=0o755, exist_ok=True)
-    os.mkdir(folder, 0o755)
+    folder = _new_folder(user, variant_name(session, at_pi_id, index))
     try:
-        snapshot = changes_selectors.state_at(session, at_pi_id)
-        repo = changes_selectors.repo_for(session) if snapshot is not None else None
-        if snapshot is not None and repo is not None and repo.has(snapshot.commit):
-            _check_out(repo, snapshot.commit, folder)
-            made = VariantWorkspace(folder, "snapshot", snapshot.commit)
-        else:
-            _copy_current(session, user, folder)
-            made = VariantWorkspace(folder, "copy")
+        made = _fill(session, user, at_pi_id, folder)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_variant_workspace(user, folder)
         raise
     workspaces.check_session_cwd(folder, user.pk)
     return made
 
 
+def _new_folder(user, name: str) -> str:
+    """Make ``<area>/alternatives/<name>`` through safefs (no link followed on the way)."""
+    if problem := resources.reserve_problem() or resources.quota_problem(user.pk):
+        raise AlternativeError(f"No workspace copy can be made now. {problem}", 507)
+    area = os.fspath(user_workspace(user))
+    try:
+        return safefs.mkdir_beneath(area, f"{FOLDER}/{name}")
+    except FileExistsError:
+        raise AlternativeError(f"{os.path.join(area, FOLDER, name)} exists already.", 409) from None
+    except OSError as exc:
+        raise AlternativeError(f"The variant's folder could not be made: {exc}") from None
+
+
+def _fill(session: Session, user, leaf_pi_id: str, folder: str) -> VariantWorkspace:
+    """Put the files as the entry `leaf_pi_id` left them into the new `folder`: its
+    snapshot (the newest on its path) if the shadow repository has it, else a copy of the
+    session's current folder."""
+    snapshot = changes_selectors.state_at(session, leaf_pi_id)
+    repo = None
+    if snapshot is not None:  # the repository of the folder the snapshot was taken in
+        repo = changes_selectors.repo_for(session, snapshot.entry.pi_id)
+    if snapshot is not None and repo is not None and repo.has(snapshot.commit):
+        _check_out(repo, snapshot.commit, folder)
+        return VariantWorkspace(folder, "snapshot", snapshot.commit)
+    _copy_current(session, user, folder)
+    return VariantWorkspace(folder, "copy")
+
+
+def _variant_rel(user, path: str) -> str | None:
+    """``alternatives/<name>`` when `path` names a folder directly in the user's
+    alternatives folder (as `_new_folder` wrote it), else None."""
+    path = os.path.normpath(path or "/")
+    if os.path.dirname(path) != os.path.join(os.fspath(user_workspace(user)), FOLDER):
+        return None
+    return f"{FOLDER}/{os.path.basename(path)}"
+
+
 def remove_variant_workspace(user, path: str) -> bool:
-    """Delete a variant's folder (its branch was archived or deleted); only a folder
-    under the user's ``alternatives`` folder. True when one was removed."""
-    root = os.path.join(os.fspath(user_workspace(user)), FOLDER)
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(root) or not os.path.isdir(real):
+    """Delete a variant's folder (its branch was archived or deleted) through safefs;
+    only a folder directly in the user's ``alternatives`` folder. True when one was
+    removed."""
+    rel = _variant_rel(user, path)
+    if rel is None:
         return False
-    shutil.rmtree(real)
-    return True
+    try:
+        return safefs.remove_beneath(os.fspath(user_workspace(user)), rel)
+    except OSError:
+        return False
 
 
 def _check_out(source: ShadowRepo, commit: str, folder: str) -> None:
@@ -143,14 +170,38 @@ MAX_VARIANTS = 4
 CHECK_TYPE = "piweb.check"  # the customType of a check's entry (pi ignores it)
 
 
+#: The tool sets the form offers by name (any subset of the tools can be given too).
+TOOL_SETS = {
+    "read-only": ("read", "grep", "find", "ls"),
+    "all": tuple(t.name for t in ALL_TOOLS),
+}
+
+
 @dataclass(frozen=True)
 class Variant:
     """One way to take the next step: the message, and what it changes (a model
-    `provider/id`, a thinking level; empty: the node's)."""
+    `provider/id`, a thinking level, a tool set; empty: the node's)."""
 
     message: str
     model: str = ""
     thinking: str = ""
+    tools: tuple[str, ...] = ()
+
+
+def parse_tools(value: str) -> tuple[str, ...]:
+    """A tool set as given: a name of `TOOL_SETS` or tool names separated by commas (as
+    pi's ``--tools``); empty: the node's. Raises AlternativeError for an unknown name."""
+    value = (value or "").strip()
+    if not value:
+        return ()
+    if value in TOOL_SETS:
+        return TOOL_SETS[value]
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    unknown = [n for n in names if n not in TOOLS_BY_NAME]
+    if unknown or not names:
+        known = ", ".join([*TOOL_SETS, *TOOLS_BY_NAME])
+        raise AlternativeError(f"Unknown tool set {value!r} (known: {known}).", 400)
+    return names
 
 
 @dataclass(frozen=True)
@@ -182,19 +233,24 @@ def start(
                 raise AlternativeError(f"Unknown model: {variant.model!r}.", 400)
         if variant.thinking and variant.thinking not in THINKING_LEVELS:
             raise AlternativeError(f"Unknown thinking level: {variant.thinking!r}.", 400)
+        if variant.tools:
+            parse_tools(",".join(variant.tools))  # AlternativeError for an unknown name
     get_entry(session, at_pi_id)  # NotFound
     try:
         sandboxing.check_available()
     except SandboxUnavailable as exc:
         raise AlternativeError(str(exc), 503) from None
     started = []
-    for index, variant in enumerate(variants, 1):
-        made = make_variant_workspace(session, user, at_pi_id, index)
-        try:
-            started.append(_start_one(session, user, at_pi_id, index, variant, made, check))
-        except BaseException:
-            shutil.rmtree(made.path, ignore_errors=True)
-            raise
+    try:
+        for index, variant in enumerate(variants, 1):
+            made = make_variant_workspace(session, user, at_pi_id, index)
+            try:
+                started.append(_start_one(session, user, at_pi_id, index, variant, made, check))
+            except BaseException:
+                remove_variant_workspace(user, made.path)
+                raise
+    finally:
+        resources.request_measure(user.pk, force=True)  # the quota counts the copies
     return started
 
 
@@ -208,10 +264,13 @@ def _start_one(session, user, at_pi_id, index, variant: Variant, made, check) ->
             )
 
         data = {"cwd": made.path, "kind": "alternative", "by": user.pk, "source": made.source}
+        choice = {"cwd": made.path, "by": user.pk, "alternative": True}
+        if variant.tools:  # the branch's tool set (selectors.model_input: `tools`)
+            data["tools"] = choice["tools"] = list(variant.tools)
         head = add({"type": "custom", "customType": workspaces.CHOICE_TYPE, "data": data}, at_pi_id)
         locked.refresh_from_db()
         chosen = dict((locked.settings or {}).get("workspaces") or {})
-        chosen[head.pi_id] = {"cwd": made.path, "by": user.pk, "alternative": True}
+        chosen[head.pi_id] = choice
         locked.settings = {**(locked.settings or {}), "workspaces": chosen}
         locked.save(update_fields=["settings"])
         parent = head.pi_id
@@ -235,7 +294,8 @@ def _start_one(session, user, at_pi_id, index, variant: Variant, made, check) ->
             "key_source": resolved.key_source,
             "check": check,
             "alternative": {"at": at_pi_id, "index": index, "head": head.pi_id,
-                            "source": made.source, "cwd": made.path},
+                            "source": made.source, "cwd": made.path,
+                            "tools": list(variant.tools)},
         }  # fmt: skip
         job = agent_run.create(
             locked,
@@ -250,7 +310,8 @@ def _start_one(session, user, at_pi_id, index, variant: Variant, made, check) ->
 def remove_copies(session: Session, head_pi_id: str | None = None) -> list[str]:
     """Delete the workspace copies of the session's variants (of the branch whose head is
     `head_pi_id`, else all): its branch was archived, or the session is deleted. The
-    branch stays; a continuation there would find its folder gone. The removed paths."""
+    branch stays; showing it again puts the folder back from its snapshots
+    (`restore_copy`). The removed paths."""
     chosen = (session.settings or {}).get("workspaces") or {}
     busy = _heads_running(session)
     removed = []
@@ -262,7 +323,53 @@ def remove_copies(session: Session, head_pi_id: str | None = None) -> list[str]:
         owner = get_user_model().objects.filter(pk=choice.get("by")).first()
         if owner is not None and remove_variant_workspace(owner, choice["cwd"]):
             removed.append(choice["cwd"])
+            resources.request_measure(owner.pk, force=True)
     return removed
+
+
+def restore_copy(session: Session, head_pi_id: str) -> str | None:
+    """Put back the workspace copy of the variant whose branch starts at `head_pi_id`
+    (its branch is shown again after `remove_copies` took the folder away): the same
+    folder, holding the files as the branch left them (its newest snapshot: the end of
+    the session's leaf if that lies on the branch, else of the branch's newest entry).
+    The restored path; None when nothing was missing. Raises AlternativeError."""
+    choice = ((session.settings or {}).get("workspaces") or {}).get(head_pi_id) or {}
+    if not choice.get("alternative") or choice.get("by") is None:
+        return None
+    owner = get_user_model().objects.filter(pk=choice["by"]).first()
+    if owner is None:
+        return None
+    rel = _variant_rel(owner, choice["cwd"])
+    if rel is None:
+        return None
+    try:
+        folder = safefs.mkdir_beneath(os.fspath(user_workspace(owner)), rel)
+    except FileExistsError:
+        return None  # never removed (a run worked there), or restored already
+    except OSError as exc:
+        raise AlternativeError(f"The variant's folder could not be made: {exc}") from None
+    try:
+        _fill(session, owner, _branch_end(session, head_pi_id), folder)
+    except BaseException:
+        remove_variant_workspace(owner, folder)
+        raise
+    return folder
+
+
+def _branch_end(session: Session, head_pi_id: str) -> str:
+    """The session's leaf if it is on the branch below `head_pi_id`, else the branch's
+    newest entry."""
+    head = Entry.objects.get(session=session, pi_id=head_pi_id)
+    leaf = session.leaf_pi_id
+    if leaf and session.leaf_id is not None and head.pk in paths.path_entry_pks(session.leaf_id):
+        return leaf
+    below, newest = {head.pk}, head.pi_id
+    rows = Entry.objects.filter(session=session, seq__gt=head.seq).order_by("seq")
+    for pk, parent, pi_id in rows.values_list("pk", "parent_id", "pi_id"):
+        if parent in below:
+            below.add(pk)
+            newest = pi_id
+    return newest
 
 
 def _heads_running(session: Session) -> set[str]:

@@ -81,4 +81,12 @@ def set_archived(session: Session, head_pi_id: str, archived: bool, *, actor=Non
         if archived:  # an alternative's workspace copy goes with it (the quota counts it)
             alternatives.remove_copies(locked, head_pi_id)
         events.publish(locked.pk, "session_changed", {"archived": head_pi_id if archived else None})
+    if not archived:  # shown again: an alternative's copy comes back, from its snapshots
+        try:
+            alternatives.restore_copy(locked, head_pi_id)
+        except alternatives.AlternativeError as exc:
+            raise alternatives.AlternativeError(
+                f"The branch is shown again, but its workspace could not be restored: {exc}",
+                exc.status,
+            ) from None
     return True

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
 from django.conf import settings
 from django.db import transaction
 
-from sessions_app.agent import archives
+from sessions_app.agent import archives, safefs
 from sessions_app.agent.paths import WorkspaceError, is_within
 from sessions_app.agent.sandbox import Bind, SandboxUnavailable, launch_in, run_in
 from sessions_app.core.errors import ServiceError
@@ -56,14 +55,14 @@ def _new_folder(user, name: str) -> str:
             "Name the new workspace with letters, digits, '.', '_' or '-' "
             "(up to 100 characters, not starting with a dot)."
         )
-    area = user_workspace(user)
-    path = os.path.join(os.fspath(area), name)
-    if os.path.lexists(path):
+    area = os.fspath(user_workspace(user))
+    try:
+        return safefs.mkdir_beneath(area, name)
+    except FileExistsError:
         raise ChoiceError(
-            f"{path} exists already: choose it among your workspaces, or another name."
-        )
-    os.mkdir(path, 0o755)
-    return path
+            f"{os.path.join(area, name)} exists already: choose it among your workspaces, "
+            "or another name."
+        ) from None
 
 
 def prepare(
@@ -98,7 +97,10 @@ def prepare(
         elif kind == "git":
             _clone(git_source, folder, user)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        try:  # (the folder is new: its name is the one just checked)
+            safefs.remove_beneath(os.fspath(user_workspace(user)), os.path.basename(folder))
+        except OSError:
+            pass
         raise
     return _checked(folder, user)
 

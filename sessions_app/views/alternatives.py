@@ -37,6 +37,9 @@ def _context(access, user, at: str) -> dict:
         "entry": entry,
         "slots": range(1, alternatives.MAX_VARIANTS + 1),
         "levels": alternatives.THINKING_LEVELS,
+        "tool_sets": alternatives.TOOL_SETS,
+        "tool_names": [t.name for t in alternatives.ALL_TOOLS],
+        "read_only_tools": alternatives.TOOL_SETS["read-only"],
     }
     if entry is not None:
         context.update(page_columns(session, at, archived_heads(session)))
@@ -64,8 +67,8 @@ def columns(request, access):
 
 @action
 def start(request, access):
-    """Start the variants `message_N` / `model_N` / `thinking_N` (N = 1..4, empty
-    message: no variant) at `at`, with the optional `check` command."""
+    """Start the variants `message_N` / `model_N` / `thinking_N` / `tools_N` (N = 1..4,
+    empty message: no variant) at `at`, with the optional `check` command."""
     params = form(request)
     at = params.stripped("at", limit=64)
     variants = []
@@ -77,6 +80,7 @@ def start(request, access):
                     message,
                     params.stripped(f"model_{n}", limit=300),
                     params.stripped(f"thinking_{n}", limit=20),
+                    alternatives.parse_tools(params.stripped(f"tools_{n}", limit=200)),
                 )
             )
     if not variants:

@@ -5,6 +5,7 @@ goes on in the kept branch's workspace, with its files."""
 import re
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from sessions_app.models import Job
@@ -14,6 +15,7 @@ from tests.support.scripted_llm import text, tool_call
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+BLOCKING = ("serious", "critical")  # axe-core's impacts that fail (as the every-page crawl)
 
 
 def test_variants_from_the_page_compare_live_and_keep_one(
@@ -53,6 +55,18 @@ def test_variants_from_the_page_compare_live_and_keep_one(
     expect(columns.nth(1).locator(".alt-check")).to_contain_text("exit 1", timeout=60000)
     expect(columns.nth(0).locator(".alt-files")).to_contain_text("f.txt")
     expect(columns.nth(0).locator(".alt-check.differs")).to_have_count(1)  # differences marked
+    expect(columns.nth(0).locator(".alt-check")).to_contain_text("passed")
+    expect(columns.nth(1).locator(".alt-check")).to_contain_text("failed")
+    # The finished comparison: axe-clean in both themes, no horizontal scroll on a phone.
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
+        page.wait_for_timeout(200)
+        found = Axe().run(page).response["violations"]
+        assert not [(v["id"], v["nodes"][0]["target"]) for v in found if v["impact"] in BLOCKING]
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 800})
     # The diffs against the node, on demand.
     columns.nth(0).locator(".alt-diffs summary").click()
     diff = columns.nth(0).locator(".alt-diff-body")

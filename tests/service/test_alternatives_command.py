@@ -37,13 +37,47 @@ def test_json_prints_the_fields_of_each_branch(worker, llm, make_user, workspace
     assert len(rows) == 2
     for row in rows:
         assert set(row) == {
-            "entry", "model", "thinking", "tokens", "cost", "seconds", "files_changed",
-            "check_exit",
+            "entry", "model", "thinking", "tools", "tokens", "cost", "seconds",
+            "files_changed", "check_exit",
         }  # fmt: skip
         assert row["model"] == MODEL and row["thinking"] == "off" and row["check_exit"] == 0
         assert row["files_changed"] == [] and row["tokens"] > 0 and row["seconds"] > 0
         assert Entry.objects.filter(session=session, pi_id=row["entry"]).exists()
     assert {r["entry"] for r in rows} and rows[0]["entry"] != rows[1]["entry"]
+    assert [r["tools"] for r in rows] == [[], []]  # (the node's)
+
+
+def test_tools_gives_each_variant_its_tool_set(worker, llm, make_user, workspace):
+    """`--tools` once per variant (one --model): the tool set each run offers the model,
+    in the JSON too."""
+    owner = make_user()
+    session = new_session(owner, workspace)
+    chat.send_message(session, owner, "!true")
+    assert wait_run(session).status == "done"
+    session.refresh_from_db()
+    llm.reset()
+    llm.push_for("which tools", text("A."), text("B."))
+    out = io.StringIO()
+    call_command(
+        "alternatives", session.pi_id, "--at", session.leaf_pi_id, "--message", "which tools",
+        "--model", MODEL, "--tools", "read-only", "--tools", "read,bash", "--json", stdout=out,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["tools"] for r in rows] == [["read", "grep", "find", "ls"], ["read", "bash"]]
+    offered = sorted(
+        sorted(t["function"]["name"] for t in r.get("tools") or []) for r in llm.requests
+    )
+    assert offered == [["bash", "read"], ["find", "grep", "ls", "read"]]
+    with pytest.raises(CommandError, match="once per --model"):
+        call_command(
+            "alternatives", session.pi_id, "--at", session.leaf_pi_id, "--message", "m",
+            "--model", MODEL, "--model", MODEL, "--tools", "all", "--tools", "read", "--tools", "ls",
+        )  # fmt: skip
+    with pytest.raises(CommandError, match="Unknown tool set"):
+        call_command(
+            "alternatives", session.pi_id, "--at", session.leaf_pi_id, "--message", "m",
+            "--model", MODEL, "--tools", "read,sudo",
+        )  # fmt: skip
 
 
 def test_it_refuses_an_unknown_session_or_model(make_user, workspace, redis_ready):

@@ -42,7 +42,7 @@ OPENING_MODULES = {"io", "codecs", "gzip", "bz2", "lzma", "tarfile", "zipfile"} 
 # module (relative to sessions_app/) → (why it may, the calls it makes)
 ALLOWED: dict[str, tuple[str, set[str]]] = {
     "agent/safefs.py": ("the descriptor-walking file access everything else should use",
-        {".is_dir", ".is_symlink", "open", "os.chown", "os.listdir", "os.open", "os.path.realpath", "os.readlink", "os.scandir"}),
+        {".is_dir", ".is_symlink", "open", "os.chown", "os.listdir", "os.mkdir", "os.open", "os.path.realpath", "os.readlink", "os.scandir", "os.stat", "shutil.rmtree"}),
     "management/admin_paths.py": ("the paths an administrator gives the commands (-o FILE, folders to import or watch); only the commands import it",
         {".is_file", ".read_text", ".rglob", ".write_text", "open", "os.path.exists", "os.path.isdir", "os.path.isfile", "os.path.lexists", "os.replace", "os.unlink"}),
     "core/shipped.py": ("piweb's own shipped files by name (static/, sessions_app/data/, the sync client)",
@@ -73,10 +73,10 @@ ALLOWED: dict[str, tuple[str, set[str]]] = {
         {".is_dir", ".is_file", ".is_symlink", "open", "os.path.lexists", "os.scandir", "os.stat"}),
     "services/jobs/session_import.py": ("the uploaded file in the import folder",
         {".open", ".unlink"}),
-    "services/workspace_choice.py": ("makes the new folder; the clone runs in the sandbox",
-        {"os.mkdir", "os.path.lexists", "shutil.rmtree", "subprocess.run"}),
-    "services/alternatives.py": ("makes and removes a variant's folder; the copy and checkout run in the sandbox",
-        {"os.makedirs", "os.mkdir", "os.path.isdir", "os.path.lexists", "os.path.realpath", "shutil.rmtree", "subprocess.run"}),
+    "services/workspace_choice.py": ("the clone runs in the sandbox (the folder is made and removed through safefs)",
+        {"subprocess.run"}),
+    "services/alternatives.py": ("the copy runs in the sandbox on a single-user machine without one (the folders are made and removed through safefs)",
+        {"subprocess.run"}),
     "services/write_back.py": ("appends to the user's own followed pi file",
         {"os.open"}),
     "upload_handlers.py": ("streams an upload into the import folder",

@@ -109,3 +109,45 @@ def test_beneath_files_reads_only_regular_files_of_bounded_size(tree):
     with pytest.raises(OSError, match="larger than 100 bytes"):
         files.read(str(root / "big"))
     assert files.read(str(root / "fits")) == b"x" * 100
+
+
+def test_mkdir_beneath_makes_folders_inside_and_follows_no_link(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    made = safefs.mkdir_beneath(str(root), "alt/one")
+    assert made == os.path.join(str(root), "alt", "one") and os.path.isdir(made)
+    assert safefs.mkdir_beneath(str(root), "alt/two") == os.path.join(os.path.dirname(made), "two")
+    with pytest.raises(FileExistsError):
+        safefs.mkdir_beneath(str(root), "alt/one")
+    (root / "link").symlink_to(outside)
+    with pytest.raises(safefs.EscapeError):
+        safefs.mkdir_beneath(str(root), "link/new")
+    for bad in ("../x", "", "/", "a/../../x"):
+        with pytest.raises(safefs.EscapeError):
+            safefs.mkdir_beneath(str(root), bad)
+    assert os.listdir(outside) == [] and not (tmp_path / "x").exists()
+
+
+def test_remove_beneath_removes_a_folder_inside_and_nothing_through_a_link(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "alt" / "one" / "sub").mkdir(parents=True)
+    (root / "alt" / "one" / "sub" / "f.txt").write_text("x")
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (root / "alt" / "one" / "out").symlink_to(outside)  # a link inside: removed, not followed
+    (root / "alt" / "tolink").symlink_to(outside)
+    (root / "via").symlink_to(root / "alt")
+    (root / "alt" / "file").write_text("f")
+
+    assert safefs.remove_beneath(str(root), "alt/one")
+    assert not (root / "alt" / "one").exists() and (outside / "keep.txt").exists()
+    assert not safefs.remove_beneath(str(root), "alt/one")  # gone already
+    assert not safefs.remove_beneath(str(root), "alt/tolink")  # a link: left alone
+    assert not safefs.remove_beneath(str(root), "alt/file")  # a file: left alone
+    assert (root / "alt" / "tolink").is_symlink() and (root / "alt" / "file").exists()
+    with pytest.raises(safefs.EscapeError):  # a link on the way is not followed
+        safefs.remove_beneath(str(root), "via/file")
+    with pytest.raises(safefs.EscapeError):
+        safefs.remove_beneath(str(root), "../outside")
+    assert (outside / "keep.txt").read_text() == "keep"

@@ -476,7 +476,10 @@ def run(job: Job, attempt: int) -> str:
             status = _run_user_bash(job, hooks, abort)
         else:
             status, error = _run_agent(job, hooks, abort)
-            if status == "done" and job.params.get("check"):
+            # An alternative's check (issue 36) runs after a run that ended, done or with
+            # a provider's error (the files may still be worth checking); not after a
+            # stop: the user asked for nothing more to run.
+            if status in ("done", "error") and job.params.get("check"):
                 _run_check(job, hooks, abort)
     except Exception as exc:
         log.exception("agent run %s failed", job.pk)
@@ -569,9 +572,10 @@ CHECK_PREVIEW_CHARS = 2000
 
 
 def _run_check(job: Job, hooks: _Hooks, abort: AbortSignal) -> None:
-    """An alternative's check command (issue 36), run once the run is done, in the
-    branch's workspace, in the sandbox: its exit status, duration and the end of its
-    output, as a custom entry (``piweb.check``: pi ignores it) at the end of the branch."""
+    """An alternative's check command (issue 36), run once the run ended (done, or with a
+    provider's error), in the branch's workspace, in the sandbox: its exit status,
+    duration and the end of its output, as a custom entry (``piweb.check``: pi ignores
+    it) at the end of the branch."""
     command = job.params["check"]
     started = time.monotonic()
     data: dict[str, Any] = {"command": command}

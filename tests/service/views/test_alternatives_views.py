@@ -37,16 +37,26 @@ def test_start_compare_stop_all_and_keep(session, owner, client_for, workspace):
     start = reverse("sessions_app:alternatives_start", args=[session.pi_id])
     refused = c.post(start, {"at": node}, HTTP_HX_REQUEST="true")
     assert refused.status_code == 400 and b"at least one variant" in refused.content
+    assert 'name="tools_1"' in page and "read-only" in page  # the tool set of each variant
+    bad = c.post(
+        start, {"at": node, "message_1": "a", "tools_1": "read,nope"}, HTTP_HX_REQUEST="true"
+    )
+    assert bad.status_code == 400 and b"Unknown tool set" in bad.content
     data = {"at": node, "message_1": "plan A", "message_3": "plan <b>C</b>", "thinking_3": "high"}
-    data["check"] = "true"
+    data |= {"check": "true", "tools_1": "read-only", "tools_3": "read,bash"}
     response = c.post(start, data, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and response.headers["HX-Redirect"].endswith(f"?at={node}")
     jobs = list(Job.objects.filter(session=session, params__check="true").order_by("created_at"))
     assert len(jobs) == 2
+    tools = [j.params["alternative"]["tools"] for j in jobs]
+    assert tools == [["read", "grep", "find", "ls"], ["read", "bash"]]
     page = c.get(page_url, {"at": node}).content.decode()
     assert page.count('class="alt-column"') == 2 and "Stop all" in page
-    assert "plan &lt;b&gt;C&lt;/b&gt;" not in page  # (the message is in the tree, not here)
+    assert "plan &lt;b&gt;C&lt;/b&gt;" in page  # each variant's message, escaped
     assert "thinking high" in page and "<b>C</b>" not in page
+    tools_cells = page.split('class="alt-tools differs">')[1:]  # the tool sets differ: marked
+    assert len(tools_cells) == 2 and "<code>grep</code>" in tools_cells[0]
+    assert "<code>bash</code>" in tools_cells[1] and "<code>grep</code>" not in tools_cells[1]
 
     stop = reverse("sessions_app:alternatives_stop", args=[session.pi_id])
     assert b"Stopping 2" in c.post(stop, {"at": node}, HTTP_HX_REQUEST="true").content
@@ -55,6 +65,7 @@ def test_start_compare_stop_all_and_keep(session, owner, client_for, workspace):
         reverse("sessions_app:alternatives_columns", args=[session.pi_id]), {"at": node}
     ).content.decode()
     assert "Stop all" not in columns and columns.count("Keep this one") == 2
+    assert columns.count("stopped, no check") == 2  # a stopped variant gets no check
 
     keep = reverse("sessions_app:alternatives_keep", args=[session.pi_id])
     kept = c.post(keep, {"at": node, "run": str(jobs[1].pk)}, HTTP_HX_REQUEST="true")
