@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import layers
+from tests.support import layers, service_reads
 
 pytestmark = pytest.mark.embedded  # needs no database: it runs in both passes
 
@@ -239,3 +239,136 @@ def test_views_read_request_values_through_params(path):
         and ast.unparse(node.func) in ("request.GET.get", "request.POST.get")
     ]
     assert not calls, f"{path.name} reads {calls}"
+
+
+# Reads a service still makes itself (see tests/support/service_reads.py for what counts),
+# each with why. The list only shrinks: a new read goes into a selector.
+SERVICE_READS = {
+    "services/alternatives.py:remove_copies: get_user_model().objects.filter.first": "to move (issue 39)",
+    "services/alternatives.py:_heads_running: Entry.objects.filter": "to move (issue 39)",
+    "services/alternatives.py:_heads_running: Entry.objects.filter.values_list": "to move (issue 39)",
+    "services/changes.py:copy_snapshots: FileSnapshot.objects.filter.select_related.only": "to move (issue 39)",
+    "services/changes.py:undo_restore: FileSnapshot.objects.filter.order_by.first": "to move (issue 39)",
+    "services/chat.py:cancel_queued: QueuedMessage.objects.filter.first": "to move (issue 39)",
+    "services/comments.py:add_comment: Comment.objects.filter.first": "to move (issue 39)",
+    "services/comments.py:set_resolved: Comment.objects.filter.first": "to move (issue 39)",
+    "services/endpoints.py:save_endpoint: ModelEndpoint.objects.filter.first": "to move (issue 39)",
+    "services/following.py:sync_file: FollowedFile.objects.filter.first": "to move (issue 39)",
+    "services/following.py:_renamed_from: FollowedFile.objects.filter": "to move (issue 39)",
+    "services/following.py:_record_error: FollowedFile.objects.filter.first": "to move (issue 39)",
+    "services/following.py:mark_gone: FollowedFile.objects.filter.exclude": "to move (issue 39)",
+    "services/following.py:_scan_batch: FollowedFile.objects.filter": "to move (issue 39)",
+    "services/following.py:_import_together: Session.objects.filter.values_list": "to move (issue 39)",
+    "services/following.py:_import_together: FollowedFile.objects.filter.values_list": "to move (issue 39)",
+    "services/following.py:sweep_gone: FollowedFile.objects.filter.exclude.order_by.values_list": "to move (issue 39)",
+    "services/fork.py:_structure: Entry.objects.filter.order_by.values_list": "to move (issue 39)",
+    "services/health.py:record_ping: Session.objects.filter.first": "to move (issue 39)",
+    "services/importer.py:_Import._iter_existing: Entry.objects.filter.order_by.values_list": "to move (issue 39)",
+    "services/importer.py:_find_parent_session: Session.objects.filter.first": "to move (issue 39)",
+    "services/importer.py:import_jsonl_stream: Session.objects.filter.only.first": "to move (issue 39)",
+    "services/importer.py:_stored_pks: Entry.objects.filter.values_list": "to move (issue 39)",
+    "services/jobs/agent_run.py:_runs_of: Job.objects.filter.filter": "to move (issue 39)",
+    "services/jobs/agent_run.py:dispatch_waiting: Job.objects.filter.select_related": "to move (issue 39)",
+    "services/jobs/branch_summary.py:_active_duplicate: Job.objects.filter.order_by": "to move (issue 39)",
+    "services/jobs/compaction.py:_active_compaction: Job.objects.filter.order_by.first": "to move (issue 39)",
+    "services/jobs/compaction.py:maybe_compact_after_run: Session.objects.get": "to move (issue 39)",
+    "services/jobs/compaction.py:compact_for_overflow: Session.objects.get": "to move (issue 39)",
+    "services/jobs/compare_summary.py:request_compare_summary: Job.objects.filter.order_by.first": "to move (issue 39)",
+    "services/jobs/lifecycle.py:job_event_data: Entry.objects.filter.values_list.first": "to move (issue 39)",
+    "services/jobs/lifecycle.py:sweep: Job.objects.filter": "to move (issue 39)",
+    "services/jobs/search_index.py:_run_here_if_unsent: Job.objects.filter": "to move (issue 39)",
+    "services/jobs/snapshot_gc.py:clean_repository: FileSnapshot.objects.filter.exists": "to move (issue 39)",
+    "services/jobs/snapshot_gc.py:clean_repository: Session.objects.filter.exists": "to move (issue 39)",
+    "services/jobs/write_back.py:run: Session.objects.filter.exists": "to move (issue 39)",
+    "services/navigation.py:set_archived: Entry.objects.filter.exists": "to move (issue 39)",
+    "services/navigation.py:set_archived: ArchivedBranch.objects.filter": "to move (issue 39)",
+    "services/prompt_templates.py:_check_room: PromptTemplate.objects.filter.count": "to move (issue 39)",
+    "services/resources.py:quota_problem: WorkspaceUsage.objects.filter.first": "to move (issue 39)",
+    "services/review_queues.py:_reviewers: get_user_model().objects.filter": "to move (issue 39)",
+    "services/review_queues.py:take_next: ReviewItem.objects.select_related.get": "to move (issue 39)",
+    "services/review_queues.py:skip: ReviewItem.objects.filter.aggregate": "to move (issue 39)",
+    "services/review_queues.py:score_item: ScoreConfig.objects.filter.exists": "to move (issue 39)",
+    "services/review_queues.py:score_item: ScoreConfig.objects.filter.exclude": "to move (issue 39)",
+    "services/review_queues.py:score_item: Score.objects.filter": "to move (issue 39)",
+    "services/scores.py:create_config: ScoreConfig.objects.filter.exists": "to move (issue 39)",
+    "services/scores.py:_orphaned_scores: Score.objects.filter": "to move (issue 39)",
+    "services/scores.py:update_config: ScoreConfig.objects.filter.exclude.exists": "to move (issue 39)",
+    "services/scores.py:_renumber_category_scores: Score.objects.filter": "to move (issue 39)",
+    "services/scores.py:_scoring_config: ScoreConfig.objects.select_related.filter.first": "to move (issue 39)",
+    "services/scores.py:_scoring_config: SessionShare.objects.filter.exists": "to move (issue 39)",
+    "services/scores.py:delete_score: Score.objects.filter.first": "to move (issue 39)",
+    "services/sharing.py:unshare_team: SessionShare.objects.filter.select_related.first": "to move (issue 39)",
+    "services/sharing.py:revoke_link: ShareLink.objects.filter.first": "to move (issue 39)",
+    "services/sharing.py:_member_removed: SessionShare.objects.filter.values_list": "to move (issue 39)",
+    "services/sharing.py:_member_added: SessionShare.objects.filter.exists": "to move (issue 39)",
+    "services/sync.py:push: SyncedFile.objects.select_related.get": "to move (issue 39)",
+    "services/sync.py:_push_whole: SyncedFile.objects.select_related.get": "to move (issue 39)",
+    "services/sync.py:_same_as_stored: Entry.objects.filter.values_list": "to move (issue 39)",
+    "services/sync_tokens.py:authenticate: AccessToken.objects.select_related.filter.first": "to move (issue 39)",
+    "services/teams.py:_membership: TeamMembership.objects.filter.first": "to move (issue 39)",
+    "services/teams.py:create_team: Team.objects.filter.exists": "to move (issue 39)",
+    "services/teams.py:invite: get_user_model().objects.filter.first": "to move (issue 39)",
+    "services/teams.py:_admins_left: TeamMembership.objects.filter.exclude.count": "to move (issue 39)",
+    "services/teams.py:set_role: SessionShare.objects.filter.values_list": "to move (issue 39)",
+    "services/teams.py:remove_member: TeamMembership.objects.filter.first": "to move (issue 39)",
+    "services/teams.py:leave: TeamMembership.objects.filter.exclude": "to move (issue 39)",
+    "services/usage.py:mark_fork_copies: Entry.objects.filter": "to move (issue 39)",
+    "services/usage.py:recount: Entry.objects.filter.exclude.order_by.values_list": "to move (issue 39)",
+    "services/users.py:create_user: User.objects.filter.exists": "to move (issue 39)",
+    "services/write_back.py:write_back_quietly: Session.objects.get": "to move (issue 39)",
+    "services/write_back.py:flush_due: Session.objects.filter.values_list": "to move (issue 39)",
+    "services/write_back.py:flush_due: Session.objects.get": "to move (issue 39)",
+    "services/write_back.py:_write_locked: Entry.objects.filter.order_by.values_list": "to move (issue 39)",
+    "services/write_back.py:_missing_from_file: Entry.objects.filter.order_by.values_list": "to move (issue 39)",
+    "services/write_back.py:_leaf_marker_needed: Entry.objects.filter.order_by.values_list.first": "to move (issue 39)",
+}
+
+
+def test_services_read_only_through_selectors():
+    """Services write; what they read comes from selectors (docs/ARCHITECTURE.md)."""
+    found = set(service_reads.service_reads())
+    new = sorted(found - set(SERVICE_READS))
+    assert not new, "services read the ORM themselves; move these into selectors/:\n" + "\n".join(
+        new
+    )
+    gone = sorted(set(SERVICE_READS) - found)
+    assert not gone, "no longer in the code; take them off SERVICE_READS:\n" + "\n".join(gone)
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        ("User.objects.filter(username=name).exists()", "User.objects.filter.exists"),
+        ("get_user_model().objects.filter(pk=1).first()", "get_user_model().objects.filter.first"),
+        ("Job.objects.get(pk=1)", "Job.objects.get"),
+        ("Entry.objects.filter(session=s).count()", "Entry.objects.filter.count"),
+        (
+            "for pk in Session.objects.values_list('pk', flat=True): pass",
+            "Session.objects.values_list",
+        ),
+        (
+            "Entry.objects.filter(pk__in=Score.objects.filter(a=1)).update(x=1)",
+            "Score.objects.filter",
+        ),
+    ],
+)
+def test_the_service_read_check_finds_a_read(line, read):
+    found = service_reads.reads_in(f"def f(s):\n    {line}\n", "services/x.py")
+    assert found == [f"services/x.py:f: {read}"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Session.objects.select_for_update().get(pk=1)",
+        "Job.objects.select_for_update(skip_locked=True).filter(pk=1).first()",
+        "Entry.objects.filter(session=s).update(copied=True)",
+        "Entry.objects.filter(session=s).delete()",
+        "Team.objects.create(name='a')",
+        "UsageDaily.objects.bulk_create([])",
+        "Pref.objects.update_or_create(user=u)",
+        "s.entries.filter(pi_id='a').first()",
+    ],
+)
+def test_the_service_read_check_lets_locks_and_writes_pass(line):
+    assert service_reads.reads_in(f"def f(s):\n    {line}\n", "services/x.py") == []
