@@ -219,3 +219,8 @@ def _list_choices(user) -> tuple[list[str], list[str]]:
         if joined and len(models) < MAX_CHOICES:
             models.update(m for m in joined.split("\n") if len(m) <= MAX_MODEL_CHARS)
     return sorted(projects), sorted(models)
+
+
+def session_by_pi_id(pi_id: str) -> Session | None:
+    """The session with this pi id (any owner's), or None."""
+    return Session.objects.filter(pi_id=pi_id).first()
