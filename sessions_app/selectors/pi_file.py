@@ -47,3 +47,8 @@ def pi_writing_since(session: Session, row: FollowedFile | None = None) -> float
         return None
     age = max(0.0, time.time() - st.st_mtime_ns / 1e9)
     return age if age < settings.PIWEB_PI_QUIET_SECONDS else None
+
+
+def due_sessions() -> list[int]:
+    """The pks of the sessions whose write-back waits to be tried again."""
+    return list(Session.objects.filter(settings__pi_file__due=True).values_list("pk", flat=True))

@@ -224,3 +224,19 @@ def _list_choices(user) -> tuple[list[str], list[str]]:
 def session_by_pi_id(pi_id: str) -> Session | None:
     """The session with this pi id (any owner's), or None."""
     return Session.objects.filter(pi_id=pi_id).first()
+
+
+def session_by_pk(pk: int) -> Session:
+    """The session `pk` (Session.DoesNotExist when it is gone)."""
+    return Session.objects.get(pk=pk)
+
+
+def owned_session_among(pi_ids, owner) -> Session | None:
+    """One of `owner`'s sessions whose pi id is among `pi_ids`, or None."""
+    return Session.objects.filter(pi_id__in=pi_ids, owner=owner).first()
+
+
+def imported_before(sha256: str, owner) -> Session | None:
+    """`owner`'s session imported from a file with this sha256 (pk and pi id only), or
+    None."""
+    return Session.objects.filter(import_sha256=sha256, owner=owner).only("pk", "pi_id").first()

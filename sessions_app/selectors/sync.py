@@ -23,6 +23,11 @@ def token_by_prefix(prefix: str) -> AccessToken | None:
     return AccessToken.objects.select_related("user").filter(prefix=prefix).first()
 
 
+def synced_file_by_pk(pk: int) -> SyncedFile:
+    """The synced file `pk`, with its session."""
+    return SyncedFile.objects.select_related("session").get(pk=pk)
+
+
 def synced_file(owner, client: str, path: str) -> SyncedFile | None:
     return SyncedFile.objects.filter(owner=owner, client=client, client_path=path).first()
 
