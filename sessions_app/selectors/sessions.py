@@ -240,3 +240,8 @@ def imported_before(sha256: str, owner) -> Session | None:
     """`owner`'s session imported from a file with this sha256 (pk and pi id only), or
     None."""
     return Session.objects.filter(import_sha256=sha256, owner=owner).only("pk", "pi_id").first()
+
+
+def stored_pi_ids(pi_ids) -> set[str]:
+    """Those of `pi_ids` that a stored session (anyone's) has."""
+    return set(Session.objects.filter(pi_id__in=pi_ids).values_list("pi_id", flat=True))
