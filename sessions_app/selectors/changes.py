@@ -496,3 +496,12 @@ def rewind_snapshot(session: Session, rewind_pi_id: str) -> FileSnapshot | None:
         .order_by("-pk")
         .first()
     )
+
+
+def repository_in_use(key: str, work_tree: str) -> bool:
+    """Whether a shadow repository (`key`, for `work_tree`) is still needed: a snapshot
+    row refers to it, or a session starts in its workspace."""
+    return (
+        FileSnapshot.objects.filter(repo=key).exists()
+        or Session.objects.filter(cwd=work_tree).exists()
+    )

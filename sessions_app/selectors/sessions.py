@@ -245,3 +245,8 @@ def imported_before(sha256: str, owner) -> Session | None:
 def stored_pi_ids(pi_ids) -> set[str]:
     """Those of `pi_ids` that a stored session (anyone's) has."""
     return set(Session.objects.filter(pi_id__in=pi_ids).values_list("pi_id", flat=True))
+
+
+def session_exists(pk: int) -> bool:
+    """Whether the session `pk` is still there."""
+    return Session.objects.filter(pk=pk).exists()
