@@ -135,6 +135,6 @@ def pks_by_pi_id(session: Session, pi_ids) -> dict[str, int]:
     return found
 
 
-def pi_id_of(entry_pk: int | None) -> str | None:
+def pi_id_of(entry_pk: int) -> str | None:
     """The pi id of the entry with this primary key (None when there is none)."""
     return Entry.objects.filter(pk=entry_pk).values_list("pi_id", flat=True).first()

@@ -53,6 +53,14 @@ def queue_of(session: Session, job: Job | None = None) -> QuerySet[QueuedMessage
     return queued.filter(Q(run=job) | Q(run__isnull=True))
 
 
+def next_queued(session: Session, job: Job | None = None, mode: str | None = None):
+    """The oldest message queued for the run `job` (of `mode`, if given), or None."""
+    queued = queue_of(session, job)
+    if mode is not None:
+        queued = queued.filter(mode=mode)
+    return queued.first()
+
+
 def queued_messages(session: Session, job: Job | None = None) -> list[QueuedMessage]:
     """`queue_of`, loaded with their authors (the chat panel's list)."""
     return list(queue_of(session, job).select_related("created_by"))

@@ -93,6 +93,11 @@ def free_items(queue: ReviewQueue, user):
     )
 
 
+def has_free_items(queue: ReviewQueue, user) -> bool:
+    """Whether anything in the queue is free for `user` to take."""
+    return free_items(queue, user).exists()
+
+
 def queue_items(queue: ReviewQueue):
     """The queue's items in handing-out order, with what their list shows: the session,
     the answer, the assignee, who holds or reviewed it."""
@@ -128,8 +133,8 @@ def item_for_review(item_pk: int) -> ReviewItem:
     return ReviewItem.objects.select_related("session", "entry").get(pk=item_pk)
 
 
-def last_position(queue: ReviewQueue) -> int | None:
-    """The highest position in the queue (None when it is empty)."""
+def last_position(queue: ReviewQueue) -> int:
+    """The highest position in the queue (asked about a queue that holds an item)."""
     return ReviewItem.objects.filter(queue=queue).aggregate(last=Max("position"))["last"]
 
 

@@ -40,6 +40,11 @@ def teams_for_sharing(user):
     return Team.objects.filter(members=user).order_by("name")
 
 
+def team_for_sharing(user, team_pk: int) -> Team | None:
+    """The team `team_pk` if `user` may share with it, else None."""
+    return teams_for_sharing(user).filter(pk=team_pk).first()
+
+
 def link_state(link: ShareLink) -> str:
     if link.revoked_at:
         return "revoked"

@@ -154,7 +154,7 @@ def take_next(queue: ReviewQueue, *, actor) -> ReviewItem | None:
             for pk in pks:
                 if _claim(queue, pk, actor):
                     return read.item_for_review(pk)
-        if not pks and not read.free_items(queue, actor).exists():
+        if not pks and not read.has_free_items(queue, actor):
             return None
         # the rows left are being claimed by others this instant: read again
     raise QueueError("The queue is busy: try again.", 409)

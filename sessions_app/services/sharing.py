@@ -29,7 +29,7 @@ from sessions_app.core.share_scope import visible_ids
 from sessions_app.models import Session, SessionShare, ShareLink, TeamMembership
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
-from sessions_app.selectors.sharing import link_by_pk, parent_pairs, team_share, teams_for_sharing
+from sessions_app.selectors.sharing import link_by_pk, parent_pairs, team_for_sharing, team_share
 from sessions_app.selectors.teams import shared_session_pks, team_has_shares
 from sessions_app.services import events
 from sessions_app.services.sessions import lock_session, record_activity
@@ -67,7 +67,7 @@ def parse_expiry_days(raw) -> int | None:
 def share_with_team(session: Session, team_pk: int, role: str, *, actor) -> SessionShare:
     if role not in SessionShare.Role.values:
         raise SharingError(f"Unknown role {role!r}: choose viewer or editor.")
-    team = teams_for_sharing(actor).filter(pk=team_pk).first()
+    team = team_for_sharing(actor, team_pk)
     if team is None:
         raise SharingError("You can only share with a team you belong to.")
     locked = lock_session(session.pk)

@@ -242,15 +242,24 @@ def test_views_read_request_values_through_params(path):
 
 
 # Reads a service still makes itself (see tests/support/service_reads.py for what counts),
-# each with why. The list only shrinks: a new read goes into a selector.
+# each with why. The list only shrinks: a new read goes into a selector. (Issue 39 began it
+# with 77; the reads of alternatives.py, fork.py and chat.py wait for the branches that
+# were changing those modules at the time.)
+_PARALLEL = "left while another branch reworks this module; it moves to a selector next"
 SERVICE_READS = {
-    "services/alternatives.py:remove_copies: get_user_model().objects.filter.first": "to move (issue 39)",
-    "services/alternatives.py:_heads_running: Entry.objects.filter": "to move (issue 39)",
-    "services/alternatives.py:_heads_running: Entry.objects.filter.values_list": "to move (issue 39)",
-    "services/chat.py:cancel_queued: QueuedMessage.objects.filter.first": "to move (issue 39)",
-    "services/following.py:mark_gone: FollowedFile.objects.filter.exclude": "to move (issue 39)",
-    "services/fork.py:_structure: Entry.objects.filter.order_by.values_list": "to move (issue 39)",
-    "services/usage.py:mark_fork_copies: Entry.objects.filter": "to move (issue 39)",
+    "services/alternatives.py:remove_copies: get_user_model().objects.filter.first": _PARALLEL,
+    "services/alternatives.py:_heads_running: Entry.objects.filter": _PARALLEL,
+    "services/alternatives.py:_heads_running: Entry.objects.filter.values_list": _PARALLEL,
+    "services/chat.py:cancel_queued: QueuedMessage.objects.filter.first": _PARALLEL,
+    "services/fork.py:_structure: Entry.objects.filter.order_by.values_list": _PARALLEL,
+    "services/following.py:mark_gone: FollowedFile.objects.filter.exclude": (
+        "the queryset of the update that marks files gone also lists the sessions to tell:"
+        " one filter, kept with its write"
+    ),
+    "services/usage.py:mark_fork_copies: Entry.objects.filter": (
+        "the Exists() subquery of the update that marks copied entries: one statement, the"
+        " write's own"
+    ),
 }
 
 

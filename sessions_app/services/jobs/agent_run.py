@@ -40,6 +40,7 @@ from sessions_app.models import AnswerInput, Entry, FileSnapshot, Job, QueuedMes
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.jobs import (
     active_runs_of,
+    next_queued,
     queue_of,
     queued_count,
     queued_runs,
@@ -395,7 +396,7 @@ def deliver_queued(session: Session, mode: str, parent: str | None, job: Job | N
     message is delivered once or cancelled, never both."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = queue_of(locked, job).filter(mode=mode).first()
+        item = next_queued(locked, job, mode)
         if item is None:
             return None
         entry = sessions.append_entry(
@@ -417,8 +418,7 @@ def start_queued_run(session: Session, job: Job, parent: str | None) -> Job | No
     queued messages wait for that run."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        queued = queue_of(locked, job)
-        item = queued.filter(mode=QueuedMessage.Mode.STEER).first() or queued.first()
+        item = next_queued(locked, job, QueuedMessage.Mode.STEER) or next_queued(locked, job)
         if item is None:
             return None
         if run_covering(locked, active_runs(locked), parent) is not None:
