@@ -26,6 +26,7 @@ from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import entry_text
 from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.selectors.search import entries_to_index
 from sessions_app.services import entry_written
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
@@ -41,7 +42,6 @@ INDEXED_TYPES = {
 MAX_TEXT_CHARS = 200_000  # PostgreSQL's tsvector must stay under 1 MB
 
 DOC = SearchDocument._meta.db_table
-ENTRY = Entry._meta.db_table
 
 
 def _parse_date(timestamp: str) -> datetime | None:
@@ -143,13 +143,7 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
     last = from_seq - 1
     done = 0
     while True:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, session_id, seq, type, timestamp, role, tool_name, line "
-                f"FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                [session_pk, last, batch_size],
-            )
-            rows = cursor.fetchall()
+        rows = entries_to_index(session_pk, last, batch_size)
         if not rows:
             return done
         index_entries(
