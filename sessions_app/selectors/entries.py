@@ -138,3 +138,9 @@ def pks_by_pi_id(session: Session, pi_ids) -> dict[str, int]:
 def pi_id_of(entry_pk: int) -> str | None:
     """The pi id of the entry with this primary key (None when there is none)."""
     return Entry.objects.filter(pk=entry_pk).values_list("pi_id", flat=True).first()
+
+
+def iter_entries(session: Session):
+    """Every entry of the session in seq order, as an iterator (a session may have too
+    many to hold)."""
+    return session.entries.order_by("seq").iterator(chunk_size=2000)

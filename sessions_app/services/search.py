@@ -26,6 +26,7 @@ from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import entry_text
 from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.selectors.entries import iter_entries
 from sessions_app.selectors.search import entries_to_index
 from sessions_app.services import entry_written
 
@@ -157,7 +158,7 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
 def index_session(session: Session) -> int:
     """(Re)index every entry of one session."""
     SearchDocument.objects.filter(session=session).delete()
-    return index_entries(session.entries.order_by("seq").iterator(chunk_size=2000))
+    return index_entries(iter_entries(session))
 
 
 def index_written(written: entry_written.EntryWritten) -> None:
