@@ -475,3 +475,33 @@ def compare_changes(session: Session, a_pi_id: str, b_pi_id: str) -> dict:
         "a": segment_changes(session, result["a"]["segment"], ancestor),
         "b": segment_changes(session, result["b"]["segment"], ancestor),
     }
+
+
+def snapshots_with_pi_ids(session: Session, fields) -> list[FileSnapshot]:
+    """The session's snapshots (only `fields` loaded) with their entry's pi id."""
+    return list(
+        FileSnapshot.objects.filter(session=session)
+        .select_related("entry")
+        .only(*fields, "entry__pi_id")
+    )
+
+
+def rewind_snapshot(session: Session, rewind_pi_id: str) -> FileSnapshot | None:
+    """The snapshot a restore recorded at its rewind entry `rewind_pi_id` (the files as
+    they were just before it), or None."""
+    return (
+        FileSnapshot.objects.filter(
+            session=session, entry__pi_id=rewind_pi_id, kind=FileSnapshot.Kind.REWIND
+        )
+        .order_by("-pk")
+        .first()
+    )
+
+
+def repository_in_use(key: str, work_tree: str) -> bool:
+    """Whether a shadow repository (`key`, for `work_tree`) is still needed: a snapshot
+    row refers to it, or a session starts in its workspace."""
+    return (
+        FileSnapshot.objects.filter(repo=key).exists()
+        or Session.objects.filter(cwd=work_tree).exists()
+    )

@@ -55,3 +55,13 @@ def comment_totals(session: Session) -> dict[str, int]:
     return roots.aggregate(
         open=Count("id", filter=Q(resolved=False)), resolved=Count("id", filter=Q(resolved=True))
     )
+
+
+def session_comment(session: Session, comment_pk: int) -> Comment | None:
+    """The comment `comment_pk` of `session`, or None."""
+    return Comment.objects.filter(pk=comment_pk, session=session).first()
+
+
+def entry_comment(session: Session, entry, comment_pk: int) -> Comment | None:
+    """The comment `comment_pk` on `entry` of `session`, or None."""
+    return Comment.objects.filter(pk=comment_pk, session=session, entry=entry).first()

@@ -75,3 +75,72 @@ def line_lengths(session: Session, pi_ids) -> dict[str, int]:
 def plain_text(payload: dict) -> str:
     """An entry's whole text as plain text (what "show more" pages through)."""
     return entry_text(payload)
+
+
+def stored_lines(session: Session, pi_ids) -> dict[str, str]:
+    """pi id → stored JSONL line of the session's entries among `pi_ids`."""
+    return dict(
+        Entry.objects.filter(session=session, pi_id__in=list(pi_ids)).values_list("pi_id", "line")
+    )
+
+
+def lines_in_order(session: Session, pi_ids) -> list[str]:
+    """The stored lines of the session's entries among `pi_ids`, in the order they were
+    added."""
+    return list(
+        Entry.objects.filter(session=session, pi_id__in=pi_ids)
+        .order_by("seq")
+        .values_list("line", flat=True)
+    )
+
+
+def pi_ids_in_order(session: Session) -> list[str]:
+    """The pi ids of the session's entries, in the order they were added."""
+    return list(
+        Entry.objects.filter(session=session).order_by("seq").values_list("pi_id", flat=True)
+    )
+
+
+def last_added(session: Session, pi_ids) -> str | None:
+    """Of the session's entries among `pi_ids`, the pi id of the one added last."""
+    return (
+        Entry.objects.filter(session=session, pi_id__in=pi_ids)
+        .order_by("-seq")
+        .values_list("pi_id", flat=True)
+        .first()
+    )
+
+
+def entries_after(session: Session, seq: int, limit: int) -> list[tuple[int, int, str, str]]:
+    """(seq, pk, pi id, line) of at most `limit` entries past `seq`, in seq order: one page
+    of a walk through a session too big to load at once."""
+    return list(
+        Entry.objects.filter(session=session, seq__gt=seq)
+        .order_by("seq")
+        .values_list("seq", "pk", "pi_id", "line")[:limit]
+    )
+
+
+def pks_by_pi_id(session: Session, pi_ids) -> dict[str, int]:
+    """pi id → primary key of the session's entries among `pi_ids` (asked 1,000 at a
+    time, so that a big set stays under the databases' parameter limits)."""
+    found: dict[str, int] = {}
+    ids = sorted(pi_ids)
+    for start in range(0, len(ids), 1000):
+        found.update(
+            Entry.objects.filter(session=session, pi_id__in=ids[start : start + 1000]).values_list(
+                "pi_id", "pk"
+            )
+        )
+    return found
+
+
+def pi_id_of(entry_pk: int) -> str | None:
+    """The pi id of the entry with this primary key (None when there is none)."""
+    return Entry.objects.filter(pk=entry_pk).values_list("pi_id", flat=True).first()
+
+
+def iter_entries(session: Session):
+    """Every entry of the session in seq order, as an iterator (a session may have too
+    many to hold)."""
+    return session.entries.order_by("seq").iterator(chunk_size=2000)

@@ -1,4 +1,5 @@
-"""Reads about jobs that views share (the jobs service owns their lifecycle)."""
+"""Reads about jobs that views and the job services share (the jobs service owns their
+lifecycle)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ def queue_of(session: Session, job: Job | None = None) -> QuerySet[QueuedMessage
     return queued.filter(Q(run=job) | Q(run__isnull=True))
 
 
+def next_queued(session: Session, job: Job | None = None, mode: str | None = None):
+    """The oldest message queued for the run `job` (of `mode`, if given), or None."""
+    queued = queue_of(session, job)
+    if mode is not None:
+        queued = queued.filter(mode=mode)
+    return queued.first()
+
+
 def queued_messages(session: Session, job: Job | None = None) -> list[QueuedMessage]:
     """`queue_of`, loaded with their authors (the chat panel's list)."""
     return list(queue_of(session, job).select_related("created_by"))
@@ -60,3 +69,80 @@ def queued_messages(session: Session, job: Job | None = None) -> list[QueuedMess
 def queued_count(session: Session, job: Job | None = None) -> int:
     """How many messages wait for the run (the count the pages show)."""
     return queue_of(session, job).count()
+
+
+# --- what the job services look up before they write ------------------------------------
+
+
+def active_runs_of(user_id: int) -> QuerySet[Job]:
+    """The agent runs that count against the user (who sent them, else the session's
+    owner) and are not finished: a queryset, which a dispatch narrows and locks."""
+    return Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE).filter(
+        Q(created_by_id=user_id) | Q(created_by__isnull=True, session__owner_id=user_id)
+    )
+
+
+def sent_run_count(user_id: int) -> int:
+    """The user's runs sent to the workers and not finished (held ones not counted)."""
+    rows = active_runs_of(user_id).values_list("progress", flat=True)
+    return sum(1 for progress in rows if not (progress or {}).get("held"))
+
+
+def queued_runs() -> list[Job]:
+    """Every queued agent run (held ones included), with its session."""
+    return list(
+        Job.objects.filter(kind=Job.Kind.AGENT_RUN, status=Job.Status.QUEUED).select_related(
+            "session"
+        )
+    )
+
+
+def active_branch_summaries(session: Session, target_pi_id: str) -> list[Job]:
+    """The session's active branch summaries towards `target_pi_id`, oldest first."""
+    return list(
+        Job.objects.filter(
+            session=session,
+            kind=Job.Kind.BRANCH_SUMMARY,
+            status__in=Job.ACTIVE,
+            target_pi_id=target_pi_id,
+        ).order_by("created_at")
+    )
+
+
+def active_compaction(session_pk: int) -> Job | None:
+    """The session's oldest active compaction, or None."""
+    return (
+        Job.objects.filter(session_id=session_pk, kind=Job.Kind.COMPACTION, status__in=Job.ACTIVE)
+        .order_by("created_at")
+        .first()
+    )
+
+
+def active_compare_summary(session: Session, a_pi_id: str, b_pi_id: str) -> Job | None:
+    """The session's oldest active summary of the difference between a and b, or None."""
+    return (
+        Job.objects.filter(
+            session=session,
+            kind=Job.Kind.COMPARE_SUMMARY,
+            status__in=Job.ACTIVE,
+            prepared_leaf_pi_id=a_pi_id,
+            target_pi_id=b_pi_id,
+        )
+        .order_by("created_at")
+        .first()
+    )
+
+
+def active_job_pks(kinds, session_pk: int | None = None) -> list:
+    """The pks of the active jobs of these kinds (of one session, if given)."""
+    qs = Job.objects.filter(kind__in=list(kinds), status__in=Job.ACTIVE)
+    if session_pk is not None:
+        qs = qs.filter(session_id=session_pk)
+    return list(qs.values_list("pk", flat=True))
+
+
+def still_unsent(job_pk) -> bool:
+    """Whether the job is still queued with its sending failed."""
+    return Job.objects.filter(
+        pk=job_pk, status=Job.Status.QUEUED, progress__enqueue_failed=True
+    ).exists()

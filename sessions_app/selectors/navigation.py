@@ -47,3 +47,8 @@ def blocking_job(session: Session) -> Job | None:
 def archived_heads(session: Session) -> set[str]:
     """The heads (pi ids) of the session's archived branches."""
     return set(ArchivedBranch.objects.filter(session=session).values_list("head_pi_id", flat=True))
+
+
+def is_archived(session: Session, head_pi_id: str) -> bool:
+    """Whether the branch below `head_pi_id` is archived."""
+    return ArchivedBranch.objects.filter(session=session, head_pi_id=head_pi_id).exists()

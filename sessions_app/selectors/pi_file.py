@@ -47,3 +47,42 @@ def pi_writing_since(session: Session, row: FollowedFile | None = None) -> float
         return None
     age = max(0.0, time.time() - st.st_mtime_ns / 1e9)
     return age if age < settings.PIWEB_PI_QUIET_SECONDS else None
+
+
+def due_sessions() -> list[int]:
+    """The pks of the sessions whose write-back waits to be tried again."""
+    return list(Session.objects.filter(settings__pi_file__due=True).values_list("pk", flat=True))
+
+
+# --- the follower's reads (services/following.py) --------------------------------------
+
+
+def followed_at(path: str) -> FollowedFile | None:
+    """What the follower knows of the file at `path`, or None."""
+    return FollowedFile.objects.filter(path=path).first()
+
+
+def followed_at_paths(paths: list[str]) -> dict[str, FollowedFile]:
+    """path → what the follower knows of it, for those of `paths` it knows."""
+    return {row.path: row for row in FollowedFile.objects.filter(path__in=paths)}
+
+
+def followed_with_inode(device: int, inode: int) -> list[FollowedFile]:
+    """The known files that were last seen with this device and inode."""
+    return list(FollowedFile.objects.filter(device=device, inode=inode))
+
+
+def known_inodes(inodes) -> set[tuple[int, int]]:
+    """(device, inode) of the known files whose inode is among `inodes`."""
+    return set(FollowedFile.objects.filter(inode__in=inodes).values_list("device", "inode"))
+
+
+def followed_page_under(prefix: str, after_pk: int, limit: int) -> list[tuple[int, str]]:
+    """(pk, path) of at most `limit` known files under `prefix` (a folder ending in the
+    separator) not yet marked gone, past `after_pk`, in pk order."""
+    return list(
+        FollowedFile.objects.filter(path__startswith=prefix, pk__gt=after_pk)
+        .exclude(state=FollowedFile.State.GONE)
+        .order_by("pk")
+        .values_list("pk", "path")[:limit]
+    )

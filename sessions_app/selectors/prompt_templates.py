@@ -247,6 +247,11 @@ def templates_page(user) -> dict:
     return {"templates": rows, "shared": shared}
 
 
+def stored_template_count(user) -> int:
+    """How many templates `user` keeps."""
+    return StoredTemplate.objects.filter(user=user).count()
+
+
 def stored_template_text(user, name: str) -> str | None:
     return (
         StoredTemplate.objects.filter(user=user, name=name).values_list("text", flat=True).first()

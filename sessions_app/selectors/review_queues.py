@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from sessions_app.models import (
@@ -92,6 +93,11 @@ def free_items(queue: ReviewQueue, user):
     )
 
 
+def has_free_items(queue: ReviewQueue, user) -> bool:
+    """Whether anything in the queue is free for `user` to take."""
+    return free_items(queue, user).exists()
+
+
 def queue_items(queue: ReviewQueue):
     """The queue's items in handing-out order, with what their list shows: the session,
     the answer, the assignee, who holds or reviewed it."""
@@ -108,6 +114,38 @@ def team_reviewers(team: Team) -> list[str]:
         TeamMembership.objects.filter(team=team, role__in=SCORING_ROLES)
         .order_by("user__username")
         .values_list("user__username", flat=True)
+    )
+
+
+def reviewers_named(team: Team, usernames: list[str]) -> list:
+    """The users of these names who are in `team` with the reviewer role or higher."""
+    return list(
+        get_user_model().objects.filter(
+            username__in=usernames,
+            teammembership__team=team,
+            teammembership__role__in=SCORING_ROLES,
+        )
+    )
+
+
+def item_for_review(item_pk: int) -> ReviewItem:
+    """The item `item_pk` with its session and entry (it exists: the caller claimed it)."""
+    return ReviewItem.objects.select_related("session", "entry").get(pk=item_pk)
+
+
+def last_position(queue: ReviewQueue) -> int:
+    """The highest position in the queue (asked about a queue that holds an item)."""
+    return ReviewItem.objects.filter(queue=queue).aggregate(last=Max("position"))["last"]
+
+
+def scored_with_every_config(team: Team, entry: Entry, user) -> bool:
+    """Whether `user` has scored `entry` with every one of the team's configs."""
+    return not (
+        ScoreConfig.objects.filter(team=team)
+        .exclude(
+            scores__in=Score.objects.filter(entry=entry, author=user, target=Score.Target.ENTRY)
+        )
+        .exists()
     )
 
 

@@ -10,13 +10,67 @@ from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
 from sessions_app.core import scores as values
-from sessions_app.models import Score, ScoreConfig, Session, Team, TeamMembership
+from sessions_app.models import (
+    Score,
+    ScoreConfig,
+    Session,
+    SessionShare,
+    Team,
+    TeamMembership,
+)
 
 SCORING_ROLES = ("reviewer", "editor", "admin")
 
 
 def team_configs(team: Team) -> list[ScoreConfig]:
     return list(ScoreConfig.objects.filter(team=team))
+
+
+def config_name_taken(team: Team, name: str, *, besides: int | None = None) -> bool:
+    """Whether another of the team's configs (not `besides`) has this name, in any case."""
+    same = ScoreConfig.objects.filter(team=team, name__iexact=name)
+    if besides is not None:
+        same = same.exclude(pk=besides)
+    return same.exists()
+
+
+def is_team_config(team: Team, config_pk: int) -> bool:
+    """Whether `config_pk` is one of the team's configs."""
+    return ScoreConfig.objects.filter(pk=config_pk, team=team).exists()
+
+
+def config_with_team(config_pk: int) -> ScoreConfig | None:
+    """The config `config_pk`, with its team, or None."""
+    return ScoreConfig.objects.select_related("team").filter(pk=config_pk).first()
+
+
+def config_scores(config: ScoreConfig) -> list[Score]:
+    """Every score given with `config`."""
+    return list(Score.objects.filter(config=config))
+
+
+def scores_outside(config: ScoreConfig, low, high, names: list[str]) -> int:
+    """How many of the config's scores a new range (`low`..`high`) or category list
+    (`names`) would no longer hold."""
+    given = Score.objects.filter(config=config)
+    if config.kind == "number":
+        return given.filter(Q(value__lt=low) | Q(value__gt=high)).count()
+    if config.kind == "category":
+        kept = {name.lower() for name in names}
+        return sum(
+            1 for label in given.values_list("label", flat=True) if label.lower() not in kept
+        )
+    return 0
+
+
+def shared_with_team(session: Session, team: Team) -> bool:
+    """Whether `session` is shared with `team` (whatever the share's role)."""
+    return SessionShare.objects.filter(session=session, team=team).exists()
+
+
+def own_score(session: Session, score_pk: int, author) -> Score | None:
+    """`author`'s score `score_pk` in `session`, or None."""
+    return Score.objects.filter(pk=score_pk, session=session, author=author).first()
 
 
 def scoring_configs(user, session: Session) -> list[ScoreConfig]:

@@ -383,3 +383,16 @@ ROLE_CHOICES = [
     "branch_summary",
     "custom_message",
 ]
+
+
+def entries_to_index(session_pk: int, after_seq: int, limit: int) -> list[tuple]:
+    """(pk, session pk, seq, type, timestamp, role, tool name, line) of at most `limit` of
+    the session's entries past `after_seq`, in seq order: what `services/search.py`
+    indexes, read in raw SQL (the ORM cost more than the database for an import's rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, session_id, seq, type, timestamp, role, tool_name, line "
+            f"FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            [session_pk, after_seq, limit],
+        )
+        return cursor.fetchall()

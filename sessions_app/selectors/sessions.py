@@ -219,3 +219,34 @@ def _list_choices(user) -> tuple[list[str], list[str]]:
         if joined and len(models) < MAX_CHOICES:
             models.update(m for m in joined.split("\n") if len(m) <= MAX_MODEL_CHARS)
     return sorted(projects), sorted(models)
+
+
+def session_by_pi_id(pi_id: str) -> Session | None:
+    """The session with this pi id (any owner's), or None."""
+    return Session.objects.filter(pi_id=pi_id).first()
+
+
+def session_by_pk(pk: int) -> Session:
+    """The session `pk` (Session.DoesNotExist when it is gone)."""
+    return Session.objects.get(pk=pk)
+
+
+def owned_session_among(pi_ids, owner) -> Session | None:
+    """One of `owner`'s sessions whose pi id is among `pi_ids`, or None."""
+    return Session.objects.filter(pi_id__in=pi_ids, owner=owner).first()
+
+
+def imported_before(sha256: str, owner) -> Session | None:
+    """`owner`'s session imported from a file with this sha256 (pk and pi id only), or
+    None."""
+    return Session.objects.filter(import_sha256=sha256, owner=owner).only("pk", "pi_id").first()
+
+
+def stored_pi_ids(pi_ids) -> set[str]:
+    """Those of `pi_ids` that a stored session (anyone's) has."""
+    return set(Session.objects.filter(pi_id__in=pi_ids).values_list("pi_id", flat=True))
+
+
+def session_exists(pk: int) -> bool:
+    """Whether the session `pk` is still there."""
+    return Session.objects.filter(pk=pk).exists()

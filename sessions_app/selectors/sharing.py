@@ -23,11 +23,26 @@ def session_link(session: Session, token: str) -> ShareLink | None:
     return ShareLink.objects.filter(token=token, session=session).first()
 
 
+def team_share(session: Session, share_pk: int) -> SessionShare | None:
+    """The share `share_pk` of `session`, with its team, or None."""
+    return SessionShare.objects.filter(pk=share_pk, session=session).select_related("team").first()
+
+
+def link_by_pk(session: Session, link_pk: int) -> ShareLink | None:
+    """The link `link_pk` of `session`, or None."""
+    return ShareLink.objects.filter(pk=link_pk, session=session).first()
+
+
 def teams_for_sharing(user):
     """Teams the owner can share with: the ones they belong to (superusers: all)."""
     if user.is_superuser:
         return Team.objects.order_by("name")
     return Team.objects.filter(members=user).order_by("name")
+
+
+def team_for_sharing(user, team_pk: int) -> Team | None:
+    """The team `team_pk` if `user` may share with it, else None."""
+    return teams_for_sharing(user).filter(pk=team_pk).first()
 
 
 def link_state(link: ShareLink) -> str:

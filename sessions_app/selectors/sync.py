@@ -4,8 +4,7 @@ from."""
 
 from __future__ import annotations
 
-from django.http import Http404
-
+from sessions_app.core.errors import NotFound
 from sessions_app.core.shipped import read_shipped
 from sessions_app.models import AccessToken, Entry, Session, SyncedFile
 
@@ -17,6 +16,16 @@ def client_source() -> bytes:
 
 def tokens_of(user) -> list[AccessToken]:
     return list(AccessToken.objects.filter(user=user).order_by("-created_at"))
+
+
+def token_by_prefix(prefix: str) -> AccessToken | None:
+    """The token whose public prefix this is, with its user, or None."""
+    return AccessToken.objects.select_related("user").filter(prefix=prefix).first()
+
+
+def synced_file_by_pk(pk: int) -> SyncedFile:
+    """The synced file `pk`, with its session."""
+    return SyncedFile.objects.select_related("session").get(pk=pk)
 
 
 def synced_file(owner, client: str, path: str) -> SyncedFile | None:
@@ -40,7 +49,7 @@ def owned_session(owner, pi_id: str) -> Session:
     """One of `owner`'s sessions by its pi id; 404 for any other (whoever holds it)."""
     session = Session.objects.filter(pi_id=pi_id, owner=owner).first()
     if session is None:
-        raise Http404("No such session.")
+        raise NotFound("No such session.")
     return session
 
 

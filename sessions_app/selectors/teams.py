@@ -58,3 +58,42 @@ def teams_with_shares(user) -> list[dict]:
 def team_of_member(team_id: int, user) -> Team | None:
     """The team `team_id` when `user` is in it (others are not shown to them at all)."""
     return Team.objects.filter(pk=team_id, members=user).first()
+
+
+def membership(team: Team, user) -> TeamMembership | None:
+    """`user`'s membership of `team`, or None."""
+    return TeamMembership.objects.filter(team=team, user=user).first()
+
+
+def team_member(team: Team, member_pk: int) -> TeamMembership | None:
+    """The membership `member_pk` of `team`, or None."""
+    return TeamMembership.objects.filter(team=team, pk=member_pk).first()
+
+
+def team_name_taken(name: str) -> bool:
+    """Whether a team already has this name, in any case."""
+    return Team.objects.filter(name__iexact=name).exists()
+
+
+def admins_besides(team: Team, user_pk: int) -> int:
+    """How many admins `team` has apart from the user `user_pk`."""
+    return (
+        TeamMembership.objects.filter(team=team, role=TeamMembership.Role.ADMIN)
+        .exclude(user_id=user_pk)
+        .count()
+    )
+
+
+def has_other_members(team: Team, member: TeamMembership) -> bool:
+    """Whether anyone but `member` is in `team`."""
+    return TeamMembership.objects.filter(team=team).exclude(pk=member.pk).exists()
+
+
+def shared_session_pks(team_id: int) -> list[int]:
+    """The pks of the sessions shared with the team `team_id`."""
+    return list(SessionShare.objects.filter(team_id=team_id).values_list("session_id", flat=True))
+
+
+def team_has_shares(team_id: int) -> bool:
+    """Whether any session is shared with the team `team_id`."""
+    return SessionShare.objects.filter(team_id=team_id).exists()

@@ -14,7 +14,7 @@ from sessions_app.core.usage import (
     order_buckets,
     summary_from_totals,
 )
-from sessions_app.models import Session, UsageDaily
+from sessions_app.models import Entry, Session, UsageDaily
 
 
 def session_totals_by_key(session: Session) -> dict[str, UsageTotals]:
@@ -165,3 +165,15 @@ def dashboard(sessions, start: date | None = None, end: date | None = None, top:
 def session_models(session: Session) -> list[dict]:
     """The session header's per-bucket rows, in pi's order: {"key", "totals"}."""
     return breakdown_rows(session_totals_by_key(session))
+
+
+def usage_rows(session: Session, columns):
+    """(seq, timestamp, *columns) of the session's entries that used a model, in seq
+    order, as an iterator (a session may have too many to hold)."""
+    return (
+        Entry.objects.filter(session=session)
+        .exclude(usage_key="")
+        .order_by("seq")
+        .values_list("seq", "timestamp", *columns)
+        .iterator(chunk_size=2000)
+    )

@@ -61,6 +61,16 @@ def user_for_admin(actor, user_id: int):
     return user
 
 
+def username_taken(username: str) -> bool:
+    """Whether a user already has this username, in any case."""
+    return get_user_model().objects.filter(username__iexact=username).exists()
+
+
+def user_named(username: str):
+    """The user with exactly this username, or None."""
+    return get_user_model().objects.filter(username=username).first()
+
+
 def open_invitation(token: str) -> Invitation | None:
     """The invitation a link's token names, while it can still be used: not used yet, not
     expired, for an active user (None otherwise, whatever the reason)."""

@@ -38,7 +38,7 @@ from sessions_app.agent.paths import (
 )
 from sessions_app.agent.sandbox import SandboxConfig
 from sessions_app.core.input_limits import MAX_CWD_CHARS
-from sessions_app.models import Entry
+from sessions_app.models import Entry, WorkspaceUsage
 from sessions_app.selectors import paths
 
 _UNSET = paths.UNSET
@@ -309,3 +309,8 @@ def project_dir(session, user, leaf=_UNSET) -> str | None:
         return None
     areas = [os.path.realpath(a) for a in user_areas_of(user)]
     return cwd if any(is_within(cwd, area) for area in areas) else None
+
+
+def measured_usage(user_id: int) -> WorkspaceUsage | None:
+    """The last measure of the disk `user_id`'s workspace folders take, or None."""
+    return WorkspaceUsage.objects.filter(user_id=user_id).first()

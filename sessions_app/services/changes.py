@@ -29,6 +29,7 @@ from django.db import transaction
 from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, FileSnapshot, Job, Session
+from sessions_app.selectors import changes as read
 from sessions_app.selectors.changes import repo_for, repo_key, runs_in_folder, state_at
 from sessions_app.selectors.paths import UNSET
 from sessions_app.selectors.runs import run_active
@@ -197,9 +198,7 @@ def copy_snapshots(source: Session, new: Session, pk_of: dict[str, int]) -> int:
             entry_id=pk_of[snap.entry.pi_id],
             **{name: getattr(snap, name) for name in SNAPSHOT_FIELDS},
         )
-        for snap in FileSnapshot.objects.filter(session=source)
-        .select_related("entry")
-        .only(*SNAPSHOT_FIELDS, "entry__pi_id")
+        for snap in read.snapshots_with_pi_ids(source, SNAPSHOT_FIELDS)
         if snap.entry.pi_id in pk_of
     ]
     FileSnapshot.objects.bulk_create(rows, batch_size=1000)
@@ -216,13 +215,7 @@ def restore_files(session: Session, user, pi_id: str) -> Entry:
 
 def undo_restore(session: Session, user, rewind_pi_id: str) -> Entry:
     """Undo a restore: put the files back to how they were just before it."""
-    snap = (
-        FileSnapshot.objects.filter(
-            session=session, entry__pi_id=rewind_pi_id, kind=FileSnapshot.Kind.REWIND
-        )
-        .order_by("-pk")
-        .first()
-    )
+    snap = read.rewind_snapshot(session, rewind_pi_id)
     if snap is None or not snap.base:
         raise RestoreError("That entry is not a restore of files.", 400)
     return _restore(session, user, snap.base, {"undo": rewind_pi_id})

@@ -15,6 +15,7 @@ from django.utils import timezone
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Comment, Session
 from sessions_app.selectors.access import EDITOR, OWNER, role_for
+from sessions_app.selectors.comments import entry_comment, session_comment
 from sessions_app.selectors.entries import find_entry
 from sessions_app.services.sessions import lock_session, record_activity
 
@@ -65,7 +66,7 @@ def add_comment(
         raise CommentError(f"No entry {entry_pi_id!r} in this session.")
     parent = None
     if reply_to:
-        parent = Comment.objects.filter(pk=reply_to, session=locked, entry=entry).first()
+        parent = entry_comment(locked, entry, reply_to)
         if parent is None:
             raise CommentError("The comment you reply to does not exist on this entry.")
         parent = _thread_root(parent)
@@ -87,7 +88,7 @@ def set_resolved(session: Session, comment_pk: int, user, resolved: bool = True)
     """Resolve (or reopen) a thread. Resolving a reply resolves its thread. Only the
     thread's author or an editor / the owner may (`may_resolve`)."""
     locked = lock_session(session.pk)
-    comment = Comment.objects.filter(pk=comment_pk, session=locked).first()
+    comment = session_comment(locked, comment_pk)
     if comment is None:
         raise CommentError("No such comment in this session.", 404)
     comment = _thread_root(comment)

@@ -18,7 +18,7 @@ from django.db import transaction
 from sessions_app.core import pi_config
 from sessions_app.core.endpoints import ENDPOINT_APIS, EndpointError, parse_models
 from sessions_app.models import ModelEndpoint
-from sessions_app.selectors.llm.catalog import catalog
+from sessions_app.selectors.llm.catalog import catalog, endpoint
 from sessions_app.selectors.provider_keys import fernet
 from sessions_app.selectors.users import require_admin
 from sessions_app.services.provider_keys import MAX_KEY_CHARS, KeyError_, check_provider
@@ -48,7 +48,7 @@ def save_endpoint(
         raise EndpointError("Choose the API the endpoint speaks.")
     base_url = _check_base_url(base_url)
     specs = parse_models(models)
-    existing = ModelEndpoint.objects.filter(provider=provider).first()
+    existing = endpoint(provider)
     if existing is None:
         cat = catalog()
         if any(m["provider"] == provider for m in cat.models):

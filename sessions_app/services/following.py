@@ -48,6 +48,8 @@ from django.utils import timezone
 from sessions_app.core.file_marks import RangeReader, complete_length, marks_at
 from sessions_app.core.read_ahead import ReadAhead, prepared_files
 from sessions_app.models import FollowedFile, Session
+from sessions_app.selectors import pi_file
+from sessions_app.selectors.sessions import stored_pi_ids
 from sessions_app.services import events, importer
 from sessions_app.services.bulk_entries import deferred_wal_checkpoint
 
@@ -142,7 +144,7 @@ def sync_file(
     if not stat_module.S_ISREG(st.st_mode):
         return SyncResult(path, "ignored")
     if state is None:
-        state = FollowedFile.objects.filter(path=path).first()
+        state = pi_file.followed_at(path)
     if state is not None and is_unchanged(state, st):
         return SyncResult(path, "unchanged", session_pk=state.session_id)
     try:
@@ -173,7 +175,7 @@ def _sync_open(path, fh, st, state, owner, search) -> SyncResult:
 def _renamed_from(path: str, fh, st) -> FollowedFile | None:
     """The state of a known file this one is, moved here (same inode and first block,
     and its old path gone); None for a new file."""
-    for candidate in FollowedFile.objects.filter(device=st.st_dev, inode=st.st_ino):
+    for candidate in pi_file.followed_with_inode(st.st_dev, st.st_ino):
         if candidate.path == path or os.path.lexists(candidate.path):
             continue  # still there: a hard link or a copy, not a rename
         if (
@@ -388,7 +390,7 @@ def _record_error(path, owner, state, exc) -> SyncResult:
         f"{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
     ) or exc.__class__.__name__
     if state is None:
-        state = FollowedFile.objects.filter(path=path).first()
+        state = pi_file.followed_at(path)
     if state is None or state.message != message:
         log.warning("%s: %s", path, message)
     if state is None:
@@ -489,7 +491,7 @@ def _read_ahead():
 def _scan_batch(batch, run: _Scan) -> None:
     if not batch:
         return
-    states = {s.path: s for s in FollowedFile.objects.filter(path__in=[p for p, _ in batch])}
+    states = pi_file.followed_at_paths([p for p, _ in batch])
     new: list[tuple[str, os.stat_result]] = []  # files never seen: imported together
     new_bytes = 0
     for path, st in batch:
@@ -590,16 +592,8 @@ def _import_together(files, run: _Scan) -> None:
         for path, st, _new in files:
             _scan_one(path, st, None, run)
         return
-    taken = set(
-        Session.objects.filter(pi_id__in=[new.header["id"] for _, _, new in files]).values_list(
-            "pi_id", flat=True
-        )
-    )
-    known_inodes = set(
-        FollowedFile.objects.filter(inode__in={st.st_ino for _, st, _ in files}).values_list(
-            "device", "inode"
-        )
-    )
+    taken = stored_pi_ids([new.header["id"] for _, _, new in files])
+    known_inodes = pi_file.known_inodes({st.st_ino for _, st, _ in files})
     together, alone = [], []
     for item in files:
         _path, st, new = item
@@ -679,12 +673,7 @@ def sweep_gone(root: str) -> int:
     count = 0
     last = 0
     while True:
-        page = list(
-            FollowedFile.objects.filter(path__startswith=_under(root), pk__gt=last)
-            .exclude(state=State.GONE)
-            .order_by("pk")
-            .values_list("pk", "path")[:SCAN_BATCH]
-        )
+        page = pi_file.followed_page_under(_under(root), last, SCAN_BATCH)
         if not page:
             return count
         for _pk, path in page:

@@ -68,7 +68,9 @@ from sessions_app.core.jsonl import (
 )
 from sessions_app.core.read_ahead import FileDigest
 from sessions_app.core.text import clean_text
-from sessions_app.models import Activity, Entry, Session
+from sessions_app.models import Activity, Session
+from sessions_app.selectors.entries import entries_after, pks_by_pi_id
+from sessions_app.selectors.sessions import imported_before, owned_session_among
 from sessions_app.services import events
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services.bulk_entries import (
@@ -263,11 +265,7 @@ class _Import:
         """(pi id, line) of the stored entries in seq order, page by page."""
         last = -1
         while True:
-            page = list(
-                Entry.objects.filter(session=session, seq__gt=last)
-                .order_by("seq")
-                .values_list("seq", "pk", "pi_id", "line")[: self.batch_size]
-            )
+            page = entries_after(session, last, self.batch_size)
             if not page:
                 return
             for _seq, pk, pi_id, line in page:
@@ -478,7 +476,7 @@ def _find_parent_session(parent_ref: str, owner) -> Session | None:
     match = re.search(r"([0-9a-fA-F-]{8,64})\.jsonl$", parent_ref)
     if match:
         candidates.add(match.group(1))
-    return Session.objects.filter(pi_id__in=candidates, owner=owner).first()
+    return owned_session_among(candidates, owner)
 
 
 def _file_sha256(fileobj) -> str | None:
@@ -518,11 +516,7 @@ def import_jsonl_stream(
     report = ImportReport(filename=filename or getattr(fileobj, "name", "") or "upload")
     sha_before = _file_sha256(fileobj)
     if sha_before is not None:
-        done = (
-            Session.objects.filter(import_sha256=sha_before, owner=owner)
-            .only("pk", "pi_id")
-            .first()
-        )
+        done = imported_before(sha_before, owner)
         if done is not None:
             report.session = done
             report.status = "unchanged"
@@ -797,7 +791,7 @@ class _Append(_Import):
         wanted -= self.pks.keys()
         if wanted:
             self.writer.close()  # end a COPY before querying
-            stored = _stored_pks(self.session, wanted)
+            stored = pks_by_pi_id(self.session, wanted)
             self.pks.update(stored)
         for record in records:
             if isinstance(record, PreparedEntry):
@@ -815,18 +809,6 @@ class _Append(_Import):
         # same file is then compared entry by entry (and found unchanged).
         self.session.import_sha256 = ""
         self.session.save()
-
-
-def _stored_pks(session: Session, pi_ids: set[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
-    ids = sorted(pi_ids)
-    for start in range(0, len(ids), 1000):
-        found.update(
-            Entry.objects.filter(session=session, pi_id__in=ids[start : start + 1000]).values_list(
-                "pi_id", "pk"
-            )
-        )
-    return found
 
 
 def append_lines(

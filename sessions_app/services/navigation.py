@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from sessions_app.core.errors import NotFound
-from sessions_app.models import ArchivedBranch, Entry, Session
-from sessions_app.selectors.entries import find_entry
-from sessions_app.selectors.navigation import resolve_target
+from sessions_app.models import ArchivedBranch, Session
+from sessions_app.selectors.entries import entry_exists, find_entry
+from sessions_app.selectors.navigation import is_archived, resolve_target
 from sessions_app.services import alternatives, events
 from sessions_app.services.sessions import label_entry, lock_session, record_activity
 
@@ -65,15 +65,14 @@ def set_archived(session: Session, head_pi_id: str, archived: bool, *, actor=Non
     stay: an archived branch is still in the session and its exports."""
     with transaction.atomic():
         locked = lock_session(session.pk)
-        if not Entry.objects.filter(session=locked, pi_id=head_pi_id).exists():
+        if not entry_exists(locked, head_pi_id):
             raise NotFound(f"No entry {head_pi_id} in this session.")
-        rows = ArchivedBranch.objects.filter(session=locked, head_pi_id=head_pi_id)
         if archived:
-            if rows.exists():
+            if is_archived(locked, head_pi_id):
                 return False
             by = actor if getattr(actor, "is_authenticated", False) else None
             ArchivedBranch.objects.create(session=locked, head_pi_id=head_pi_id, archived_by=by)
-        elif not rows.delete()[0]:
+        elif not ArchivedBranch.objects.filter(session=locked, head_pi_id=head_pi_id).delete()[0]:
             return False
         record_activity(
             locked, actor, "branch_archived" if archived else "branch_unarchived", entry=head_pi_id

@@ -17,7 +17,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.core.prompt_templates import parse_template
 from sessions_app.core.slash_commands import COMMAND_NAMES
 from sessions_app.models import PromptTemplate
-from sessions_app.selectors.prompt_templates import MAX_TEMPLATE_BYTES
+from sessions_app.selectors.prompt_templates import MAX_TEMPLATE_BYTES, stored_template_count
 
 MAX_NAME_CHARS = 100
 MAX_TEMPLATES = 500  # per user
@@ -58,7 +58,7 @@ def check_text(name: str, text: str) -> str:
 
 
 def _check_room(user, adding: int) -> None:
-    if PromptTemplate.objects.filter(user=user).count() + adding > MAX_TEMPLATES:
+    if stored_template_count(user) + adding > MAX_TEMPLATES:
         raise TemplateError(f"You can keep at most {MAX_TEMPLATES} templates.")
 
 

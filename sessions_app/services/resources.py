@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from sessions_app.agent.shell import CommandGuard
 from sessions_app.core.truncate import format_size
-from sessions_app.models import Session, WorkspaceUsage
+from sessions_app.models import Session
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.shared_state import redis_client, redis_key
 from sessions_app.services.jobs import workspace_measure
@@ -125,7 +125,7 @@ def quota_problem(user_id: int, command: str = "") -> str | None:
     quota = quota_bytes()
     if not quota:
         return None
-    usage = WorkspaceUsage.objects.filter(user_id=user_id).first()
+    usage = workspaces.measured_usage(user_id)
     if usage is None or usage.bytes <= quota:
         return None
     if is_cleanup(command):

@@ -11,15 +11,15 @@ lapsed hold as no hold.
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.text import clean_text
-from sessions_app.models import ReviewItem, ReviewQueue, Score, ScoreConfig, Team
+from sessions_app.models import ReviewItem, ReviewQueue, Team
 from sessions_app.selectors import review_queues as read
+from sessions_app.selectors.scores import is_team_config
 from sessions_app.selectors.sessions import ListFilters
 from sessions_app.services import scores
 
@@ -87,13 +87,7 @@ def create_queue(
 
 def _reviewers(queue: ReviewQueue, usernames: list[str]) -> list:
     """These members, if each is in the queue's team with the reviewer role or higher."""
-    users = list(
-        get_user_model().objects.filter(
-            username__in=usernames,
-            teammembership__team=queue.team,
-            teammembership__role__in=read.SCORING_ROLES,
-        )
-    )
+    users = read.reviewers_named(queue.team, usernames)
     if not users or len(users) != len(set(usernames)):
         raise QueueError("Assign to members of the team with the reviewer role or higher.")
     return users
@@ -159,8 +153,8 @@ def take_next(queue: ReviewQueue, *, actor) -> ReviewItem | None:
             pks = list(candidates.values_list("pk", flat=True))
             for pk in pks:
                 if _claim(queue, pk, actor):
-                    return ReviewItem.objects.select_related("session", "entry").get(pk=pk)
-        if not pks and not read.free_items(queue, actor).exists():
+                    return read.item_for_review(pk)
+        if not pks and not read.has_free_items(queue, actor):
             return None
         # the rows left are being claimed by others this instant: read again
     raise QueueError("The queue is busy: try again.", 409)
@@ -194,7 +188,7 @@ def skip(queue: ReviewQueue, item_pk: int, *, actor) -> None:
     item = _own_item(queue, item_pk, actor)
     if item.done_at is not None:
         raise QueueError("You already reviewed this item.", 409)
-    last = ReviewItem.objects.filter(queue=queue).aggregate(last=Max("position"))["last"]
+    last = read.last_position(queue)
     item.held_by, item.held_at, item.position = None, None, last + 1
     item.save(update_fields=["held_by", "held_at", "position"])
 
@@ -207,14 +201,11 @@ def score_item(
     reviewer has scored it with every config of the team."""
     _require_reviewer(queue, actor)
     item = _own_item(queue, item_pk, actor)
-    if not ScoreConfig.objects.filter(pk=config_pk, team=queue.team).exists():
+    if not is_team_config(queue.team, config_pk):
         raise QueueError(f"Score with one of {queue.team.name}'s scores.", 404)
     entry = item.entry
     scores.set_score(item.session, entry.pi_id, config_pk, raw_value, actor=actor, comment=comment)
-    missing = ScoreConfig.objects.filter(team=queue.team).exclude(
-        scores__in=Score.objects.filter(entry=entry, author=actor, target=Score.Target.ENTRY)
-    )
-    if item.done_at is None and not missing.exists():
+    if item.done_at is None and read.scored_with_every_config(queue.team, entry, actor):
         item.done_by, item.done_at, item.held_by, item.held_at = actor, timezone.now(), None, None
         item.save(update_fields=["done_by", "done_at", "held_by", "held_at"])
     return item

@@ -9,12 +9,12 @@ session shared with that team (whatever the share's role) or owned by them.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 
 from sessions_app.core import scores as values
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.text import clean_text
-from sessions_app.models import Score, ScoreConfig, Session, SessionShare, Team, TeamMembership
+from sessions_app.models import Score, ScoreConfig, Session, Team, TeamMembership
+from sessions_app.selectors import scores as read
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.review_queues import member_role
 from sessions_app.services.sessions import lock_session, record_activity
@@ -66,7 +66,7 @@ def create_config(
     names = values.parse_categories(clean_text(categories or "")) if kind == "category" else []
     low, high = (_number(min_value), _number(max_value)) if kind == "number" else (None, None)
     values.check_config(kind, low, high, names)
-    if ScoreConfig.objects.filter(team=team, name__iexact=name).exists():
+    if read.config_name_taken(team, name):
         raise ScoreError(f"{team.name} already has a score called {name}.")
     try:
         with transaction.atomic():
@@ -81,19 +81,6 @@ def create_config(
             )
     except IntegrityError as exc:
         raise ScoreError(f"{team.name} already has a score called {name}.") from exc
-
-
-def _orphaned_scores(config: ScoreConfig, low, high, names: list[str]) -> int:
-    """How many of the config's scores the new range or categories would no longer hold."""
-    given = Score.objects.filter(config=config)
-    if config.kind == "number":
-        return given.filter(Q(value__lt=low) | Q(value__gt=high)).count()
-    if config.kind == "category":
-        kept = {name.lower() for name in names}
-        return sum(
-            1 for label in given.values_list("label", flat=True) if label.lower() not in kept
-        )
-    return 0
 
 
 @transaction.atomic
@@ -122,9 +109,9 @@ def update_config(
     names = values.parse_categories(clean_text(categories or "")) if kind == "category" else []
     low, high = (_number(min_value), _number(max_value)) if kind == "number" else (None, None)
     values.check_config(kind, low, high, names)
-    if ScoreConfig.objects.filter(team=team, name__iexact=name).exclude(pk=config.pk).exists():
+    if read.config_name_taken(team, name, besides=config.pk):
         raise ScoreError(f"{team.name} already has a score called {name}.")
-    orphaned = _orphaned_scores(config, low, high, names)
+    orphaned = read.scores_outside(config, low, high, names)
     if orphaned:
         raise ScoreError(
             f"{orphaned} score(s) given with {config.name} would fall outside the new "
@@ -142,7 +129,7 @@ def _renumber_category_scores(config: ScoreConfig, names: list[str]) -> None:
     """A category score's number is its category's index: keep it right when the
     categories are reordered or added to (labels follow the new spelling)."""
     index = {name.lower(): (number, name) for number, name in enumerate(names)}
-    for score in Score.objects.filter(config=config):
+    for score in read.config_scores(config):
         number, label = index[score.label.lower()]
         if (score.value, score.label) != (float(number), label):
             Score.objects.filter(pk=score.pk).update(value=float(number), label=label)
@@ -159,12 +146,12 @@ def delete_config(team: Team, config_pk: int, *, actor) -> None:
 
 def _scoring_config(session: Session, config_pk: int, actor) -> ScoreConfig:
     """The config if `actor` may score `session` with it, else a refusal."""
-    config = ScoreConfig.objects.select_related("team").filter(pk=config_pk).first()
+    config = read.config_with_team(config_pk)
     if config is None:
         raise ScoreError("No such score config.", 404)
     if member_role(config.team, actor) not in SCORING_ROLES:
         raise ScoreError(f"Scoring with {config.team.name}'s scores needs its reviewer role.", 403)
-    shared = SessionShare.objects.filter(session=session, team=config.team).exists()
+    shared = read.shared_with_team(session, config.team)
     if not shared and session.owner_id != actor.pk:
         raise ScoreError(f"This session is not shared with {config.team.name}.", 403)
     return config
@@ -212,7 +199,7 @@ def set_score(
 def delete_score(session: Session, score_pk: int, *, actor) -> None:
     """Take back one's own score."""
     locked = lock_session(session.pk)
-    score = Score.objects.filter(pk=score_pk, session=locked, author=actor).first()
+    score = read.own_score(locked, score_pk, actor)
     if score is None:
         raise ScoreError("No such score of yours in this session.", 404)
     score.delete()

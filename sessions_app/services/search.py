@@ -26,6 +26,8 @@ from sessions_app.core.pi1_entries import KNOWN_ENTRY_TYPES
 from sessions_app.core.preview import entry_text
 from sessions_app.core.text import clean_text
 from sessions_app.models import Entry, SearchDocument, Session
+from sessions_app.selectors.entries import iter_entries
+from sessions_app.selectors.search import entries_to_index
 from sessions_app.services import entry_written
 
 # Entry types whose text is worth searching (settings/labels/session names are not).
@@ -41,7 +43,6 @@ INDEXED_TYPES = {
 MAX_TEXT_CHARS = 200_000  # PostgreSQL's tsvector must stay under 1 MB
 
 DOC = SearchDocument._meta.db_table
-ENTRY = Entry._meta.db_table
 
 
 def _parse_date(timestamp: str) -> datetime | None:
@@ -143,13 +144,7 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
     last = from_seq - 1
     done = 0
     while True:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, session_id, seq, type, timestamp, role, tool_name, line "
-                f"FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                [session_pk, last, batch_size],
-            )
-            rows = cursor.fetchall()
+        rows = entries_to_index(session_pk, last, batch_size)
         if not rows:
             return done
         index_entries(
@@ -163,7 +158,7 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
 def index_session(session: Session) -> int:
     """(Re)index every entry of one session."""
     SearchDocument.objects.filter(session=session).delete()
-    return index_entries(session.entries.order_by("seq").iterator(chunk_size=2000))
+    return index_entries(iter_entries(session))
 
 
 def index_written(written: entry_written.EntryWritten) -> None:

@@ -29,7 +29,8 @@ from sessions_app.core.share_scope import visible_ids
 from sessions_app.models import Session, SessionShare, ShareLink, TeamMembership
 from sessions_app.selectors.entries import entry_exists
 from sessions_app.selectors.sessions import session_audience
-from sessions_app.selectors.sharing import parent_pairs, teams_for_sharing
+from sessions_app.selectors.sharing import link_by_pk, parent_pairs, team_for_sharing, team_share
+from sessions_app.selectors.teams import shared_session_pks, team_has_shares
 from sessions_app.services import events
 from sessions_app.services.sessions import lock_session, record_activity
 
@@ -66,7 +67,7 @@ def parse_expiry_days(raw) -> int | None:
 def share_with_team(session: Session, team_pk: int, role: str, *, actor) -> SessionShare:
     if role not in SessionShare.Role.values:
         raise SharingError(f"Unknown role {role!r}: choose viewer or editor.")
-    team = teams_for_sharing(actor).filter(pk=team_pk).first()
+    team = team_for_sharing(actor, team_pk)
     if team is None:
         raise SharingError("You can only share with a team you belong to.")
     locked = lock_session(session.pk)
@@ -84,7 +85,7 @@ def share_with_team(session: Session, team_pk: int, role: str, *, actor) -> Sess
 def unshare_team(session: Session, share_pk: int, *, actor) -> None:
     """Remove a team share (the pre_delete receiver below publishes `access_changed`)."""
     locked = lock_session(session.pk)
-    share = SessionShare.objects.filter(pk=share_pk, session=locked).select_related("team").first()
+    share = team_share(locked, share_pk)
     if share is None:
         raise SharingError("This session is not shared with that team.", 404)
     team_name = share.team.name
@@ -153,7 +154,7 @@ def create_link(
 @transaction.atomic
 def revoke_link(session: Session, link_pk: int, *, actor) -> ShareLink:
     locked = lock_session(session.pk)
-    link = ShareLink.objects.filter(pk=link_pk, session=locked).first()
+    link = link_by_pk(locked, link_pk)
     if link is None:
         raise SharingError("No such link on this session.", 404)
     if link.revoked_at is None:
@@ -189,9 +190,7 @@ def _link_deleted(sender, instance, **kwargs):
 
 @receiver(pre_delete, sender=TeamMembership, dispatch_uid="piweb_member_removed")
 def _member_removed(sender, instance, **kwargs):
-    shared = SessionShare.objects.filter(team_id=instance.team_id).values_list(
-        "session_id", flat=True
-    )
+    shared = shared_session_pks(instance.team_id)
     for session_pk in shared:
         publish_access_changed(session_pk, "team member removed")
     if shared:
@@ -200,7 +199,7 @@ def _member_removed(sender, instance, **kwargs):
 
 @receiver(post_save, sender=TeamMembership, dispatch_uid="piweb_member_added")
 def _member_added(sender, instance, created, raw=False, **kwargs):
-    if created and not raw and SessionShare.objects.filter(team_id=instance.team_id).exists():
+    if created and not raw and team_has_shares(instance.team_id):
         events.publish_sessions_changed_to([instance.user_id])  # (the team's sessions are theirs)
 
 

@@ -34,8 +34,9 @@ from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.import_lines import stored_line
-from sessions_app.models import Entry, Session, SyncedFile
-from sessions_app.selectors.sync import synced_file
+from sessions_app.models import Session, SyncedFile
+from sessions_app.selectors.entries import stored_lines
+from sessions_app.selectors.sync import synced_file, synced_file_by_pk
 from sessions_app.services import entry_written, following, importer
 from sessions_app.services import sessions as sessions_service
 from sessions_app.services.jobs import search_index
@@ -107,7 +108,7 @@ def push(
         new = _new_part(row, session, offset, data)
         if new:
             _append(row, session, new, f"{client}:{path}")
-    return SyncedFile.objects.select_related("session").get(pk=row.pk)
+    return synced_file_by_pk(row.pk)
 
 
 def _push_whole(owner, client, path, offset, data) -> SyncedFile:
@@ -138,7 +139,7 @@ def _push_whole(owner, client, path, offset, data) -> SyncedFile:
         importer.finish_imports(
             importer.search_work([report]), where="worker" if many else "inline"
         )
-    return SyncedFile.objects.select_related("session").get(pk=row.pk)
+    return synced_file_by_pk(row.pk)
 
 
 def _still_pending(pending: list[str], data: bytes) -> list[str]:
@@ -176,9 +177,7 @@ def _same_as_stored(session: Session, lines: list[bytes]) -> bool:
                 return False
         elif isinstance(value, dict) and isinstance(value.get("id"), str):
             ids[value["id"]] = stored_line(text, value)
-    stored = dict(
-        Entry.objects.filter(session=session, pi_id__in=list(ids)).values_list("pi_id", "line")
-    )
+    stored = stored_lines(session, ids)
     return all(stored.get(pi_id) == line for pi_id, line in ids.items())
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import AccessToken
 from sessions_app.selectors.shared_state import redis_client, redis_key
+from sessions_app.selectors.sync import token_by_prefix
 
 TOKEN_PREFIX = "pwt_"
 MAX_DAYS = 3650
@@ -104,7 +105,7 @@ def authenticate(token: str, address: str, *, scope: str = AccessToken.Scope.SYN
     prefix, _, secret = token.removeprefix(TOKEN_PREFIX).partition("_")
     row = None
     if token.startswith(TOKEN_PREFIX) and prefix and secret:
-        row = AccessToken.objects.select_related("user").filter(prefix=prefix).first()
+        row = token_by_prefix(prefix)
     if row is None or not hmac.compare_digest(row.digest, _digest(token)):
         raise _refuse(address, "This token is not valid.")
     now = timezone.now()

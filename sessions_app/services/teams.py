@@ -5,12 +5,20 @@ membership receivers in services/sharing.py."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.text import clean_text
-from sessions_app.models import SessionShare, Team, TeamMembership
+from sessions_app.models import Team, TeamMembership
+from sessions_app.selectors.teams import (
+    admins_besides,
+    has_other_members,
+    membership,
+    shared_session_pks,
+    team_member,
+    team_name_taken,
+)
+from sessions_app.selectors.users import user_named
 from sessions_app.services.sharing import publish_access_changed
 
 ROLES = TeamMembership.Role.values
@@ -23,12 +31,8 @@ class TeamError(ServiceError):
     code = "team"
 
 
-def _membership(team: Team, user) -> TeamMembership | None:
-    return TeamMembership.objects.filter(team=team, user=user).first()
-
-
 def _require_admin(team: Team, actor) -> None:
-    member = _membership(team, actor)
+    member = membership(team, actor)
     if member is None or member.role != TeamMembership.Role.ADMIN:
         raise TeamError(f"Only an admin of {team.name} can change its members.")
 
@@ -44,7 +48,7 @@ def create_team(name: str, *, actor) -> Team:
     name = clean_text(name or "").strip()[:MAX_TEAM_NAME]
     if not name:
         raise TeamError("Give the team a name.")
-    if Team.objects.filter(name__iexact=name).exists():
+    if team_name_taken(name):
         raise TeamError(f"There is already a team called {name}.")
     try:
         with transaction.atomic():
@@ -59,20 +63,12 @@ def create_team(name: str, *, actor) -> Team:
 def invite(team: Team, username: str, role: str, *, actor) -> TeamMembership:
     _require_admin(team, actor)
     role = _role(role)
-    user = get_user_model().objects.filter(username=(username or "").strip()).first()
+    user = user_named((username or "").strip())
     if user is None or not user.is_active:
         raise TeamError(f"No user called {(username or '').strip()[:150]!r}.")
-    if _membership(team, user) is not None:
+    if membership(team, user) is not None:
         raise TeamError(f"{user.get_username()} is already in {team.name}.")
     return TeamMembership.objects.create(team=team, user=user, role=role)
-
-
-def _admins_left(team: Team, without_user_pk: int) -> int:
-    return (
-        TeamMembership.objects.filter(team=team, role=TeamMembership.Role.ADMIN)
-        .exclude(user_id=without_user_pk)
-        .count()
-    )
 
 
 @transaction.atomic
@@ -82,12 +78,12 @@ def set_role(team: Team, member_pk: int, role: str, *, actor) -> TeamMembership:
     member = TeamMembership.objects.select_for_update().filter(team=team, pk=member_pk).first()
     if member is None:
         raise TeamError("No such member.")
-    if role != TeamMembership.Role.ADMIN and not _admins_left(team, member.user_id):
+    if role != TeamMembership.Role.ADMIN and not admins_besides(team, member.user_id):
         raise TeamError("A team keeps at least one admin: make someone else admin first.")
     member.role = role
     member.save(update_fields=["role"])
     # Open pages of the team's sessions check the member's rights again.
-    for session_pk in SessionShare.objects.filter(team=team).values_list("session_id", flat=True):
+    for session_pk in shared_session_pks(team.pk):
         publish_access_changed(session_pk, "team role changed")
     return member
 
@@ -95,7 +91,7 @@ def set_role(team: Team, member_pk: int, role: str, *, actor) -> TeamMembership:
 @transaction.atomic
 def remove_member(team: Team, member_pk: int, *, actor) -> None:
     _require_admin(team, actor)
-    member = TeamMembership.objects.filter(team=team, pk=member_pk).first()
+    member = team_member(team, member_pk)
     if member is None:
         raise TeamError("No such member.")
     if member.user_id == actor.pk:
@@ -107,13 +103,12 @@ def remove_member(team: Team, member_pk: int, *, actor) -> None:
 def leave(team: Team, *, actor) -> None:
     """Leave the team. The last member leaving deletes it (its shares go with it); the
     last admin cannot leave others without an admin."""
-    member = _membership(team, actor)
+    member = membership(team, actor)
     if member is None:
         raise TeamError(f"You are not in {team.name}.")
-    others = TeamMembership.objects.filter(team=team).exclude(pk=member.pk)
-    if not others.exists():
+    if not has_other_members(team, member):
         team.delete()
         return
-    if member.role == TeamMembership.Role.ADMIN and not _admins_left(team, actor.pk):
+    if member.role == TeamMembership.Role.ADMIN and not admins_besides(team, actor.pk):
         raise TeamError("You are its last admin: make someone else admin before you leave.")
     member.delete()

@@ -23,7 +23,11 @@ from sessions_app.core.usage import (
     usage_with_day,
 )
 from sessions_app.models import Entry, Session, UsageDaily
-from sessions_app.selectors.usage import session_breakdown, totals_by_key_per_session
+from sessions_app.selectors.usage import (
+    session_breakdown,
+    totals_by_key_per_session,
+    usage_rows,
+)
 from sessions_app.services import entry_written
 
 MODELS_SEPARATOR = "\n"
@@ -230,13 +234,7 @@ def recount(session: Session) -> None:
     """Rebuild the session's UsageDaily rows and totals from its entries' usage columns."""
     UsageDaily.objects.filter(session=session).delete()
     recorder = UsageRecorder()
-    rows = (
-        Entry.objects.filter(session=session)
-        .exclude(usage_key="")
-        .order_by("seq")
-        .values_list("seq", "timestamp", *USAGE_COLUMNS)
-    )
-    for seq, stamp, key, i, o, cr, cw, cost, copied in rows.iterator(chunk_size=2000):
+    for seq, stamp, key, i, o, cr, cw, cost, copied in usage_rows(session, USAGE_COLUMNS):
         usage = EntryUsage(key, i, o, cr, cw, cost)
         recorder.add(seq, stamp, (usage, entry_day({"timestamp": stamp})), copied)
     session.usage_tokens, session.usage_cost, session.usage_models = 0, 0.0, ""

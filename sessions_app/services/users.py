@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Invitation
-from sessions_app.selectors.users import open_invitation, require_admin, token_hash
+from sessions_app.selectors.users import open_invitation, require_admin, token_hash, username_taken
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +50,10 @@ def create_user(actor, username: str, *, email: str = "", admin: bool = False):
     username = (username or "").strip()
     if not username or len(username) > 150 or not set(username) <= _USERNAME_CHARS:
         raise UserError("Choose a username: letters, digits and @ . + - _ (at most 150).")
-    User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
+    if username_taken(username):
         raise UserError(f"There is already a user {username}.")
     email = (email or "").strip()[:254]
-    user = User(username=username, email=email, is_staff=bool(admin))
+    user = get_user_model()(username=username, email=email, is_staff=bool(admin))
     user.set_unusable_password()
     user.save()
     log.info("user %s created user %s (admin: %s)", actor.pk, user.pk, bool(admin))

@@ -47,8 +47,15 @@ from django.utils import timezone
 
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.file_marks import RangeReader, complete_length, marks_at
-from sessions_app.models import Entry, FollowedFile, Session
-from sessions_app.selectors.pi_file import file_state, followed_file, write_back_enabled
+from sessions_app.models import FollowedFile, Session
+from sessions_app.selectors.entries import last_added, lines_in_order, pi_ids_in_order
+from sessions_app.selectors.pi_file import (
+    due_sessions,
+    file_state,
+    followed_file,
+    write_back_enabled,
+)
+from sessions_app.selectors.sessions import session_by_pk
 from sessions_app.services import events, following, importer, sessions
 
 log = logging.getLogger("piweb.follow")
@@ -103,7 +110,7 @@ def write_back_quietly(session_pk: int, *, leaf_marker: bool = False, actor=None
     """A write-back in the worker (the write-back job runs it): waiting for pi or failing
     only marks it due (the follower tries again), never fails the change that caused it."""
     try:
-        write_back(Session.objects.get(pk=session_pk), leaf_marker=leaf_marker, actor=actor)
+        write_back(session_by_pk(session_pk), leaf_marker=leaf_marker, actor=actor)
     except WriteBackError as exc:
         _mark_due(session_pk, str(exc))
     except Exception:
@@ -160,9 +167,9 @@ def set_enabled(session: Session, on: bool, *, actor=None) -> Result:
 def flush_due() -> int:
     """Write back the sessions whose write-back waited (the follower calls this)."""
     done = 0
-    for pk in Session.objects.filter(settings__pi_file__due=True).values_list("pk", flat=True):
+    for pk in due_sessions():
         try:
-            result = write_back(Session.objects.get(pk=pk))
+            result = write_back(session_by_pk(pk))
             if result.action in ("off", "not_followed"):
                 _clear_due(pk)  # nothing to wait for any more
             else:
@@ -241,11 +248,7 @@ def _write_locked(session_pk, row_pk, leaf_marker, actor) -> Result | None:
                     session = sessions.lock_session(session_pk)
                     state = file_state(session)
                     state.pop("quiet_hook", None)
-            lines = list(
-                Entry.objects.filter(session=session, pi_id__in=pending)
-                .order_by("seq")
-                .values_list("line", flat=True)
-            )
+            lines = lines_in_order(session, pending)
             data = "".join(line + "\n" for line in lines).encode("utf-8")
             end, theirs = row.offset, 0
             if data:
@@ -308,13 +311,7 @@ def _file_ids(fh, end: int) -> list[str]:
 def _missing_from_file(session: Session, fh, end: int) -> list[str]:
     """The ids of the session's entries the file lacks, in the order they were added."""
     in_file = set(_file_ids(fh, end))
-    return [
-        pi_id
-        for pi_id in Entry.objects.filter(session=session)
-        .order_by("seq")
-        .values_list("pi_id", flat=True)
-        if pi_id not in in_file
-    ]
+    return [pi_id for pi_id in pi_ids_in_order(session) if pi_id not in in_file]
 
 
 def _leaf_marker_needed(session: Session, pending: list[str], fh, end: int) -> bool:
@@ -323,12 +320,6 @@ def _leaf_marker_needed(session: Session, pending: list[str], fh, end: int) -> b
     if leaf is None:
         return False
     if pending:
-        last = (
-            Entry.objects.filter(session=session, pi_id__in=pending)
-            .order_by("-seq")
-            .values_list("pi_id", flat=True)
-            .first()
-        )
-        return last != leaf
+        return last_added(session, pending) != leaf
     ids = _file_ids(fh, end)
     return not ids or ids[-1] != leaf

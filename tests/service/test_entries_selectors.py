@@ -1,5 +1,6 @@
 """selectors/entries.py: entry lookups stay inside their session; the leaf id."""
 
+import json
 import uuid
 
 import pytest
@@ -38,3 +39,24 @@ def test_the_leaf_id_lives_on_the_session(branched, make_user):
     assert branched.leaf_pi_id == branched.leaf.pi_id == "e0000014"
     empty = sessions_service.create_session(owner=make_user("empty"), cwd="/tmp")
     assert empty.leaf_pi_id is None
+
+
+def test_the_reads_services_make_by_pi_id_keep_to_the_session_and_its_order(branched, make_user):
+    other = sessions_service.create_session(owner=make_user("other"), cwd="/tmp")
+    order = entries.pi_ids_in_order(branched)
+    assert len(order) > 5 and order[-1] == "e0000014"
+    some = order[1:4][::-1]  # asked out of order
+    assert [json.loads(line)["id"] for line in entries.lines_in_order(branched, some)] == order[1:4]
+    assert entries.last_added(branched, some) == order[3]
+    assert entries.last_added(other, some) is None
+    lines = entries.stored_lines(branched, [*some, "nope"])
+    assert set(lines) == set(some) and json.loads(lines[some[0]])["id"] == some[0]
+    assert entries.stored_lines(other, some) == {}
+    # more ids than one query asks for at a time (1,000), most of them unknown
+    pks = entries.pks_by_pi_id(branched, set(order) | {f"x{i}" for i in range(1500)})
+    assert set(pks) == set(order)
+    assert entries.pi_id_of(pks[order[0]]) == order[0]
+    first = entries.entries_after(branched, -1, 2)
+    rest = entries.entries_after(branched, first[-1][0], 1000)
+    assert [row[2] for row in first + rest] == order
+    assert [row[1] for row in first + rest] == [pks[pi_id] for pi_id in order]

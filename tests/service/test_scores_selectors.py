@@ -3,6 +3,7 @@
 import pytest
 
 from sessions_app.models import SessionShare, Team, TeamMembership
+from sessions_app.selectors import scores as read
 from sessions_app.selectors.scores import badges_by_entry, entry_scores, scoring_configs
 from sessions_app.services import scores
 from tests.support.branchy_session import build_branchy_session
@@ -118,3 +119,29 @@ def test_a_blank_score_filter_filters_nothing_in_every_reader(make_user):
     blank = search(owner, "approach", SearchFilters(score="  "))
     every = search(owner, "approach", SearchFilters())
     assert len(blank.hits) == len(every.hits)
+
+
+def test_the_reads_a_config_change_checks(make_user):
+    owner, admin = make_user(), make_user()
+    team, other = Team.objects.create(name="t"), Team.objects.create(name="u")
+    TeamMembership.objects.create(team=team, user=admin, role="admin")
+    data = build_branchy_session(owner)
+    number = scores.create_config(
+        team, actor=admin, name="Q", kind="number", min_value=1, max_value=5
+    )
+    assert read.config_name_taken(team, "q") and not read.config_name_taken(other, "q")
+    assert not read.config_name_taken(team, "q", besides=number.pk)
+    assert read.is_team_config(team, number.pk) and not read.is_team_config(other, number.pk)
+    assert read.config_with_team(number.pk).team == team
+    assert not read.shared_with_team(data.session, team)
+    SessionShare.objects.create(session=data.session, team=team, role="viewer")
+    assert read.shared_with_team(data.session, team)
+    entry = data.ids["a3"]
+    scores.set_score(data.session, entry, number.pk, "2", actor=admin)
+    scores.set_score(data.session, data.ids["a2"], number.pk, "5", actor=admin)
+    assert sorted(s.value for s in read.config_scores(number)) == [2.0, 5.0]
+    assert read.scores_outside(number, 1, 4, []) == 1
+    assert read.scores_outside(number, 2, 5, []) == 0
+    given = read.config_scores(number)[0]
+    assert read.own_score(data.session, given.pk, admin) == given
+    assert read.own_score(data.session, given.pk, owner) is None

@@ -5,7 +5,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app.models import SessionShare, Team
+from sessions_app.models import SessionShare, Team, TeamMembership
+from sessions_app.selectors import teams
 from sessions_app.selectors.teams import teams_with_shares
 from sessions_app.services import sessions as sessions_service
 
@@ -42,3 +43,23 @@ def test_teams_with_their_shares_cost_the_same_queries_for_any_number_of_teams(m
     assert [row[0] for row in shown_three[:3]] == ["alpha", "beta", "gamma"]
     assert len(shown_three[2][1]) == 4
     assert three == one  # no query per team
+
+
+def test_the_membership_reads_a_team_change_checks(make_user):
+    admin, member, outsider = make_user("admin"), make_user("member"), make_user("outsider")
+    team = Team.objects.create(name="Alpha")
+    mine = TeamMembership.objects.create(team=team, user=admin, role=TeamMembership.Role.ADMIN)
+    theirs = TeamMembership.objects.create(team=team, user=member, role="viewer")
+    assert teams.membership(team, admin) == mine and teams.membership(team, outsider) is None
+    assert teams.team_member(team, theirs.pk) == theirs
+    assert teams.team_member(Team.objects.create(name="Beta"), theirs.pk) is None
+    assert teams.team_name_taken("alpha") and not teams.team_name_taken("gamma")
+    assert teams.admins_besides(team, admin.pk) == 0
+    assert teams.admins_besides(team, member.pk) == 1
+    assert teams.has_other_members(team, mine)
+    theirs.delete()
+    assert not teams.has_other_members(team, mine)
+    assert not teams.team_has_shares(team.pk) and teams.shared_session_pks(team.pk) == []
+    session = sessions_service.create_session(owner=admin, cwd="/tmp")
+    SessionShare.objects.create(session=session, team=team, role="viewer")
+    assert teams.team_has_shares(team.pk) and teams.shared_session_pks(team.pk) == [session.pk]

@@ -242,6 +242,11 @@ class Catalog:
         return "models.json" if key in self.merged.custom else "pi"
 
 
+def endpoint(provider: str) -> ModelEndpoint | None:
+    """The endpoint added on the Models page for `provider`, or None."""
+    return ModelEndpoint.objects.filter(provider=provider).first()
+
+
 def endpoint_rows() -> list[dict[str, Any]]:
     """The endpoints added on the Models page, by provider (never their key)."""
     rows = ModelEndpoint.objects.order_by("provider").values(

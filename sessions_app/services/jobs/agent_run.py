@@ -28,7 +28,6 @@ import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from piweb import queues
@@ -39,7 +38,14 @@ from sessions_app.agent.signals import AbortSignal
 from sessions_app.agent.tools import TOOLS_BY_NAME
 from sessions_app.models import AnswerInput, Entry, FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors import workspaces
-from sessions_app.selectors.jobs import queue_of, queued_count
+from sessions_app.selectors.jobs import (
+    active_runs_of,
+    next_queued,
+    queue_of,
+    queued_count,
+    queued_runs,
+    sent_run_count,
+)
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, price_message
 from sessions_app.selectors.llm.keys import ModelUnavailable
 from sessions_app.selectors.llm.resolution import retry_policy
@@ -73,20 +79,8 @@ def runner_of(job: Job) -> int:
     return job.created_by_id or lifecycle.session_of(job).owner_id
 
 
-def _runs_of(user_id: int):
-    return Job.objects.filter(kind=Job.Kind.AGENT_RUN, status__in=Job.ACTIVE).filter(
-        Q(created_by_id=user_id) | Q(created_by__isnull=True, session__owner_id=user_id)
-    )
-
-
 def _lock_user(user_id: int) -> None:
     get_user_model().objects.select_for_update().filter(pk=user_id).first()
-
-
-def _sent_count(user_id: int) -> int:
-    """The user's runs sent to the workers and not finished (held ones not counted)."""
-    rows = _runs_of(user_id).values_list("progress", flat=True)
-    return sum(1 for progress in rows if not (progress or {}).get("held"))
 
 
 def is_held(job: Job) -> bool:
@@ -100,7 +94,7 @@ def create(session: Session, *, actor, params: dict, model: str) -> Job:
     fields = {"params": params, "model": model, "prepared_leaf_pi_id": params["parent"]}
     user_id = actor.pk if getattr(actor, "is_authenticated", False) else session.owner_id
     _lock_user(user_id)
-    held = _sent_count(user_id) >= max(1, settings.PIWEB_USER_MAX_RUNS)
+    held = sent_run_count(user_id) >= max(1, settings.PIWEB_USER_MAX_RUNS)
     if held:
         fields["progress"] = {"phase": "queued", "held": True, "note": HELD_NOTE}
     return lifecycle.create(session, Job.Kind.AGENT_RUN, actor, activity, send=not held, **fields)
@@ -111,11 +105,11 @@ def dispatch(user_id: int) -> list[str]:
     sent: list[str] = []
     with transaction.atomic():
         _lock_user(user_id)
-        room = max(1, settings.PIWEB_USER_MAX_RUNS) - _sent_count(user_id)
+        room = max(1, settings.PIWEB_USER_MAX_RUNS) - sent_run_count(user_id)
         if room <= 0:
             return sent
         waiting = (
-            _runs_of(user_id)
+            active_runs_of(user_id)
             .filter(status=Job.Status.QUEUED)
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")
@@ -137,9 +131,7 @@ def dispatch(user_id: int) -> list[str]:
 def dispatch_waiting() -> None:
     """For every user with held runs: send what their limit allows (sweeper's safety net)."""
     users = set()
-    for job in Job.objects.filter(kind=Job.Kind.AGENT_RUN, status=Job.Status.QUEUED).select_related(
-        "session"
-    ):
+    for job in queued_runs():
         if is_held(job):
             users.add(runner_of(job))
     for user_id in users:
@@ -404,7 +396,7 @@ def deliver_queued(session: Session, mode: str, parent: str | None, job: Job | N
     message is delivered once or cancelled, never both."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = queue_of(locked, job).filter(mode=mode).first()
+        item = next_queued(locked, job, mode)
         if item is None:
             return None
         entry = sessions.append_entry(
@@ -426,8 +418,7 @@ def start_queued_run(session: Session, job: Job, parent: str | None) -> Job | No
     queued messages wait for that run."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        queued = queue_of(locked, job)
-        item = queued.filter(mode=QueuedMessage.Mode.STEER).first() or queued.first()
+        item = next_queued(locked, job, QueuedMessage.Mode.STEER) or next_queued(locked, job)
         if item is None:
             return None
         if run_covering(locked, active_runs(locked), parent) is not None:

@@ -24,6 +24,7 @@ from sessions_app.core.tree import SessionTree
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import entry_exists, find_entry
+from sessions_app.selectors.jobs import active_branch_summaries
 from sessions_app.selectors.llm.windows import (
     branch_summary_reserve,
     compaction_settings,
@@ -46,12 +47,7 @@ from sessions_app.services.jobs.summaries import (
 def _active_duplicate(session: Session, old_leaf_pi_id: str | None, target_pi_id: str):
     # Dedupe on (session, kind, old leaf, target) among active jobs. A second click
     # computed from the server's leaf has the first job's position as its "old leaf".
-    for active in Job.objects.filter(
-        session=session,
-        kind=Job.Kind.BRANCH_SUMMARY,
-        status__in=Job.ACTIVE,
-        target_pi_id=target_pi_id,
-    ).order_by("created_at"):
+    for active in active_branch_summaries(session, target_pi_id):
         if old_leaf_pi_id in (active.prepared_leaf_pi_id, (active.params or {}).get("position")):
             return active
     return None

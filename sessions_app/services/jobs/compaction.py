@@ -29,8 +29,10 @@ from sessions_app.core.tokens import should_compact
 from sessions_app.models import Entry, Job, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.entries import find_entry
+from sessions_app.selectors.jobs import active_compaction
 from sessions_app.selectors.llm.windows import compaction_settings
 from sessions_app.selectors.model_input import model_input
+from sessions_app.selectors.sessions import session_by_pk
 from sessions_app.services import sessions
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.jobs.lifecycle import JobError
@@ -49,14 +51,6 @@ Status = Job.Status
 TRIGGERS = ("manual", "threshold", "overflow")
 
 
-def _active_compaction(session_pk: int) -> Job | None:
-    return (
-        Job.objects.filter(session_id=session_pk, kind=Job.Kind.COMPACTION, status__in=Job.ACTIVE)
-        .order_by("created_at")
-        .first()
-    )
-
-
 def _create(
     session: Session,
     *,
@@ -71,7 +65,7 @@ def _create(
     `leaf_pi_id` (overflow recovery of a run): compact the run's branch at that entry
     and append there, whatever the session's leaf is.
     """
-    existing = _active_compaction(session.pk)
+    existing = active_compaction(session.pk)
     if existing is not None:
         return existing
     params = {
@@ -113,7 +107,7 @@ def maybe_compact_after_run(session: Session, *, actor=None) -> Job | None:
     and the context at the leaf is over window - reserveTokens. Returns the job, or
     None when no compaction is needed or allowed.
     """
-    session = Session.objects.get(pk=session.pk)
+    session = session_by_pk(session.pk)
     cfg = compaction_settings(session)
     if not cfg.enabled or session.leaf_id is None:
         return None
@@ -140,7 +134,7 @@ def compact_for_overflow(
     ``job.status == "done" and job.result_entry_id``; never compact again for a second
     overflow.
     """
-    cfg = compaction_settings(Session.objects.get(pk=session.pk))
+    cfg = compaction_settings(session_by_pk(session.pk))
     if not cfg.enabled:
         return None
     lifecycle.sweep(session=session, kinds=[Job.Kind.COMPACTION])
@@ -152,7 +146,7 @@ def compact_for_overflow(
         leaf = find_entry(locked, leaf_pi_id)
         if leaf is None:
             raise JobError(f"No entry {leaf_pi_id} in this session.")
-        existing = _active_compaction(locked.pk)
+        existing = active_compaction(locked.pk)
         if (
             existing is not None
             and existing.status == Status.QUEUED

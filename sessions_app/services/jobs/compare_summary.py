@@ -13,6 +13,7 @@ from sessions_app.core.messages import convert_to_llm, message_from_entry
 from sessions_app.core.summaries import serialize_conversation
 from sessions_app.models import Job, Session
 from sessions_app.selectors import compare
+from sessions_app.selectors.jobs import active_compare_summary
 from sessions_app.selectors.model_input import summary_profile
 from sessions_app.services import sessions, summarizer
 from sessions_app.services.jobs import lifecycle
@@ -26,17 +27,7 @@ def request_compare_summary(session: Session, a_pi_id: str, b_pi_id: str, *, act
     compare.compare(session, a_pi_id, b_pi_id)  # validates both nodes
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        existing = (
-            Job.objects.filter(
-                session=locked,
-                kind=Job.Kind.COMPARE_SUMMARY,
-                status__in=Job.ACTIVE,
-                prepared_leaf_pi_id=a_pi_id,
-                target_pi_id=b_pi_id,
-            )
-            .order_by("created_at")
-            .first()
-        )
+        existing = active_compare_summary(locked, a_pi_id, b_pi_id)
         if existing is not None:
             return existing
         pair = {"a": a_pi_id, "b": b_pi_id}

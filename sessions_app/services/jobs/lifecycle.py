@@ -40,6 +40,8 @@ from piweb import queues
 from piweb.celery import app as celery_app
 from sessions_app.core.errors import ServiceError
 from sessions_app.models import Entry, Job, Session
+from sessions_app.selectors.entries import pi_id_of
+from sessions_app.selectors.jobs import active_job_pks
 from sessions_app.services import events, sessions
 
 log = logging.getLogger(__name__)
@@ -145,9 +147,7 @@ def job_event_data(job: Job) -> dict:
         if Job.result_entry.is_cached(job) and job.result_entry is not None:
             result = job.result_entry.pi_id
         else:
-            result = (
-                Entry.objects.filter(pk=job.result_entry_id).values_list("pi_id", flat=True).first()
-            )
+            result = pi_id_of(job.result_entry_id)
     return {
         "job_id": str(job.id),
         "kind": job.kind,
@@ -440,11 +440,8 @@ def sweep(session: Session | None = None, *, kinds=None) -> list[str]:
     session. Returns the ids of the jobs it changed.
     """
     now = timezone.now()
-    qs = Job.objects.filter(kind__in=list(kinds or _registry), status__in=Job.ACTIVE)
-    if session is not None:
-        qs = qs.filter(session_id=session.pk)
     swept = []
-    for pk in list(qs.values_list("pk", flat=True)):
+    for pk in active_job_pks(kinds or _registry, session.pk if session is not None else None):
         with transaction.atomic():
             job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
             if job is None or job.status not in Job.ACTIVE:

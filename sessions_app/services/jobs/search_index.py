@@ -18,6 +18,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from sessions_app.models import Job
+from sessions_app.selectors.jobs import still_unsent
 from sessions_app.services.bulk_entries import tidy_entries
 from sessions_app.services.jobs import lifecycle
 from sessions_app.services.search import index_stored_entries
@@ -41,8 +42,7 @@ def request_index(work: list[tuple[int, int]], *, tidy: bool = False) -> Job:
 
 
 def _run_here_if_unsent(job_pk) -> None:
-    unsent = Job.objects.filter(pk=job_pk, status=Status.QUEUED, progress__enqueue_failed=True)
-    if unsent.exists():
+    if still_unsent(job_pk):
         lifecycle.run_job(job_pk)
 
 

@@ -12,8 +12,8 @@ import shutil
 
 from django.db import transaction
 
-from sessions_app.models import FileSnapshot, Job, Session
-from sessions_app.selectors.changes import repo_at, repo_key
+from sessions_app.models import Job
+from sessions_app.selectors.changes import repo_at, repo_key, repository_in_use
 from sessions_app.services import sandboxing
 from sessions_app.services.jobs import lifecycle
 
@@ -42,11 +42,7 @@ def clean_repository(key: str, work_tree: str) -> str:
     repo = repo_at(work_tree)
     if not os.path.isdir(repo.git_dir):
         return "gone"
-    used = (
-        FileSnapshot.objects.filter(repo=key).exists()
-        or Session.objects.filter(cwd=work_tree).exists()
-    )
-    if not used:
+    if not repository_in_use(key, work_tree):
         with repo.locked():
             shutil.rmtree(repo.git_dir)
         return "removed"

@@ -20,6 +20,7 @@ from django.db import transaction
 
 from sessions_app.models import Job, Session
 from sessions_app.selectors.pi_file import followed_file, write_back_enabled
+from sessions_app.selectors.sessions import session_exists
 from sessions_app.services import entry_written, sessions, write_back
 from sessions_app.services.jobs import lifecycle
 
@@ -84,7 +85,7 @@ entry_written.subscribe(entry_written.Subscriber("write_back", in_transaction=on
 
 def run(job: Job, attempt: int) -> str | None:
     session_pk = (job.params or {}).get("session")
-    if session_pk is None or not Session.objects.filter(pk=session_pk).exists():  # deleted since
+    if session_pk is None or not session_exists(session_pk):  # deleted since
         return lifecycle.finish_own(job, attempt, Status.CANCELLED, phase="done")
     params = job.params or {}
     write_back.write_back_quietly(
