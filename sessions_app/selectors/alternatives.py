@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from sessions_app.models import Entry, FileSnapshot, Job, Session
+from sessions_app.selectors import paths, runs
 
 CHECK_TYPE = "piweb.check"
 
@@ -137,3 +138,29 @@ def page_columns(session: Session, at_pi_id: str, archived: set[str]) -> dict:
 
 def json_key(value) -> str:
     return repr(value)
+
+
+def branch_end(session: Session, head_pi_id: str) -> str:
+    """The session's leaf if it is on the branch below `head_pi_id`, else the branch's
+    newest entry."""
+    head = Entry.objects.get(session=session, pi_id=head_pi_id)
+    leaf = session.leaf_pi_id
+    if leaf and session.leaf_id is not None and head.pk in paths.path_entry_pks(session.leaf_id):
+        return leaf
+    below, newest = {head.pk}, head.pi_id
+    rows = Entry.objects.filter(session=session, seq__gt=head.seq).order_by("seq")
+    for pk, parent, pi_id in rows.values_list("pk", "parent_id", "pi_id"):
+        if parent in below:
+            below.add(pk)
+            newest = pi_id
+    return newest
+
+
+def heads_running(session: Session) -> set[str]:
+    """The pi ids of every entry on the paths of the session's active runs."""
+    starts = [job.prepared_leaf_pi_id for job in runs.active_runs(session)]
+    pks = Entry.objects.filter(session=session, pi_id__in=[s for s in starts if s])
+    on_paths: set[int] = set()
+    for pk in pks.values_list("pk", flat=True):
+        on_paths.update(paths.path_entry_pks(pk))
+    return set(Entry.objects.filter(pk__in=on_paths).values_list("pi_id", flat=True))

@@ -66,6 +66,13 @@ def queued_messages(session: Session, job: Job | None = None) -> list[QueuedMess
     return list(queue_of(session, job).select_related("created_by"))
 
 
+def queued_item(session: Session, item_id: int | None) -> QueuedMessage | None:
+    """One message still waiting in the session's queue, or None (gone, or no id)."""
+    if item_id is None:
+        return None
+    return QueuedMessage.objects.filter(session=session, pk=item_id).first()
+
+
 def queued_count(session: Session, job: Job | None = None) -> int:
     """How many messages wait for the run (the count the pages show)."""
     return queue_of(session, job).count()

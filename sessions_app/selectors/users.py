@@ -84,3 +84,10 @@ def open_invitation(token: str) -> Invitation | None:
     if invitation is None or not invitation.user.is_active:
         return None
     return invitation
+
+
+def user_by_pk(pk: object):
+    """The user with this primary key, or None (also for a missing key)."""
+    if pk is None:
+        return None
+    return get_user_model().objects.filter(pk=pk).first()

@@ -24,7 +24,6 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from sessions_app.agent import safefs
@@ -34,9 +33,10 @@ from sessions_app.agent.snapshots import ShadowRepo, SnapshotError
 from sessions_app.agent.tools import ALL_TOOLS, TOOLS_BY_NAME
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.pi_config import THINKING_LEVELS
-from sessions_app.models import Entry, Job, Session
+from sessions_app.models import Job, Session
+from sessions_app.selectors import alternatives as alternatives_selectors
 from sessions_app.selectors import changes as changes_selectors
-from sessions_app.selectors import paths, runs, workspaces
+from sessions_app.selectors import users, workspaces
 from sessions_app.selectors.entries import get_entry
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model
 from sessions_app.selectors.llm.keys import ModelUnavailable
@@ -313,14 +313,14 @@ def remove_copies(session: Session, head_pi_id: str | None = None) -> list[str]:
     branch stays; showing it again puts the folder back from its snapshots
     (`restore_copy`). The removed paths."""
     chosen = (session.settings or {}).get("workspaces") or {}
-    busy = _heads_running(session)
+    busy = alternatives_selectors.heads_running(session)
     removed = []
     for head, choice in chosen.items():
         if not choice.get("alternative") or (head_pi_id is not None and head != head_pi_id):
             continue
         if head in busy:  # a run still works there: it keeps its folder
             continue
-        owner = get_user_model().objects.filter(pk=choice.get("by")).first()
+        owner = users.user_by_pk(choice.get("by"))
         if owner is not None and remove_variant_workspace(owner, choice["cwd"]):
             removed.append(choice["cwd"])
             resources.request_measure(owner.pk, force=True)
@@ -336,7 +336,7 @@ def restore_copy(session: Session, head_pi_id: str) -> str | None:
     choice = ((session.settings or {}).get("workspaces") or {}).get(head_pi_id) or {}
     if not choice.get("alternative") or choice.get("by") is None:
         return None
-    owner = get_user_model().objects.filter(pk=choice["by"]).first()
+    owner = users.user_by_pk(choice["by"])
     if owner is None:
         return None
     rel = _variant_rel(owner, choice["cwd"])
@@ -349,37 +349,11 @@ def restore_copy(session: Session, head_pi_id: str) -> str | None:
     except OSError as exc:
         raise AlternativeError(f"The variant's folder could not be made: {exc}") from None
     try:
-        _fill(session, owner, _branch_end(session, head_pi_id), folder)
+        _fill(session, owner, alternatives_selectors.branch_end(session, head_pi_id), folder)
     except BaseException:
         remove_variant_workspace(owner, folder)
         raise
     return folder
-
-
-def _branch_end(session: Session, head_pi_id: str) -> str:
-    """The session's leaf if it is on the branch below `head_pi_id`, else the branch's
-    newest entry."""
-    head = Entry.objects.get(session=session, pi_id=head_pi_id)
-    leaf = session.leaf_pi_id
-    if leaf and session.leaf_id is not None and head.pk in paths.path_entry_pks(session.leaf_id):
-        return leaf
-    below, newest = {head.pk}, head.pi_id
-    rows = Entry.objects.filter(session=session, seq__gt=head.seq).order_by("seq")
-    for pk, parent, pi_id in rows.values_list("pk", "parent_id", "pi_id"):
-        if parent in below:
-            below.add(pk)
-            newest = pi_id
-    return newest
-
-
-def _heads_running(session: Session) -> set[str]:
-    """The pi ids of every entry on the paths of the session's active runs."""
-    starts = [job.prepared_leaf_pi_id for job in runs.active_runs(session)]
-    pks = Entry.objects.filter(session=session, pi_id__in=[s for s in starts if s])
-    on_paths: set[int] = set()
-    for pk in pks.values_list("pk", flat=True):
-        on_paths.update(paths.path_entry_pks(pk))
-    return set(Entry.objects.filter(pk__in=on_paths).values_list("pi_id", flat=True))
 
 
 def stop_all(session: Session, user, jobs) -> list[Job]:

@@ -42,6 +42,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.core.images import ImageError, check_count, image_blocks, takes_images
 from sessions_app.core.pi_config import THINKING_LEVELS
 from sessions_app.models import Job, QueuedMessage, Session
+from sessions_app.selectors import jobs as jobs_selectors
 from sessions_app.selectors import prompt_templates, workspaces
 from sessions_app.selectors.llm.catalog import HOW_TO_CONFIGURE, find_model, model_profiles
 from sessions_app.selectors.llm.keys import ModelUnavailable
@@ -308,11 +309,7 @@ def cancel_queued(session: Session, user, item_id: int | None) -> None:
     cancel and delivery one or the other)."""
     with transaction.atomic():
         locked = sessions.lock_session(session.pk)
-        item = (
-            QueuedMessage.objects.filter(session=locked, pk=item_id).first()
-            if item_id is not None
-            else None
-        )
+        item = jobs_selectors.queued_item(locked, item_id)
         if item is None:
             raise QueueGone("This message was already delivered or cancelled.")
         run = item.run

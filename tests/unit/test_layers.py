@@ -247,10 +247,6 @@ def test_views_read_request_values_through_params(path):
 # were changing those modules at the time.)
 _PARALLEL = "left while another branch reworks this module; it moves to a selector next"
 SERVICE_READS = {
-    "services/alternatives.py:remove_copies: get_user_model().objects.filter.first": _PARALLEL,
-    "services/alternatives.py:_heads_running: Entry.objects.filter": _PARALLEL,
-    "services/alternatives.py:_heads_running: Entry.objects.filter.values_list": _PARALLEL,
-    "services/chat.py:cancel_queued: QueuedMessage.objects.filter.first": _PARALLEL,
     "services/fork.py:_structure: Entry.objects.filter.order_by.values_list": _PARALLEL,
     "services/following.py:mark_gone: FollowedFile.objects.filter.exclude": (
         "the queryset of the update that marks files gone also lists the sessions to tell:"
