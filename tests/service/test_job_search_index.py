@@ -105,15 +105,50 @@ def test_a_small_fork_is_searchable_at_once(owner):
     assert index_jobs() == []
 
 
-def test_a_big_fork_is_indexed_by_a_job(owner, monkeypatch):
+def test_a_big_path_fork_copies_the_source_s_search_rows_at_once(owner, monkeypatch):
+    """A path fork copies its search rows from the source's (no parsing, no job), so even
+    a fork above the inline limit is searchable when it commits."""
     monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
     data = build_branchy_session(owner)
     copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
-    assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id}
-    (job,) = index_jobs()
-    assert job.session_id is None and job.params == {"work": [[copy.pk, 0]], "tidy": False}
-    run_index_jobs()
     assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id, copy.pi_id}
+    assert index_jobs() == []
+    copied = SearchDocument.objects.filter(session=copy)
+    assert (
+        copied.count()
+        == SearchDocument.objects.filter(
+            session=data.session, entry__pi_id__in=copy.entries.values("pi_id")
+        ).count()
+        > 0
+    )
+
+
+@pytest.mark.parametrize("limit", [500, 1])
+def test_a_fork_of_a_source_whose_search_job_has_not_run_is_indexed_itself(
+    owner, monkeypatch, limit
+):
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", limit)
+    report = import_jsonl_stream(
+        as_file(entries_file(SID_B, "tapirquux")), owner, after_commit="worker"
+    )
+    assert found(owner, "tapirquux") == []
+    copy = fork.fork_session(report.session, "e0002", actor=owner)
+    if limit == 500:  # two entries, under the limit: indexed in the fork's transaction
+        assert sorted(found(owner, "tapirquux")) == sorted(
+            [(copy.pi_id, "e0001"), (copy.pi_id, "e0002")]
+        )
+        (job,) = index_jobs()
+        assert job.params["work"] == [[report.session.pk, 0]]
+    else:  # over it: by a job of its own
+        assert found(owner, "tapirquux") == []
+        assert [job.params["work"] for job in index_jobs()] == [
+            [[report.session.pk, 0]],
+            [[copy.pk, 0]],
+        ]
+    run_index_jobs()
+    assert sorted(found(owner, "tapirquux")) == sorted(
+        [(SID_B, "e0001"), (SID_B, "e0002"), (copy.pi_id, "e0001"), (copy.pi_id, "e0002")]
+    )
 
 
 # --- imports: an upload, the command, the follower's first scan ---------------------------

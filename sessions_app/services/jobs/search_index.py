@@ -46,6 +46,17 @@ def _run_here_if_unsent(job_pk) -> None:
         lifecycle.run_job(job_pk)
 
 
+def index_pending(session_pk: int) -> bool:
+    """Whether a queued or running `search_index` job still has entries of this session
+    to index (then its search rows are not all written yet)."""
+    jobs = Job.objects.filter(kind=Job.Kind.SEARCH_INDEX, status__in=Job.ACTIVE)
+    return any(
+        int(pk) == session_pk
+        for params in jobs.values_list("params", flat=True)
+        for pk, _ in (params or {}).get("work") or []
+    )
+
+
 INLINE_INDEX_LIMIT = 500  # more new entries than this are indexed by a job
 
 
