@@ -42,13 +42,16 @@ from sessions_app.core.tree import (
     generate_entry_id,
 )
 from sessions_app.core.usage import usage_with_day
-from sessions_app.models import Entry, SearchDocument, Session
-from sessions_app.selectors import workspaces
+from sessions_app.models import Entry, FileSnapshot, SearchDocument, Session
+from sessions_app.selectors import paths, workspaces
 from sessions_app.selectors.entries import entry_pk
-from sessions_app.selectors.paths import MAX_PATH_DEPTH
 from sessions_app.services import changes, events, sessions, usage, workspace_choice
 from sessions_app.services.bulk_entries import EntryWriter, apply_labels
-from sessions_app.services.jobs.search_index import index_new_entries, index_pending
+from sessions_app.services.jobs.search_index import (
+    copy_new_search_rows,
+    index_new_entries,
+    index_pending,
+)
 
 SCOPES = ("path", "path_and_siblings", "up_to_depth")
 
@@ -175,149 +178,155 @@ def _copied_columns() -> list[str]:
     ]
 
 
-def _first_message(target_pk: int) -> str:
-    """The preview of the last user message on the path root -> target."""
-    sql = f"""
-        WITH RECURSIVE path(id, parent_id, depth) AS (
-            SELECT id, parent_id, 0 FROM {ENTRY} WHERE id = %s
-            UNION ALL
-            SELECT e.id, e.parent_id, p.depth + 1
-            FROM {ENTRY} e JOIN path p ON e.id = p.parent_id
-            WHERE p.depth < %s
-        )
-        SELECT e.preview FROM path p JOIN {ENTRY} e ON e.id = p.id
-        WHERE e.type = 'message' AND e.role = 'user' ORDER BY p.depth LIMIT 1
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [target_pk, MAX_PATH_DEPTH])
-        row = cursor.fetchone()
-    return row[0] if row else ""
-
-
-def _copy_path(source: Session, new: Session, target_pk: int) -> tuple[dict[str, int], int | None]:
+def _copy_path(source: Session, new: Session, target_pk: int) -> tuple[int, int | None]:
     """Write pi's createBranchedSession of `source` at `target_pk` into `new` with
-    set-based SQL; returns (pi id -> new pk, the leaf's pk). See the module doc."""
+    set-based SQL; returns (rows written, the leaf's pk). See the module doc."""
+    path = paths.path_pks(source, target_pk)
+    with connection.cursor() as cursor:
+        # The label entries of the whole session: pi's label map; those on the path are
+        # left out of the fork.
+        cursor.execute(
+            f"SELECT id, line FROM {ENTRY} WHERE session_id = %s AND type = 'label' ORDER BY seq",
+            [source.pk],
+        )
+        label_rows = cursor.fetchall()
+        label_pks = {pk for pk, _ in label_rows}
+        kept = [pk for pk in path if pk not in label_pks] if label_pks else path
+        if not kept:
+            return 0, None
+        ids = EntryWriter(new).reserve_ids(len(kept))
+        _insert_copies(cursor, new, kept, ids)
+        _rechain(cursor, path, kept, ids, label_pks)
+    count, leaf_pk = len(kept), ids[-1]
+    labels = _label_entries([json.loads(line) for _, line in label_rows], source, kept)
+    if labels:
+        count, leaf_pk = _write_labels(new, labels, leaf_pk, count)
+    # Usage: the copies count in the fork's own total (copied), not again in totals
+    # over sessions (selectors/usage.py).
+    usage.recount(new)
+    return count, leaf_pk
+
+
+def _insert_copies(cursor, new: Session, kept: list[int], ids: list[int]) -> None:
+    """One INSERT ... SELECT: row `kept[i]` copied as `ids[i]`, seq i, its parent the
+    copy before it (pi re-chains the path)."""
     columns = _copied_columns()
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     picked = ", ".join(f"e.{connection.ops.quote_name(c)}" for c in columns)
-    with connection.cursor() as cursor:
-        # 1. The path's entries without its label entries, root first, seq 0, 1, ...
+    into = f"INSERT INTO {ENTRY} (id, session_id, parent_id, seq, copied, {names})"
+    if connection.vendor == "postgresql":
+        parents = [None, *ids[:-1]]
         cursor.execute(
-            f"""
-            WITH RECURSIVE path(id, parent_id, depth) AS (
-                SELECT id, parent_id, 0 FROM {ENTRY} WHERE id = %s
-                UNION ALL
-                SELECT e.id, e.parent_id, p.depth + 1
-                FROM {ENTRY} e JOIN path p ON e.id = p.parent_id
-                WHERE p.depth < %s
-            )
-            INSERT INTO {ENTRY} (session_id, parent_id, seq, copied, {names})
-            SELECT %s, NULL, ROW_NUMBER() OVER (ORDER BY p.depth DESC) - 1, %s, {picked}
-            FROM path p JOIN {ENTRY} e ON e.id = p.id
-            WHERE e.type <> 'label'
-            """,
-            [target_pk, MAX_PATH_DEPTH, new.pk, True],
+            f"{into} SELECT m.id, %s, m.parent_id, m.seq - 1, TRUE, {picked}"
+            " FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])"
+            " WITH ORDINALITY AS m(old, id, parent_id, seq)"
+            f" JOIN {ENTRY} e ON e.id = m.old ORDER BY m.seq",
+            [new.pk, kept, ids, parents],
         )
-        cursor.execute(
-            f"SELECT id, pi_id, parent_pi_id FROM {ENTRY} WHERE session_id = %s ORDER BY seq",
-            [new.pk],
+        return
+    # SQLite reserves a contiguous block (we hold its write lock): ids[0] + seq.
+    assert ids == list(range(ids[0], ids[0] + len(ids)))
+    cursor.execute(
+        f"{into} SELECT %s + m.key, %s,"
+        " CASE WHEN m.key = 0 THEN NULL ELSE %s + m.key - 1 END, m.key, 1,"
+        f" {picked} FROM json_each(%s) m JOIN {ENTRY} e ON e.id = m.value ORDER BY m.key",
+        [ids[0], new.pk, ids[0], json.dumps(kept)],
+    )
+
+
+def _rechain(cursor, path: list[int], kept: list[int], ids: list[int], label_pks) -> None:
+    """pi re-chains the kept entries (each one's parentId is the one before it): rewrite
+    the lines of the few whose parentId changes: the root (its parentId may point
+    nowhere, or be missing) and each entry that hung off a dropped label entry."""
+    parent_of = dict(zip(path[1:], path[:-1], strict=True))
+    candidates = [0, *(i for i, pk in enumerate(kept) if i and parent_of.get(pk) in label_pks)]
+    wanted = sorted({ids[i] for i in candidates} | {ids[i - 1] for i in candidates if i})
+    marks = ", ".join(["%s"] * len(wanted))
+    cursor.execute(f"SELECT id, pi_id, line FROM {ENTRY} WHERE id IN ({marks})", wanted)
+    rows = {pk: (pi_id, line) for pk, pi_id, line in cursor.fetchall()}
+    updates = []
+    for i in candidates:
+        payload = json.loads(rows[ids[i]][1])
+        parent = rows[ids[i - 1]][0] if i else None
+        if "parentId" not in payload or payload["parentId"] != parent:
+            # As JS's {...entry, parentId}: in the key's place, or last.
+            updates.append((serialize_entry({**payload, "parentId": parent}), parent, ids[i]))
+    if updates:
+        cursor.executemany(
+            f"UPDATE {ENTRY} SET line = %s, parent_pi_id = %s WHERE id = %s", updates
         )
-        rows = cursor.fetchall()
-        # 2. pi re-chains the kept entries (each one's parent is the one before it):
-        # rewrite the few whose parentId changes (after a dropped label; a root whose
-        # parentId pointed nowhere, or had none).
-        expected = [None, *(pi_id for _, pi_id, _ in rows[:-1])]
-        changed = [
-            (pk, parent)
-            for index, ((pk, _, written), parent) in enumerate(zip(rows, expected, strict=True))
-            if written != parent or index == 0
-        ]
-        if changed:
-            marks = ", ".join(["%s"] * len(changed))
-            cursor.execute(
-                f"SELECT id, line FROM {ENTRY} WHERE id IN ({marks})", [pk for pk, _ in changed]
-            )
-            lines = dict(cursor.fetchall())
-            updates = []
-            for pk, parent in changed:
-                payload = json.loads(lines[pk])
-                if "parentId" not in payload or payload["parentId"] != parent:
-                    # As JS's {...entry, parentId}: in the key's place, or last.
-                    rechained = {**payload, "parentId": parent}
-                    updates.append((serialize_entry(rechained), parent, pk))
-            if updates:
-                cursor.executemany(
-                    f"UPDATE {ENTRY} SET line = %s, parent_pi_id = %s WHERE id = %s", updates
-                )
-        # 3. Parents: each kept entry's parent is the one before it.
-        cursor.execute(
-            f"UPDATE {ENTRY} SET parent_id = (SELECT p.id FROM {ENTRY} p"
-            f" WHERE p.session_id = {ENTRY}.session_id AND p.seq = {ENTRY}.seq - 1)"
-            f" WHERE session_id = %s AND seq > 0",
-            [new.pk],
-        )
-        # 4. The search rows of the copied entries, copied from the source's.
-        cursor.execute(
-            f"""
-            INSERT INTO {DOC} (entry_id, session_id, role, tool_name, date, text)
-            SELECT n.id, n.session_id, d.role, d.tool_name, d.date, d.text
-            FROM {ENTRY} n
-            JOIN {ENTRY} o ON o.session_id = %s AND o.pi_id = n.pi_id
-            JOIN {DOC} d ON d.entry_id = o.id
-            WHERE n.session_id = %s
-            """,
-            [source.pk, new.pk],
-        )
-        # 5. The label entries of the whole session: pi's label map.
-        cursor.execute(
-            f"SELECT line FROM {ENTRY} WHERE session_id = %s AND type = 'label' ORDER BY seq",
-            [source.pk],
-        )
-        label_entries = [json.loads(line) for (line,) in cursor.fetchall()]
-    pk_of = {pi_id: pk for pk, pi_id, _ in rows}
-    leaf_pk = rows[-1][0] if rows else None
+
+
+def _label_entries(label_entries: list[dict], source: Session, kept: list[int]) -> list:
+    """pi's label map (latest label per target, session-wide), for the targets on the
+    fork's path: [(target pi id, label, timestamp)], in the map's order."""
+    if not label_entries:
+        return []
     index = SessionTree(label_entries)
-    labels = [(t, lab) for t, lab in index.labels.items() if t in pk_of]
-    if labels:
-        taken = set(pk_of)
-        parent = rows[-1][1]
-        now = sessions.now_iso()
-        with EntryWriter(new) as writer:
-            for seq, (target, label) in enumerate(labels, start=len(rows)):
-                label_id = generate_entry_id(taken)
-                taken.add(label_id)
-                entry = {
-                    "type": "label",
-                    "id": label_id,
-                    "parentId": parent,
-                    "timestamp": index.get_label_timestamp(target) or now,
-                    "targetId": target,
-                    "label": label,
-                }
-                pk = writer.new_pk()
-                writer.add(
-                    pk=pk,
-                    pi_id=label_id,
-                    parent_pk=pk_of[parent] if parent else None,
-                    parent_pi_id=parent,
-                    seq=seq,
-                    line=serialize_entry(entry),
-                    columns=entry_row_columns(entry),
-                )
-                pk_of[label_id] = pk
-                parent = label_id
-                leaf_pk = pk
-    # 6. Usage: the copies count in the fork's own total (copied), not again in totals
-    # over sessions (selectors/usage.py).
-    usage.recount(new)
-    return pk_of, leaf_pk
+    kept_set = set(kept)
+    found = Entry.objects.filter(session=source, pi_id__in=list(index.labels))
+    on_path = {pi_id for pi_id, pk in found.values_list("pi_id", "pk") if pk in kept_set}
+    return [
+        (target, label, index.get_label_timestamp(target))
+        for target, label in index.labels.items()
+        if target in on_path
+    ]
 
 
-def _index_copies(source: Session, new: Session) -> None:
-    """The fork's search rows are the source's, copied: when the source's own are not
-    all written yet (its import's search job has not run), index the fork too."""
+def _write_labels(new: Session, labels: list, leaf_pk: int, count: int) -> tuple[int, int]:
+    """The label entries pi re-creates, chained after the path's last entry; returns
+    (rows in the fork, the leaf's pk)."""
+    parent = Entry.objects.filter(pk=leaf_pk).values_list("pi_id", flat=True).get()
+    parent_pk = leaf_pk
+    now = sessions.now_iso()
+    taken: set[str] = set()
+    with EntryWriter(new) as writer:
+        for seq, (target, label, stamp) in enumerate(labels, start=count):
+            label_id = _new_label_id(new, taken)
+            taken.add(label_id)
+            entry = {
+                "type": "label",
+                "id": label_id,
+                "parentId": parent,
+                "timestamp": stamp or now,
+                "targetId": target,
+                "label": label,
+            }
+            pk = writer.new_pk()
+            writer.add(
+                pk=pk,
+                pi_id=label_id,
+                parent_pk=parent_pk,
+                parent_pi_id=parent,
+                seq=seq,
+                line=serialize_entry(entry),
+                columns=entry_row_columns(entry),
+            )
+            parent, parent_pk = label_id, pk
+    return count + len(labels), parent_pk
+
+
+def _new_label_id(new: Session, taken: set[str]) -> str:
+    """A fresh entry id, as pi's generateId: none the fork holds yet."""
+    while True:
+        candidate = generate_entry_id(taken)
+        if not Entry.objects.filter(session=new, pi_id=candidate).exists():
+            return candidate
+        taken.add(candidate)
+
+
+def _index_copies(source: Session, new: Session, count: int) -> None:
+    """The fork's search rows are the source's, copied (a few here, more by a job after
+    the commit); when the source's own are not all written yet (its import's search job
+    has not run), the fork is indexed from its lines instead."""
     if index_pending(source.pk):
-        index_new_entries(new.pk, 0, new.entry_count)
+        index_new_entries(new.pk, 0, count)
+    else:
+        copy_new_search_rows(source.pk, new.pk, count)
+
+
+def _fork_pk_of(new: Session) -> dict[str, int]:
+    return dict(Entry.objects.filter(session=new).values_list("pi_id", "pk"))
 
 
 def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor=None) -> Session:
@@ -330,25 +339,43 @@ def fork_session(session: Session, target_pi_id: str, scope: str = "path", actor
         if target_pk is None:
             raise ForkError(f"No entry {target_pi_id!r} in session {source.pi_id}.")
         if scope == "path":
-            new = _new_session(source, actor, target_pi_id, _first_message(target_pk))
-            pk_of, leaf_pk = _copy_path(source, new, target_pk)
+            new = _new_session(source, actor, target_pi_id, "")
+            count, leaf_pk = _copy_path(source, new, target_pk)
+            new.first_message = clean_text(_last_user_preview(new))[:300]
+            pk_of = None
         else:
             new, pk_of, leaf_pk = _fork_in_python(source, actor, target_pi_id, target_pk, scope)
-        changes.copy_snapshots(source, new, pk_of)
+            count = len(pk_of)
+        if FileSnapshot.objects.filter(session=source).exists():
+            pk_of = pk_of if pk_of is not None else _fork_pk_of(new)
+            changes.copy_snapshots(source, new, pk_of)
         new.leaf_id = leaf_pk
-        new.next_seq = len(pk_of)
-        new.entry_count = len(pk_of)
+        new.next_seq = count
+        new.entry_count = count
         new.save()
         if scope == "path":
-            _index_copies(source, new)
+            _index_copies(source, new, count)
         else:
-            index_new_entries(new.pk, 0, len(pk_of))
-        workspace_choice.copy_choices(source, new, pk_of.keys(), only_by=actor.pk)
-        details = {"target": target_pi_id, "scope": scope, "entries": len(pk_of)}
+            index_new_entries(new.pk, 0, count)
+        if (source.settings or {}).get("workspaces"):
+            pk_of = pk_of if pk_of is not None else _fork_pk_of(new)
+            workspace_choice.copy_choices(source, new, pk_of.keys(), only_by=actor.pk)
+        details = {"target": target_pi_id, "scope": scope, "entries": count}
         sessions.record_activity(source, actor, "forked", to=new.pi_id, **details)
         sessions.record_activity(new, actor, "forked_from", source=source.pi_id, **details)
         events.publish_sessions_changed([new.pk])
     return new
+
+
+def _last_user_preview(new: Session) -> str:
+    """The preview of the fork's last user message (its title until it is named)."""
+    last = (
+        Entry.objects.filter(session=new, type="message", role="user")
+        .order_by("-seq")
+        .values_list("preview", flat=True)
+        .first()
+    )
+    return last or ""
 
 
 def _new_session(source: Session, actor, target_pi_id: str, first_message: str) -> Session:

@@ -105,22 +105,50 @@ def test_a_small_fork_is_searchable_at_once(owner):
     assert index_jobs() == []
 
 
-def test_a_big_path_fork_copies_the_source_s_search_rows_at_once(owner, monkeypatch):
-    """A path fork copies its search rows from the source's (no parsing, no job), so even
-    a fork above the inline limit is searchable when it commits."""
+def test_a_big_path_fork_copies_the_source_s_search_rows_in_a_job(owner, monkeypatch):
+    """Above the inline limit, a path fork's search rows are copied from the source's
+    (not parsed again) by a job after the commit."""
     monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
     data = build_branchy_session(owner)
     copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
+    assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id}
+    (job,) = index_jobs()
+    assert job.params == {"work": [], "tidy": False, "copies": [[data.session.pk, copy.pk]]}
+    run_index_jobs()
     assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id, copy.pi_id}
-    assert index_jobs() == []
     copied = SearchDocument.objects.filter(session=copy)
     assert (
-        copied.count()
-        == SearchDocument.objects.filter(
-            session=data.session, entry__pi_id__in=copy.entries.values("pi_id")
-        ).count()
-        > 0
+        sorted(copied.values_list("entry__pi_id", "text"))
+        == sorted(
+            SearchDocument.objects.filter(
+                session=data.session, entry__pi_id__in=copy.entries.values("pi_id")
+            ).values_list("entry__pi_id", "text")
+        )
+        and copied.exists()
     )
+
+
+def test_a_big_fork_whose_source_is_deleted_before_its_search_job_is_indexed_from_its_lines(
+    owner, monkeypatch
+):
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
+    data = build_branchy_session(owner)
+    copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
+    data.session.delete()
+    run_index_jobs()
+    assert {s for s, _ in found(owner, "zebrafish")} == {copy.pi_id}
+
+
+def test_a_small_fork_of_a_fork_copies_its_search_rows_at_once(owner):
+    data = build_branchy_session(owner)
+    first = fork.fork_session(data.session, data.ids["q2"], actor=owner)
+    second = fork.fork_session(first, data.ids["q2"], actor=owner)
+    assert {s for s, _ in found(owner, "zebrafish")} == {
+        data.session.pi_id,
+        first.pi_id,
+        second.pi_id,
+    }
+    assert index_jobs() == []
 
 
 @pytest.mark.parametrize("limit", [500, 1])
