@@ -220,7 +220,7 @@ def _insert_copies(cursor, new: Session, kept: list[int], ids: list[int]) -> Non
             f"{into} SELECT m.id, %s, m.parent_id, m.seq - 1, TRUE, {picked}"
             " FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])"
             " WITH ORDINALITY AS m(old, id, parent_id, seq)"
-            f" JOIN {ENTRY} e ON e.id = m.old ORDER BY m.seq",
+            f" JOIN {ENTRY} e ON e.id = m.old",
             [new.pk, kept, ids, parents],
         )
         return
@@ -229,7 +229,7 @@ def _insert_copies(cursor, new: Session, kept: list[int], ids: list[int]) -> Non
     cursor.execute(
         f"{into} SELECT %s + m.key, %s,"
         " CASE WHEN m.key = 0 THEN NULL ELSE %s + m.key - 1 END, m.key, 1,"
-        f" {picked} FROM json_each(%s) m JOIN {ENTRY} e ON e.id = m.value ORDER BY m.key",
+        f" {picked} FROM json_each(%s) m JOIN {ENTRY} e ON e.id = m.value",
         [ids[0], new.pk, ids[0], json.dumps(kept)],
     )
 
@@ -440,3 +440,29 @@ def _fork_in_python(source: Session, actor, target_pi_id: str, target_pk: int, s
     if labels:
         apply_labels(new, {t: lab for t, lab in labels.items() if t in pk_of})
     return new, pk_of, pk_of.get(leaf_id)
+
+
+def hand_over_copies(session: Session) -> list[Session]:
+    """Before `session` is deleted (under its lock): its forks own their rows, so each
+    stays whole; this keeps usage counted once (selectors/usage.counted_rows skips a
+    fork's copies while its parent is counted). The oldest fork becomes the holder of
+    the entries `session` held as its own: its copies of them count as its own now, and
+    it hangs where `session` hung. The other forks hang off it; their copies of entries
+    it does not hold count as their own. Returns the forks, recounted."""
+    forks = [sessions.lock_session(fork.pk) for fork in session.forks.order_by("pk")]
+    if not forks:
+        return []
+    heir, others = forks[0], forks[1:]
+    own = Entry.objects.filter(session=session, copied=False).values("pi_id")
+    Entry.objects.filter(session=heir, copied=True, pi_id__in=own).update(copied=False)
+    held = Entry.objects.filter(session=heir).values("pi_id")
+    for other in others:
+        Entry.objects.filter(session=other, copied=True, pi_id__in=own).exclude(
+            pi_id__in=held
+        ).update(copied=False)
+    Session.objects.filter(pk=heir.pk).update(parent=session.parent_id)
+    Session.objects.filter(pk__in=[other.pk for other in others]).update(parent=heir)
+    for fork in forks:
+        fork.refresh_from_db()
+        usage.recount(fork)
+    return forks

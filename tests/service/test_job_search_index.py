@@ -17,6 +17,7 @@ from sessions_app.services import following, fork, sessions
 from sessions_app.services.importer import append_lines, import_jsonl_stream
 from sessions_app.services.jobs import lifecycle, search_index
 from sessions_app.services.jobs.search_index import request_index
+from sessions_app.services.manage import delete_session
 from tests.support.branchy_session import build_branchy_session, user
 from tests.support.pi_files import (
     FOLLOWED_SID,
@@ -139,7 +140,7 @@ def test_a_big_fork_whose_source_is_deleted_before_its_search_job_is_indexed_fro
     assert {s for s, _ in found(owner, "zebrafish")} == {copy.pi_id}
 
 
-def test_a_small_fork_of_a_fork_copies_its_search_rows_at_once(owner):
+def test_a_small_fork_of_a_fork_copies_its_search_rows_at_once_and_outlives_its_sources(owner):
     data = build_branchy_session(owner)
     first = fork.fork_session(data.session, data.ids["q2"], actor=owner)
     second = fork.fork_session(first, data.ids["q2"], actor=owner)
@@ -149,6 +150,11 @@ def test_a_small_fork_of_a_fork_copies_its_search_rows_at_once(owner):
         second.pi_id,
     }
     assert index_jobs() == []
+    hits = sorted(found(owner, "zebrafish"))
+    # Deleting the source, then the fork in the middle, leaves the last fork's hits.
+    for doomed in (data.session, first):
+        delete_session(doomed, actor=owner, confirm=doomed.pi_id)
+    assert sorted(found(owner, "zebrafish")) == [h for h in hits if h[0] == second.pi_id] != []
 
 
 @pytest.mark.parametrize("limit", [500, 1])
