@@ -15,6 +15,8 @@ until a sweep sends it again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db import transaction
 
 from sessions_app.models import Job, Session
@@ -26,7 +28,7 @@ Status = Job.Status
 
 
 def request_index(
-    work: list[tuple[int, int]], *, tidy: bool = False, copies: list[tuple[int, int]] = ()
+    work: list[tuple[int, int]], *, tidy: bool = False, copies: Sequence[tuple[int, int]] = ()
 ) -> Job:
     """A queued indexing job for `work` ((session pk, first new seq) pairs) and `copies`
     ((source pk, fork pk) pairs: a fork's rows copied from its source's), sent to a
