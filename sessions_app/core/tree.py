@@ -685,14 +685,17 @@ class SessionTree:
 
         Label entries on the path are dropped and the labels that target path
         entries are re-created as fresh label entries chained after the last path
-        entry (keeping each label's original timestamp).  Returns
-        ``{"header", "entries", "leafId"}``; the header has ``parentSession``
-        when given.
+        entry (keeping each label's original timestamp).  As in pi 0.80.2, the kept
+        entries are re-chained: each one's ``parentId`` becomes the previous kept
+        entry's id (the first one's None), so an entry that hung off a dropped label
+        (or a root whose parentId pointed nowhere) gets a new parentId; the others
+        are returned as they are.  Returns ``{"header", "entries", "leafId"}``; the
+        header has ``parentSession`` when given.
         """
         path = self.get_branch(leaf_id) if leaf_id else []
         if not path:
             raise TreeError(f"Entry {leaf_id!r} not found")
-        kept = [e for e in path if e.get("type") != "label"]
+        kept = rechain_path([e for e in path if e.get("type") != "label"])
         kept_ids = {e.get("id") for e in kept}
         header: dict[str, Any] = {
             "type": "session",
@@ -729,6 +732,22 @@ class SessionTree:
             "entries": entries,
             "leafId": entries[-1].get("id") if entries else None,
         }
+
+
+def rechain_path(kept: list[Entry]) -> list[Entry]:
+    """pi's createBranchedSession re-chaining of a path without its label entries: each
+    entry's parentId is the previous entry's id (the first one's None). An entry whose
+    parentId already is that is kept as it is (the same object); the others are copies
+    with the new parentId (in the key's place, or last when it had none, as JS's spread)."""
+    out: list[Entry] = []
+    parent: Any = None
+    for entry in kept:
+        if "parentId" in entry and entry.get("parentId") == parent:
+            out.append(entry)
+        else:
+            out.append({**entry, "parentId": parent})
+        parent = entry.get("id")
+    return out
 
 
 # ---------------------------------------------------------------------------

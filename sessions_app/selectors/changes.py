@@ -81,6 +81,11 @@ def runs_in_folder(
     return found
 
 
+def has_snapshots(session: Session) -> bool:
+    """Whether any node of the session has a snapshot of its workspace."""
+    return FileSnapshot.objects.filter(session=session).exists()
+
+
 def state_at(session: Session, pi_id: str) -> FileSnapshot | None:
     """The newest snapshot on the path root → ``pi_id``: the files as that node left them."""
     entry = get_entry(session, pi_id)

@@ -3,6 +3,9 @@ need without loading payloads."""
 
 from __future__ import annotations
 
+import json
+
+from django.db import connection
 from django.db.models.functions import Length
 
 from sessions_app.core.errors import NotFound
@@ -135,6 +138,23 @@ def pks_by_pi_id(session: Session, pi_ids) -> dict[str, int]:
     return found
 
 
+def all_pks_by_pi_id(session: Session) -> dict[str, int]:
+    """pi id → primary key of every entry of the session."""
+    return dict(session_entries(session).values_list("pi_id", "pk"))
+
+
+def last_user_preview(session: Session) -> str:
+    """The preview of the session's last user message ("" when it has none)."""
+    last = (
+        session_entries(session)
+        .filter(type="message", role="user")
+        .order_by("-seq")
+        .values_list("preview", flat=True)
+        .first()
+    )
+    return last or ""
+
+
 def pi_id_of(entry_pk: int) -> str | None:
     """The pi id of the entry with this primary key (None when there is none)."""
     return Entry.objects.filter(pk=entry_pk).values_list("pi_id", flat=True).first()
@@ -144,3 +164,28 @@ def iter_entries(session: Session):
     """Every entry of the session in seq order, as an iterator (a session may have too
     many to hold)."""
     return session.entries.order_by("seq").iterator(chunk_size=2000)
+
+
+def structure(session: Session) -> list[tuple[int, str, int | None, str]]:
+    """(pk, pi id, parent pk, type) of every entry of the session, in seq order: ids
+    only (what a fork selects from)."""
+    return list(
+        Entry.objects.filter(session=session)
+        .order_by("seq")
+        .values_list("pk", "pi_id", "parent_id", "type")
+    )
+
+
+def payloads_and_lines(pks: list[int]) -> dict[int, tuple[dict, str]]:
+    """pk -> (payload, line) for the given entries (read by raw SQL in chunks of 2,000:
+    no model instance is built)."""
+    out: dict[int, tuple[dict, str]] = {}
+    table = Entry._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(pks), 2000):
+            chunk = pks[start : start + 2000]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(f"SELECT id, line FROM {table} WHERE id IN ({marks})", chunk)
+            for pk, line in cursor.fetchall():
+                out[pk] = (json.loads(line), line)
+    return out

@@ -153,3 +153,14 @@ def still_unsent(job_pk) -> bool:
     return Job.objects.filter(
         pk=job_pk, status=Job.Status.QUEUED, progress__enqueue_failed=True
     ).exists()
+
+
+def search_index_pending(session_pk: int) -> bool:
+    """Whether a queued or running `search_index` job still has entries of this session
+    to index (then its search rows are not all written yet)."""
+    jobs = Job.objects.filter(kind=Job.Kind.SEARCH_INDEX, status__in=Job.ACTIVE)
+    return any(
+        int(pk) == session_pk
+        for params in jobs.values_list("params", flat=True)
+        for pk, _ in (params or {}).get("work") or []
+    )

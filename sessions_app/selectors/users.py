@@ -86,7 +86,7 @@ def open_invitation(token: str) -> Invitation | None:
     return invitation
 
 
-def user_by_pk(pk: object):
+def user_by_pk(pk: int | str | None):
     """The user with this primary key, or None (also for a missing key)."""
     if pk is None:
         return None

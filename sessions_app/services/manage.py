@@ -12,7 +12,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.core.input_limits import MAX_NAME_CHARS
 from sessions_app.core.text import clean_text
 from sessions_app.models import Session
-from sessions_app.services import alternatives, changes, events
+from sessions_app.services import alternatives, changes, events, fork
 from sessions_app.services.sessions import lock_session, record_activity, rename_session
 
 MAX_TAGS = 12
@@ -94,4 +94,5 @@ def delete_session(session: Session, *, actor, confirm: str) -> None:
         events.publish(locked.pk, "access_changed", {"reason": "deleted"})
         changes.forget_repositories(locked)
         alternatives.remove_copies(locked)
+        fork.hand_over_copies(locked)
         locked.delete()  # (the sessions lists of its audience are told by sharing's receiver)

@@ -43,6 +43,7 @@ INDEXED_TYPES = {
 MAX_TEXT_CHARS = 200_000  # PostgreSQL's tsvector must stay under 1 MB
 
 DOC = SearchDocument._meta.db_table
+ENTRY = Entry._meta.db_table
 
 
 def _parse_date(timestamp: str) -> datetime | None:
@@ -153,6 +154,27 @@ def index_stored_entries(session_pk: int, from_seq: int = 0, batch_size: int = 2
         )
         done += len(rows)
         last = rows[-1][2]
+
+
+def copy_search_rows(source_pk: int, fork_pk: int) -> int:
+    """A fork's search rows, copied from its source's (its copies hold the same text):
+    one INSERT ... SELECT matching the fork's copied entries to the source's by pi id;
+    idempotent. Returns how many rows were written."""
+    insert = "INSERT OR IGNORE INTO" if connection.vendor == "sqlite" else "INSERT INTO"
+    conflict = " ON CONFLICT (entry_id) DO NOTHING" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            {insert} {DOC} (entry_id, session_id, role, tool_name, date, text)
+            SELECT n.id, n.session_id, d.role, d.tool_name, d.date, d.text
+            FROM {ENTRY} n
+            JOIN {ENTRY} o ON o.session_id = %s AND o.pi_id = n.pi_id
+            JOIN {DOC} d ON d.entry_id = o.id
+            WHERE n.session_id = %s AND n.copied{conflict}
+            """,
+            [source_pk, fork_pk],
+        )
+        return cursor.rowcount
 
 
 def index_session(session: Session) -> int:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from sessions_app.core.jsonl import serialize_entry
 from sessions_app.core.messages import build_session_context
+from sessions_app.core.tree import SessionTree
 from sessions_app.models import Activity, Entry, Session
 from sessions_app.selectors import paths
 from sessions_app.selectors.exporter import export_jsonl
 from sessions_app.services import sessions
 from sessions_app.services.fork import ForkError, fork_session
 from sessions_app.services.importer import import_jsonl_stream
+from sessions_app.services.manage import delete_session
 from tests.conformance.golden import load_golden
 from tests.support.pi_files import as_file, header, jsonl_text, message
 
@@ -178,3 +183,94 @@ def test_fork_of_a_live_session_then_continue(owner):
         fork, {"type": "message", "message": {"role": "user", "content": "two", "timestamp": 3}}
     )
     assert [e["id"] for e in paths.load_path(fork)] == [first.pi_id, new.pi_id]
+
+
+def _labelled_chain(owner):
+    """r - a - [label on a] - b - c, a side entry s off a labelled too, and a label
+    set on b then removed: pi drops the path's label entries, re-chains b onto a and
+    re-creates the label on a."""
+    entries = [
+        message("r", None, text="root", ts=1),
+        message("a", "r", "assistant", "A", 2),
+        {
+            "type": "label",
+            "id": "l1",
+            "parentId": "a",
+            "timestamp": "2026-01-02T00:00:00.000Z",
+            "targetId": "a",
+            "label": "start",
+        },
+        message("b", "l1", text="B", ts=3),
+        message("s", "a", text="side", ts=4),
+        {
+            "type": "label",
+            "id": "l2",
+            "parentId": "b",
+            "timestamp": "2026-01-02T00:00:01.000Z",
+            "targetId": "b",
+            "label": "gone soon",
+        },
+        {
+            "type": "label",
+            "id": "l3",
+            "parentId": "l2",
+            "timestamp": "2026-01-02T00:00:02.000Z",
+            "targetId": "b",
+            "label": "",
+        },
+        message("c", "l3", "assistant", "C", 5),
+    ]
+    return entries, import_jsonl_stream(
+        as_file(jsonl_text(header("chain-src"), entries)), owner
+    ).session
+
+
+def _expected_fork(entries: list[dict], leaf: str, parent_session: str) -> list[str]:
+    """The core's createBranchedSession (pi's, golden-tested) as export lines, label ids
+    renamed L1, L2, ... in order."""
+    tree = SessionTree(entries)
+    result = tree.create_branched_session(leaf, parent_session=parent_session, now="T")
+    old_ids = {e["id"] for e in entries}
+    return [serialize_entry(e) for e in _rename_new_labels(result["entries"], old_ids)]
+
+
+def _exported(session) -> tuple[dict, list[str], list[dict]]:
+    lines = export_jsonl(session).splitlines()
+    entries = [json.loads(line) for line in lines[1:]]
+    old = {e["id"] for e in entries if e["type"] != "label"}
+    renamed = [serialize_entry(e) for e in _rename_new_labels(entries, old)]
+    return json.loads(lines[0]), renamed, entries
+
+
+def test_forks_of_forks_export_pi_s_fork_of_the_exported_file(owner):
+    entries, source = _labelled_chain(owner)
+    first = fork_session(source, "c", "path", owner)
+    header, lines, first_entries = _exported(first)
+    assert lines == _expected_fork(entries, "c", source.pi_id)
+    assert header["parentSession"] == source.pi_id
+    # b hung off the dropped label l1: pi re-chains it onto a.
+    assert [e.get("parentId") for e in first_entries[:4]] == [None, "r", "a", "b"]
+    assert [(e["targetId"], e["label"]) for e in first_entries if e["type"] == "label"] == [
+        ("a", "start")
+    ]
+    first_text = export_jsonl(first)
+    extra = sessions.append_entry(
+        first, {"type": "message", "message": {"role": "user", "content": "more", "timestamp": 9}}
+    )
+    first.refresh_from_db()
+    # A fork of the fork, at its new leaf, is pi's fork of the first fork's file.
+    first_file = [json.loads(line) for line in export_jsonl(first).splitlines()[1:]]
+    second = fork_session(first, extra.pi_id, "path", owner)
+    _, second_lines, _ = _exported(second)
+    assert second_lines == _expected_fork(first_file, extra.pi_id, first.pi_id)
+    # Deleting the sources leaves each fork's file as it was, byte for byte.
+    second_text = export_jsonl(second)
+    first.refresh_from_db()
+    first_text = export_jsonl(first)
+    delete_session(source, actor=owner, confirm=source.pi_id)
+    first.refresh_from_db()
+    assert export_jsonl(first) == first_text
+    delete_session(first, actor=owner, confirm=first.pi_id)
+    second.refresh_from_db()
+    assert export_jsonl(second) == second_text
+    assert [e["id"] for e in paths.load_path(second)][-1] == second.leaf.pi_id

@@ -17,6 +17,7 @@ from sessions_app.services import following, fork, sessions
 from sessions_app.services.importer import append_lines, import_jsonl_stream
 from sessions_app.services.jobs import lifecycle, search_index
 from sessions_app.services.jobs.search_index import request_index
+from sessions_app.services.manage import delete_session
 from tests.support.branchy_session import build_branchy_session, user
 from tests.support.pi_files import (
     FOLLOWED_SID,
@@ -105,15 +106,83 @@ def test_a_small_fork_is_searchable_at_once(owner):
     assert index_jobs() == []
 
 
-def test_a_big_fork_is_indexed_by_a_job(owner, monkeypatch):
+def test_a_big_path_fork_copies_the_source_s_search_rows_in_a_job(owner, monkeypatch):
+    """Above the inline limit, a path fork's search rows are copied from the source's
+    (not parsed again) by a job after the commit."""
     monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
     data = build_branchy_session(owner)
     copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
     assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id}
     (job,) = index_jobs()
-    assert job.session_id is None and job.params == {"work": [[copy.pk, 0]], "tidy": False}
+    assert job.params == {"work": [], "tidy": False, "copies": [[data.session.pk, copy.pk]]}
     run_index_jobs()
     assert {s for s, _ in found(owner, "zebrafish")} == {data.session.pi_id, copy.pi_id}
+    copied = SearchDocument.objects.filter(session=copy)
+    assert (
+        sorted(copied.values_list("entry__pi_id", "text"))
+        == sorted(
+            SearchDocument.objects.filter(
+                session=data.session, entry__pi_id__in=copy.entries.values("pi_id")
+            ).values_list("entry__pi_id", "text")
+        )
+        and copied.exists()
+    )
+
+
+def test_a_big_fork_whose_source_is_deleted_before_its_search_job_is_indexed_from_its_lines(
+    owner, monkeypatch
+):
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", 3)
+    data = build_branchy_session(owner)
+    copy = fork.fork_session(data.session, data.ids["q2"], actor=owner)
+    data.session.delete()
+    run_index_jobs()
+    assert {s for s, _ in found(owner, "zebrafish")} == {copy.pi_id}
+
+
+def test_a_small_fork_of_a_fork_copies_its_search_rows_at_once_and_outlives_its_sources(owner):
+    data = build_branchy_session(owner)
+    first = fork.fork_session(data.session, data.ids["q2"], actor=owner)
+    second = fork.fork_session(first, data.ids["q2"], actor=owner)
+    assert {s for s, _ in found(owner, "zebrafish")} == {
+        data.session.pi_id,
+        first.pi_id,
+        second.pi_id,
+    }
+    assert index_jobs() == []
+    hits = sorted(found(owner, "zebrafish"))
+    # Deleting the source, then the fork in the middle, leaves the last fork's hits.
+    for doomed in (data.session, first):
+        delete_session(doomed, actor=owner, confirm=doomed.pi_id)
+    assert sorted(found(owner, "zebrafish")) == [h for h in hits if h[0] == second.pi_id] != []
+
+
+@pytest.mark.parametrize("limit", [500, 1])
+def test_a_fork_of_a_source_whose_search_job_has_not_run_is_indexed_itself(
+    owner, monkeypatch, limit
+):
+    monkeypatch.setattr(search_index, "INLINE_INDEX_LIMIT", limit)
+    report = import_jsonl_stream(
+        as_file(entries_file(SID_B, "tapirquux")), owner, after_commit="worker"
+    )
+    assert found(owner, "tapirquux") == []
+    copy = fork.fork_session(report.session, "e0002", actor=owner)
+    if limit == 500:  # two entries, under the limit: indexed in the fork's transaction
+        assert sorted(found(owner, "tapirquux")) == sorted(
+            [(copy.pi_id, "e0001"), (copy.pi_id, "e0002")]
+        )
+        (job,) = index_jobs()
+        assert job.params["work"] == [[report.session.pk, 0]]
+    else:  # over it: by a job of its own
+        assert found(owner, "tapirquux") == []
+        assert [job.params["work"] for job in index_jobs()] == [
+            [[report.session.pk, 0]],
+            [[copy.pk, 0]],
+        ]
+    run_index_jobs()
+    assert sorted(found(owner, "tapirquux")) == sorted(
+        [(SID_B, "e0001"), (SID_B, "e0002"), (copy.pi_id, "e0001"), (copy.pi_id, "e0002")]
+    )
 
 
 # --- imports: an upload, the command, the follower's first scan ---------------------------

@@ -63,3 +63,53 @@ def test_dashboard_date_range_and_groups(make_user):
     assert [p["session__cwd"] for p in board.by_project] == ["/work/costly", "/work/other"]
     assert [m["key"] for m in board.models][0] == "anthropic/claude-opus-4-5"
     assert len(board.top_sessions) == 2
+
+
+def _spend(session, cost: float, day: int) -> None:
+    sessions.append_entry(
+        session,
+        {
+            "type": "usage",
+            "provider": "openai",
+            "model": "gpt-5.1-codex",
+            "timestamp": f"2026-01-{day:02d}T00:00:00.000Z",
+            "usage": usage(1, 1, cost=cost),
+        },
+    )
+
+
+@pytest.mark.parametrize("deleted_first", ["source", "middle"])
+def test_forks_of_forks_count_once_and_stay_counted_when_their_sources_are_deleted(
+    make_user, deleted_first
+):
+    from sessions_app.services.manage import delete_session
+
+    alice = make_user("alice3")
+    source = import_costly(alice)  # 1.96 in all, 1.83 up to e0000007
+    first = fork_session(source, "e0000007", actor=alice)
+    _spend(first, 0.25, 12)
+    first.refresh_from_db()
+    second = fork_session(first, first.leaf.pi_id, actor=alice)  # a fork of a fork
+    _spend(second, 0.5, 13)
+
+    def total() -> float:
+        return dashboard(visible_sessions(alice)).totals.cost
+
+    def own(session) -> float:
+        return session_summary(session)["totals"]["cost"]
+
+    assert total() == pytest.approx(1.96 + 0.25 + 0.5)
+    assert own(second) == pytest.approx(1.83 + 0.25 + 0.5)
+    before = {s.pk: own(s) for s in (first, second)}
+    doomed = source if deleted_first == "source" else first
+    delete_session(doomed, actor=alice, confirm=doomed.pi_id)
+    # Deleting a fork's source (or a fork in the middle) leaves every other session whole,
+    # and what they hold counted once.
+    left = [s for s in (first, second) if s.pk != doomed.pk]
+    assert {s.pk: own(s) for s in left} == {s.pk: before[s.pk] for s in left}
+    assert total() == pytest.approx((1.96 if doomed is first else 1.83) + 0.25 + 0.5)
+    # Then the other one: the last fork holds the whole history, counted once.
+    other = first if doomed is source else source
+    delete_session(other, actor=alice, confirm=other.pi_id)
+    assert own(second) == pytest.approx(1.83 + 0.25 + 0.5)
+    assert total() == pytest.approx(1.83 + 0.25 + 0.5)

@@ -242,12 +242,13 @@ def test_views_read_request_values_through_params(path):
 
 
 # Reads a service still makes itself (see tests/support/service_reads.py for what counts),
-# each with why. The list only shrinks: a new read goes into a selector. (Issue 39 began it
-# with 77; the reads of alternatives.py, fork.py and chat.py wait for the branches that
-# were changing those modules at the time.)
-_PARALLEL = "left while another branch reworks this module; it moves to a selector next"
+# each with why: every one is part of its own write's statement. The list only shrinks: a
+# new read goes into a selector. (Issue 39 began it with 77.)
 SERVICE_READS = {
-    "services/fork.py:_structure: Entry.objects.filter.order_by.values_list": _PARALLEL,
+    "services/fork.py:hand_over_copies: Entry.objects.filter.values": (
+        "the pi-id subqueries of the updates that hand a deleted session's rows to its"
+        " forks: each is part of its write's statement"
+    ),
     "services/following.py:mark_gone: FollowedFile.objects.filter.exclude": (
         "the queryset of the update that marks files gone also lists the sessions to tell:"
         " one filter, kept with its write"
