@@ -5,7 +5,7 @@ JavaScript would leave ``undefined`` are simply absent from the dicts we return.
 
 Public API
 ----------
-- ``build_session_context(entries, leaf_id=UNSET, by_id=None)`` ->
+- ``build_session_context(entries, leaf_id=UNSET, by_id=None, *, list_index=None)`` ->
   ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
 - ``context_from_path(path, unique_ids=False)`` -> same result for an already root-first path
   (what the service layer should call after loading a path from the database)
@@ -25,12 +25,12 @@ Messages in the returned context are the *same* dict objects as in the entries
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
 from .jsutil import iso_to_ms
-from .tree import UNSET, branch_of_list, index_with_ids, path_to_root
+from .list_index import ListIndex
+from .tree import UNSET, index_with_ids, path_to_root
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -145,13 +145,17 @@ def build_session_context(
     entries: list[Entry],
     leaf_id: Any = UNSET,
     by_id: dict[str, Entry] | None = None,
+    *,
+    list_index: ListIndex | None = None,
 ) -> dict[str, Any]:
     """What the model sees at ``leaf_id`` (pi's ``buildSessionContext``).
 
     ``leaf_id``: ``UNSET`` (default) -> the last entry; ``None`` -> empty context
     ("before the first entry"); an id that is unknown (or empty) -> the last entry.
-    ``by_id`` may be passed to avoid re-indexing.  Raises ``TreeCycleError`` if the
-    parent chain loops.
+    ``by_id`` may be passed to avoid re-indexing; so may ``list_index``, the
+    ``ListIndex`` of ``entries`` (``SessionTree.list_index``).  Without either, one
+    is built for the call: a ``ListIndex`` (one pass over the entries), or when the
+    ids do not allow it an id map.  Raises ``TreeCycleError`` if the parent chain loops.
     """
     empty: dict[str, Any] = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
@@ -159,28 +163,17 @@ def build_session_context(
     if not entries:
         return empty
     if by_id is None:
-        # Fast path: the entries up to the leaf are the root-first path to it (the
-        # leaf is the last entry, or later entries went off on other branches) ->
-        # no index and no pointer walk needed.
-        if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
-            stop = len(entries)
-        else:
-            stop = _leaf_stop(entries, leaf_id)
-        if stop:
-            prefix = entries if stop == len(entries) else entries[:stop]
-            if not _recent_branch_point(prefix):
-                context = _chain_context(prefix, entries[stop:])
-                if context is not None:
-                    return context
-        # A branched list: assemble the path from runs of consecutive entries.
-        path = branch_of_list(entries, leaf_id)
-        if path is not None:
-            return context_from_path(path, unique_ids=True)  # branch_of_list proved them
+        index = ListIndex.build(entries) if list_index is None else list_index
+        if index is not None:
+            leaf = index.position(leaf_id) if leaf_id is not UNSET and leaf_id else -1
+            runs = index.runs(len(entries) - 1 if leaf < 0 else leaf)
+            if runs is not None:
+                return _context_of_view(_PathView.of_columns(*index.columns(runs)), True)
         by_id, _ = index_with_ids(entries)
-    leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
-    if leaf is None:
-        leaf = entries[-1]
-    path = path_to_root(by_id, leaf)
+    leaf_entry = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
+    if leaf_entry is None:
+        leaf_entry = entries[-1]
+    path = path_to_root(by_id, leaf_entry)
     return context_from_path(path)
 
 
@@ -204,20 +197,38 @@ def _indices(values: list[Any], value: Any) -> list[int]:
 
 
 class _PathView:
-    """Entry types of a path plus the positions of the non-``message`` entries."""
+    """A path's special positions (its entries whose type is not ``message``), its
+    types when they were read, and its messages column when one was given."""
 
-    __slots__ = ("path", "types", "specials")
+    __slots__ = ("path", "types", "specials", "messages")
 
     def __init__(self, path: list[Entry]):
         self.path = path
-        self.types: list[Any] = list(map(_get_type, path))  # KeyError -> caller falls back
-        kinds = set(self.types)
+        types: list[Any] = list(map(_get_type, path))  # KeyError -> caller falls back
+        self.types: list[Any] | None = types
+        kinds = set(types)
         kinds.discard("message")
         specials: list[int] = []
         for kind in kinds:
-            specials.extend(_indices(self.types, kind))
+            specials.extend(_indices(types, kind))
         specials.sort()
         self.specials = specials
+        self.messages: list[Any] | None = None
+
+    @classmethod
+    def of_columns(cls, path: list[Entry], messages: list[Any], specials: list[int]) -> _PathView:
+        """A view from ``ListIndex.columns``: the path, the ``message`` of each message
+        entry (None for the others) and the sorted positions of the others."""
+        view = cls.__new__(cls)
+        view.path = path
+        view.types = None
+        view.specials = specials
+        view.messages = messages
+        return view
+
+    def message_at(self, i: int) -> Any:
+        """The ``message`` of the message entry at ``i``."""
+        return self.path[i]["message"] if self.messages is None else self.messages[i]
 
     def collect(self, out: list[Message], start: int, end: int, mode: str) -> None:
         """Append the messages of ``path[start:end]`` to ``out``.
@@ -227,6 +238,7 @@ class _PathView:
         ``"branch"``: also compaction summaries, and tool results are dropped.
         """
         path = self.path
+        column = self.messages
         specials = self.specials
         lo = bisect_left(specials, start)
         hi = bisect_left(specials, end, lo)
@@ -234,13 +246,20 @@ class _PathView:
         for k in range(lo, hi):
             i = specials[k]
             if pos < i:
-                out.extend(map(_get_message, path[pos:i]))
+                out += path_messages(path, column, pos, i)
             _append_special(out, path[i], mode)
             pos = i + 1
         if pos == 0 and end == len(path):
-            out.extend(map(_get_message, path))  # no special entries: no slice to copy
+            out += path_messages(path, column, 0, end)
         elif pos < end:
-            out.extend(map(_get_message, path[pos:end]))
+            out += path_messages(path, column, pos, end)
+
+
+def path_messages(path: list[Entry], column: list[Any] | None, start: int, end: int) -> list[Any]:
+    """The messages of the message entries ``path[start:end]`` (from ``column`` if given)."""
+    if column is not None:
+        return column if start == 0 and end == len(column) else column[start:end]
+    return list(map(_get_message, path if start == 0 and end == len(path) else path[start:end]))
 
 
 def _append_special(out: list[Message], entry: Entry, mode: str) -> None:
@@ -296,173 +315,12 @@ def collect_messages(
     return out
 
 
-def _recent_branch_point(entries: list[Entry]) -> bool:
-    """True when a recent entry's parent is not the entry before it.
-
-    A cheap look at the newest eighth of the list (C-speed column comparisons),
-    so that a branched list whose leaf is its last entry (a new branch is usually
-    the newest part) skips ``_chain_context``, whose whole pass would only find
-    the break at the end.  False proves nothing: ``_chain_context`` checks fully.
-    """
-    n = len(entries)
-    lo = max(n - 1 - max(n // 8, 64), 0)
-    try:
-        parents = list(map(_get_parent, entries[lo + 1 :]))
-        ids = list(map(_get_id, entries[lo:-1]))
-    except (KeyError, TypeError):
-        return False
-    return parents != ids
-
-
-def _leaf_stop(entries: list[Entry], leaf_id: Any) -> int:
-    """1 + the position of the last entry with id ``leaf_id`` (0 if none or odd shapes).
-
-    Scans from the end in growing windows (leaves are usually recent entries).
-    """
-    hi = len(entries)
-    width = 256
-    try:
-        while hi > 0:
-            lo = max(hi - width, 0)
-            window = list(map(_get_id, entries[lo:hi]))
-            if leaf_id in window:
-                window.reverse()
-                return hi - window.index(leaf_id)
-            hi = lo
-            width *= 2
-    except (KeyError, TypeError):
-        return 0
-    return 0
-
-
-def _chain_context(entries: list[Entry], rest: Sequence[Entry] = ()) -> dict[str, Any] | None:
-    """Context at the last entry when ``entries`` is itself the root-first path; else None.
-
-    One pass that both verifies the chain (unique truthy ids, each parent is the
-    previous entry, the first has no known parent) and collects the context, so each
-    entry is touched once.  ``rest``: the entries after these in the session's list
-    (other branches); none may share an id with the path or hold its first parent.
-    Returns None (caller indexes and walks) when the list is not such a chain or
-    holds unusual shapes.
-    """
-    seen: set[Any] = set()
-    add = seen.add
-    messages: list[Message] = []
-    append = messages.append
-    thinking_level: Any = "off"
-    model_change: Entry | None = None
-    model_change_pos = 0  # messages collected before the last model_change
-    compaction: Entry | None = None
-    compaction_idx = -1
-    compaction_pos = 0
-    edited = False  # a context_edit entry: pi 1.6.0's rules apply
-    try:
-        prev: Any = entries[0]["parentId"]  # checked against the ids below
-        for entry in entries:
-            if entry["parentId"] != prev and seen:
-                return None
-            prev = entry["id"]
-            add(prev)
-            etype = entry["type"]
-            if etype == "message":
-                # The message itself is not looked into here: touching 100,000
-                # message dicts costs more than the rest of the pass.
-                append(entry["message"])
-            elif etype == "custom_message":
-                append(create_custom_message(entry))
-            elif etype == "branch_summary":
-                _append_branch_summary(messages, entry)
-            elif etype == "thinking_level_change":
-                thinking_level = entry.get("thinkingLevel", UNSET)
-            elif etype == "model_change":
-                model_change = entry
-                model_change_pos = len(messages)
-            elif etype == "compaction":
-                compaction = entry
-                compaction_idx = len(seen) - 1  # its index, while the ids are unique
-                compaction_pos = len(messages)
-            elif etype == "context_edit":
-                edited = True
-    except (KeyError, TypeError, AttributeError):
-        return None
-    if not _chain_is_the_path(entries, seen, rest):
-        return None
-    if edited or _compaction_has_system_message(compaction):
-        return context_from_path_reference(entries)
-
-    model = _chain_model(messages, model_change_pos, model_change)
-    if compaction is not None:
-        kept = _kept_at_compaction(entries, compaction, compaction_idx)
-        if kept is None:
-            return context_from_path_reference(entries)  # pi 1.6.0 leaves these out
-        messages = kept + messages[compaction_pos:]
-
-    return _context_result(messages, thinking_level, model)
-
-
-def _append_branch_summary(messages: list[Message], entry: Entry) -> None:
-    if entry.get("summary"):
-        messages.append(_branch_summary_from_entry(entry))
-
-
-def _compaction_has_system_message(compaction: Entry | None) -> bool:
-    return compaction is not None and bool(compaction.get("systemMessage"))
-
-
 def _context_result(messages: list[Message], thinking_level: Any, model: Any) -> dict[str, Any]:
     result: dict[str, Any] = {"messages": messages}
     if thinking_level is not UNSET:
         result["thinkingLevel"] = thinking_level
     result["model"] = model
     return result
-
-
-def _chain_is_the_path(entries: list[Entry], seen: set[Any], rest: Sequence[Entry]) -> bool:
-    """_chain_context's checks once its pass is done: the ids are unique (so the walk
-    from the last entry visits exactly this list) and none is falsy; the first entry's
-    parent is none of them, and no other entry (`rest`) shares an id or is that parent."""
-    if len(seen) != len(entries) or None in seen or "" in seen or 0 in seen:
-        return False
-    first_parent = entries[0].get("parentId")
-    if first_parent and first_parent in seen:
-        return False
-    if rest:
-        try:
-            rest_ids = set(map(_get_id, rest))
-        except (KeyError, TypeError):
-            return False
-        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
-            return False
-    return True
-
-
-def _chain_model(
-    messages: list[Message], model_change_pos: int, model_change: Entry | None
-) -> dict[str, Any] | None:
-    """The model: the last assistant message after the last model_change, else that change."""
-    for k in range(len(messages) - 1, model_change_pos - 1, -1):
-        msg = messages[k]
-        if type(msg) is dict and msg.get("role") == "assistant":
-            return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
-    if model_change is not None:
-        return _model_dict(model_change.get("provider", UNSET), model_change.get("modelId", UNSET))
-    return None
-
-
-def _kept_at_compaction(
-    entries: list[Entry], compaction: Entry, compaction_idx: int
-) -> list[Message] | None:
-    """The compaction's summary and the messages it kept (from its firstKeptEntryId up to
-    it), or None when they hold a system message (pi 1.6.0 leaves those out)."""
-    first_kept = compaction.get("firstKeptEntryId", UNSET)
-    kept: list[Message] = [_compaction_summary_from_entry(compaction)]
-    start = _position_before(entries, first_kept, compaction_idx)
-    if start >= 0:
-        for j in range(start, compaction_idx):
-            _append_context_message(kept, entries[j])
-    if any(type(m) is dict and m.get("role") == "system" for m in kept):
-        return None
-    return kept
 
 
 def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
@@ -483,16 +341,20 @@ def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
     return -1
 
 
-def _path_model(
-    path: list[Entry], types: list[Any], last_model_change: int
-) -> dict[str, Any] | None:
+def _path_model(view: _PathView, last_model_change: int) -> dict[str, Any] | None:
     """The model at the end of the path: the last assistant message after the last
     model_change, else that change."""
+    path = view.path
+    specials = view.specials
+    k = len(specials) - 1
     for i in range(len(path) - 1, last_model_change, -1):
-        if types[i] == "message":
-            msg = path[i]["message"]
-            if msg.get("role") == "assistant":
-                return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+        while k >= 0 and specials[k] > i:
+            k -= 1
+        if k >= 0 and specials[k] == i:
+            continue  # not a message entry
+        msg = view.message_at(i)
+        if msg.get("role") == "assistant":
+            return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
     if last_model_change >= 0:
         e = path[last_model_change]
         return _model_dict(e.get("provider", UNSET), e.get("modelId", UNSET))
@@ -505,7 +367,7 @@ def context_from_path(path: list[Entry], *, unique_ids: bool = False) -> dict[st
     Linear; the bulk of the work (runs of plain message entries) runs at C speed.
 
     ``unique_ids``: the caller knows no two entries of ``path`` share an id (a path
-    from ``SessionTree.get_branch`` or ``branch_of_list``, which prove it).  Then a
+    from ``SessionTree.get_branch``, which proves it).  Then a
     compaction's first kept entry is searched backwards from the compaction (it is
     usually just before it) instead of from the root: pi takes the first entry with
     that id, which is the only one when the ids are unique.
@@ -517,14 +379,21 @@ def context_from_path(path: list[Entry], *, unique_ids: bool = False) -> dict[st
         return context_from_path_reference(path)
 
 
+def _context_of_view(view: _PathView, unique_ids: bool) -> dict[str, Any]:
+    """``_context_fast``, or the reference for the shapes it does not take."""
+    try:
+        return _context_fast(view, unique_ids)
+    except (KeyError, TypeError, AttributeError):
+        return context_from_path_reference(view.path)
+
+
 def _context_fast(view: _PathView, unique_ids: bool = False) -> dict[str, Any]:
     path = view.path
-    types = view.types
     thinking_level: Any = "off"
     last_model_change = -1
     compaction_idx = -1
     for i in view.specials:
-        t = types[i]
+        t = path[i]["type"]
         if t == "thinking_level_change":
             thinking_level = path[i].get("thinkingLevel", UNSET)
         elif t == "model_change":
@@ -536,7 +405,7 @@ def _context_fast(view: _PathView, unique_ids: bool = False) -> dict[str, Any]:
     if compaction_idx >= 0 and path[compaction_idx].get("systemMessage"):
         return context_from_path_reference(path)
 
-    model = _path_model(path, types, last_model_change)
+    model = _path_model(view, last_model_change)
 
     messages: list[Message] = []
     if compaction_idx >= 0:
