@@ -44,7 +44,16 @@ _SCANNED_RUNS = 4  # branch points found by scanning ids; past that, a position 
 class ListIndex:
     """The columns of an entry list (see the module docstring); ``build`` makes one."""
 
-    __slots__ = ("entries", "ids", "known", "breaks", "specials", "messages", "_positions")
+    __slots__ = (
+        "entries",
+        "ids",
+        "known",
+        "breaks",
+        "specials",
+        "messages",
+        "_positions",
+        "_found",
+    )
 
     def __init__(
         self,
@@ -62,6 +71,7 @@ class ListIndex:
         self.specials = specials
         self.messages = messages
         self._positions: dict[Any, int] | None = None
+        self._found: dict[Any, int] = {}  # the positions looked up so far
 
     @classmethod
     def build(cls, entries: list[Entry]) -> ListIndex | None:
@@ -104,7 +114,8 @@ class ListIndex:
 
         Scans the ids backwards from ``before`` (default: the end) in growing windows,
         then after it: leaves are usually recent entries, and a branch point usually
-        comes shortly before the branch.  After a few lookups a position map is built.
+        comes shortly before the branch.  Positions found are kept (a path, then its
+        context, look up the same ids); past a few branch points a position map is built.
         """
         try:
             if entry_id not in self.known:
@@ -113,6 +124,12 @@ class ListIndex:
             return -1
         if self._positions is not None:
             return self._positions[entry_id]
+        found = self._found.get(entry_id)
+        if found is None:
+            found = self._found[entry_id] = self._scan(entry_id, before)
+        return found
+
+    def _scan(self, entry_id: Any, before: int | None) -> int:
         ids = self.ids
         hi = len(ids) if before is None else before
         width = _FIRST_WINDOW
