@@ -23,8 +23,9 @@ walk stops at a falsy ``parentId``): ``build`` proves both with the set of ids, 
 None and the caller walks an id map (``tree.index_by_id``, ``tree.path_to_root``).
 
 The index is kept where the entries are loaded (``SessionTree.list_index``), and
-``messages.build_session_context`` builds one for its call when it is given none; either
-way its cost counts in the caller's time, as pi's map counts in pi's.
+``messages.build_session_context`` builds one for its call on a branched list when it is
+given none (a list that is the leaf's path takes one loop without an index); either way its
+cost counts in the caller's time, as pi's map counts in pi's.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ Messages in the returned context are the *same* dict objects as in the entries
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -153,9 +154,11 @@ def build_session_context(
     ``leaf_id``: ``UNSET`` (default) -> the last entry; ``None`` -> empty context
     ("before the first entry"); an id that is unknown (or empty) -> the last entry.
     ``by_id`` may be passed to avoid re-indexing; so may ``list_index``, the
-    ``ListIndex`` of ``entries`` (``SessionTree.list_index``).  Without either, one
-    is built for the call: a ``ListIndex`` (one pass over the entries), or when the
-    ids do not allow it an id map.  Raises ``TreeCycleError`` if the parent chain loops.
+    ``ListIndex`` of ``entries`` (``SessionTree.list_index``).  Without either: when
+    the entries up to the leaf are its path, one loop checks that and collects the
+    context; on a branched list a ``ListIndex`` is built for the call (one pass), or
+    when the ids do not allow one an id map.  Raises ``TreeCycleError`` if the parent
+    chain loops.
     """
     empty: dict[str, Any] = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
@@ -163,6 +166,21 @@ def build_session_context(
     if not entries:
         return empty
     if by_id is None:
+        if list_index is None:
+            # Fast path: the entries up to the leaf are the root-first path to it (the
+            # leaf is the last entry, or later entries went off on other branches) ->
+            # one loop that checks the chain and collects the context; no index.
+            if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
+                stop = len(entries)
+            else:
+                stop = _leaf_stop(entries, leaf_id)
+            if stop:
+                prefix = entries if stop == len(entries) else entries[:stop]
+                if not _recent_branch_point(prefix):
+                    context = _chain_context(prefix, entries[stop:])
+                    if context is not None:
+                        return context
+        # A branched list: the path is a few runs of the list's columns.
         index = ListIndex.build(entries) if list_index is None else list_index
         if index is not None:
             leaf = index.position(leaf_id) if leaf_id is not UNSET and leaf_id else -1
@@ -313,6 +331,167 @@ def collect_messages(
         else:
             _append_special(out, entry, mode)
     return out
+
+
+def _recent_branch_point(entries: list[Entry]) -> bool:
+    """True when a recent entry's parent is not the entry before it.
+
+    A cheap look at the newest eighth of the list (C-speed column comparisons),
+    so that a branched list whose leaf is its last entry (a new branch is usually
+    the newest part) skips ``_chain_context``, whose whole pass would only find
+    the break at the end.  False proves nothing: ``_chain_context`` checks fully.
+    """
+    n = len(entries)
+    lo = max(n - 1 - max(n // 8, 64), 0)
+    try:
+        parents = list(map(_get_parent, entries[lo + 1 :]))
+        ids = list(map(_get_id, entries[lo:-1]))
+    except (KeyError, TypeError):
+        return False
+    return parents != ids
+
+
+def _leaf_stop(entries: list[Entry], leaf_id: Any) -> int:
+    """1 + the position of the last entry with id ``leaf_id`` (0 if none or odd shapes).
+
+    Scans from the end in growing windows (leaves are usually recent entries).
+    """
+    hi = len(entries)
+    width = 256
+    try:
+        while hi > 0:
+            lo = max(hi - width, 0)
+            window = list(map(_get_id, entries[lo:hi]))
+            if leaf_id in window:
+                window.reverse()
+                return hi - window.index(leaf_id)
+            hi = lo
+            width *= 2
+    except (KeyError, TypeError):
+        return 0
+    return 0
+
+
+def _chain_context(entries: list[Entry], rest: Sequence[Entry] = ()) -> dict[str, Any] | None:
+    """Context at the last entry when ``entries`` is itself the root-first path; else None.
+
+    One pass that both verifies the chain (unique truthy ids, each parent is the
+    previous entry, the first has no known parent) and collects the context, so each
+    entry is touched once.  ``rest``: the entries after these in the session's list
+    (other branches); none may share an id with the path or hold its first parent.
+    Returns None (caller indexes and walks) when the list is not such a chain or
+    holds unusual shapes.
+    """
+    seen: set[Any] = set()
+    add = seen.add
+    messages: list[Message] = []
+    append = messages.append
+    thinking_level: Any = "off"
+    model_change: Entry | None = None
+    model_change_pos = 0  # messages collected before the last model_change
+    compaction: Entry | None = None
+    compaction_idx = -1
+    compaction_pos = 0
+    edited = False  # a context_edit entry: pi 1.6.0's rules apply
+    try:
+        prev: Any = entries[0]["parentId"]  # checked against the ids below
+        for entry in entries:
+            if entry["parentId"] != prev and seen:
+                return None
+            prev = entry["id"]
+            add(prev)
+            etype = entry["type"]
+            if etype == "message":
+                # The message itself is not looked into here: touching 100,000
+                # message dicts costs more than the rest of the pass.
+                append(entry["message"])
+            elif etype == "custom_message":
+                append(create_custom_message(entry))
+            elif etype == "branch_summary":
+                _append_branch_summary(messages, entry)
+            elif etype == "thinking_level_change":
+                thinking_level = entry.get("thinkingLevel", UNSET)
+            elif etype == "model_change":
+                model_change = entry
+                model_change_pos = len(messages)
+            elif etype == "compaction":
+                compaction = entry
+                compaction_idx = len(seen) - 1  # its index, while the ids are unique
+                compaction_pos = len(messages)
+            elif etype == "context_edit":
+                edited = True
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if not _chain_is_the_path(entries, seen, rest):
+        return None
+    if edited or _compaction_has_system_message(compaction):
+        return context_from_path_reference(entries)
+
+    model = _chain_model(messages, model_change_pos, model_change)
+    if compaction is not None:
+        kept = _kept_at_compaction(entries, compaction, compaction_idx)
+        if kept is None:
+            return context_from_path_reference(entries)  # pi 1.6.0 leaves these out
+        messages = kept + messages[compaction_pos:]
+
+    return _context_result(messages, thinking_level, model)
+
+
+def _append_branch_summary(messages: list[Message], entry: Entry) -> None:
+    if entry.get("summary"):
+        messages.append(_branch_summary_from_entry(entry))
+
+
+def _compaction_has_system_message(compaction: Entry | None) -> bool:
+    return compaction is not None and bool(compaction.get("systemMessage"))
+
+
+def _chain_is_the_path(entries: list[Entry], seen: set[Any], rest: Sequence[Entry]) -> bool:
+    """_chain_context's checks once its pass is done: the ids are unique (so the walk
+    from the last entry visits exactly this list) and none is falsy; the first entry's
+    parent is none of them, and no other entry (`rest`) shares an id or is that parent."""
+    if len(seen) != len(entries) or None in seen or "" in seen or 0 in seen:
+        return False
+    first_parent = entries[0].get("parentId")
+    if first_parent and first_parent in seen:
+        return False
+    if rest:
+        try:
+            rest_ids = set(map(_get_id, rest))
+        except (KeyError, TypeError):
+            return False
+        if not seen.isdisjoint(rest_ids) or (first_parent and first_parent in rest_ids):
+            return False
+    return True
+
+
+def _chain_model(
+    messages: list[Message], model_change_pos: int, model_change: Entry | None
+) -> dict[str, Any] | None:
+    """The model: the last assistant message after the last model_change, else that change."""
+    for k in range(len(messages) - 1, model_change_pos - 1, -1):
+        msg = messages[k]
+        if type(msg) is dict and msg.get("role") == "assistant":
+            return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+    if model_change is not None:
+        return _model_dict(model_change.get("provider", UNSET), model_change.get("modelId", UNSET))
+    return None
+
+
+def _kept_at_compaction(
+    entries: list[Entry], compaction: Entry, compaction_idx: int
+) -> list[Message] | None:
+    """The compaction's summary and the messages it kept (from its firstKeptEntryId up to
+    it), or None when they hold a system message (pi 1.6.0 leaves those out)."""
+    first_kept = compaction.get("firstKeptEntryId", UNSET)
+    kept: list[Message] = [_compaction_summary_from_entry(compaction)]
+    start = _position_before(entries, first_kept, compaction_idx)
+    if start >= 0:
+        for j in range(start, compaction_idx):
+            _append_context_message(kept, entries[j])
+    if any(type(m) is dict and m.get("role") == "system" for m in kept):
+        return None
+    return kept
 
 
 def _context_result(messages: list[Message], thinking_level: Any, model: Any) -> dict[str, Any]:
