@@ -264,16 +264,16 @@ class _PathView:
         for k in range(lo, hi):
             i = specials[k]
             if pos < i:
-                out += path_messages(path, column, pos, i)
+                out += _path_messages(path, column, pos, i)
             _append_special(out, path[i], mode)
             pos = i + 1
         if pos == 0 and end == len(path):
-            out += path_messages(path, column, 0, end)
+            out += _path_messages(path, column, 0, end)
         elif pos < end:
-            out += path_messages(path, column, pos, end)
+            out += _path_messages(path, column, pos, end)
 
 
-def path_messages(path: list[Entry], column: list[Any] | None, start: int, end: int) -> list[Any]:
+def _path_messages(path: list[Entry], column: list[Any] | None, start: int, end: int) -> list[Any]:
     """The messages of the message entries ``path[start:end]`` (from ``column`` if given)."""
     if column is not None:
         return column if start == 0 and end == len(column) else column[start:end]
