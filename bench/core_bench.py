@@ -92,6 +92,90 @@ def pi_timings(cases: list[dict]) -> dict[tuple[str, str], float]:
     return {(r["name"], r["size"]): (r["ms"], r["cpuMs"]) for r in report["results"]}
 
 
+class PiServer:
+    """pi's side of an interleaved bench: one ``bench_pi.mjs --serve`` process that times
+    one case per request, so that our runs and pi's alternate in the same minutes (the
+    machine's load then falls on both alike).  ``None`` from ``start`` when Node >= 22 or
+    the pi package is missing."""
+
+    def __init__(self, process: subprocess.Popen[str], package: str, node: str) -> None:
+        self.process = process
+        self.package = package
+        self.node = node
+
+    @classmethod
+    def start(cls) -> PiServer | None:
+        node = _node_binary()
+        package = (
+            PI_REFERENCE_DIR / "node_modules" / PI_PACKAGE / "dist" / "core" / "session-manager.js"
+        )
+        if node is None or not package.is_file():
+            print("\n(pi columns empty: needs Node >= 22 and bench/pi_reference/node_modules)")
+            return None
+        process = subprocess.Popen(
+            [node, str(PI_REFERENCE_DIR / "bench_pi.mjs"), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PI_PACKAGE": PI_PACKAGE},
+        )
+        assert process.stdout is not None
+        hello = json.loads(process.stdout.readline())
+        return cls(process, hello["package"], hello["node"])
+
+    def run(self, case: dict[str, object]) -> tuple[float, float]:
+        """One timed run of ``case`` on pi's side: (wall seconds, CPU seconds)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({**case, "repeat": 1}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("pi's bench process ended")
+        report = json.loads(answer)
+        return report["ms"][0] / 1000, report["cpuMs"][0] / 1000
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """One run of ``fn``: (wall seconds, CPU seconds)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _interleaved(
+    fn: Callable[[], object],
+    pi: PiServer | None,
+    case: dict[str, object] | None,
+    repeat: int = 5,
+) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """Medians of ``repeat`` runs of ours and of pi's, alternated run by run.
+
+    One untimed run of each side first (pi's JIT, our first hashing of the ids), then
+    ours, pi's, ours, pi's...: each pair meets the same load.  Returns ((wall, CPU),
+    (pi wall, pi CPU) or None), in seconds.
+    """
+    with_pi = pi is not None and case is not None
+    fn()
+    if with_pi:
+        pi.run(case)
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        ours.append(_timed(fn))
+        if with_pi:
+            theirs.append(pi.run(case))
+
+    def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+        return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+    return medians(ours), (medians(theirs) if with_pi else None)
+
+
 def _pi_columns(pi_ms: dict, name: str, size: str, seconds: float) -> list[str]:
     """``[pi wall time, pi / ours]`` cells ("-" when pi did not run this row)."""
     ref = pi_ms.get((name, size))
@@ -306,21 +390,6 @@ def _ctx_path(n: int) -> list[dict]:
     return entries
 
 
-def _median_of_both(fn: Callable[[], object], repeat: int = 5) -> tuple[float, float]:
-    """(median wall-clock seconds, median CPU seconds) of ``repeat`` runs.
-
-    Medians, not best runs: on a shared machine the best run is luck, the median is
-    what a caller gets (pi's side, bench_pi.mjs, reports its medians the same way).
-    """
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn()
-        cpus.append(time.process_time() - cpu)
-        walls.append(time.perf_counter() - wall)
-    return statistics.median(walls), statistics.median(cpus)
-
-
 def _side_branch(entries: list[dict], n: int) -> list[dict]:
     """n // 10 entries on a branch that leaves the path at entry n // 2 (the newest ones)."""
     return [
@@ -372,9 +441,11 @@ def _context_cases(entries: list[dict], n: int) -> tuple[dict, dict, list]:
     leaf, side_leaf, comp_leaf = leaves["leaf"], leaves["side"], leaves["compacted"]
 
     def branch_then_context(entries: list[dict], leaf: str) -> tuple[list, dict]:
-        path = SessionTree(entries).get_branch(leaf)
-        # get_branch's paths have unique ids (its docstring says why): the caller says so.
-        return path, context_from_path(path, unique_ids=True)
+        # As pi's side passes its id map to buildSessionContext, ours passes the list
+        # index that get_branch built (both built inside the timed call).
+        tree = SessionTree(entries)
+        path = tree.get_branch(leaf)
+        return path, build_session_context(entries, leaf, list_index=tree.list_index)
 
     rows = [
         ("build_session_context(path)", lambda: build_session_context(entries),
@@ -415,7 +486,7 @@ def _context_cases(entries: list[dict], n: int) -> tuple[dict, dict, list]:
 
 def bench_context() -> list[list[str]]:
     """Context building, token estimates and cut points on 10k / 100k-entry paths
-    (median of 5 runs on both sides).
+    (median of 5 runs on both sides, alternated: one of ours, one of pi's, ...).
 
     Rows named ``app:`` run the way the app reaches a context: the path to the leaf
     through the tree first, then the context of that path; pi's side does the same
@@ -427,26 +498,34 @@ def bench_context() -> list[list[str]]:
     figures is printed too (``estimating each message``).
     """
     measured = []
-    pi_cases = []
-    with tempfile.TemporaryDirectory() as directory:
-        for n in (10_000, 100_000):
-            inputs, leaves, cases = _context_cases(_ctx_path(n), n)
-            files = {
-                key: _dump(directory, f"{key}-{n}.json", value) for key, value in inputs.items()
-            }
-            size = f"{n:,}"
-            for name, fn, pi_fn, which, leaf_key, keep in cases:
-                wall, cpu = _median_of_both(fn, repeat=5)
-                measured.append((name, size, n, wall, cpu))
-                if pi_fn is not None:
-                    case = {"name": name, "size": size, "fn": pi_fn, "entries": files[which]}
-                    if leaf_key:
-                        case["leaf"] = leaves[leaf_key]
-                    if keep is not None:
-                        case["keep"] = keep
-                    pi_cases.append(case)
-            del inputs, cases
-        pi_ms = pi_timings(pi_cases)
+    pi_ms: dict[tuple[str, str], tuple[float, float]] = {}
+    pi = PiServer.start()
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            for n in (10_000, 100_000):
+                inputs, leaves, cases = _context_cases(_ctx_path(n), n)
+                files = {
+                    key: _dump(directory, f"{key}-{n}.json", value) for key, value in inputs.items()
+                }
+                size = f"{n:,}"
+                for name, fn, pi_fn, which, leaf_key, keep in cases:
+                    case: dict[str, object] | None = None
+                    if pi_fn is not None:
+                        case = {"name": name, "size": size, "fn": pi_fn, "entries": files[which]}
+                        if leaf_key:
+                            case["leaf"] = leaves[leaf_key]
+                        if keep is not None:
+                            case["keep"] = keep
+                    (wall, cpu), theirs = _interleaved(fn, pi, case, repeat=5)
+                    measured.append((name, size, n, wall, cpu))
+                    if theirs is not None:
+                        pi_ms[(name, size)] = (theirs[0] * 1000, theirs[1] * 1000)
+                del inputs, cases
+    finally:
+        if pi is not None:
+            pi.close()
+    if pi is not None:
+        print(f"\n(pi = {pi.package} on Node {pi.node}, same inputs, runs alternated with ours)")
     rows = [
         [
             name,
@@ -460,9 +539,9 @@ def bench_context() -> list[list[str]]:
         for name, size, n, wall, cpu in measured
     ]
     _print_table(
-        "Context building, token estimates and cut points (median of 5 on both sides;"
-        " pi = pi 0.80.2, same entries; cut points on the stored per-entry estimates,"
-        " as the app runs them)",
+        "Context building, token estimates and cut points (median of 5 on both sides after"
+        " one untimed run, ours and pi's alternated; pi = pi 0.80.2, same entries; cut points"
+        " on the stored per-entry estimates, as the app runs them)",
         [
             "function",
             "entries",

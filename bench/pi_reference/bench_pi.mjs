@@ -4,6 +4,11 @@
 // Prints {"package", "node", "results": [{name, size, ms, cpuMs}]}: the median wall-clock
 // and the median process CPU time (user + system, so it includes V8's GC threads) of
 // `repeat` runs (default 5).
+//
+// `node bench_pi.mjs --serve` instead reads one case a line on stdin and answers each with
+// one line {"ms": [...], "cpuMs": [...]} (`repeat` runs, default 1), so that the caller can
+// alternate its own runs with pi's and the machine's load falls on both alike.  The first
+// line it writes is {"package", "node"}.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -19,7 +24,6 @@ const pi = {
   ...(await load_module("compaction/compaction.js")),
   ...(await load_module("tools/truncate.js")),
 };
-const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
 
 const loaded = new Map();
 function load(file, asText) {
@@ -72,12 +76,12 @@ const median = (values) => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 
-const results = [];
-for (const c of job.cases) {
+// `repeat` timed runs of one case: {walls, cpus} in milliseconds.
+function timeCase(c, repeat) {
   const run = makers[c.fn](c);
   const walls = [];
   const cpus = [];
-  for (let i = 0; i < (c.repeat ?? 5); i++) {
+  for (let i = 0; i < repeat; i++) {
     const cpu = process.cpuUsage();
     const start = process.hrtime.bigint();
     run();
@@ -85,7 +89,25 @@ for (const c of job.cases) {
     const used = process.cpuUsage(cpu);
     cpus.push((used.user + used.system) / 1e3);
   }
-  results.push({ name: c.name, size: c.size, ms: median(walls), cpuMs: median(cpus) });
   if (c.text) loaded.delete(c.text); // big texts: free before the next one
+  return { walls, cpus };
 }
-process.stdout.write(JSON.stringify({ package: pkg, node: process.version, results }));
+
+if (process.argv[2] === "--serve") {
+  const { createInterface } = await import("node:readline");
+  process.stdout.write(JSON.stringify({ package: pkg, node: process.version }) + "\n");
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    const c = JSON.parse(line);
+    const { walls, cpus } = timeCase(c, c.repeat ?? 1);
+    process.stdout.write(JSON.stringify({ ms: walls, cpuMs: cpus }) + "\n");
+  }
+} else {
+  const job = JSON.parse(readFileSync(process.argv[2], "utf8"));
+  const results = [];
+  for (const c of job.cases) {
+    const { walls, cpus } = timeCase(c, c.repeat ?? 5);
+    results.push({ name: c.name, size: c.size, ms: median(walls), cpuMs: median(cpus) });
+  }
+  process.stdout.write(JSON.stringify({ package: pkg, node: process.version, results }));
+}

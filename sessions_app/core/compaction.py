@@ -460,9 +460,8 @@ def prepare_compaction(
     view = path_view(path_entries)
     prev_idx = -1
     if view is not None:
-        types = view.types
         for i in reversed(view.specials):  # the non-"message" positions
-            if types[i] == "compaction":
+            if path_entries[i].get("type") == "compaction":
                 prev_idx = i
                 break
     else:

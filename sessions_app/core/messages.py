@@ -5,7 +5,7 @@ JavaScript would leave ``undefined`` are simply absent from the dicts we return.
 
 Public API
 ----------
-- ``build_session_context(entries, leaf_id=UNSET, by_id=None)`` ->
+- ``build_session_context(entries, leaf_id=UNSET, by_id=None, *, list_index=None)`` ->
   ``{"messages": [...], "thinkingLevel": str, "model": {...} | None}``
 - ``context_from_path(path, unique_ids=False)`` -> same result for an already root-first path
   (what the service layer should call after loading a path from the database)
@@ -30,7 +30,8 @@ from operator import itemgetter
 from typing import Any
 
 from .jsutil import iso_to_ms
-from .tree import UNSET, branch_of_list, index_with_ids, path_to_root
+from .list_index import ListIndex
+from .tree import UNSET, index_with_ids, path_to_root
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -145,13 +146,19 @@ def build_session_context(
     entries: list[Entry],
     leaf_id: Any = UNSET,
     by_id: dict[str, Entry] | None = None,
+    *,
+    list_index: ListIndex | None = None,
 ) -> dict[str, Any]:
     """What the model sees at ``leaf_id`` (pi's ``buildSessionContext``).
 
     ``leaf_id``: ``UNSET`` (default) -> the last entry; ``None`` -> empty context
     ("before the first entry"); an id that is unknown (or empty) -> the last entry.
-    ``by_id`` may be passed to avoid re-indexing.  Raises ``TreeCycleError`` if the
-    parent chain loops.
+    ``by_id`` may be passed to avoid re-indexing; so may ``list_index``, the
+    ``ListIndex`` of ``entries`` (``SessionTree.list_index``).  Without either: when
+    the entries up to the leaf are its path, one loop checks that and collects the
+    context; on a branched list a ``ListIndex`` is built for the call (one pass), or
+    when the ids do not allow one an id map.  Raises ``TreeCycleError`` if the parent
+    chain loops.
     """
     empty: dict[str, Any] = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
@@ -159,28 +166,32 @@ def build_session_context(
     if not entries:
         return empty
     if by_id is None:
-        # Fast path: the entries up to the leaf are the root-first path to it (the
-        # leaf is the last entry, or later entries went off on other branches) ->
-        # no index and no pointer walk needed.
-        if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
-            stop = len(entries)
-        else:
-            stop = _leaf_stop(entries, leaf_id)
-        if stop:
-            prefix = entries if stop == len(entries) else entries[:stop]
-            if not _recent_branch_point(prefix):
-                context = _chain_context(prefix, entries[stop:])
-                if context is not None:
-                    return context
-        # A branched list: assemble the path from runs of consecutive entries.
-        path = branch_of_list(entries, leaf_id)
-        if path is not None:
-            return context_from_path(path, unique_ids=True)  # branch_of_list proved them
+        if list_index is None:
+            # Fast path: the entries up to the leaf are the root-first path to it (the
+            # leaf is the last entry, or later entries went off on other branches) ->
+            # one loop that checks the chain and collects the context; no index.
+            if leaf_id is UNSET or not leaf_id or leaf_id == entries[-1].get("id"):
+                stop = len(entries)
+            else:
+                stop = _leaf_stop(entries, leaf_id)
+            if stop:
+                prefix = entries if stop == len(entries) else entries[:stop]
+                if not _recent_branch_point(prefix):
+                    context = _chain_context(prefix, entries[stop:])
+                    if context is not None:
+                        return context
+        # A branched list: the path is a few runs of the list's columns.
+        index = ListIndex.build(entries) if list_index is None else list_index
+        if index is not None:
+            leaf = index.position(leaf_id) if leaf_id is not UNSET and leaf_id else -1
+            runs = index.runs(len(entries) - 1 if leaf < 0 else leaf)
+            if runs is not None:
+                return _context_of_view(_PathView.of_columns(*index.columns(runs)), True)
         by_id, _ = index_with_ids(entries)
-    leaf = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
-    if leaf is None:
-        leaf = entries[-1]
-    path = path_to_root(by_id, leaf)
+    leaf_entry = by_id.get(leaf_id) if leaf_id is not UNSET and leaf_id else None
+    if leaf_entry is None:
+        leaf_entry = entries[-1]
+    path = path_to_root(by_id, leaf_entry)
     return context_from_path(path)
 
 
@@ -204,20 +215,38 @@ def _indices(values: list[Any], value: Any) -> list[int]:
 
 
 class _PathView:
-    """Entry types of a path plus the positions of the non-``message`` entries."""
+    """A path's special positions (its entries whose type is not ``message``), its
+    types when they were read, and its messages column when one was given."""
 
-    __slots__ = ("path", "types", "specials")
+    __slots__ = ("path", "types", "specials", "messages")
 
     def __init__(self, path: list[Entry]):
         self.path = path
-        self.types: list[Any] = list(map(_get_type, path))  # KeyError -> caller falls back
-        kinds = set(self.types)
+        types: list[Any] = list(map(_get_type, path))  # KeyError -> caller falls back
+        self.types: list[Any] | None = types
+        kinds = set(types)
         kinds.discard("message")
         specials: list[int] = []
         for kind in kinds:
-            specials.extend(_indices(self.types, kind))
+            specials.extend(_indices(types, kind))
         specials.sort()
         self.specials = specials
+        self.messages: list[Any] | None = None
+
+    @classmethod
+    def of_columns(cls, path: list[Entry], messages: list[Any], specials: list[int]) -> _PathView:
+        """A view from ``ListIndex.columns``: the path, the ``message`` of each message
+        entry (None for the others) and the sorted positions of the others."""
+        view = cls.__new__(cls)
+        view.path = path
+        view.types = None
+        view.specials = specials
+        view.messages = messages
+        return view
+
+    def message_at(self, i: int) -> Any:
+        """The ``message`` of the message entry at ``i``."""
+        return self.path[i]["message"] if self.messages is None else self.messages[i]
 
     def collect(self, out: list[Message], start: int, end: int, mode: str) -> None:
         """Append the messages of ``path[start:end]`` to ``out``.
@@ -227,6 +256,7 @@ class _PathView:
         ``"branch"``: also compaction summaries, and tool results are dropped.
         """
         path = self.path
+        column = self.messages
         specials = self.specials
         lo = bisect_left(specials, start)
         hi = bisect_left(specials, end, lo)
@@ -234,13 +264,20 @@ class _PathView:
         for k in range(lo, hi):
             i = specials[k]
             if pos < i:
-                out.extend(map(_get_message, path[pos:i]))
+                out += _path_messages(path, column, pos, i)
             _append_special(out, path[i], mode)
             pos = i + 1
         if pos == 0 and end == len(path):
-            out.extend(map(_get_message, path))  # no special entries: no slice to copy
+            out += _path_messages(path, column, 0, end)
         elif pos < end:
-            out.extend(map(_get_message, path[pos:end]))
+            out += _path_messages(path, column, pos, end)
+
+
+def _path_messages(path: list[Entry], column: list[Any] | None, start: int, end: int) -> list[Any]:
+    """The messages of the message entries ``path[start:end]`` (from ``column`` if given)."""
+    if column is not None:
+        return column if start == 0 and end == len(column) else column[start:end]
+    return list(map(_get_message, path if start == 0 and end == len(path) else path[start:end]))
 
 
 def _append_special(out: list[Message], entry: Entry, mode: str) -> None:
@@ -409,14 +446,6 @@ def _compaction_has_system_message(compaction: Entry | None) -> bool:
     return compaction is not None and bool(compaction.get("systemMessage"))
 
 
-def _context_result(messages: list[Message], thinking_level: Any, model: Any) -> dict[str, Any]:
-    result: dict[str, Any] = {"messages": messages}
-    if thinking_level is not UNSET:
-        result["thinkingLevel"] = thinking_level
-    result["model"] = model
-    return result
-
-
 def _chain_is_the_path(entries: list[Entry], seen: set[Any], rest: Sequence[Entry]) -> bool:
     """_chain_context's checks once its pass is done: the ids are unique (so the walk
     from the last entry visits exactly this list) and none is falsy; the first entry's
@@ -465,6 +494,14 @@ def _kept_at_compaction(
     return kept
 
 
+def _context_result(messages: list[Message], thinking_level: Any, model: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {"messages": messages}
+    if thinking_level is not UNSET:
+        result["thinkingLevel"] = thinking_level
+    result["model"] = model
+    return result
+
+
 def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
     """Position of the entry with ``entry_id`` before ``stop`` (ids unique), or -1.
 
@@ -483,16 +520,20 @@ def _position_before(entries: list[Entry], entry_id: Any, stop: int) -> int:
     return -1
 
 
-def _path_model(
-    path: list[Entry], types: list[Any], last_model_change: int
-) -> dict[str, Any] | None:
+def _path_model(view: _PathView, last_model_change: int) -> dict[str, Any] | None:
     """The model at the end of the path: the last assistant message after the last
     model_change, else that change."""
+    path = view.path
+    specials = view.specials
+    k = len(specials) - 1
     for i in range(len(path) - 1, last_model_change, -1):
-        if types[i] == "message":
-            msg = path[i]["message"]
-            if msg.get("role") == "assistant":
-                return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
+        while k >= 0 and specials[k] > i:
+            k -= 1
+        if k >= 0 and specials[k] == i:
+            continue  # not a message entry
+        msg = view.message_at(i)
+        if msg.get("role") == "assistant":
+            return _model_dict(msg.get("provider", UNSET), msg.get("model", UNSET))
     if last_model_change >= 0:
         e = path[last_model_change]
         return _model_dict(e.get("provider", UNSET), e.get("modelId", UNSET))
@@ -505,7 +546,7 @@ def context_from_path(path: list[Entry], *, unique_ids: bool = False) -> dict[st
     Linear; the bulk of the work (runs of plain message entries) runs at C speed.
 
     ``unique_ids``: the caller knows no two entries of ``path`` share an id (a path
-    from ``SessionTree.get_branch`` or ``branch_of_list``, which prove it).  Then a
+    from ``SessionTree.get_branch``, which proves it).  Then a
     compaction's first kept entry is searched backwards from the compaction (it is
     usually just before it) instead of from the root: pi takes the first entry with
     that id, which is the only one when the ids are unique.
@@ -517,14 +558,21 @@ def context_from_path(path: list[Entry], *, unique_ids: bool = False) -> dict[st
         return context_from_path_reference(path)
 
 
+def _context_of_view(view: _PathView, unique_ids: bool) -> dict[str, Any]:
+    """``_context_fast``, or the reference for the shapes it does not take."""
+    try:
+        return _context_fast(view, unique_ids)
+    except (KeyError, TypeError, AttributeError):
+        return context_from_path_reference(view.path)
+
+
 def _context_fast(view: _PathView, unique_ids: bool = False) -> dict[str, Any]:
     path = view.path
-    types = view.types
     thinking_level: Any = "off"
     last_model_change = -1
     compaction_idx = -1
     for i in view.specials:
-        t = types[i]
+        t = path[i]["type"]
         if t == "thinking_level_change":
             thinking_level = path[i].get("thinkingLevel", UNSET)
         elif t == "model_change":
@@ -536,7 +584,7 @@ def _context_fast(view: _PathView, unique_ids: bool = False) -> dict[str, Any]:
     if compaction_idx >= 0 and path[compaction_idx].get("systemMessage"):
         return context_from_path_reference(path)
 
-    model = _path_model(path, types, last_model_change)
+    model = _path_model(view, last_model_change)
 
     messages: list[Message] = []
     if compaction_idx >= 0:

@@ -8,12 +8,10 @@ Public API
 ----------
 - ``UNSET`` sentinel (JS ``undefined`` for optional arguments)
 - ``index_by_id(entries)``, ``path_to_root(by_id, leaf)``
-- ``branch_of_list(entries, leaf_id)`` -> the same path assembled from list slices
-  (no index; None when it does not apply)
 - ``validate_entries(entries)`` -> list of ``TreeProblem`` (duplicates, dangling
   parents, cycles, multiple roots, missing ids)
 - ``SessionTree(entries)`` with ``leaf_id``, ``get_entry``, ``get_children``,
-  ``get_label``, ``get_label_timestamp``, ``labels``, ``session_name``,
+  ``get_label``, ``get_label_timestamp``, ``labels``, ``session_name``, ``list_index``,
   ``get_branch(from_id=UNSET)``, ``get_tree()``, ``common_ancestor(a, b)``,
   ``collect_entries_for_branch_summary(old_leaf_id, target_id)``,
   ``navigate_target(target_id)``, ``create_branched_session(leaf_id, ...)``
@@ -28,11 +26,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property, cmp_to_key
-from itertools import compress
-from operator import itemgetter, ne
+from operator import itemgetter
 from typing import Any
 
 from .jsutil import iso_to_ms
+from .list_index import ListIndex
 
 __all__ = [
     "UNSET",
@@ -218,112 +216,6 @@ def index_with_ids(entries: list[Entry]) -> tuple[dict[str, Entry], list[Any] | 
     return dict(zip(ids, entries, strict=True)), ids
 
 
-_RUN_WINDOW = 256  # first window of _run_start (doubles each step)
-_MAX_RUNS = 64  # branch_of_list gives up on paths with more branch points
-
-
-def branch_of_list(entries: list[Entry], leaf_id: Any = UNSET) -> list[Entry] | None:
-    """Root-first path to ``leaf_id`` without walking an id index, or None.
-
-    Same result as ``path_to_root(index_by_id(entries), leaf)`` where ``leaf`` is
-    the entry with id ``leaf_id``, or the last entry when ``leaf_id`` is
-    ``UNSET``, falsy or unknown.  Returns None (the caller walks the index) when
-    this method does not apply: duplicate, falsy or unhashable ids, missing
-    keys, or a parent chain that loops.
-
-    A path is a few runs of consecutive entries (each entry's parent is the one
-    just before it) joined where the session branched, so it is assembled from
-    list slices: runs are found by comparing ``parentId`` and ``id`` columns at C
-    speed, and only the branch points cost a lookup.
-    """
-    n = len(entries)
-    if not n:
-        return None
-    try:
-        ids = list(map(_get_id, entries))
-        known = set(ids)
-    except (KeyError, TypeError):
-        return None
-    # With unique truthy ids, parentId == ids[i - 1] means "parent is i - 1".  The
-    # falsy values JSON can give are None, "", 0, 0.0 and false (the last three equal 0).
-    if len(known) != n or None in known or "" in known or 0 in known:
-        return None
-    if leaf_id is not UNSET and leaf_id and leaf_id in known:
-        i = _last_index(ids, leaf_id)  # leaves are usually recent: search from the end
-    else:
-        i = n - 1
-    positions: dict[Any, int] | None = None
-    runs: list[tuple[int, int]] = []
-    count = 0
-    try:
-        while True:
-            start = _run_start(entries, ids, i)
-            runs.append((start, i + 1))
-            count += i + 1 - start
-            if count > n or len(runs) > _MAX_RUNS:
-                # A loop (path_to_root reports it) or a path of many short runs,
-                # which the plain walk handles better.
-                return None
-            parent = entries[start]["parentId"]
-            if not parent or parent not in known:
-                break
-            if len(runs) <= 4:
-                i = ids.index(parent)  # a linear scan at C speed; few branch points
-            else:
-                if positions is None:
-                    positions = dict(zip(ids, range(n), strict=True))
-                i = positions[parent]
-    except (KeyError, TypeError):  # a missing or unhashable parentId
-        return None
-    if len(runs) == 1:
-        start, stop = runs[0]
-        return entries[start:stop]
-    path: list[Entry] = []
-    for start, stop in reversed(runs):
-        path += entries[start:stop]
-    return path
-
-
-def _last_index(values: list[Any], value: Any) -> int:
-    """Position of ``value`` (present, unique) in ``values``, scanning from the end.
-
-    C-speed ``list.index`` scans over growing windows at the end, without the
-    copy that ``values[::-1]`` would make.
-    """
-    hi = len(values)
-    width = _RUN_WINDOW
-    while True:
-        lo = max(hi - width, 0)
-        try:
-            return values.index(value, lo, hi)
-        except ValueError:
-            if lo == 0:
-                raise
-        hi = lo
-        width *= 2
-
-
-def _run_start(entries: list[Entry], ids: list[Any], i: int) -> int:
-    """First index of the run of parent links ending at ``i``.
-
-    Galloping backwards in growing windows, each checked by one list comparison,
-    reads about as many ``parentId`` values as the run is long.
-    """
-    hi = i  # entries hi..i are linked
-    width = _RUN_WINDOW
-    while hi > 0:
-        lo = max(hi - width, 0)
-        window = list(map(_get_parent, entries[lo + 1 : hi + 1]))  # parents of lo+1..hi
-        expected = ids[lo:hi]
-        if window == expected:
-            hi = lo
-            width *= 2
-            continue
-        # The last position in the window whose parent is not the previous entry.
-        return list(compress(range(lo + 1, hi + 1), map(ne, window, expected)))[-1]
-    return 0
-
-
 def _find_cycle(by_id: dict[str, Entry], leaf: Entry) -> list[Any]:
     seen: dict[Any, int] = {}
     order: list[Any] = []
@@ -485,7 +377,13 @@ class SessionTree:
         self._children: dict[Any, list[Entry]] | None = None
 
     # The id index and the labels are built on first use: reaching a leaf's path
-    # (get_branch) needs neither, so it touches only the path (see branch_of_list).
+    # (get_branch) needs neither; it uses the list index (one pass, see list_index.py).
+
+    @cached_property
+    def list_index(self) -> ListIndex | None:
+        """The entries' ``ListIndex`` (None when their ids do not allow one); pass it
+        to ``messages.build_session_context`` to reach a context without another pass."""
+        return ListIndex.build(self.entries)
 
     @cached_property
     def by_id(self) -> dict[Any, Entry]:
@@ -555,7 +453,7 @@ class SessionTree:
     def get_branch(self, from_id: Any = UNSET) -> list[Entry]:
         """Root-first path to ``from_id`` (default: the leaf); [] if unknown.
 
-        No two entries of the path share an id: ``branch_of_list`` proves the list's
+        No two entries of the path share an id: ``ListIndex.build`` proves the list's
         ids unique, and the index walk visits ``by_id`` values, one per id (a repeat
         would be a loop, which raises).  So a caller may pass ``unique_ids=True`` to
         ``messages.context_from_path``.
@@ -564,10 +462,15 @@ class SessionTree:
         if not start:
             return []
         if "by_id" not in self.__dict__:
-            # No index yet: assemble the path from list slices when the ids allow it.
-            path = branch_of_list(self.entries, start)
-            if path and path[-1].get("id") == start:
-                return path
+            # No id map yet: the path is slices of the list when the ids allow it.
+            index = self.list_index
+            if index is not None:
+                leaf = index.position(start)
+                if leaf < 0:
+                    return []
+                runs = index.runs(leaf)
+                if runs is not None:
+                    return index.branch(runs)
         return path_to_root(self.by_id, self.by_id.get(start))
 
     def common_ancestor(self, a_id: Any, b_id: Any) -> Any:
