@@ -6,7 +6,9 @@ from __future__ import annotations
 from django.db.models.functions import Length
 
 from sessions_app.core.errors import NotFound
+from sessions_app.core.input_limits import display_text
 from sessions_app.core.preview import entry_text
+from sessions_app.core.tool_headline import call_headlines, tool_headline
 from sessions_app.models import Entry, Session
 
 
@@ -75,3 +77,38 @@ def line_lengths(session: Session, pi_ids) -> dict[str, int]:
 def plain_text(payload: dict) -> str:
     """An entry's whole text as plain text (what "show more" pages through)."""
     return entry_text(payload)
+
+
+def entry_headline(entry: Entry) -> str:
+    """What a tool entry did, in the one headline the tree and the chat show
+    (core/tool_headline): an assistant message's calls, the call a tool result answers
+    (found by its call id in the assistant message above its run of results), a user's
+    `!command`; "" for any other entry."""
+    return display_text(_headline(entry))  # (imported text may hold lone surrogates)
+
+
+def _headline(entry: Entry) -> str:
+    message = entry.payload.get("message")
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role")
+    if role == "assistant":
+        return " · ".join(call_headlines(message).values())
+    if role == "bashExecution":
+        return tool_headline("bash", {"command": message.get("command")})
+    if role != "toolResult":
+        return ""
+    call_id = message.get("toolCallId")
+    parent_pk = entry.parent_id
+    for _ in range(64):  # (pi answers the calls of one message in a run of results)
+        parent = (
+            Entry.objects.filter(pk=parent_pk).only("pk", "parent_id", "role", "line").first()
+            if parent_pk is not None
+            else None
+        )
+        if parent is None or parent.role not in ("assistant", "toolResult"):
+            return ""
+        if parent.role == "assistant":
+            return call_headlines(parent.payload.get("message")).get(str(call_id or ""), "")
+        parent_pk = parent.parent_id
+    return ""
