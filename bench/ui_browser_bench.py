@@ -126,8 +126,8 @@ def settle(page) -> None:
     """Wait until the page's websocket is open and no htmx request has been in flight for
     QUIET_MS: what a page asks once it is loaded (the panels' catch-up after the socket
     opens, an entry's scores, changes and comments after a click) is not part of the next
-    timing. (The server runs the views one at a time: without this the next page waits
-    behind them, and the figure measures the bench's own pace.)"""
+    timing. (daphne is one Python process: without this the next page competes with
+    them, and the figure measures the bench's own pace.)"""
     page.wait_for_function("() => document.body.dataset.ws === 'open'", timeout=30000)
     page.wait_for_function(
         f"() => window.__inflight === 0 && performance.now() - window.__quietSince > {QUIET_MS}",
