@@ -1,7 +1,7 @@
 """Server time of the session page and the tree partials for big sessions.
 
 Usage:  .venv/bin/python bench/ui_bench.py [--sizes 1000,10000,100000] [--repeat 5]
-        .venv/bin/python bench/ui_bench.py --browser [--repeat 9]
+        .venv/bin/python bench/ui_bench.py --browser [--repeat 9] [--no-tokens]
             (the page in headless Chromium for the 1,002-entry real-shaped session:
              first load, node click, drawer, streamed token; bench/ui_browser_bench.py)
 
@@ -64,12 +64,15 @@ def main() -> None:
         "--shapes", default="tree,chain", help="tree (size // 50 branches) and/or chain"
     )
     parser.add_argument("--browser", action="store_true", help="the browser bench instead")
+    parser.add_argument(
+        "--no-tokens", action="store_true", help="(--browser) skip the streamed-token timing"
+    )
     args = parser.parse_args()
     if args.browser:
         sys.path.insert(0, str(REPO / "bench"))
         from ui_browser_bench import run
 
-        run(max(args.repeat, 3))
+        run(max(args.repeat, 3), with_tokens=not args.no_tokens)
         return
 
     import django

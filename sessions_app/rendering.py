@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -252,7 +252,13 @@ def render_image(block: dict) -> SafeString:
     if not isinstance(data, str) or not data or not _BASE64_RE.match(data):
         return mark_safe('<p class="notice">[image with invalid data not shown]</p>')
     clean = re.sub(r"\s+", "", data)
-    return format_html('<img class="entry-image" alt="image" src="data:{};base64,{}">', mime, clean)
+    # (lazy: a transcript's images off screen hold up neither the page's load nor its paint)
+    return format_html(
+        '<img class="entry-image" alt="image" src="data:{};base64,{}" loading="lazy"'
+        ' decoding="async">',
+        mime,
+        clean,
+    )
 
 
 @dataclass
@@ -623,6 +629,24 @@ def render_entries_within(payloads: list[dict], budget: int | None) -> list[list
         parts = out[i] = render_entry(payloads[i])
         spent += sum(len(p.html) for p in parts) + ENTRY_MARKUP_CHARS
     return out
+
+
+def name_results(
+    rendered: Iterable[list[Part] | None], calls: Mapping[str, str] | None = None
+) -> None:
+    """Give each tool-result part the headline of the call it answers
+    (`extra["headline"]`, the tool call part's title: core/tool_headline), matched by call
+    id with the calls rendered before it in `rendered` (a branch, root first) or `calls`
+    (headlines found elsewhere, by call id)."""
+    known = dict(calls or {})
+    for parts in rendered:
+        for part in parts or ():
+            if part.kind == "tool_call" and part.extra.get("id"):
+                known[part.extra["id"]] = part.title
+            elif part.kind == "tool_result":
+                headline = known.get(part.extra.get("tool_call_id") or "")
+                if headline:
+                    part.extra["headline"] = headline
 
 
 def render_llm_message(message: dict) -> list[Part]:

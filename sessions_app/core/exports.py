@@ -24,7 +24,13 @@ from .input_limits import (
 )
 from .markdown_safe import escape_raw_html
 from .preview import entry_preview, entry_role, entry_text
-from .tool_headline import tool_headline
+from .tool_headline import (
+    answered_headline,
+    call_headlines,
+    headlines_from_preview,
+    text_before_calls,
+    tool_headline,
+)
 from .tree import SessionTree
 
 __all__ = [
@@ -45,7 +51,9 @@ def tree_rows(
     max_children: int | None = None,
     children_page: tuple[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Pre-order rows ``{id, parentId, depth, type, role, preview, label, onBranch, children}``.
+    """Pre-order rows ``{id, parentId, depth, type, role, headline, preview, label, onBranch,
+    children}``; ``headline`` is a tool row's (core/tool_headline), as the session page's
+    tree reads it, and an assistant row's preview is then its words alone.
 
     Depth grows only where a node has more than one child, so a long linear session stays
     flat (like pi's tree view). Children are ordered by timestamp (pi's getTree).
@@ -60,6 +68,7 @@ def tree_rows(
     """
     branch = set(branch_ids)
     tree = SessionTree(entries)
+    by_id: dict[Any, dict[str, Any]] = {}  # (filled on the first tool result)
     roots = tree.get_tree()
     rows: list[dict[str, Any]] = []
     stack: list[Any] = [(node, 1 if len(roots) > 1 else 0) for node in reversed(roots)]
@@ -70,16 +79,21 @@ def tree_rows(
             continue
         entry = node["entry"]
         children = node["children"]
+        role, preview = _role_preview(entry)
+        if role == "toolResult" and not by_id:
+            by_id.update((e.get("id"), e) for e in entries)
+        headline = _row_headline(entry, role, preview, by_id)
+        if headline and role == "assistant":  # its words; the headline says what it ran
+            preview = text_before_calls(preview)
         rows.append(
             {
                 "id": entry.get("id"),
                 "parentId": entry.get("parentId"),
                 "depth": depth,
                 "type": entry.get("type"),
-                "role": entry["_role"] if "_role" in entry else entry_role(entry),
-                "preview": (entry["_preview"] if "_preview" in entry else entry_preview(entry))[
-                    :120
-                ],
+                "role": role,
+                "headline": headline,
+                "preview": preview[:120],
                 "label": (labels.get(entry.get("id")) if labels is not None else node.get("label"))
                 or "",
                 "onBranch": entry.get("id") in branch,
@@ -97,6 +111,31 @@ def tree_rows(
         for child in reversed(listed):
             stack.append((child, child_depth))
     return rows
+
+
+def _role_preview(entry: dict[str, Any]) -> tuple[str, str]:
+    """An entry's role and stored preview line (precomputed on light rows)."""
+    role = entry["_role"] if "_role" in entry else entry_role(entry)
+    return role, entry["_preview"] if "_preview" in entry else entry_preview(entry)
+
+
+def _row_headline(
+    entry: dict[str, Any], role: str, preview: str, by_id: dict[Any, dict[str, Any]]
+) -> str:
+    """A tool row's headline, as the session page's tree shows it: what an assistant
+    message's calls did, or the call a tool result answers."""
+    if role == "assistant":
+        return " · ".join(headlines_from_preview(preview))
+    if role != "toolResult":
+        return ""
+
+    def ancestors() -> Iterable[tuple[str, str]]:
+        parent = by_id.get(entry.get("parentId"))
+        while parent is not None:
+            yield _role_preview(parent)
+            parent = by_id.get(parent.get("parentId"))
+
+    return answered_headline(ancestors())
 
 
 def _children_window(
@@ -172,21 +211,29 @@ def branch_markdown(
             f"({len(path)} entries)"
         )
     out.append("")
+    calls: dict[str, str] = {}  # the headline of each call so far, by call id
     for entry in path:
-        lines = _entry_markdown(display_value(entry))
+        entry = display_value(entry)
+        message = _message(entry)
+        if message is not None and message.get("role") == "assistant":
+            calls.update(call_headlines(message))
+        lines = _entry_markdown(entry, calls)
         if lines is not None:  # (settings, labels, names: not part of the conversation)
             out.extend(lines)
             out.append("")
     return escape_raw_html("\n".join(out).rstrip() + "\n")
 
 
-def _entry_markdown(entry: dict[str, Any]) -> list[str] | None:
-    """The lines of one entry of the conversation, or None for the entries that are not."""
+def _entry_markdown(entry: dict[str, Any], calls: dict[str, str]) -> list[str] | None:
+    """The lines of one entry of the conversation, or None for the entries that are not.
+    `calls`: the headline of each call made before it, by call id."""
     kind = entry.get("type")
     ident = _code(entry.get("id"))
     message = _message(entry)
     if message is not None:
         role = message.get("role")
+        if role == "toolResult":
+            return _tool_result_markdown(message, ident, calls)
         write = _MESSAGE_MARKDOWN.get(role) if isinstance(role, str) else None
         if write is None:
             return [f"## {_code(role)} · {ident}", "", _clip(entry_text(entry))]
@@ -228,13 +275,14 @@ def _assistant_markdown(message: dict[str, Any], ident: str) -> list[str]:
     return out
 
 
-def _tool_result_markdown(message: dict[str, Any], ident: str) -> list[str]:
+def _tool_result_markdown(message: dict[str, Any], ident: str, calls: dict[str, str]) -> list[str]:
     status = " (error)" if message.get("isError") else ""
     text = "\n".join(
         str(b.get("text", "")) for b in _blocks(message.get("content")) if b.get("type") == "text"
     )
+    call = calls.get(str(message.get("toolCallId") or "")) or message.get("toolName", "")
     return [
-        f"### Tool result {_code(message.get('toolName', ''))}{status} · {ident}",
+        f"### Result of {_code(call, MD_FIELD_CHARS)}{status} · {ident}",
         "",
         "<details><summary>output</summary>\n\n"
         + _fence(_clip(text) or "(no output)")
@@ -253,6 +301,5 @@ def _bash_markdown(message: dict[str, Any], ident: str) -> list[str]:
 _MESSAGE_MARKDOWN = {
     "user": _user_markdown,
     "assistant": _assistant_markdown,
-    "toolResult": _tool_result_markdown,
     "bashExecution": _bash_markdown,
 }

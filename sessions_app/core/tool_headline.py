@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 MAX_CHARS = 200
@@ -168,3 +168,31 @@ def duration_text(seconds: float | None) -> str:
         return f"{minutes} min {rest} s" if rest else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+def call_headlines(message: object) -> dict[str, str]:
+    """The headline of each tool call an assistant message makes, by call id."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return {}
+    return {
+        _text(block.get("id")): tool_headline(block.get("name"), block.get("arguments"))
+        for block in content
+        if isinstance(block, Mapping) and block.get("type") == "toolCall"
+    }
+
+
+def answered_headline(ancestors: Iterable[tuple[str, str]]) -> str:
+    """The headline of the call a tool result answers, from the stored (role, preview) of
+    its ancestors, nearest first: the k-th result after an assistant message answers its
+    k-th call (pi appends the results in the calls' order). "" if none is found."""
+    nth = 0
+    for role, preview in ancestors:
+        if role == "toolResult" and nth < 64:
+            nth += 1
+            continue
+        if role != "assistant":
+            return ""
+        calls = headlines_from_preview(preview)
+        return calls[nth] if nth < len(calls) else ""
+    return ""

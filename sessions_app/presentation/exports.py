@@ -126,6 +126,7 @@ def branch_view(
     if target_pi_id not in by_id:
         target_pi_id = leaf_pi_id
     rendered = rendering.render_entries_within(path, budget)
+    rendering.name_results(rendered)  # a result says which call it answers
     # What each node changed in the files (diffs bounded by PIWEB_DIFF_MAX_TOTAL_BYTES).
     file_changes = {p.get("id"): c for p, c in path_changes(session, leaf_pi_id)}
     items = [

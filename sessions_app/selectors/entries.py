@@ -9,7 +9,9 @@ from django.db import connection
 from django.db.models.functions import Length
 
 from sessions_app.core.errors import NotFound
+from sessions_app.core.input_limits import display_text
 from sessions_app.core.preview import entry_text
+from sessions_app.core.tool_headline import call_headlines, tool_headline
 from sessions_app.models import Entry, Session
 
 
@@ -189,3 +191,38 @@ def payloads_and_lines(pks: list[int]) -> dict[int, tuple[dict, str]]:
             for pk, line in cursor.fetchall():
                 out[pk] = (json.loads(line), line)
     return out
+
+
+def entry_headline(entry: Entry) -> str:
+    """What a tool entry did, in the one headline the tree and the chat show
+    (core/tool_headline): an assistant message's calls, the call a tool result answers
+    (found by its call id in the assistant message above its run of results), a user's
+    `!command`; "" for any other entry."""
+    return display_text(_headline(entry))  # (imported text may hold lone surrogates)
+
+
+def _headline(entry: Entry) -> str:
+    message = entry.payload.get("message")
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role")
+    if role == "assistant":
+        return " · ".join(call_headlines(message).values())
+    if role == "bashExecution":
+        return tool_headline("bash", {"command": message.get("command")})
+    if role != "toolResult":
+        return ""
+    call_id = message.get("toolCallId")
+    parent_pk = entry.parent_id
+    for _ in range(64):  # (pi answers the calls of one message in a run of results)
+        parent = (
+            Entry.objects.filter(pk=parent_pk).only("pk", "parent_id", "role", "line").first()
+            if parent_pk is not None
+            else None
+        )
+        if parent is None or parent.role not in ("assistant", "toolResult"):
+            return ""
+        if parent.role == "assistant":
+            return call_headlines(parent.payload.get("message")).get(str(call_id or ""), "")
+        parent_pk = parent.parent_id
+    return ""

@@ -317,8 +317,12 @@ def load_context(session: Session, leaf_pi_id=UNSET) -> dict:
     return context_from_path(load_context_path(session, leaf_pi_id))
 
 
-def load_path_tail(session: Session, limit: int) -> tuple[int, list[dict]]:
+def load_path_tail(
+    session: Session, limit: int, before: str | None = None
+) -> tuple[int, list[dict]]:
     """The last `limit` payloads of the path root→leaf, and how many come before them.
+    `before` (an entry's pi id): the last `limit` before that entry of the path instead
+    (none if it is not on the path).
 
     Only ids are walked for the whole path; payloads are read for the tail alone, so a
     page showing the recent conversation of a huge session stays cheap.
@@ -328,6 +332,10 @@ def load_path_tail(session: Session, limit: int) -> tuple[int, list[dict]]:
     pks = (
         _walk_pks(session, session.leaf_id) if _large(session) else path_entry_pks(session.leaf_id)
     )
+    if before is not None:
+        pk = Entry.objects.filter(session=session, pi_id=before).values_list("pk", flat=True)
+        found = pk.first()
+        pks = pks[: pks.index(found)] if found in pks else []
     hidden = max(0, len(pks) - limit)
     return hidden, _payload_list(pks[hidden:])
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
@@ -27,6 +28,7 @@ from django.utils.safestring import SafeString, mark_safe
 from sessions_app.core.errors import ServiceError
 from sessions_app.core.scores import parse_score_filter
 from sessions_app.core.text import clean_text
+from sessions_app.core.tool_headline import answered_headline, headlines_from_preview
 from sessions_app.models import Entry, Score, ScoreConfig, SearchDocument, Session
 from sessions_app.selectors.sessions import visible_sessions
 
@@ -113,6 +115,7 @@ class SearchHit:
     date: datetime | None
     label: str
     snippet: SafeString
+    headline: str = ""  # a tool entry's (core/tool_headline), as the tree's row reads it
 
     @property
     def url(self) -> str:
@@ -332,6 +335,7 @@ def _hits(ids: list[int], query: str) -> list[SearchHit]:
         session_name=F("session__name"),
         session_first_message=F("session__first_message"),
         session_cwd=F("session__cwd"),
+        parent_id=F("entry__parent_id"),
     )
     by_pk = {row["entry_id"]: row for row in rows}
     words = [text for op, text in parse_query(query) if op != "not"]
@@ -346,9 +350,36 @@ def _hits(ids: list[int], query: str) -> list[SearchHit]:
             date=row["date"],
             label=row["label"],
             snippet=snippet(row["text"], words),
+            headline=_headline(row["role"], row["text"], row["parent_id"]),
         )
         for row in (by_pk[pk] for pk in ids if pk in by_pk)
     ]
+
+
+def _headline(role: str, text: str, parent_pk: int | None) -> str:
+    """A hit's tool headline, as the session page's tree reads it: what an assistant
+    message's calls did (from its indexed text, which holds them as `name({json})`), or
+    the call a tool result answers (from the stored previews of the entries above it)."""
+    if role == "assistant":
+        return " · ".join(headlines_from_preview(text))
+    if role != "toolResult":
+        return ""
+
+    def ancestors() -> Iterator[tuple[str, str]]:
+        parent = parent_pk
+        for _ in range(MAX_RESULT_RUN):
+            if parent is None:
+                return
+            found = Entry.objects.filter(pk=parent).values("parent_id", "role", "preview").first()
+            if found is None:
+                return
+            yield found["role"], found["preview"]
+            parent = found["parent_id"]
+
+    return answered_headline(ancestors())
+
+
+MAX_RESULT_RUN = 65  # entries read above a tool result to find its call (answered_headline)
 
 
 def snippet(text: str, words: list[str], width: int = 220) -> SafeString:

@@ -124,7 +124,13 @@ def compact(request, access):
 
 @session_view()
 def transcript(request, access):
-    context = {"session": access.session, "access": access, **transcript_context(access.session)}
+    """The chat's transcript: its last entries, or (`before`) the chunk before an entry."""
+    before = query(request).optional("before", limit=64)
+    context = {
+        "session": access.session,
+        "access": access,
+        **transcript_context(access.session, before=before),
+    }
     return render(request, "sessions_app/chat/_transcript.html", context)
 
 

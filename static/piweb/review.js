@@ -25,13 +25,21 @@
     });
   }
 
-  // We follow clicks on any node outside this panel that carries data-entry-id.
+  // We follow clicks on any node outside this panel that carries data-entry-id. A tree
+  // row's comments follow once its entry is shown (below): the entry's request goes alone.
   document.addEventListener("click", function (ev) {
     if (!ev.target.closest) return;
     var el = ev.target.closest("[data-entry-id], .tn.node[data-id]");
     if (!el || (panel() && panel().contains(el))) return;
     if (el.closest(".rv-share-page")) return;
+    if (el.matches(".tn.node[data-id]") && el.closest("#tree-panel") && document.getElementById("entry-pane")) return;
     selectEntry(el.getAttribute("data-entry-id") || el.getAttribute("data-id"));
+  });
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    var target = ev.detail && ev.detail.target;
+    if (!target || target.id !== "entry-pane") return;
+    var shown = target.querySelector("[data-entry]");
+    if (shown) selectEntry(shown.getAttribute("data-entry"));
   });
   // …and follow ?target= when the page URL changes (HTMX push or back/forward).
   function fromLocation() {

@@ -98,7 +98,7 @@
     row.setAttribute("aria-selected", "true");
     row.tabIndex = 0;
     if (opts.focus !== false) row.focus({ preventScroll: true });
-    row.scrollIntoView({ block: "nearest" });
+    if (opts.scroll !== false) row.scrollIntoView({ block: "nearest" });
     // The leaf shown by default is not the user's choice: it stays out of the address, so a
     // reload does not open the drawer on it.
     if (row.dataset.id && opts.remember !== false) {
@@ -314,8 +314,10 @@
     }
     var row = ev.target.closest("#tree-panel .tn.node");
     if (row) {
-      select(row);
+      // The request first, then the selection: a clicked row is in view, so it needs no
+      // scrolling (which would lay the whole page out before the request leaves).
       openEntry(row.dataset.id);
+      select(row, { scroll: false });
     }
   });
 

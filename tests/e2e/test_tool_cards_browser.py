@@ -75,3 +75,67 @@ def test_folding_a_side_branch_keeps_a_counted_row_and_folds_say_what_they_hide(
         "title", "Branch point: 3 branches leave this entry"
     )
     assert page.locator("#n-e0000014 .tok").get_attribute("title").endswith("tokens (estimate)")
+
+
+def test_every_surface_reads_a_call_by_its_headline_and_keeps_its_id_in_the_details(
+    page_for, make_user, workspace
+):
+    """Issue 34: the one headline (core/tool_headline) on the entry pane, the share page,
+    the HTML export, the Markdown export and search results, for the call and for the
+    result that answers it; the call id is in no visible text (only in a folded call's
+    details, or the entry pane's call details)."""
+    from sessions_app.services import search as search_index
+    from sessions_app.services import sharing
+
+    owner = make_user("heads-browser")
+    session = import_branched(owner, str(workspace))
+    search_index.index_session(session)
+    page = page_for(owner)
+    errors = collect_errors(page)
+    page.goto(f"/s/{session.pi_id}/?filter=all")
+
+    # The entry pane: the call's and the result's header, and the result's frame.
+    for entry_id in ("e0000012", "e0000013"):
+        page.click(f"#n-{entry_id} .preview")
+        pane = page.locator(f'#entry-pane [data-entry="{entry_id}"]')
+        expect(pane.locator(".entry-head .tool-headline")).to_have_text("$ make test")
+        assert "call_b1" not in pane.locator(".entry-head").inner_text()
+    expect(page.locator("#entry-pane details.tool-result summary")).to_contain_text(
+        "result of $ make test"
+    )
+    assert "call_b1" not in page.locator("#entry-pane").inner_text()
+
+    # The share page and the HTML export: tree rows, the call card, the result's frame.
+    link = sharing.create_link(session, actor=owner, leaf_pi_id=None)
+    visitor = page_for(None)
+    visitor.goto(f"/l/{link.token}/")
+    exported = page_for(None)
+    exported.set_content(page.request.get(f"/s/{session.pi_id}/export/html/").text())
+    for where in (visitor, exported):
+        for row in ("e0000012", "e0000013"):
+            headline = where.locator(f'.rv-tree [data-entry-id="{row}"] .rv-headline')
+            expect(headline).to_have_text("$ make test")
+        call = where.locator('article[data-entry-id="e0000012"] .tool-call-head .tool-headline')
+        expect(call).to_have_text("$ make test")
+        expect(call).to_be_visible()
+        result = where.locator('article[data-entry-id="e0000013"] details.tool-result summary')
+        expect(result).to_contain_text("result of $ make test")
+        expect(where.locator(".tool-call-meta", has_text="call_b1")).to_be_hidden()
+        assert "call_b1" not in where.locator("body").inner_text()
+        assert where.evaluate("() => window.__pwned") is None
+
+    # The Markdown export names the call a result answers; no call id anywhere.
+    markdown = page.request.get(f"/s/{session.pi_id}/export/md/").text()
+    assert "**Tool call** `$ make test`" in markdown
+    assert "### Result of `$ make test`" in markdown
+    assert "call_b1" not in markdown
+
+    # Search results: a hit on the call and on its result read the headline.
+    page.goto("/search/?q=make")
+    hit = page.locator(".rv-results li", has_text="assistant")
+    expect(hit.locator(".rv-headline")).to_have_text("$ make test")
+    page.goto("/search/?q=passed")
+    hit = page.locator(".rv-results li", has_text="toolResult")
+    expect(hit.locator(".rv-headline")).to_have_text("$ make test")
+    assert "call_b1" not in page.locator(".rv-results").inner_text()
+    assert errors == []

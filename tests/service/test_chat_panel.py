@@ -123,3 +123,40 @@ def test_a_call_without_a_result_runs_only_while_a_run_is_going():
     ]
     (card,) = cards(tool_cards(entries, running=True))
     assert card.extra["status"] == "missing"  # a later message came without its result
+
+
+def test_calls_at_the_end_of_an_earlier_chunk_get_no_status():
+    """A chunk of the branch shown above the transcript ("Show earlier"): its last calls
+    were answered after it, so they are neither running nor without a result."""
+    (card,) = cards(tool_cards([call("a1", 0, ("c1", "make"))], running=None))
+    assert "status" not in card.extra
+
+
+def test_the_transcript_shows_the_branch_end_and_the_earlier_entries_a_chunk_at_a_time(
+    make_user,
+):
+    from sessions_app.selectors.panels.chat import TRANSCRIPT_LIMIT, transcript_context
+    from tests.support.branchy_session import user as user_entry
+
+    owner = make_user("chunks")
+    session = sessions.create_session(owner=owner, cwd="/w", name="long")
+    total = TRANSCRIPT_LIMIT * 2 + 7
+    for i in range(total):
+        sessions.append_entry(session, user_entry(f"message {i:03d}"), actor=owner)
+    session.refresh_from_db()
+    seen: list[str] = []
+    last = transcript_context(session)
+    assert not last["earlier"] and len(last["entries"]) == TRANSCRIPT_LIMIT
+    assert last["hidden"] == total - TRANSCRIPT_LIMIT
+    chunk = last
+    while chunk["hidden"]:
+        seen = [e["id"] for e in chunk["entries"]] + seen
+        chunk = transcript_context(session, before=chunk["first"])
+        assert chunk["earlier"]
+    seen = [e["id"] for e in chunk["entries"]] + seen
+    # every entry once, in order, root first
+    from sessions_app.selectors.paths import load_path
+
+    assert seen == [p["id"] for p in load_path(session, session.leaf.pi_id)]
+    # an id not on the branch shows nothing (the page is stale: a refresh puts it right)
+    assert transcript_context(session, before="nope")["entries"] == []

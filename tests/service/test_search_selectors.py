@@ -165,3 +165,18 @@ def test_pagination_newest_first(people, monkeypatch, window):
     second = search.search(owner, "kiwi", page=2)
     assert not second.has_next
     assert [h.entry_pi_id for h in first.hits + second.hits] == made[::-1]
+
+
+@pytest.mark.embedded
+def test_a_call_and_its_result_read_the_one_headline_not_the_call_id(people):
+    """Issue 34: a hit on a tool call or on its result says what the call did, as the
+    tree and the chat say it (core/tool_headline)."""
+    owner, *_ = people
+    data = build_branchy_session(owner)
+    (call,) = search.search(owner, "pytest").hits
+    assert (call.entry_pi_id, call.headline) == (data.ids["b2"], "$ pytest")
+    (result,) = search.search(owner, "zebrafish").hits
+    assert (result.entry_pi_id, result.headline) == (data.ids["q2"], "$ pytest")
+    (question,) = search.search(owner, "parser bug").hits
+    assert question.headline == ""
+    assert "c3" not in f"{call.headline} {result.headline} {call.snippet} {result.snippet}"

@@ -79,3 +79,34 @@ def test_duration_text():
         "1 h 2 min",
     ]
     assert duration_text(None) == duration_text(-1) == duration_text(float("nan")) == ""
+
+
+def test_an_assistant_message_names_each_of_its_calls_by_id():
+    from sessions_app.core.tool_headline import call_headlines
+
+    message = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls -la"}},
+            {"type": "toolCall", "id": "c2", "name": "write", "arguments": {"path": "h.py"}},
+        ],
+    }
+    assert call_headlines(message) == {"c1": "$ ls -la", "c2": "write h.py"}
+    assert call_headlines({"role": "assistant", "content": "just words"}) == {}
+    assert call_headlines(None) == {}
+
+
+def test_a_tool_result_reads_as_the_call_it_answers_from_the_previews_above_it():
+    from sessions_app.core.tool_headline import answered_headline
+
+    calls = 'Two. bash({"command": "ls -la"}) read({"path": "a.py"})'
+    # the first result right under the message answers its first call, the next its second
+    assert answered_headline([("assistant", calls)]) == "$ ls -la"
+    assert answered_headline([("toolResult", "x"), ("assistant", calls)]) == "read a.py"
+    # a third result has no call left; a result under a user message answers nothing
+    assert answered_headline([("toolResult", "x")] * 2 + [("assistant", calls)]) == ""
+    assert answered_headline([("user", "hi")]) == ""
+    assert answered_headline([]) == ""
+    # a run of results longer than any message's calls stops the walk
+    assert answered_headline(iter([("toolResult", "x")] * 1000)) == ""

@@ -332,3 +332,46 @@ def test_an_archived_branch_is_folded_and_drawn_last_until_it_leads_to_the_view(
     # With no rank to choose by, the continuation is a branch that is not archived.
     plain = Layout(index, archived=["u2"])
     assert plain._ordered_children(index.by_id["a1"])[0].id != "u2"
+
+
+class CountingNodes(dict):
+    """The index's node table, counting every lookup the layout makes in it."""
+
+    lookups = 0
+
+    def get(self, key, default=None):
+        self.lookups += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.lookups += 1
+        return super().__getitem__(key)
+
+
+def test_5000_drawn_tool_rows_cost_a_bounded_number_of_steps_per_row(monkeypatch):
+    """Issue 34: the tree stays fast at 5,000 drawn rows. A chain of 2,500 tool calls and
+    their results, every row a search match (so none is folded), each row with its call's
+    headline: counted in steps, not seconds (bench/core_bench.py tree times the same
+    drawing). Marking the matches' ancestors was once quadratic (about 12.5 million steps
+    here: 5,000 matches, each walked up a chain of 2,500)."""
+    rows = [(1, "r", None, "message", "user", "", "start", "", 1, 0)]
+    for i in range(2500):
+        call, result = 2 + 2 * i, 3 + 2 * i
+        preview = f'bash({{"command": "make test {i}"}})'
+        rows.append((call, f"a{i}", call - 1, "message", "assistant", "bash", preview, "", 5, call))
+        rows.append((result, f"t{i}", call, "message", "toolResult", "bash", "ok", "", 5, result))
+    index = TreeIndex(rows)
+    index.nodes = CountingNodes(index.nodes)
+    parsed: list[str] = []
+    parse = tree_layout.headlines_from_preview
+    monkeypatch.setattr(
+        tree_layout, "headlines_from_preview", lambda text: parsed.append(text) or parse(text)
+    )
+    out = Layout(index, view_leaf="t2499", mode="all", query="bash").rows()
+    nodes = [r for r in out if r.kind == "node"]
+    assert len(nodes) == 5001 and not [r for r in out if r.kind in ("cut", "fold")]
+    assert sum(r.is_match for r in nodes) == 5000
+    assert [r.headline for r in nodes[-2:]] == ["$ make test 2499", "$ make test 2499"]
+    # each call's preview is parsed once (twice: its own row, then its result's, cached)
+    assert len(parsed) <= 2 * 2500
+    assert index.nodes.lookups <= 6 * len(nodes), index.nodes.lookups  # 17,512 (3.5 a row)

@@ -25,19 +25,26 @@ from sessions_app.selectors.panels.composer import composer_context
 from sessions_app.selectors.runs import active_run, active_runs, run_covering, run_state
 from sessions_app.selectors.scores import badges_by_entry
 
-TRANSCRIPT_LIMIT = 200
+# The transcript shows the branch's last entries, at most this many and this many
+# characters of HTML (or the page's budget, if smaller); the earlier ones come a chunk of
+# the same size at a time when asked ("Show earlier", `before=`). A long branch's page
+# stays small: its first load is what the reader waits for (bench/ui_browser_bench.py).
+TRANSCRIPT_LIMIT = 50
+TRANSCRIPT_CHARS = 80_000
 
 
-def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
-    """The transcript (the chat panel and `chat_transcript`): the path's last entries."""
-    hidden, tail = paths.load_path_tail(session, limit)
+def transcript_context(session, limit: int = TRANSCRIPT_LIMIT, before: str | None = None) -> dict:
+    """The transcript (the chat panel and `chat_transcript`): the path's last entries, or
+    with `before` (an entry's pi id) the chunk of the path that comes before that entry
+    (`earlier`: a piece to put above the entries shown)."""
+    hidden, tail = paths.load_path_tail(session, limit, before)
     leaf = tail[-1].get("id") if tail else ""  # the branch's end, shown or not
     # Imported text may hold lone surrogates: display_value makes it safe to show.
     tail = [
         display_value(p) for p in tail if p.get("type") not in ("label", "session_info", "custom")
     ]
-    # Newest first within the page's budget: older entries join the "not shown" count.
-    rendered = render_entries_within(tail, page_budget())
+    # Newest first within the budget: older entries join the "not shown" count.
+    rendered = render_entries_within(tail, min(page_budget(), TRANSCRIPT_CHARS))
     files = change_counts(session)
     if not files:  # no snapshots (an imported session): its edit/write calls, replayed
         for pi_id, found in reconstruct(tail, session.cwd).items():
@@ -58,13 +65,19 @@ def transcript_context(session, limit: int = TRANSCRIPT_LIMIT) -> dict:
                 "files": files.get(p.get("id") or ""),
             }
         )
-    entries = tool_cards(entries, running=active_run(session) is not None)
+    shown = len(entries)
+    if before is not None:  # the calls at a chunk's end were answered after it
+        entries = tool_cards(entries, running=None)
+    else:
+        entries = tool_cards(entries, running=active_run(session) is not None)
     return {
         "entries": entries,
         # Scores show beside the answers; like comments they never reach the model.
         "score_badges": badges_by_entry(session, key="entry__pi_id"),
-        "hidden": hidden + len(tail) - len(entries),
+        "hidden": hidden + len(tail) - shown,
+        "first": entries[0]["id"] if entries else "",  # ("Show earlier" asks before it)
         "leaf": leaf,
+        "earlier": before is not None,
     }
 
 
@@ -78,12 +91,13 @@ def _when(payload: dict) -> datetime | None:
         return None
 
 
-def tool_cards(entries: list[dict], running: bool = False) -> list[dict]:
+def tool_cards(entries: list[dict], running: bool | None = False) -> list[dict]:
     """Each tool call of the transcript as one card: its result moves under the call
     (`extra["result"]`), with a status (ok, error, running, or no result when a later
     message came without one, or the branch ends without one and no run is going) and how
     long it ran (from the entry before the result to the result). A tool-result entry
-    left with nothing else to show leaves the list."""
+    left with nothing else to show leaves the list. `running` None: the entries are a
+    chunk that more of the branch follows, so calls at its end get no status."""
     calls: dict[str, Part] = {}
     out: list[dict] = []
     before = None  # the time of the entry before this one
@@ -113,8 +127,10 @@ def tool_cards(entries: list[dict], running: bool = False) -> list[dict]:
                     calls[part.extra.get("id") or f"#{len(calls)}"] = part
             out.append(e)
         before = when or before
-    if not running:  # the branch ends on calls no run is answering
-        for call in calls.values():
+    for call in calls.values():  # the branch ends on calls: a run answers them, or none
+        if running is None:
+            call.extra.pop("status", None)
+        elif not running:
             call.extra["status"] = "missing"
     return out
 

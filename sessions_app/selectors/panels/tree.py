@@ -11,11 +11,23 @@ from django.utils.http import urlencode
 
 from sessions_app.core.tree_layout import FILTER_MODES, Layout, TreeIndex
 from sessions_app.models import Entry, Session
-from sessions_app.rendering import full_output_path, page_limit, render_entry, render_llm_message
+from sessions_app.rendering import (
+    full_output_path,
+    name_results,
+    page_limit,
+    render_entry,
+    render_llm_message,
+)
 from sessions_app.selectors import workspaces
 from sessions_app.selectors.changes import change_counts, reconstructed_counts, snapshots_exist
 from sessions_app.selectors.comments import open_comment_counts_by_pi_id
-from sessions_app.selectors.entries import child_previews, entry_pk, line_lengths, session_entries
+from sessions_app.selectors.entries import (
+    child_previews,
+    entry_headline,
+    entry_pk,
+    line_lengths,
+    session_entries,
+)
 from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.navigation import archived_heads, blocking_job, resolve_target
 from sessions_app.selectors.paths import path_entry_pks
@@ -178,11 +190,17 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
     leaf_pk = entry_pk(session, view_leaf)
     on_path = leaf_pk is not None and entry.pk in path_entry_pks(leaf_pk)
     target = resolve_target(session, entry)
+    parts = entry_parts(session, entry.payload)
+    headline = entry_headline(entry)  # what the entry's calls did, or the call it answers
+    if entry.role == "toolResult" and headline:
+        call_id = (entry.payload.get("message") or {}).get("toolCallId")
+        name_results([parts], {str(call_id or ""): headline})
     return {
         "access": access,
         "session": session,
         "entry": entry,
-        "parts": entry_parts(session, entry.payload),
+        "headline": headline,
+        "parts": parts,
         "children": child_previews(session, entry),
         "link": node_link(session, entry.pi_id, view_leaf, on_path),
         "view_leaf": view_leaf,
