@@ -143,6 +143,7 @@ def main() -> None:
         users = get_user_model().objects
         owner = users.create_user("demo", password="demo-only", is_staff=True)  # an admin
         mate = users.create_user("reviewer", password="demo-only")
+        fresh = users.create_user("fresh", password="demo-only")  # the first run: no session
         session = import_branched(owner, "/home/demo/project")
         sessions.rename_session(session, "Fix the flaky upload test", actor=owner)
         team = Team.objects.create(name="platform")
@@ -189,6 +190,10 @@ def main() -> None:
             page.click("#context-gauge")
             page.wait_for_selector('[data-usage-chart="context"][data-ready]')
 
+        def open_jobs(page):
+            page.click("#toggle-drawer")
+            page.locator("#jobs-panel").scroll_into_view_if_needed()
+
         def slash_commands(page):
             page.click("#chat-input")
             page.keyboard.type("/")
@@ -211,10 +216,16 @@ def main() -> None:
             ("models", "/models/", None),
             ("users", "/users/", new_invitation),
             ("account", "/account/password/", None),
+            ("session-jobs", f"/s/{alt_sid}/", open_jobs),
         ]
+        # Screens of someone else: the first run (no session yet) and the login page.
+        others = [("sessions-empty", "/", fresh), ("login", "/login/", None)]
         # Every screen at 1280x800, the main ones at 390x844 too, each in the light and the
         # dark theme (the browser's prefers-color-scheme; the user's choice is "system").
-        phone_shots = ("session-chat", "sessions-list", "session-node-drawer", "models", "users")
+        phone_shots = (
+            "session-chat", "sessions-list", "session-node-drawer", "models", "users",
+            "sessions-empty", "login",
+        )  # fmt: skip
         with daphne(connection) as base, chromium() as browser:
             for scheme in ("light", "dark"):
                 for viewport, suffix in (
@@ -236,6 +247,24 @@ def main() -> None:
                         page.screenshot(path=str(path), full_page=name in FULL_PAGE)
                         print(path)
                     context.close()
+                    for name, url, who in others:
+                        if (suffix and name not in phone_shots) or (only and name not in only):
+                            continue
+                        if who is None:
+                            context = browser.new_context(
+                                base_url=base, viewport=viewport, color_scheme=scheme
+                            )
+                        else:
+                            context = logged_in_context(
+                                browser, base, who, viewport=viewport, color_scheme=scheme
+                            )
+                        page = context.new_page()
+                        page.goto(url, wait_until="networkidle")
+                        theme = "" if scheme == "light" else "-dark"
+                        path = out / f"{name}{suffix}{theme}.png"
+                        page.screenshot(path=str(path))
+                        print(path)
+                        context.close()
 
 
 if __name__ == "__main__":

@@ -65,7 +65,10 @@ def create(request):
         messages.error(request, str(exc))
     else:
         _link(request, token, user.get_username())
-        messages.success(request, f"Created {user.get_username()}: send them the link below.")
+        messages.success(
+            request,
+            f"Created {user.get_username()}: copy their invitation link at the top of the page.",
+        )
     return redirect("sessions_app:users")
 
 

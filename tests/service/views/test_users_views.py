@@ -22,7 +22,7 @@ def said(response) -> list[str]:
 def test_the_users_page_shows_a_new_link_once(make_user):
     admin = client_for(make_user(is_staff=True))
     response = admin.post(reverse("sessions_app:users_create"), {"username": "fresh"}, follow=True)
-    assert said(response) == ["Created fresh: send them the link below."]
+    assert said(response) == ["Created fresh: copy their invitation link at the top of the page."]
     page = response.content.decode()
     assert 'id="invitation-link"' in page and "http://testserver/invite/" in page
     assert 'id="invitation-link"' not in admin.get(reverse("sessions_app:users")).content.decode()
