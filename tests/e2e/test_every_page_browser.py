@@ -237,9 +237,15 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
         page.click(f"#n-{entry_id} .preview")
         expect(page.locator(f'#entry-pane [data-entry="{entry_id}"]').first).to_be_visible()
         crawl.settle()
-    # The HTML export, downloaded from the review panel and opened.
+    # The HTML export, downloaded from the review panel and opened (once the panel's
+    # comments follow the last entry: their swap moves the link while it loads).
+    expect(page.locator("#rv-selected-id")).to_have_text("e0000014")
+    expect(page.locator("#review-comments")).not_to_contain_text("Loading comments")
+    crawl.settle()
+    export_link = page.locator("a.rv-export[data-format=html]")
+    export_link.scroll_into_view_if_needed()
     with page.expect_download() as download:
-        page.click("a.rv-export[data-format=html]")
+        export_link.click()
     export = tmp_path / "export.html"
     download.value.save_as(export)
     crawl.where = "the HTML export"
