@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
+from django.db.models import Count, Max, Q
+
 from sessions_app.core.usage import UsageTotals
+from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.panels.chat import chat_context
 from sessions_app.selectors.panels.comments import review_context
@@ -12,6 +17,30 @@ from sessions_app.selectors.panels.tree import tree_context
 from sessions_app.selectors.panels.workspace import workspace_context
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.usage import session_models
+
+
+def page_stamp(session_pk: int) -> str | None:
+    """What the session page's live panels (transcript, jobs, header figures, queue, model
+    notice) show, in a few characters: the session row's version (entries, leaf, settings),
+    its jobs, queued messages and file snapshots. The page carries the stamp it was drawn
+    at and the socket's hello the current one; the same stamp means nothing changed in
+    between, so the page need not ask for its panels again. None while a job is queued or
+    running (its progress is not in the stamp): the page always catches up then."""
+    row = Session.objects.filter(pk=session_pk).values_list("next_seq", "leaf_id", "modified_at")
+    session = row.first()
+    jobs = Job.objects.filter(session_id=session_pk).aggregate(
+        n=Count("pk"), active=Count("pk", filter=Q(status__in=Job.ACTIVE)), last=Max("finished_at")
+    )
+    if session is None or jobs["active"]:
+        return None
+    queued = QueuedMessage.objects.filter(session_id=session_pk).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    snapshots = FileSnapshot.objects.filter(session_id=session_pk).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    state = repr((session, jobs["n"], jobs["last"], queued, snapshots))
+    return hashlib.sha256(state.encode()).hexdigest()[:16]
 
 
 def usage_context(session) -> dict:
