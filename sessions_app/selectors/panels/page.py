@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db.models import Count, Max, Q
+from django.db import connection
 
 from sessions_app.core.usage import UsageTotals
 from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
@@ -26,20 +26,24 @@ def page_stamp(session_pk: int) -> str | None:
     at and the socket's hello the current one; the same stamp means nothing changed in
     between, so the page need not ask for its panels again. None while a job is queued or
     running (its progress is not in the stamp): the page always catches up then."""
-    row = Session.objects.filter(pk=session_pk).values_list("next_seq", "leaf_id", "modified_at")
-    session = row.first()
-    jobs = Job.objects.filter(session_id=session_pk).aggregate(
-        n=Count("pk"), active=Count("pk", filter=Q(status__in=Job.ACTIVE)), last=Max("finished_at")
-    )
-    if session is None or jobs["active"]:
+    job, queued, snapshot = (m._meta.db_table for m in (Job, QueuedMessage, FileSnapshot))
+    sql = f"""
+        SELECT s.next_seq, s.leaf_id, s.modified_at,
+          (SELECT COUNT(*) FROM {job} WHERE session_id = s.id AND status IN (%s, %s)),
+          (SELECT COUNT(*) FROM {job} WHERE session_id = s.id),
+          (SELECT MAX(finished_at) FROM {job} WHERE session_id = s.id),
+          (SELECT COUNT(*) FROM {queued} WHERE session_id = s.id),
+          (SELECT MAX(id) FROM {queued} WHERE session_id = s.id),
+          (SELECT COUNT(*) FROM {snapshot} WHERE session_id = s.id),
+          (SELECT MAX(id) FROM {snapshot} WHERE session_id = s.id)
+        FROM {Session._meta.db_table} s WHERE s.id = %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*Job.ACTIVE, session_pk])
+        row = cursor.fetchone()
+    if row is None or row[3]:
         return None
-    queued = QueuedMessage.objects.filter(session_id=session_pk).aggregate(
-        n=Count("pk"), last=Max("pk")
-    )
-    snapshots = FileSnapshot.objects.filter(session_id=session_pk).aggregate(
-        n=Count("pk"), last=Max("pk")
-    )
-    state = repr((session, jobs["n"], jobs["last"], queued, snapshots))
+    state = repr(tuple(row))
     return hashlib.sha256(state.encode()).hexdigest()[:16]
 
 
