@@ -25,6 +25,7 @@ from sessions_app.core.errors import ServiceError
 from sessions_app.models import ShareLink
 from sessions_app.selectors.access import check_access
 from sessions_app.selectors.panels.chat import run_context
+from sessions_app.selectors.panels.page import page_stamp
 from sessions_app.selectors.sharing import link_covers_new_entry
 from sessions_app.services.events import session_group, sessions_list_group
 
@@ -62,9 +63,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.group = session_group(access.session.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self.send_json(
-            {"event": "hello", "data": {"session": session_id, "role": access.role}}
-        )
+        hello = {"session": session_id, "role": access.role}
+        if not access.via_link:  # after group_add: a change after this stamp is sent to us
+            hello["stamp"] = await database_sync_to_async(page_stamp)(access.session.pk)
+        await self.send_json({"event": "hello", "data": hello})
         if not access.via_link:  # the live run's text and tools: members only
             state = await database_sync_to_async(run_context)(access.session)
             await self.send_json({"event": "run_state", "data": state})

@@ -188,6 +188,10 @@ class TreeIndex:
         out.reverse()
         return out
 
+    def child_previews(self, node: Node, limit: int = 20) -> list[tuple[str, str]]:
+        """(pi_id, preview) of a node's first children, in order (the entry pane)."""
+        return [(child.id, child.preview) for child in node.children[:limit]]
+
     def subtree_stats(self, head: Node) -> tuple[int, int]:
         """(entries, leaves) in the subtree under `head`, head included."""
         count = leaves = 0

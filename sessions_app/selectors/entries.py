@@ -56,16 +56,6 @@ def entry_pk(session: Session, pi_id: str | None) -> int | None:
     return session_entries(session).filter(pi_id=pi_id).values_list("pk", flat=True).first()
 
 
-def child_previews(session: Session, entry: Entry, limit: int = 20) -> list[tuple[str, str]]:
-    """(pi_id, preview) of an entry's first children, in order."""
-    return list(
-        session_entries(session)
-        .filter(parent=entry)
-        .order_by("seq")
-        .values_list("pi_id", "preview")[:limit]
-    )
-
-
 def line_lengths(session: Session, pi_ids) -> dict[str, int]:
     """Characters of each entry's stored line, by pi id (one query, no payloads)."""
     rows = (

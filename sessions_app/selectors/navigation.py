@@ -8,6 +8,7 @@ entry". Navigating (services/navigation.py), the branch summary request (service
 and the entry pane use it.
 """
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from sessions_app.core.tree import SessionTree
@@ -23,14 +24,18 @@ class Target:
     editor_text: str | None  # what goes back into the input box, if anything
 
 
-def resolve_target(session: Session, target: Entry | str) -> Target:
+def resolve_target(
+    session: Session, target: Entry | str, known: Container[str] | None = None
+) -> Target:
     """Where the leaf goes for a click on `target` (an Entry of the session or its pi id).
-    Raises `NotFound` for an id the session does not hold."""
+    Raises `NotFound` for an id the session does not hold. `known`: the session's pi ids
+    when the caller has them (a tree index), instead of asking the database."""
     if not isinstance(target, Entry):
         target = get_entry(session, target, "pi_id", "line")
     rule = SessionTree([target.payload]).navigate_target(target.pi_id)
     leaf = rule["leafId"]
-    if leaf is not None and not entry_exists(session, leaf):
+    exists = (leaf in known) if known is not None else entry_exists(session, leaf)
+    if leaf is not None and not exists:
         leaf = None  # the target's parent is dangling: pi treats the target as a root
     return Target(leaf=leaf, editor_text=rule["editorText"])
 

@@ -22,7 +22,7 @@ from sessions_app.selectors import workspaces
 from sessions_app.selectors.jobs import import_job
 from sessions_app.selectors.llm.catalog import model_profiles
 from sessions_app.selectors.panels.head import context_gauge, head_context
-from sessions_app.selectors.panels.page import session_page_context
+from sessions_app.selectors.panels.page import page_stamp, session_page_context
 from sessions_app.selectors.panels.tree import entry_context, tree_state
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.sessions import (
@@ -221,7 +221,9 @@ def _new_session_folder(user, params, name: str) -> tuple[str, str | None]:
 @session_view(methods=None)
 def session_detail(request, access):
     """The session page: every panel from its own context builder (selectors/panels/)."""
+    stamp = page_stamp(access.session.pk)  # before the panels read: a change after it shows
     context = session_page_context(access, tree_state(request.GET), request.user)
+    context["page_stamp"] = stamp
     context["gauge"] = context_gauge(access.session)  # (usage: in the page context)
     entry = context.pop("entry", None)
     if entry is not None:

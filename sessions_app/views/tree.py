@@ -101,7 +101,7 @@ def tree_run(request, access, first_id, last_id):
 @session_view()
 def entry_pane(request, access, entry_id):
     entry = get_entry_or_404(access.session, entry_id)
-    view_leaf = query(request).text("leaf") or access.session.leaf_pi_id
+    view_leaf = query(request).text("leaf") or None  # None: the session's leaf
     return render(request, "sessions_app/tree/_entry.html", entry_context(access, entry, view_leaf))
 
 

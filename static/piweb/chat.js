@@ -100,6 +100,7 @@
   // The server's word on the runs (`run_context`): which is this branch's, which others'.
   function applyContext(ctx) {
     ctx = ctx || {};
+    var shown = root.dataset.runId || null; // the run whose queue the panel shows
     others = {};
     Object.keys(ctx.runs || {}).forEach(function (id) { if (id !== ctx.active) others[id] = true; });
     if (ctx.active && ctx.active !== runId && sending) sending = false;
@@ -110,7 +111,8 @@
       if (runId) { live.hidden = true; setRunning(true); } // queued, nothing streamed yet
       else { setRunning(false); dropNotice(["stopping", "queued", "held"]); }
     }
-    window.piweb.dispatch("queue_changed"); // the queue shown is this run's now
+    // The queue shown is this run's now (its own changes come as queue_changed).
+    if ((ctx.active || null) !== shown) window.piweb.dispatch("queue_changed");
   }
 
   function refreshState() {

@@ -22,29 +22,41 @@
     }
     document.body.dispatchEvent(new CustomEvent("piweb:" + name, { bubbles: true, detail: detail }));
   }
-  function connect(sessionId, shareToken) {
+  function connect(sessionId, shareToken, stamp) {
     var path = "/ws/sessions/" + encodeURIComponent(sessionId) + "/";
     if (shareToken) path += "?share=" + encodeURIComponent(shareToken); // read-only link visitor
-    return openSocket(path);
+    return openSocket(path, stamp);
   }
-  function openSocket(path) {
+  // `ws-open` is the catch-up: panels ask again for what they show, in case events were
+  // sent before the socket was open. A page that carries the stamp it was drawn at
+  // (selectors/panels/page.page_stamp) skips it on its first open when the hello's stamp
+  // is the same (nothing changed in between); a reopened socket always catches up.
+  function openSocket(path, stamp) {
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     var url = proto + location.host + path;
     var delay = 500;
     var socket;
+    var drawnAt = stamp || null;
     function open() {
       socket = new WebSocket(url);
       socket.onopen = function () {
         delay = 500;
         document.body.dataset.ws = "open";
-        dispatch("ws-open");
+        if (!drawnAt) dispatch("ws-open");
       };
       socket.onmessage = function (msg) {
         var payload = JSON.parse(msg.data);
+        if (payload.event === "hello" && drawnAt) {
+          var same = payload.data && payload.data.stamp === drawnAt;
+          drawnAt = null;
+          document.body.dataset.caughtUp = same ? "same" : "changed";
+          if (!same) dispatch("ws-open");
+        }
         if (eventNames().socket.indexOf(payload.event) >= 0) dispatch(payload.event, payload.data);
       };
       socket.onclose = function (ev) {
         document.body.dataset.ws = "closed";
+        drawnAt = null; // closed before its hello: the next open catches up
         dispatch("ws-closed", { code: ev.code });
         if (ev.code >= 4400 && ev.code < 4500) return; // refused: no rights, do not retry
         setTimeout(open, delay);
@@ -165,7 +177,7 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     var el = document.querySelector("[data-piweb-session]");
-    if (el) window.piweb.socket = connect(el.dataset.piwebSession, el.dataset.piwebShare);
+    if (el) window.piweb.socket = connect(el.dataset.piwebSession, el.dataset.piwebShare, el.dataset.piwebStamp);
     else if (document.querySelector("[data-piweb-sessions-list]")) followSessionsList();
   });
 })();

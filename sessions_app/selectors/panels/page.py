@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
+from django.db import connection
+
 from sessions_app.core.usage import UsageTotals
+from sessions_app.models import FileSnapshot, Job, QueuedMessage, Session
 from sessions_app.selectors.entries import find_entry
 from sessions_app.selectors.panels.chat import chat_context
 from sessions_app.selectors.panels.comments import review_context
@@ -12,6 +17,34 @@ from sessions_app.selectors.panels.tree import tree_context
 from sessions_app.selectors.panels.workspace import workspace_context
 from sessions_app.selectors.provenance import session_provenance
 from sessions_app.selectors.usage import session_models
+
+
+def page_stamp(session_pk: int) -> str | None:
+    """What the session page's live panels (transcript, jobs, header figures, queue, model
+    notice) show, in a few characters: the session row's version (entries, leaf, settings),
+    its jobs, queued messages and file snapshots. The page carries the stamp it was drawn
+    at and the socket's hello the current one; the same stamp means nothing changed in
+    between, so the page need not ask for its panels again. None while a job is queued or
+    running (its progress is not in the stamp): the page always catches up then."""
+    job, queued, snapshot = (m._meta.db_table for m in (Job, QueuedMessage, FileSnapshot))
+    sql = f"""
+        SELECT s.next_seq, s.leaf_id, s.modified_at,
+          (SELECT COUNT(*) FROM {job} WHERE session_id = s.id AND status IN (%s, %s)),
+          (SELECT COUNT(*) FROM {job} WHERE session_id = s.id),
+          (SELECT MAX(finished_at) FROM {job} WHERE session_id = s.id),
+          (SELECT COUNT(*) FROM {queued} WHERE session_id = s.id),
+          (SELECT MAX(id) FROM {queued} WHERE session_id = s.id),
+          (SELECT COUNT(*) FROM {snapshot} WHERE session_id = s.id),
+          (SELECT MAX(id) FROM {snapshot} WHERE session_id = s.id)
+        FROM {Session._meta.db_table} s WHERE s.id = %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*Job.ACTIVE, session_pk])
+        row = cursor.fetchone()
+    if row is None or row[3]:
+        return None
+    state = repr(tuple(row))
+    return hashlib.sha256(state.encode()).hexdigest()[:16]
 
 
 def usage_context(session) -> dict:

@@ -22,15 +22,12 @@ from sessions_app.selectors import workspaces
 from sessions_app.selectors.changes import change_counts, reconstructed_counts, snapshots_exist
 from sessions_app.selectors.comments import open_comment_counts_by_pi_id
 from sessions_app.selectors.entries import (
-    child_previews,
     entry_headline,
-    entry_pk,
     line_lengths,
     session_entries,
 )
 from sessions_app.selectors.inspector import inspect_context
 from sessions_app.selectors.navigation import archived_heads, blocking_job, resolve_target
-from sessions_app.selectors.paths import path_entry_pks
 from sessions_app.selectors.scores import badges_by_entry
 
 TREE_COLUMNS = (
@@ -185,11 +182,18 @@ def entry_parts(session: Session, payload: dict) -> list:
 
 
 def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
-    """The entry pane (the session page's `?target=` and `entry_pane`)."""
+    """The entry pane (the session page's `?target=` and `entry_pane`; `view_leaf` None:
+    the session's leaf). The path, the children and the target's leaf are read from the
+    session's cached tree index (the tree panel built it for this version), not queried."""
     session = access.session
-    leaf_pk = entry_pk(session, view_leaf)
-    on_path = leaf_pk is not None and entry.pk in path_entry_pks(leaf_pk)
-    target = resolve_target(session, entry)
+    index = tree_index(session)
+    session_leaf = index.nodes.get(session.leaf_id) if session.leaf_id is not None else None
+    if view_leaf is None:
+        view_leaf = session_leaf.id if session_leaf else None
+    leaf_node = index.by_id.get(view_leaf) if view_leaf else None
+    on_path = leaf_node is not None and entry.pk in index.path_pks(leaf_node)
+    target = resolve_target(session, entry, known=index.by_id)
+    node = index.nodes.get(entry.pk)
     parts = entry_parts(session, entry.payload)
     headline = entry_headline(entry)  # what the entry's calls did, or the call it answers
     if entry.role == "toolResult" and headline:
@@ -201,10 +205,11 @@ def entry_context(access, entry: Entry, view_leaf: str | None) -> dict:
         "entry": entry,
         "headline": headline,
         "parts": parts,
-        "children": child_previews(session, entry),
+        "children": index.child_previews(node) if node else [],
         "link": node_link(session, entry.pi_id, view_leaf, on_path),
         "view_leaf": view_leaf,
         "is_session_leaf": session.leaf_id == entry.pk,
+        "session_leaf": session_leaf.id if session_leaf else "",
         "navigate_leaf": target.leaf,
         "prefills": target.editor_text is not None,
         "fork_scopes": FORK_SCOPES,

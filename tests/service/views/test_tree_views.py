@@ -487,3 +487,23 @@ def test_archiving_a_branch_folds_it_shows_it_again_and_keeps_it_in_exports(
     assert not ArchivedBranch.objects.filter(session=session).exists()
     assert 'id="n-e000000b"' in c.get(url("tree_panel", session)).content.decode()
     assert c.post(url("entry_archive", session, "nope1234"), {"archive": "1"}).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)  # committed rows: the tree index is cached
+def test_entry_pane_query_count_is_bounded(session, owner, client_for):
+    """A node click's request: its queries do not grow with the path or the session, and
+    a second click on the same session version reuses what every entry shares."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    c = client_for(owner)
+    c.get(url("entry_pane", session, "e0000004"))  # warms the session's caches
+    for entry_id in ("e0000013", "e00000c1", "e0000001"):
+        with CaptureQueriesContext(connection) as queries:
+            response = c.get(url("entry_pane", session, entry_id))
+        assert response.status_code == 200
+        # login session, user, session row, the entry, (a tool result's call), the
+        # blocking job, snapshots, archived heads, the theme: no path or children query
+        sql = " ".join(q["sql"] for q in queries.captured_queries)
+        assert "RECURSIVE" not in sql
+        assert len(queries) <= (9 if entry_id == "e0000013" else 8)
