@@ -48,7 +48,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from support import pg_admin, pg_name, words_text  # noqa: E402
+from support import child_report, pg_admin, pg_name, print_report, words_text  # noqa: E402
 
 VAR = REPO / "var" / "fork-bench"
 PG_URL = os.environ.get("PIWEB_BENCH_PG_URL", "postgres://127.0.0.1:5432/piweb_fork_bench")
@@ -305,7 +305,7 @@ def child(backend: str, sizes: list[int], runs: int) -> None:
                 "first_difference": first_difference,
             }
         report["rows"].append(row)
-    print("RESULT " + json.dumps(report))
+    print_report(report)
 
 
 # --- the parent: fresh databases, one child per backend ---------------------------------------
@@ -379,11 +379,10 @@ def _run_backends(args, sizes: list[int], redis_socket: Path) -> int:
         finally:
             if not args.keep:
                 _drop(backend)
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            print(proc.stdout[-3000:], proc.stderr[-3000:])
+        report = child_report(proc)
+        if report is None:
             return 1
-        reports.append(json.loads(lines[-1][len("RESULT ") :]))
+        reports.append(report)
     print()
     print(
         f"{'backend':<11} {'path':>7} {'rows':>7} {'fork ms (median/max)':>21} "

@@ -36,6 +36,7 @@ if str(REPO) not in sys.path:
 sys.path.insert(0, str(REPO / "bench"))
 
 import search_bench  # noqa: E402  (fresh databases)
+from support import child_report, print_report  # noqa: E402
 
 VAR = REPO / "var" / "bench-review"
 SESSIONS = 1000
@@ -173,7 +174,7 @@ def child(backend: str, args) -> None:
         "next": _stats(times),
         "export": {"rows": rows, "mb": size / 1e6, "seconds": seconds},
     }
-    print("RESULT " + json.dumps(report))
+    print_report(report)
 
 
 def main() -> int:
@@ -207,11 +208,10 @@ def main() -> int:
         for flag in ("answers", "takes", "export"):
             command += [f"--{flag}", str(getattr(args, flag))]
         proc = subprocess.run(command, env=env, capture_output=True, text=True)
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            print(proc.stdout[-3000:], proc.stderr[-3000:])
+        report = child_report(proc)
+        if report is None:
             return 1
-        r = json.loads(lines[-1][len("RESULT ") :])
+        r = report
         n, e = r["next"], r["export"]
         rate = e["mb"] / e["seconds"] if e["seconds"] else 0.0
         print(

@@ -30,6 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from support import child_report, print_report  # noqa: E402
 
 VAR = REPO / "var" / "bench-search"
 SEED = 20261129
@@ -429,7 +432,7 @@ def child(backend: str, args) -> None:
         stats = _measure(user, queries)
         stats["visible_sessions"] = visible_sessions(user).count()
         report["users"][name] = stats
-    print("RESULT " + json.dumps(report))
+    print_report(report)
 
 
 # --- parent: run each backend, print the table -------------------------------------------
@@ -485,11 +488,10 @@ def main() -> int:
             capture_output=True,
             text=True,
         )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            print(proc.stdout[-3000:], proc.stderr[-3000:])
+        report = child_report(proc)
+        if report is None:
             return 1
-        reports.append(json.loads(lines[-1][len("RESULT ") :]))
+        reports.append(report)
     print()
     print(
         f"{'backend':<11} {'user':<7} {'sees':>5} {'queries':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'load s':>7}"

@@ -1,12 +1,13 @@
 """What the benches that start real servers share: a scratch PostgreSQL database by
-URL, a free loopback port and waiting for a server to listen on it, and the filler
-text of generated sessions.
+URL, a free loopback port and waiting for a server to listen on it, the filler text of
+generated sessions, and the report a bench's child process prints on its last line.
 
 Imported as ``support`` by the benches run as scripts (``bench/`` is their path).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -85,3 +86,18 @@ def wait_port(port: int, timeout: float, what: str = "the server") -> None:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"{what} did not start")
+
+
+def print_report(report: dict) -> None:
+    """What a bench's child process prints for its parent to read (`child_report`)."""
+    print("RESULT " + json.dumps(report))
+
+
+def child_report(proc: subprocess.CompletedProcess[str]) -> dict | None:
+    """The report of a finished child process (its last ``RESULT`` line); None, with the
+    tails of its output printed, when it failed or printed none."""
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        print(proc.stdout[-3000:], proc.stderr[-3000:])
+        return None
+    return json.loads(lines[-1][len("RESULT ") :])

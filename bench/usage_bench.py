@@ -25,7 +25,6 @@ Targets: dashboard p95 < 300 ms on PostgreSQL; sessions list < 300 ms.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -41,6 +40,7 @@ if str(REPO) not in sys.path:
 sys.path.insert(0, str(REPO / "bench"))
 
 import search_bench  # noqa: E402  (the corpus generator)
+from support import child_report, print_report  # noqa: E402
 
 VAR = REPO / "var" / "bench-usage"
 SEED = 20261201
@@ -254,7 +254,7 @@ def child(backend: str, args) -> None:
 
         report["list"][label] = _timed(get, max(10, args.runs // 4))
     report["list_sessions"] = visible_sessions(loaded["lead"]).count()
-    print("RESULT " + json.dumps(report))
+    print_report(report)
 
 
 def main() -> int:
@@ -310,11 +310,10 @@ def main() -> int:
             capture_output=True,
             text=True,
         )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            print(proc.stdout[-3000:], proc.stderr[-3000:])
+        report = child_report(proc)
+        if report is None:
             return 1
-        reports.append(json.loads(lines[-1][len("RESULT ") :]))
+        reports.append(report)
     print()
     print(
         f"{'backend':<11} {'what':<26} {'sessions':>8} {'runs':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
