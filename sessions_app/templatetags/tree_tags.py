@@ -53,6 +53,12 @@ def kind_icon(kind: str) -> str:
     return KIND_ICONS.get(kind, ("?", kind))[0]
 
 
+@register.filter
+def kind_name(kind: str) -> str:
+    """A role's or entry type's name in words ("Tool result", not "toolResult")."""
+    return KIND_ICONS.get(kind, ("?", kind))[1].split(":")[0]
+
+
 @register.simple_tag
 def state_query(state, **overrides) -> str:
     """The tree view parameters as a query string (leaf, filter, q, open), for hx-get."""

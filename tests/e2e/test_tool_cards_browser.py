@@ -123,6 +123,9 @@ def test_every_surface_reads_a_call_by_its_headline_and_keeps_its_id_in_the_deta
         expect(where.locator(".tool-call-meta", has_text="call_b1")).to_be_hidden()
         assert "call_b1" not in where.locator("body").inner_text()
         assert where.evaluate("() => window.__pwned") is None
+        kinds = set(where.locator(".rv-kind").all_inner_texts())  # roles in words
+        assert {"Tool result", "Assistant message"} <= kinds
+        assert not kinds & {"toolResult", "assistant", "session_info"}
 
     # The Markdown export names the call a result answers; no call id anywhere.
     markdown = page.request.get(f"/s/{session.pi_id}/export/md/").text()
