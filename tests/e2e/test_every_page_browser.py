@@ -231,6 +231,15 @@ def test_every_page_loads_without_a_failed_request_or_console_error(
         workspace_box.locator("summary").click()
     expect(workspace_box.locator("form")).to_be_visible()
     crawl.settle()
+    # The chat's live partials (the queue, the model notice), as the socket's events ask
+    # for them when the session changes after the page was drawn.
+    with page.expect_response(lambda r: "/chat/queued/" in r.url):
+        with page.expect_response(lambda r: "/chat/model-notice/" in r.url):
+            page.evaluate(
+                "() => { htmx.trigger(document.body, 'piweb:queue_changed');"
+                " htmx.trigger(document.body, 'piweb:session_changed'); }"
+            )
+    crawl.settle()
 
     crawl.visit(f"/s/{branched}/", live=True)
     for entry_id in ("e000000c", "e0000011", "e00000c1", "e0000b51", "e0000014"):
